@@ -1,0 +1,1 @@
+//! Runtime collector (see issue: Collector).
