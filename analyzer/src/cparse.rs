@@ -1,0 +1,596 @@
+//! tree-sitter-c extraction of the facts of one (preprocessed) file.
+
+use std::collections::BTreeSet;
+
+use tree_sitter::{Node, Parser};
+
+use crate::error::Warning;
+use crate::model::{
+    CallSite, CallTarget, FileFacts, FunctionDef, MacroDef, OpsTable, RetKind, UapiMethod,
+    WriteCommand,
+};
+
+/// Most ERROR ranges reported per file; the count is still exact.
+const MAX_ERROR_WARNINGS_PER_FILE: usize = 5;
+
+pub fn new_parser() -> Parser {
+    let mut parser = Parser::new();
+    // The grammar is compiled in; a version mismatch is a build error, not an input error.
+    parser
+        .set_language(&tree_sitter_c::LANGUAGE.into())
+        .expect("tree-sitter-c grammar matches the tree-sitter runtime");
+    parser
+}
+
+/// Parse `text` (already preprocessed) and extract its facts.
+pub fn extract(parser: &mut Parser, path: &str, text: &str) -> FileFacts {
+    let mut facts = FileFacts {
+        path: path.to_string(),
+        ..FileFacts::default()
+    };
+    let src = text.as_bytes();
+    let Some(tree) = parser.parse(src, None) else {
+        facts.warnings.push(Warning {
+            file: path.into(),
+            line: 0,
+            message: "tree-sitter returned no tree".into(),
+        });
+        facts.parse_errors += 1;
+        return facts;
+    };
+    let root = tree.root_node();
+    collect_errors(root, path, &mut facts);
+    walk_top(root, src, &mut facts);
+    if path.ends_with(".c") {
+        scan_uverbs_declarations(text, &mut facts);
+    }
+    facts
+}
+
+fn text<'a>(n: Node, src: &'a [u8]) -> &'a str {
+    n.utf8_text(src).unwrap_or("")
+}
+
+fn line(n: Node) -> usize {
+    n.start_position().row + 1
+}
+
+fn collect_errors(root: Node, path: &str, facts: &mut FileFacts) {
+    if !root.has_error() {
+        return;
+    }
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if n.is_error() || n.is_missing() {
+            facts.parse_errors += 1;
+            if facts.parse_errors <= MAX_ERROR_WARNINGS_PER_FILE {
+                let what = if n.is_missing() {
+                    "missing token"
+                } else {
+                    "unparsed range"
+                };
+                facts.warnings.push(Warning {
+                    file: path.into(),
+                    line: line(n),
+                    message: format!("{what} (lines {}-{})", line(n), n.end_position().row + 1),
+                });
+            }
+            continue;
+        }
+        if n.has_error() {
+            let mut c = n.walk();
+            stack.extend(n.children(&mut c));
+        }
+    }
+}
+
+/// Visit top-level items; descends into preprocessor blocks and ERROR nodes because kernel
+/// macros at file scope (`DECLARE_UVERBS_NAMED_METHOD(...)`) sometimes swallow the functions
+/// after them into an error range.
+fn walk_top(node: Node, src: &[u8], facts: &mut FileFacts) {
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        match child.kind() {
+            "function_definition" => {
+                if let Some(f) = function_def(child, src) {
+                    facts.functions.push(f);
+                }
+            }
+            "preproc_function_def" => {
+                if let Some(m) = macro_def(child, src) {
+                    facts.macros.push(m);
+                }
+            }
+            "preproc_def" => {
+                let name = child.child_by_field_name("name").map(|n| text(n, src));
+                if name == Some("UVERBS_MODULE_NAME") {
+                    if let Some(v) = child.child_by_field_name("value") {
+                        facts.uverbs_module_name = Some(text(v, src).trim().to_string());
+                    }
+                }
+            }
+            "preproc_include" => {
+                if let Some(p) = child.child_by_field_name("path") {
+                    if p.kind() == "string_literal" {
+                        let t = text(p, src).trim_matches('"');
+                        facts.local_includes.push(t.to_string());
+                    }
+                }
+            }
+            "declaration" => {
+                if let Some(t) = ops_table(child, src) {
+                    facts.ops_tables.push(t);
+                }
+            }
+            "ERROR"
+            | "preproc_if"
+            | "preproc_ifdef"
+            | "preproc_else"
+            | "preproc_elif"
+            | "linkage_specification"
+            | "declaration_list" => walk_top(child, src, facts),
+            _ => {}
+        }
+    }
+}
+
+fn function_def(node: Node, src: &[u8]) -> Option<FunctionDef> {
+    let declarator = node.child_by_field_name("declarator")?;
+    let body = node.child_by_field_name("body")?;
+    let mut is_static = false;
+    let mut is_inline = false;
+    let mut cursor = node.walk();
+    for c in node.children(&mut cursor) {
+        match c.kind() {
+            "storage_class_specifier" | "function_specifier" => match text(c, src) {
+                "static" => is_static = true,
+                "inline" | "__inline" | "__inline__" => is_inline = true,
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    let ret_type = node
+        .child_by_field_name("type")
+        .map(|t| text(t, src).trim().to_string())
+        .unwrap_or_default();
+    // Walk the declarator chain down to the name, noting pointer levels on the way.
+    let mut pointer = false;
+    let mut d = declarator;
+    let mut outer_fn: Option<Node> = None;
+    let (name, handler_id) = loop {
+        match d.kind() {
+            "pointer_declarator" => {
+                if outer_fn.is_none() {
+                    pointer = true;
+                }
+                d = d.child_by_field_name("declarator")?;
+            }
+            "function_declarator" => {
+                let inner = d.child_by_field_name("declarator")?;
+                if outer_fn.is_none() {
+                    outer_fn = Some(d);
+                    d = inner;
+                } else {
+                    // `UVERBS_HANDLER(X)(args)`: the inner "function declarator" is the
+                    // token-pasting macro; its single "parameter" is the method id.
+                    let macro_name = text(inner, src);
+                    let params = d.child_by_field_name("parameters")?;
+                    let id = text(params, src)
+                        .trim_matches(|c| c == '(' || c == ')')
+                        .trim()
+                        .to_string();
+                    if macro_name == "UVERBS_HANDLER" {
+                        break ("UVERBS_HANDLER".to_string(), Some(id));
+                    }
+                    break (format!("{macro_name}({id})"), None);
+                }
+            }
+            "parenthesized_declarator" | "attributed_declarator" => {
+                let mut c = d.walk();
+                let next = d.named_children(&mut c).next()?;
+                d = next;
+            }
+            "identifier" => break (text(d, src).to_string(), None),
+            _ => return None,
+        }
+    };
+    let outer_fn = outer_fn?;
+    let nparams = count_params(outer_fn, src);
+    let ret = if pointer {
+        RetKind::Ptr
+    } else {
+        match ret_type.as_str() {
+            "void" => RetKind::Void,
+            "bool" | "_Bool" => RetKind::Bool,
+            _ => RetKind::Int,
+        }
+    };
+    let mut locals: BTreeSet<String> = BTreeSet::new();
+    if let Some(params) = outer_fn.child_by_field_name("parameters") {
+        collect_declared_names(params, src, &mut locals);
+    }
+    collect_declared_names(body, src, &mut locals);
+    let mut calls = Vec::new();
+    let mut field_writes = BTreeSet::new();
+    collect_calls(body, src, &locals, &mut calls, &mut field_writes);
+    let body_text = text(body, src);
+    Some(FunctionDef {
+        name,
+        uverbs_handler_id: handler_id,
+        line: line(node),
+        end_line: node.end_position().row + 1,
+        is_static,
+        is_inline,
+        ret_type: if pointer {
+            format!("{ret_type} *")
+        } else {
+            ret_type
+        },
+        ret,
+        nparams,
+        calls,
+        field_writes: field_writes.into_iter().collect(),
+        reads_method_handler: body_text.contains("method_elm->handler"),
+    })
+}
+
+fn count_params(fn_decl: Node, src: &[u8]) -> usize {
+    let Some(params) = fn_decl.child_by_field_name("parameters") else {
+        return 0;
+    };
+    let mut c = params.walk();
+    let decls: Vec<Node> = params
+        .named_children(&mut c)
+        .filter(|n| n.kind() == "parameter_declaration")
+        .collect();
+    if decls.len() == 1 && text(decls[0], src).trim() == "void" {
+        return 0;
+    }
+    decls.len()
+}
+
+/// Names declared as parameters or local variables (to tell `handler(x)` through a local
+/// function pointer from a call of a function named `handler`).
+fn collect_declared_names(node: Node, src: &[u8], out: &mut BTreeSet<String>) {
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "parameter_declaration" | "declaration" | "init_declarator" | "pointer_declarator" => {
+                if let Some(d) = n.child_by_field_name("declarator") {
+                    if d.kind() == "identifier" {
+                        out.insert(text(d, src).to_string());
+                    }
+                }
+            }
+            _ => {}
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+}
+
+fn collect_calls(
+    node: Node,
+    src: &[u8],
+    locals: &BTreeSet<String>,
+    calls: &mut Vec<CallSite>,
+    field_writes: &mut BTreeSet<String>,
+) {
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "call_expression" => {
+                if let Some(f) = n.child_by_field_name("function") {
+                    if let Some(target) = call_target(f, src, locals) {
+                        calls.push(CallSite {
+                            target,
+                            line: line(n),
+                        });
+                    }
+                }
+            }
+            "assignment_expression" => {
+                if let Some(l) = n.child_by_field_name("left") {
+                    if l.kind() == "field_expression" && text_of_op(l, src) == "->" {
+                        if let Some(field) = l.child_by_field_name("field") {
+                            field_writes.insert(text(field, src).to_string());
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    calls.sort_by_key(|c| c.line);
+}
+
+fn text_of_op<'a>(field_expr: Node, src: &'a [u8]) -> &'a str {
+    field_expr
+        .child_by_field_name("operator")
+        .map(|o| text(o, src))
+        .unwrap_or("")
+}
+
+fn call_target(f: Node, src: &[u8], locals: &BTreeSet<String>) -> Option<CallTarget> {
+    match f.kind() {
+        "identifier" => {
+            let name = text(f, src).to_string();
+            if locals.contains(&name) {
+                Some(CallTarget::LocalPointer(name))
+            } else {
+                Some(CallTarget::Named(name))
+            }
+        }
+        "field_expression" => {
+            let field = text(f.child_by_field_name("field")?, src).to_string();
+            let base = f.child_by_field_name("argument")?;
+            if base.kind() == "field_expression" {
+                let base_field = base.child_by_field_name("field").map(|x| text(x, src));
+                if base_field == Some("ops") {
+                    return Some(CallTarget::Ops(field));
+                }
+            }
+            Some(CallTarget::Field {
+                base: text(base, src).split_whitespace().collect::<String>(),
+                field,
+            })
+        }
+        "parenthesized_expression" => {
+            let mut c = f.walk();
+            let inner = f.named_children(&mut c).next()?;
+            call_target(inner, src, locals)
+        }
+        _ => None,
+    }
+}
+
+fn macro_def(node: Node, src: &[u8]) -> Option<MacroDef> {
+    let name = text(node.child_by_field_name("name")?, src).to_string();
+    let body = node
+        .child_by_field_name("value")
+        .map(|v| text(v, src))
+        .unwrap_or("");
+    Some(MacroDef {
+        name,
+        line: line(node),
+        calls: idents_before_paren(body),
+    })
+}
+
+/// Identifiers directly followed by `(` in a macro body, in order, unique.
+fn idents_before_paren(body: &str) -> Vec<String> {
+    let b = body.as_bytes();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_alphabetic() || b[i] == b'_' {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            // `a ## b(` pastes tokens: the identifier before `(` is not a real name.
+            let pasted = body[..start].trim_end().ends_with("##")
+                || body[i..].trim_start().starts_with("##");
+            let mut j = i;
+            while j < b.len() && (b[j] == b' ' || b[j] == b'\t' || b[j] == b'\\' || b[j] == b'\n') {
+                j += 1;
+            }
+            if !pasted && b.get(j) == Some(&b'(') {
+                let id = &body[start..i];
+                if !out.iter().any(|o| o == id) {
+                    out.push(id.to_string());
+                }
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+fn ops_table(decl: Node, src: &[u8]) -> Option<OpsTable> {
+    let ty = decl.child_by_field_name("type")?;
+    if ty.kind() != "struct_specifier" {
+        return None;
+    }
+    if ty.child_by_field_name("name").map(|n| text(n, src)) != Some("ib_device_ops") {
+        return None;
+    }
+    let init = decl.child_by_field_name("declarator")?;
+    if init.kind() != "init_declarator" {
+        return None;
+    }
+    let name = text(init.child_by_field_name("declarator")?, src).to_string();
+    let list = init.child_by_field_name("value")?;
+    let mut members = Vec::new();
+    let mut c = list.walk();
+    for pair in list.named_children(&mut c) {
+        if pair.kind() != "initializer_pair" {
+            continue;
+        }
+        let mut pc = pair.walk();
+        let designator = pair
+            .children_by_field_name("designator", &mut pc)
+            .next()
+            .map(|d| text(d, src).trim_start_matches('.').trim().to_string());
+        let value = pair.child_by_field_name("value");
+        if let (Some(member), Some(value)) = (designator, value) {
+            if value.kind() == "identifier" {
+                members.push((member, text(value, src).to_string(), line(pair)));
+            }
+        }
+    }
+    Some(OpsTable {
+        name,
+        line: line(decl),
+        members,
+    })
+}
+
+/// The uverbs method and write-command tables are built by file-scope macros that tree-sitter
+/// cannot parse as C; their arguments are plain identifiers, so a token scan is exact.
+fn scan_uverbs_declarations(text: &str, facts: &mut FileFacts) {
+    for (keyword, kind) in [
+        ("DECLARE_UVERBS_WRITE_EX", 1),
+        ("DECLARE_UVERBS_WRITE", 0),
+        ("DECLARE_UVERBS_NAMED_METHOD_DESTROY", 3),
+        ("DECLARE_UVERBS_NAMED_METHOD", 2),
+    ] {
+        let mut from = 0;
+        while let Some(pos) = text[from..].find(keyword) {
+            let start = from + pos;
+            from = start + keyword.len();
+            let before_ok = start == 0
+                || !text.as_bytes()[start - 1].is_ascii_alphanumeric()
+                    && text.as_bytes()[start - 1] != b'_';
+            let rest = &text[from..];
+            let rest_trim = rest.trim_start();
+            if !before_ok || !rest_trim.starts_with('(') {
+                continue;
+            }
+            let line_start = text[..start].rfind('\n').map_or(0, |p| p + 1);
+            if text[line_start..start].trim_start().starts_with("#define") {
+                continue;
+            }
+            let args = macro_args(&rest_trim[1..]);
+            let line = text[..start].matches('\n').count() + 1;
+            match kind {
+                0 | 1 if args.len() >= 2 => facts.write_commands.push(WriteCommand {
+                    command: args[0].clone(),
+                    handler: args[1].clone(),
+                    extended: kind == 1,
+                    line,
+                }),
+                2 | 3 if !args.is_empty() => facts.uapi_methods.push(UapiMethod {
+                    id: args[0].clone(),
+                    destroy: kind == 3,
+                    line,
+                }),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// First two top-level arguments of a macro call, whitespace-collapsed.
+fn macro_args(s: &str) -> Vec<String> {
+    let mut args = Vec::new();
+    let mut depth = 0i32;
+    let mut cur = String::new();
+    for c in s.chars() {
+        match c {
+            '(' | '{' | '[' => {
+                depth += 1;
+                cur.push(c);
+            }
+            ')' | '}' | ']' => {
+                if depth == 0 {
+                    break;
+                }
+                depth -= 1;
+                cur.push(c);
+            }
+            ',' if depth == 0 => {
+                args.push(cur.split_whitespace().collect::<String>());
+                cur.clear();
+                if args.len() == 2 {
+                    return args;
+                }
+            }
+            _ => cur.push(c),
+        }
+    }
+    args.push(cur.split_whitespace().collect::<String>());
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(src: &str) -> FileFacts {
+        extract(&mut new_parser(), "t.c", src)
+    }
+
+    #[test]
+    fn token_pasted_handler_definition() {
+        let f = facts("static int UVERBS_HANDLER(UVERBS_METHOD_QP_CREATE)(struct uverbs_attr_bundle *attrs)\n{\n\treturn create(attrs);\n}\n");
+        assert_eq!(f.functions.len(), 1);
+        assert_eq!(
+            f.functions[0].uverbs_handler_id.as_deref(),
+            Some("UVERBS_METHOD_QP_CREATE")
+        );
+        assert_eq!(f.functions[0].nparams, 1);
+    }
+
+    #[test]
+    fn ops_calls_local_pointers_and_field_writes() {
+        let f = facts("int f(struct ib_pd *pd, int (*cb)(void))\n{\n\tint (*handler)(int);\n\tpd->device->ops.alloc_pd(pd);\n\thandler(1);\n\tcb();\n\tpd->usecnt = 1;\n\treturn g(pd);\n}\n");
+        let fun = &f.functions[0];
+        let t: Vec<_> = fun.calls.iter().map(|c| c.target.clone()).collect();
+        assert!(t.contains(&CallTarget::Ops("alloc_pd".into())));
+        assert!(t.contains(&CallTarget::LocalPointer("handler".into())));
+        assert!(t.contains(&CallTarget::LocalPointer("cb".into())));
+        assert!(t.contains(&CallTarget::Named("g".into())));
+        assert_eq!(fun.field_writes, vec!["usecnt".to_string()]);
+    }
+
+    #[test]
+    fn pointer_bool_and_void_returns() {
+        let f = facts("static struct x *a(void) { return 0; }\nbool b(int x) { return x; }\nvoid c(int a, int b) {}\n");
+        let r: Vec<_> = f
+            .functions
+            .iter()
+            .map(|f| (f.ret, f.nparams, f.is_static))
+            .collect();
+        assert_eq!(
+            r,
+            vec![
+                (RetKind::Ptr, 0, true),
+                (RetKind::Bool, 1, false),
+                (RetKind::Void, 2, false)
+            ]
+        );
+    }
+
+    #[test]
+    fn macro_calls_skip_token_pasting() {
+        assert_eq!(
+            idents_before_paren("_uobj_get_obj_read(uobj_get_read(a, b))"),
+            vec!["_uobj_get_obj_read", "uobj_get_read"]
+        );
+        assert!(idents_before_paren("_id ## _handler_ ## id(x)").is_empty());
+    }
+
+    #[test]
+    fn write_and_method_declarations() {
+        let f = facts("DECLARE_UVERBS_OBJECT(X,\n\tDECLARE_UVERBS_WRITE(IB_USER_VERBS_CMD_REG_MR,\n\t\tib_uverbs_reg_mr, UAPI_DEF_WRITE_IO(a, b)),\n\tDECLARE_UVERBS_WRITE_EX(IB_USER_VERBS_EX_CMD_MODIFY_QP, ib_uverbs_ex_modify_qp, x));\nDECLARE_UVERBS_NAMED_METHOD(\n\tUVERBS_METHOD_QP_CREATE, UVERBS_ATTR_IDR(a));\nDECLARE_UVERBS_NAMED_METHOD_DESTROY(UVERBS_METHOD_QP_DESTROY, x);\n");
+        let w: Vec<_> = f
+            .write_commands
+            .iter()
+            .map(|w| (w.handler.as_str(), w.extended, w.line))
+            .collect();
+        assert_eq!(
+            w,
+            vec![
+                ("ib_uverbs_ex_modify_qp", true, 4),
+                ("ib_uverbs_reg_mr", false, 2)
+            ]
+        );
+        let m: Vec<_> = f
+            .uapi_methods
+            .iter()
+            .map(|m| (m.id.as_str(), m.destroy))
+            .collect();
+        assert_eq!(
+            m,
+            vec![
+                ("UVERBS_METHOD_QP_DESTROY", true),
+                ("UVERBS_METHOD_QP_CREATE", false)
+            ]
+        );
+    }
+}

@@ -1,0 +1,221 @@
+//! Kbuild: which `.c` files the config builds, and into which module each is linked.
+//!
+//! `ib_umem_get` lives in umem.c, which `ib_uverbs-$(CONFIG_INFINIBAND_USER_MEM) += umem.o`
+//! links into ib_uverbs.ko, not ib_core.ko: probes are keyed by (module, function), so the
+//! module must come from the Makefiles, not from the directory name.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::error::Warning;
+use crate::kconfig::KernelConfig;
+
+/// `.c` path (relative to the source root, with `/`) -> module name (`vmlinux` when built in).
+#[derive(Debug, Default, Clone)]
+pub struct BuildMap {
+    pub modules: BTreeMap<String, String>,
+    /// Directories Kbuild descended into.
+    pub dirs: BTreeSet<String>,
+}
+
+impl BuildMap {
+    pub fn module_of(&self, file: &str) -> Option<&str> {
+        self.modules.get(file).map(String::as_str)
+    }
+}
+
+/// Walk the Makefiles from `top` (e.g. `drivers/infiniband`) under `root`.
+pub fn read_build_map(
+    root: &Path,
+    top: &str,
+    config: &KernelConfig,
+    warnings: &mut Vec<Warning>,
+) -> BuildMap {
+    let mut map = BuildMap::default();
+    visit(root, top, config, &mut map, warnings, 0);
+    map
+}
+
+fn visit(
+    root: &Path,
+    dir: &str,
+    config: &KernelConfig,
+    map: &mut BuildMap,
+    warnings: &mut Vec<Warning>,
+    depth: usize,
+) {
+    if depth > 16 || !map.dirs.insert(dir.to_string()) {
+        return;
+    }
+    let makefile = ["Kbuild", "Makefile"]
+        .iter()
+        .map(|n| root.join(dir).join(n))
+        .find(|p| p.is_file());
+    let Some(makefile) = makefile else {
+        warnings.push(Warning {
+            file: format!("{dir}/Makefile"),
+            line: 0,
+            message: "no Makefile or Kbuild in a directory Kbuild descends into".into(),
+        });
+        return;
+    };
+    let text = match std::fs::read(&makefile) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) => {
+            warnings.push(Warning {
+                file: makefile.display().to_string(),
+                line: 0,
+                message: format!("unreadable: {e}"),
+            });
+            return;
+        }
+    };
+    let assignments = parse_assignments(&text, config);
+    // Objects and subdirectories this Makefile builds (obj-y / obj-m).
+    let mut objects: Vec<(String, &'static str)> = Vec::new();
+    let mut subdirs = Vec::new();
+    for (lhs, rhs) in &assignments {
+        let kind = match lhs.as_str() {
+            "obj-y" => "y",
+            "obj-m" => "m",
+            _ => continue,
+        };
+        for tok in rhs {
+            if let Some(sub) = tok.strip_suffix('/') {
+                subdirs.push(sub.to_string());
+            } else if let Some(o) = tok.strip_suffix(".o") {
+                objects.push((o.to_string(), kind));
+            }
+        }
+    }
+    for (obj, kind) in objects {
+        let module = if kind == "y" {
+            "vmlinux".to_string()
+        } else {
+            module_name(&obj)
+        };
+        let parts: Vec<&String> = assignments
+            .iter()
+            .filter(|(lhs, _)| {
+                lhs == &format!("{obj}-y")
+                    || lhs == &format!("{obj}-m")
+                    || lhs == &format!("{obj}-objs")
+            })
+            .flat_map(|(_, rhs)| rhs.iter())
+            .collect();
+        if parts.is_empty() {
+            map.modules.insert(format!("{dir}/{obj}.c"), module.clone());
+        } else {
+            for part in parts {
+                if let Some(p) = part.strip_suffix(".o") {
+                    map.modules.insert(format!("{dir}/{p}.c"), module.clone());
+                }
+            }
+        }
+    }
+    for sub in subdirs {
+        visit(
+            root,
+            &format!("{dir}/{sub}"),
+            config,
+            map,
+            warnings,
+            depth + 1,
+        );
+    }
+}
+
+fn module_name(obj: &str) -> String {
+    obj.rsplit('/').next().unwrap_or(obj).replace('-', "_")
+}
+
+/// Logical lines of the form `lhs op rhs` with `$(CONFIG_X)` substituted in the left side.
+/// Conditionals (`ifdef`, `ifeq`) are rare in drivers/infiniband and are ignored.
+fn parse_assignments(text: &str, config: &KernelConfig) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut logical = String::new();
+    for raw in text.lines() {
+        let line = raw.split('#').next().unwrap_or("");
+        if let Some(stripped) = line.trim_end().strip_suffix('\\') {
+            logical.push_str(stripped);
+            logical.push(' ');
+            continue;
+        }
+        logical.push_str(line);
+        let full = std::mem::take(&mut logical);
+        let Some((lhs, rhs)) = split_assignment(&full) else {
+            continue;
+        };
+        let lhs = substitute(lhs.trim(), config);
+        let rhs = rhs
+            .split_whitespace()
+            .map(|t| substitute(t, config))
+            .collect();
+        out.push((lhs, rhs));
+    }
+    out
+}
+
+fn split_assignment(line: &str) -> Option<(&str, &str)> {
+    for op in [":=", "+=", "?="] {
+        if let Some(pos) = line.find(op) {
+            return Some((&line[..pos], &line[pos + op.len()..]));
+        }
+    }
+    let pos = line.find('=')?;
+    Some((&line[..pos], &line[pos + 1..]))
+}
+
+fn substitute(s: &str, config: &KernelConfig) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(pos) = rest.find("$(") {
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 2..];
+        let Some(end) = after.find(')') else {
+            out.push_str(&rest[pos..]);
+            return out;
+        };
+        let var = &after[..end];
+        if var.starts_with("CONFIG_") {
+            out.push_str(config.kbuild_letter(var));
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kconfig::ConfigValue;
+
+    #[test]
+    fn composite_modules_follow_the_config() {
+        let dir = std::env::temp_dir().join(format!("pg-kbuild-{}", std::process::id()));
+        let core = dir.join("ib/core");
+        std::fs::create_dir_all(&core).expect("mkdir");
+        std::fs::write(
+            dir.join("ib/Makefile"),
+            "obj-$(CONFIG_IB) += core/\nobj-$(CONFIG_NOPE) += hw/\n",
+        )
+        .expect("write");
+        std::fs::write(
+            core.join("Makefile"),
+            "obj-$(CONFIG_IB) += ib_core.o ib_uverbs.o\nib_core-y := verbs.o \\\n  device.o\nib_core-$(CONFIG_SEC) += security.o\nib_uverbs-y := uverbs_main.o\nib_uverbs-$(CONFIG_UMEM) += umem.o\n",
+        )
+        .expect("write");
+        let mut cfg = KernelConfig::default();
+        cfg.set("CONFIG_IB", ConfigValue::Module);
+        cfg.set("CONFIG_UMEM", ConfigValue::BuiltIn);
+        let mut w = Vec::new();
+        let map = read_build_map(&dir, "ib", &cfg, &mut w);
+        assert_eq!(map.module_of("ib/core/umem.c"), Some("ib_uverbs"));
+        assert_eq!(map.module_of("ib/core/device.c"), Some("ib_core"));
+        assert_eq!(map.module_of("ib/core/security.c"), None);
+        assert!(!map.dirs.contains("ib/hw"));
+        assert!(w.is_empty(), "{w:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

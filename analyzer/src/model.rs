@@ -1,0 +1,124 @@
+//! Facts extracted from one source file, before any cross-file resolution.
+
+use serde::Serialize;
+
+/// How a function returns, as far as a fexit probe cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RetKind {
+    Int,
+    Ptr,
+    Bool,
+    Void,
+}
+
+impl RetKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetKind::Int => "int",
+            RetKind::Ptr => "ptr",
+            RetKind::Bool => "bool",
+            RetKind::Void => "void",
+        }
+    }
+}
+
+/// What a call expression calls, syntactically.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CallTarget {
+    /// `foo(...)`: a function, a function-like macro, or something outside the analysed tree.
+    Named(String),
+    /// `x->ops.member(...)` / `x.ops.member(...)`: dispatch through `struct ib_device_ops`.
+    Ops(String),
+    /// `base->field(...)`: another struct-field function pointer.
+    Field { base: String, field: String },
+    /// `handler(...)` where `handler` is a local variable or parameter.
+    LocalPointer(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct CallSite {
+    pub target: CallTarget,
+    pub line: usize,
+}
+
+/// One function definition.
+#[derive(Debug, Clone)]
+pub struct FunctionDef {
+    pub name: String,
+    /// Set for `UVERBS_HANDLER(X)` definitions; `name` is fixed up once the file's
+    /// `UVERBS_MODULE_NAME` is known.
+    pub uverbs_handler_id: Option<String>,
+    pub line: usize,
+    pub end_line: usize,
+    pub is_static: bool,
+    pub is_inline: bool,
+    pub ret_type: String,
+    pub ret: RetKind,
+    pub nparams: usize,
+    pub calls: Vec<CallSite>,
+    /// Fields assigned through a pointer in the body (`qp->state = ...`), sorted, unique.
+    pub field_writes: Vec<String>,
+    /// The body reads `method_elm->handler`: marks the uverbs dispatchers.
+    pub reads_method_handler: bool,
+}
+
+/// `#define NAME(params) body`.
+#[derive(Debug, Clone)]
+pub struct MacroDef {
+    pub name: String,
+    pub line: usize,
+    /// Identifiers in the body that are followed by `(`: what the macro may call.
+    pub calls: Vec<String>,
+}
+
+/// One designated initializer of `struct ib_device_ops`.
+#[derive(Debug, Clone)]
+pub struct OpsTable {
+    pub name: String,
+    pub line: usize,
+    /// (member, function name, line)
+    pub members: Vec<(String, String, usize)>,
+}
+
+/// `DECLARE_UVERBS_WRITE(_EX)(cmd, func, ...)`.
+#[derive(Debug, Clone)]
+pub struct WriteCommand {
+    pub command: String,
+    pub handler: String,
+    pub extended: bool,
+    pub line: usize,
+}
+
+/// `DECLARE_UVERBS_NAMED_METHOD(id, ...)` (handler `UVERBS_HANDLER(id)`) or its `_DESTROY`
+/// form (handler `uverbs_destroy_def_handler`).
+#[derive(Debug, Clone)]
+pub struct UapiMethod {
+    pub id: String,
+    pub destroy: bool,
+    pub line: usize,
+}
+
+/// Everything one file contributes.
+#[derive(Debug, Clone, Default)]
+pub struct FileFacts {
+    /// Path relative to the source root, with `/`.
+    pub path: String,
+    pub functions: Vec<FunctionDef>,
+    pub macros: Vec<MacroDef>,
+    pub ops_tables: Vec<OpsTable>,
+    pub write_commands: Vec<WriteCommand>,
+    pub uapi_methods: Vec<UapiMethod>,
+    /// `#define UVERBS_MODULE_NAME x` in this file.
+    pub uverbs_module_name: Option<String>,
+    /// `#include "local.h"` names.
+    pub local_includes: Vec<String>,
+    pub parse_errors: usize,
+    pub warnings: Vec<crate::error::Warning>,
+}
+
+impl FileFacts {
+    pub fn is_header(&self) -> bool {
+        self.path.ends_with(".h")
+    }
+}

@@ -1,0 +1,608 @@
+//! A small, line-preserving C preprocessor pass run before tree-sitter.
+//!
+//! It does two things and nothing more:
+//! 1. evaluates `#if/#ifdef/#ifndef/#elif/#else/#endif` against the kernel config and blanks the
+//!    inactive branches (and the directive lines themselves), so that config stubs such as the
+//!    `ib_security_modify_qp` inline in core_priv.h appear exactly when the kernel compiles them;
+//! 2. blanks kernel annotations (`__user`, `__must_check`, `__printf(1, 2)`, ...) that the C
+//!    grammar does not know and that otherwise derail tree-sitter.
+//!
+//! Blanking replaces bytes with spaces, never removes them, so every line number and byte
+//! offset reported later is the one in the real file.
+
+use std::collections::HashMap;
+
+use crate::kconfig::{parse_c_int, KernelConfig};
+
+/// Annotations that are a single identifier.
+const BARE_ANNOTATIONS: &[&str] = &[
+    "__user",
+    "__iomem",
+    "__rcu",
+    "__force",
+    "__must_check",
+    "__always_inline",
+    "noinline",
+    "noinline_for_stack",
+    "__init",
+    "__exit",
+    "__cold",
+    "__attribute_const__",
+    "__maybe_unused",
+    "__always_unused",
+    "__percpu",
+    "__bitwise",
+    "__nocast",
+    "__read_mostly",
+    "__ro_after_init",
+    "__initdata",
+    "__initconst",
+    "__exitdata",
+    "__weak",
+    "__noreturn",
+    "__visible",
+    "__packed",
+    "__latent_entropy",
+    "__randomize_layout",
+    "__sched",
+    "__pure",
+    "__cacheline_aligned",
+    "__cacheline_aligned_in_smp",
+    "____cacheline_aligned",
+    "____cacheline_aligned_in_smp",
+    "__kernel",
+    "__safe",
+    "__private",
+    "__flatten",
+    "__ref",
+    "__nonstring",
+    "__cpuidle",
+    "__deprecated",
+];
+
+/// Annotations followed by a parenthesised argument list.
+const CALL_ANNOTATIONS: &[&str] = &[
+    "__printf",
+    "__scanf",
+    "__aligned",
+    "__acquires",
+    "__releases",
+    "__must_hold",
+    "__counted_by",
+    "__counted_by_le",
+    "__counted_by_be",
+    "__free",
+    "__cleanup",
+    "__section",
+    "__alloc_size",
+    "__guarded_by",
+    "__assume_aligned",
+    "__cond_acquires",
+    "__cond_releases",
+];
+
+/// Result of preprocessing one file.
+#[derive(Debug)]
+pub struct Preprocessed {
+    pub text: String,
+    /// Directives whose condition we could not fully evaluate (1-based line, text); they are
+    /// evaluated with unknown macros as 0, as cpp does.
+    pub unknown_conditions: Vec<(usize, String)>,
+    /// Unbalanced `#endif`/`#else` lines (1-based): reported as warnings.
+    pub unbalanced: Vec<usize>,
+}
+
+#[derive(Clone, Copy)]
+struct Frame {
+    /// Whether the enclosing region is active.
+    parent_active: bool,
+    /// Whether some branch of this `#if` chain was already taken.
+    taken: bool,
+    /// Whether the current branch is active.
+    active: bool,
+}
+
+pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
+    let mut out = String::with_capacity(src.len());
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut local_defines: HashMap<String, String> = HashMap::new();
+    let mut unknown_conditions = Vec::new();
+    let mut unbalanced = Vec::new();
+    let lines: Vec<&str> = src.split_inclusive('\n').collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let line_no = i + 1;
+        // Join backslash continuations of a directive into one logical line.
+        let first = lines[i];
+        let is_directive = first.trim_start().starts_with('#');
+        let mut logical = String::new();
+        let mut span = 1;
+        if is_directive {
+            logical.push_str(first.trim_end_matches(['\n', '\r']));
+            while logical.ends_with('\\') && i + span < lines.len() {
+                logical.pop();
+                logical.push(' ');
+                logical.push_str(lines[i + span].trim_end_matches(['\n', '\r']));
+                span += 1;
+            }
+        }
+        let active = stack.last().is_none_or(|f| f.active);
+        let mut keep = active;
+        if is_directive {
+            let body = strip_comments(logical.trim_start().trim_start_matches('#')).to_string();
+            let body = body.trim();
+            let (word, rest) = split_word(body);
+            let mut cond = |expr: &str| {
+                let mut ev = Evaluator {
+                    config,
+                    defines: &local_defines,
+                    unknown: false,
+                };
+                let v = ev.eval(expr) != 0;
+                if ev.unknown {
+                    unknown_conditions.push((line_no, expr.to_string()));
+                }
+                v
+            };
+            match word {
+                "if" | "ifdef" | "ifndef" => {
+                    let value = if !active {
+                        false
+                    } else {
+                        match word {
+                            "if" => cond(rest),
+                            "ifdef" => is_defined(split_word(rest).0, config, &local_defines),
+                            _ => !is_defined(split_word(rest).0, config, &local_defines),
+                        }
+                    };
+                    stack.push(Frame {
+                        parent_active: active,
+                        taken: value,
+                        active: value,
+                    });
+                    keep = false;
+                }
+                "elif" | "elifdef" | "elifndef" => {
+                    if let Some(top) = stack.last().copied() {
+                        let value = top.parent_active
+                            && !top.taken
+                            && match word {
+                                "elif" => cond(rest),
+                                "elifdef" => is_defined(split_word(rest).0, config, &local_defines),
+                                _ => !is_defined(split_word(rest).0, config, &local_defines),
+                            };
+                        if let Some(f) = stack.last_mut() {
+                            f.active = value;
+                            f.taken |= value;
+                        }
+                    } else {
+                        unbalanced.push(line_no);
+                    }
+                    keep = false;
+                }
+                "else" => {
+                    if let Some(f) = stack.last_mut() {
+                        f.active = f.parent_active && !f.taken;
+                        f.taken = true;
+                    } else {
+                        unbalanced.push(line_no);
+                    }
+                    keep = false;
+                }
+                "endif" => {
+                    if stack.pop().is_none() {
+                        unbalanced.push(line_no);
+                    }
+                    keep = false;
+                }
+                "define" if active => {
+                    let (name, value) = split_word(rest);
+                    let name = name.split('(').next().unwrap_or(name);
+                    local_defines.insert(name.to_string(), value.trim().to_string());
+                }
+                "undef" if active => {
+                    local_defines.remove(split_word(rest).0);
+                }
+                _ => {}
+            }
+        }
+        for l in &lines[i..i + span] {
+            if keep {
+                out.push_str(l);
+            } else {
+                blank_into(&mut out, l);
+            }
+        }
+        i += span;
+    }
+    blank_annotations(&mut out);
+    Preprocessed {
+        text: out,
+        unknown_conditions,
+        unbalanced,
+    }
+}
+
+fn blank_into(out: &mut String, line: &str) {
+    for c in line.chars() {
+        if c == '\n' || c == '\r' {
+            out.push(c);
+        } else {
+            // Keep byte length: a multi-byte char becomes as many spaces as it had bytes.
+            for _ in 0..c.len_utf8() {
+                out.push(' ');
+            }
+        }
+    }
+}
+
+fn split_word(s: &str) -> (&str, &str) {
+    let s = s.trim_start();
+    let end = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    (&s[..end], &s[end..])
+}
+
+fn strip_comments(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(pos) = rest.find("/*").or_else(|| rest.find("//")) {
+        out.push_str(&rest[..pos]);
+        if rest[pos..].starts_with("//") {
+            return out;
+        }
+        match rest[pos + 2..].find("*/") {
+            Some(end) => {
+                out.push(' ');
+                rest = &rest[pos + 2 + end + 2..];
+            }
+            None => return out,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn is_defined(name: &str, config: &KernelConfig, local: &HashMap<String, String>) -> bool {
+    if name.starts_with("CONFIG_") {
+        return config.defines(name);
+    }
+    local.contains_key(name) || PREDEFINED.contains(&name)
+}
+
+/// Macros the kernel build defines on the command line for every x86_64 object.
+const PREDEFINED: &[&str] = &["__KERNEL__", "__x86_64__", "__LITTLE_ENDIAN", "__GNUC__"];
+
+struct Evaluator<'a> {
+    config: &'a KernelConfig,
+    defines: &'a HashMap<String, String>,
+    unknown: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Num(i64),
+    Ident(String),
+    Op(&'static str),
+}
+
+const OPS: &[&str] = &[
+    "||", "&&", "==", "!=", "<=", ">=", "<<", ">>", "(", ")", "!", "~", "<", ">", "+", "-", "*",
+    "/", "%", "&", "|", "^", "?", ":", ",",
+];
+
+impl Evaluator<'_> {
+    fn eval(&mut self, expr: &str) -> i64 {
+        let toks = tokenize(expr);
+        let mut pos = 0;
+        let v = self.ternary(&toks, &mut pos);
+        if pos < toks.len() {
+            self.unknown = true;
+        }
+        v
+    }
+
+    fn ternary(&mut self, t: &[Tok], p: &mut usize) -> i64 {
+        let c = self.binary(t, p, 0);
+        if t.get(*p) == Some(&Tok::Op("?")) {
+            *p += 1;
+            let a = self.ternary(t, p);
+            if t.get(*p) == Some(&Tok::Op(":")) {
+                *p += 1;
+            }
+            let b = self.ternary(t, p);
+            return if c != 0 { a } else { b };
+        }
+        c
+    }
+
+    fn binary(&mut self, t: &[Tok], p: &mut usize, min_prec: u8) -> i64 {
+        let mut lhs = self.unary(t, p);
+        loop {
+            let Some(Tok::Op(op)) = t.get(*p) else { break };
+            let prec = match *op {
+                "||" => 1,
+                "&&" => 2,
+                "|" => 3,
+                "^" => 4,
+                "&" => 5,
+                "==" | "!=" => 6,
+                "<" | ">" | "<=" | ">=" => 7,
+                "<<" | ">>" => 8,
+                "+" | "-" => 9,
+                "*" | "/" | "%" => 10,
+                _ => break,
+            };
+            if prec < min_prec {
+                break;
+            }
+            *p += 1;
+            let rhs = self.binary(t, p, prec + 1);
+            lhs = match *op {
+                "||" => ((lhs != 0) || (rhs != 0)) as i64,
+                "&&" => ((lhs != 0) && (rhs != 0)) as i64,
+                "|" => lhs | rhs,
+                "^" => lhs ^ rhs,
+                "&" => lhs & rhs,
+                "==" => (lhs == rhs) as i64,
+                "!=" => (lhs != rhs) as i64,
+                "<" => (lhs < rhs) as i64,
+                ">" => (lhs > rhs) as i64,
+                "<=" => (lhs <= rhs) as i64,
+                ">=" => (lhs >= rhs) as i64,
+                "<<" => lhs.wrapping_shl(rhs as u32),
+                ">>" => lhs.wrapping_shr(rhs as u32),
+                "+" => lhs.wrapping_add(rhs),
+                "-" => lhs.wrapping_sub(rhs),
+                "*" => lhs.wrapping_mul(rhs),
+                "/" => lhs.checked_div(rhs).unwrap_or(0),
+                _ => lhs.checked_rem(rhs).unwrap_or(0),
+            };
+        }
+        lhs
+    }
+
+    fn unary(&mut self, t: &[Tok], p: &mut usize) -> i64 {
+        let Some(tok) = t.get(*p).cloned() else {
+            self.unknown = true;
+            return 0;
+        };
+        *p += 1;
+        match tok {
+            Tok::Num(n) => n,
+            Tok::Op("!") => (self.unary(t, p) == 0) as i64,
+            Tok::Op("~") => !self.unary(t, p),
+            Tok::Op("-") => self.unary(t, p).wrapping_neg(),
+            Tok::Op("+") => self.unary(t, p),
+            Tok::Op("(") => {
+                let v = self.ternary(t, p);
+                if t.get(*p) == Some(&Tok::Op(")")) {
+                    *p += 1;
+                }
+                v
+            }
+            Tok::Ident(name) if name == "defined" => {
+                let paren = t.get(*p) == Some(&Tok::Op("("));
+                if paren {
+                    *p += 1;
+                }
+                let v = match t.get(*p) {
+                    Some(Tok::Ident(n)) => is_defined(n, self.config, self.defines) as i64,
+                    _ => {
+                        self.unknown = true;
+                        0
+                    }
+                };
+                *p += 1;
+                if paren && t.get(*p) == Some(&Tok::Op(")")) {
+                    *p += 1;
+                }
+                v
+            }
+            Tok::Ident(name) => {
+                if t.get(*p) == Some(&Tok::Op("(")) {
+                    // Function-like macro in a condition: the kconfig.h helpers.
+                    *p += 1;
+                    let arg = match t.get(*p) {
+                        Some(Tok::Ident(a)) => a.clone(),
+                        _ => String::new(),
+                    };
+                    // Skip to the matching parenthesis.
+                    let mut depth = 1;
+                    while let Some(tk) = t.get(*p) {
+                        *p += 1;
+                        match tk {
+                            Tok::Op("(") => depth += 1,
+                            Tok::Op(")") => {
+                                depth -= 1;
+                                if depth == 0 {
+                                    break;
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                    let c = self.config;
+                    return match name.as_str() {
+                        "IS_ENABLED" | "IS_REACHABLE" => c.is_enabled(&arg) as i64,
+                        "IS_BUILTIN" => c.defines(&arg) as i64,
+                        "IS_MODULE" => c.defines(&format!("{arg}_MODULE")) as i64,
+                        _ => {
+                            self.unknown = true;
+                            0
+                        }
+                    };
+                }
+                if name.starts_with("CONFIG_") {
+                    return self.config.int_value(&name);
+                }
+                match self.defines.get(&name).and_then(|v| parse_c_int(v)) {
+                    Some(v) => v,
+                    None => {
+                        if !PREDEFINED.contains(&name.as_str()) {
+                            self.unknown = true;
+                        }
+                        0
+                    }
+                }
+            }
+            Tok::Op(_) => {
+                self.unknown = true;
+                0
+            }
+        }
+    }
+}
+
+fn tokenize(s: &str) -> Vec<Tok> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut out = Vec::new();
+    'outer: while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        if c.is_ascii_digit() {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric()) {
+                i += 1;
+            }
+            out.push(Tok::Num(parse_c_int(&s[start..i]).unwrap_or(0)));
+            continue;
+        }
+        if c.is_ascii_alphabetic() || c == b'_' {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            out.push(Tok::Ident(s[start..i].to_string()));
+            continue;
+        }
+        for op in OPS {
+            if s[i..].starts_with(op) {
+                out.push(Tok::Op(op));
+                i += op.len();
+                continue 'outer;
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Replace kernel annotations with spaces, in place (same byte length).
+fn blank_annotations(text: &mut String) {
+    // Work on bytes: annotations and parentheses are ASCII, so replacing ASCII bytes with
+    // spaces keeps the string valid UTF-8.
+    let mut bytes = std::mem::take(text).into_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if !(c.is_ascii_alphabetic() || c == b'_') {
+            i += 1;
+            continue;
+        }
+        let prev_ident = i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        let start = i;
+        while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+            i += 1;
+        }
+        if prev_ident {
+            continue;
+        }
+        let word = &bytes[start..i];
+        if word.first() != Some(&b'_') && word != b"noinline" && word != b"noinline_for_stack" {
+            continue;
+        }
+        let Ok(w) = std::str::from_utf8(word) else {
+            continue;
+        };
+        if BARE_ANNOTATIONS.contains(&w) {
+            bytes[start..i].fill(b' ');
+        } else if CALL_ANNOTATIONS.contains(&w) {
+            let mut j = i;
+            while j < bytes.len() && bytes[j] == b' ' {
+                j += 1;
+            }
+            if bytes.get(j) == Some(&b'(') {
+                let mut depth = 0usize;
+                let mut k = j;
+                while k < bytes.len() {
+                    match bytes[k] {
+                        b'(' => depth += 1,
+                        b')' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        b'\n' => break,
+                        _ => {}
+                    }
+                    k += 1;
+                }
+                if bytes.get(k) == Some(&b')') {
+                    bytes[start..=k].fill(b' ');
+                    i = k + 1;
+                }
+            }
+        }
+    }
+    // Only ASCII bytes were replaced by ASCII spaces.
+    *text = String::from_utf8(bytes).unwrap_or_default();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kconfig::ConfigValue;
+
+    fn cfg() -> KernelConfig {
+        let mut c = KernelConfig::default();
+        c.set("CONFIG_ON", ConfigValue::BuiltIn);
+        c.set("CONFIG_MOD", ConfigValue::Module);
+        c
+    }
+
+    #[test]
+    fn branches_follow_the_config_and_keep_line_numbers() {
+        let src = "a\n#if IS_ENABLED(CONFIG_MOD)\nb\n#else\nc\n#endif\n#ifdef CONFIG_OFF\nd\n#elif defined(CONFIG_ON) && !IS_BUILTIN(CONFIG_MOD)\ne\n#endif\n";
+        let p = preprocess(src, &cfg());
+        let kept: Vec<&str> = p.text.lines().map(str::trim).collect();
+        assert_eq!(kept, ["a", "", "b", "", "", "", "", "", "", "e", ""]);
+        assert_eq!(p.text.len(), src.len());
+    }
+
+    #[test]
+    fn nested_inactive_regions_stay_inactive() {
+        let src = "#if 0\n#if 1\nx\n#else\ny\n#endif\n#endif\nz\n";
+        let p = preprocess(src, &cfg());
+        assert!(!p.text.contains('x') && !p.text.contains('y'));
+        assert!(p.text.contains('z'));
+    }
+
+    #[test]
+    fn include_guards_and_local_defines() {
+        let src = "#ifndef G_H\n#define G_H\n#define N 3\n#if N > 2\nyes\n#endif\n#endif\n";
+        let p = preprocess(src, &cfg());
+        assert!(p.text.contains("yes"));
+    }
+
+    #[test]
+    fn annotations_are_blanked_in_place() {
+        let src = "static __printf(2, 3) int __must_check f(void __user *p) __acquires(x);\n";
+        let p = preprocess(src, &cfg());
+        assert_eq!(p.text.len(), src.len());
+        assert!(!p.text.contains("__user") && !p.text.contains("__printf"));
+        assert!(p.text.contains("int") && p.text.contains("void  "));
+    }
+
+    #[test]
+    fn unbalanced_endif_is_reported_not_fatal() {
+        let p = preprocess("#endif\nx\n", &cfg());
+        assert_eq!(p.unbalanced, vec![1]);
+    }
+}

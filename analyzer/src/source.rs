@@ -1,0 +1,235 @@
+//! The kernel source tree as the analyzer sees it: config, Kbuild map and per-file facts.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use walkdir::WalkDir;
+
+use crate::cparse;
+use crate::error::{AnalyzerError, Warning};
+use crate::kbuild::{read_build_map, BuildMap};
+use crate::kconfig::KernelConfig;
+use crate::model::FileFacts;
+use crate::preproc::preprocess;
+
+/// Directories read under the source root. `drivers/infiniband` is compiled per Kbuild;
+/// the include directories contribute `static inline` functions and macros.
+pub const SCAN_DIRS: &[&str] = &[
+    "drivers/infiniband",
+    "include/rdma",
+    "include/uapi/rdma",
+    "include/linux/mlx5",
+];
+
+/// The Kbuild root whose Makefiles decide which `.c` files are built.
+pub const KBUILD_TOP: &str = "drivers/infiniband";
+
+#[derive(Debug, Default, Clone)]
+pub struct LoadOptions {
+    /// Use this `.config` instead of `<root>/.config`.
+    pub kconfig: Option<PathBuf>,
+}
+
+#[derive(Debug)]
+pub struct SourceTree {
+    pub root: PathBuf,
+    /// Upstream version (`6.12.117`) when known.
+    pub version: Option<String>,
+    pub config: KernelConfig,
+    pub build: BuildMap,
+    /// Built `.c` files and all headers, sorted by path.
+    pub files: Vec<FileFacts>,
+    pub warnings: Vec<Warning>,
+    /// `.c` files found but not built by the config.
+    pub skipped_unbuilt: usize,
+}
+
+impl SourceTree {
+    pub fn load(root: &Path, opts: &LoadOptions) -> Result<Self, AnalyzerError> {
+        if !root.is_dir() {
+            return Err(AnalyzerError::NotKernelTree(
+                root.to_path_buf(),
+                "an existing directory (the output of scripts/fetch-kernel.sh)",
+            ));
+        }
+        if !root.join(KBUILD_TOP).join("core").is_dir() {
+            return Err(AnalyzerError::NotKernelTree(
+                root.to_path_buf(),
+                "drivers/infiniband/core/ inside it",
+            ));
+        }
+        let config_path = opts.kconfig.clone().unwrap_or_else(|| root.join(".config"));
+        if !config_path.is_file() {
+            return Err(AnalyzerError::NotKernelTree(
+                config_path,
+                "a kernel .config file (scripts/fetch-kernel.sh places Debian's; or pass --kconfig)",
+            ));
+        }
+        let config = KernelConfig::load(&config_path)?;
+        let mut warnings = Vec::new();
+        let build = read_build_map(root, KBUILD_TOP, &config, &mut warnings);
+
+        let mut paths: Vec<(String, PathBuf)> = Vec::new();
+        let mut skipped_unbuilt = 0;
+        for dir in SCAN_DIRS {
+            let base = root.join(dir);
+            if !base.is_dir() {
+                continue;
+            }
+            for entry in WalkDir::new(&base).follow_links(true).sort_by_file_name() {
+                let entry = match entry {
+                    Ok(e) => e,
+                    Err(e) => {
+                        // Symlink loops and unreadable directories: report and go on.
+                        warnings.push(Warning {
+                            file: e
+                                .path()
+                                .map(|p| p.display().to_string())
+                                .unwrap_or_else(|| base.display().to_string()),
+                            line: 0,
+                            message: format!("skipped: {e}"),
+                        });
+                        continue;
+                    }
+                };
+                if !entry.file_type().is_file() {
+                    continue;
+                }
+                let rel = match entry.path().strip_prefix(root) {
+                    Ok(r) => r.to_string_lossy().replace('\\', "/"),
+                    Err(_) => continue,
+                };
+                if rel.ends_with(".c") {
+                    if build.module_of(&rel).is_none() {
+                        skipped_unbuilt += 1;
+                        continue;
+                    }
+                } else if !rel.ends_with(".h") {
+                    continue;
+                }
+                paths.push((rel, entry.path().to_path_buf()));
+            }
+        }
+
+        let results: Vec<Result<FileFacts, Warning>> = paths
+            .par_iter()
+            .map_init(cparse::new_parser, |parser, (rel, path)| {
+                let bytes = std::fs::read(path).map_err(|e| Warning {
+                    file: rel.clone(),
+                    line: 0,
+                    message: format!("unreadable, skipped: {e}"),
+                })?;
+                let (text, lossy) = match String::from_utf8(bytes) {
+                    Ok(s) => (s, None),
+                    Err(e) => {
+                        let valid = e.utf8_error().valid_up_to();
+                        let bytes = e.into_bytes();
+                        let line = bytes[..valid].iter().filter(|b| **b == b'\n').count() + 1;
+                        (String::from_utf8_lossy(&bytes).into_owned(), Some(line))
+                    }
+                };
+                let pre = preprocess(&text, &config);
+                let mut facts = cparse::extract(parser, rel, &pre.text);
+                if let Some(line) = lossy {
+                    facts.warnings.push(Warning {
+                        file: rel.clone(),
+                        line,
+                        message: "not valid UTF-8: decoded lossily".into(),
+                    });
+                }
+                for l in pre.unbalanced {
+                    facts.warnings.push(Warning {
+                        file: rel.clone(),
+                        line: l,
+                        message: "unbalanced #else/#endif".into(),
+                    });
+                }
+                Ok(facts)
+            })
+            .collect();
+        let mut files = Vec::with_capacity(results.len());
+        for r in results {
+            match r {
+                Ok(f) => files.push(f),
+                Err(w) => warnings.push(w),
+            }
+        }
+        resolve_handler_names(&mut files);
+        Ok(Self {
+            root: root.to_path_buf(),
+            version: read_version(root),
+            config,
+            build,
+            files,
+            warnings,
+            skipped_unbuilt,
+        })
+    }
+
+    pub fn parse_errors(&self) -> usize {
+        self.files.iter().map(|f| f.parse_errors).sum()
+    }
+
+    /// All warnings: tree-level and per-file, in path order.
+    pub fn all_warnings(&self) -> impl Iterator<Item = &Warning> {
+        self.warnings
+            .iter()
+            .chain(self.files.iter().flat_map(|f| f.warnings.iter()))
+    }
+}
+
+/// `UVERBS_HANDLER(X)` is `UVERBS_MODULE_NAME ## _handler_ ## X`; the module name is defined
+/// in the file itself (mlx5) or in a local header it includes (core/uverbs.h: `ib_uverbs`).
+fn resolve_handler_names(files: &mut [FileFacts]) {
+    let header_names: BTreeMap<String, String> = files
+        .iter()
+        .filter(|f| f.is_header())
+        .filter_map(|f| Some((f.path.clone(), f.uverbs_module_name.clone()?)))
+        .collect();
+    for f in files.iter_mut() {
+        let dir = f.path.rsplit_once('/').map_or("", |(d, _)| d).to_string();
+        let module_name = f.uverbs_module_name.clone().or_else(|| {
+            f.local_includes
+                .iter()
+                .find_map(|inc| header_names.get(&format!("{dir}/{inc}")).cloned())
+        });
+        let path = f.path.clone();
+        for func in f.functions.iter_mut() {
+            if let Some(id) = &func.uverbs_handler_id {
+                match &module_name {
+                    Some(m) => func.name = format!("{m}_handler_{id}"),
+                    None => f.warnings.push(Warning {
+                        file: path.clone(),
+                        line: func.line,
+                        message: format!(
+                            "UVERBS_HANDLER({id}) but no UVERBS_MODULE_NAME in the file or its local headers"
+                        ),
+                    }),
+                }
+            }
+        }
+    }
+}
+
+fn read_version(root: &Path) -> Option<String> {
+    if let Ok(v) = std::fs::read_to_string(root.join("KERNEL_VERSION")) {
+        let v = v.trim();
+        if !v.is_empty() {
+            return Some(v.to_string());
+        }
+    }
+    let text = std::fs::read_to_string(root.join("Makefile")).ok()?;
+    let get = |key: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == key).then(|| v.trim().to_string())
+        })
+    };
+    Some(format!(
+        "{}.{}.{}",
+        get("VERSION")?,
+        get("PATCHLEVEL")?,
+        get("SUBLEVEL")?
+    ))
+}

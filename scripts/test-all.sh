@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Run every probegen test on a fresh Debian 12 machine: installs the Debian packages, fetches
+# the real Debian 6.12 and 6.1 kernel sources and binaries into the cache (outside git), then
+# runs lint, the Rust test suite (unit, fixtures, real-tree tests) and the qemu end-to-end runs.
+#
+# Usage: scripts/test-all.sh            (as root; what CI runs)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*" >&2; }
+
+step "Debian packages"
+bash scripts/install-deps.sh
+step "kernel 6.12"
+PROBEGEN_KERNEL_6_12=$(bash scripts/fetch-kernel.sh 6.12 | tail -n 1)
+step "kernel 6.1"
+PROBEGEN_KERNEL_6_1=$(bash scripts/fetch-kernel.sh 6.1 | tail -n 1)
+export PROBEGEN_KERNEL_6_12 PROBEGEN_KERNEL_6_1
+
+step "format and lint"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --release -- -D warnings
+
+step "cargo test (unit, fixtures, real 6.12 and 6.1 trees)"
+cargo test --workspace --release

@@ -1,0 +1,179 @@
+//! Subcommand bodies: load, call the pipeline crates, print.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use analyzer::graph::DEFAULT_ENTRIES;
+use analyzer::source::{LoadOptions, SourceTree};
+use analyzer::{CallGraph, VendorScope};
+
+use crate::{Format, SourceArgs};
+
+pub type CmdResult = Result<ExitCode, String>;
+
+pub struct Loaded {
+    pub tree: SourceTree,
+    pub graph: CallGraph,
+}
+
+pub fn vendor_scope(vendor: Option<&str>) -> Result<VendorScope, String> {
+    let Some(v) = vendor else {
+        return Ok(VendorScope::default());
+    };
+    let rules = heuristics::Rules::builtin().map_err(|e| e.to_string())?;
+    let vendor = rules.vendor(v).ok_or_else(|| {
+        format!(
+            "unknown --vendor `{v}`: known vendors are {}",
+            rules.vendor_names().join(", ")
+        )
+    })?;
+    Ok(VendorScope::only(&vendor.dirs))
+}
+
+pub fn load(src: &SourceArgs) -> Result<Loaded, String> {
+    let scope = vendor_scope(src.vendor.as_deref())?;
+    let tree = SourceTree::load(
+        &src.kernel_src,
+        &LoadOptions {
+            kconfig: src.kconfig.clone(),
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let graph = CallGraph::build(&tree, &scope);
+    Ok(Loaded { tree, graph })
+}
+
+fn entry_names(entries: &[String]) -> Vec<String> {
+    if entries.is_empty() {
+        DEFAULT_ENTRIES.iter().map(|s| s.to_string()).collect()
+    } else {
+        entries.to_vec()
+    }
+}
+
+pub fn graph(
+    src: &SourceArgs,
+    entries: &[String],
+    format: Format,
+    show_warnings: bool,
+) -> CmdResult {
+    let Loaded { tree, graph } = load(src)?;
+    let names = entry_names(entries);
+    let ids = graph.entries(&names).map_err(|n| {
+        format!("unknown --entry `{n}`: no function of that name in the built sources")
+    })?;
+    let reach = graph.reach(&ids);
+    let mut per_module: BTreeMap<String, usize> = BTreeMap::new();
+    for id in reach.keys() {
+        let m = graph
+            .node(*id)
+            .module
+            .clone()
+            .unwrap_or_else(|| "(header inline)".into());
+        *per_module.entry(m).or_default() += 1;
+    }
+    let warnings: Vec<String> = tree.all_warnings().map(|w| w.to_string()).collect();
+    let s = &graph.stats;
+    match format {
+        Format::Json => {
+            let v = serde_json::json!({
+                "kernel": tree.version,
+                "vendor": src.vendor,
+                "entries": names,
+                "files": s.files,
+                "functions": s.functions,
+                "edges": s.edges,
+                "edges_by_kind": s.edges_by_kind,
+                "parse_errors": s.parse_errors,
+                "warnings": warnings.len(),
+                "ops_tables": s.ops_tables,
+                "write_commands": s.write_commands,
+                "uapi_methods": s.uapi_methods,
+                "unresolved_indirect_calls": s.unresolved_indirect_calls,
+                "reachable": reach.len(),
+                "reachable_by_module": per_module,
+            });
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
+            );
+        }
+        Format::Text => {
+            println!(
+                "kernel      {}",
+                tree.version.as_deref().unwrap_or("unknown")
+            );
+            println!("vendor      {}", src.vendor.as_deref().unwrap_or("(all)"));
+            println!(
+                "files       {} ({} .c not built by the config)",
+                s.files, tree.skipped_unbuilt
+            );
+            println!("functions   {}", s.functions);
+            println!("edges       {}", s.edges);
+            for (k, n) in &s.edges_by_kind {
+                println!("  {k:<14}{n}");
+            }
+            println!(
+                "parse errors {} ({} warnings)",
+                s.parse_errors,
+                warnings.len()
+            );
+            println!(
+                "ops tables  {}  write commands {}  uapi methods {}",
+                s.ops_tables, s.write_commands, s.uapi_methods
+            );
+            println!("reachable   {} from {}", reach.len(), names.join(", "));
+            for (m, n) in &per_module {
+                println!("  {m:<18}{n}");
+            }
+        }
+    }
+    if show_warnings {
+        for w in &warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn path(src: &SourceArgs, from: &str, to: &str) -> CmdResult {
+    let Loaded { graph, .. } = load(src)?;
+    let from_ids = graph.entries(&[from.to_string()]).map_err(|n| {
+        format!("unknown --from `{n}`: no function of that name in the built sources")
+    })?;
+    let targets = graph.find(to);
+    if targets.is_empty() {
+        return Err(format!("unknown --to `{to}`: no function of that name in the built sources (or outside the vendor scope)"));
+    }
+    let reach = graph.reach(&from_ids);
+    let best = targets
+        .iter()
+        .filter_map(|t| CallGraph::path_in(&reach, *t))
+        .min_by_key(|p| p.len());
+    let Some(p) = best else {
+        println!("no path from {from} to {to}");
+        return Ok(ExitCode::from(1));
+    };
+    for (id, edge) in p {
+        let n = graph.node(id);
+        let module = n.module.as_deref().unwrap_or("inline");
+        match edge {
+            None => println!("{} ({module}) {}:{}", n.name, n.file, n.line),
+            Some(e) => {
+                let via = e
+                    .via
+                    .as_deref()
+                    .map(|v| format!(" {v}"))
+                    .unwrap_or_default();
+                println!(
+                    "  -> {} ({module}) [{}{via} at {}:{}]",
+                    n.name,
+                    e.kind.as_str(),
+                    e.file,
+                    e.line
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
