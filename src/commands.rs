@@ -177,3 +177,128 @@ pub fn path(src: &SourceArgs, from: &str, to: &str) -> CmdResult {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+fn load_rules(path: Option<&std::path::Path>) -> Result<heuristics::Rules, String> {
+    match path {
+        None => heuristics::Rules::builtin().map_err(|e| e.to_string()),
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            heuristics::Rules::parse(&text, &p.display().to_string()).map_err(|e| e.to_string())
+        }
+    }
+}
+
+/// Everything `generate` and `explain` need: graph, selection, binaries.
+pub struct Selected {
+    pub loaded: Loaded,
+    pub selection: heuristics::Selection,
+    pub binaries: Option<analyzer::traceability::Binaries>,
+    pub entries: Vec<String>,
+}
+
+pub fn select(src: &SourceArgs, rules_path: Option<&std::path::Path>) -> Result<Selected, String> {
+    let Some(vendor) = src.vendor.clone() else {
+        return Err("--vendor is required (mlx5, bnxt_re, irdma, rxe, ...)".into());
+    };
+    let rules = load_rules(rules_path)?;
+    if rules.vendor(&vendor).is_none() {
+        return Err(format!(
+            "unknown --vendor `{vendor}`: known vendors are {}",
+            rules.vendor_names().join(", ")
+        ));
+    }
+    let loaded = load(src)?;
+    let entries = entry_names(&[]);
+    let ids = loaded
+        .graph
+        .entries(&entries)
+        .map_err(|n| format!("entry `{n}` not found in {}", src.kernel_src.display()))?;
+    let selection =
+        heuristics::select(&loaded.graph, &rules, &vendor, &ids).map_err(|e| e.to_string())?;
+    let binaries = analyzer::traceability::Binaries::load(&src.kernel_src).map_err(|e| e.to_string())?;
+    Ok(Selected {
+        loaded,
+        selection,
+        binaries,
+        entries,
+    })
+}
+
+pub fn manifest_of(src: &SourceArgs, s: &Selected) -> codegen::Manifest {
+    let config = match &src.kconfig {
+        Some(p) => p.display().to_string(),
+        None => ".config".to_string(),
+    };
+    codegen::build_manifest(
+        &s.loaded.graph,
+        &s.selection,
+        s.binaries.as_ref(),
+        codegen::manifest::KernelInfo {
+            version: s.loaded.tree.version.clone().unwrap_or_else(|| "unknown".into()),
+            config,
+        },
+        &s.entries,
+    )
+}
+
+pub fn generate(src: &SourceArgs, out: &std::path::Path, rules: Option<&std::path::Path>) -> CmdResult {
+    let s = select(src, rules)?;
+    if s.binaries.is_none() {
+        eprintln!(
+            "probegen: warning: no vmlinux/modules in {}: attach verdicts are unchecked (run scripts/fetch-kernel.sh)",
+            src.kernel_src.display()
+        );
+    }
+    let manifest = manifest_of(src, &s);
+    let files = codegen::render_all(&manifest, &s.loaded.graph, &s.selection).map_err(|e| e.to_string())?;
+    for (name, contents) in &files {
+        let path = out.join(name);
+        codegen::output::write_atomic(&path, contents.as_bytes())
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    let st = &manifest.stats;
+    println!(
+        "{}: {} probes ({} core, {} vendor, {} attachable) from {} reachable functions; wrote {}",
+        manifest.vendor,
+        st.probes,
+        st.core,
+        st.vendor,
+        st.attachable,
+        st.reachable,
+        files.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn explain(src: &SourceArgs, rules: Option<&std::path::Path>, function: &str) -> CmdResult {
+    let s = select(src, rules)?;
+    let g = &s.loaded.graph;
+    let ids = g.find(function);
+    if ids.is_empty() {
+        return Err(format!("unknown function `{function}`: not defined in the built sources (or outside the vendor scope)"));
+    }
+    let mut found = false;
+    for &id in ids {
+        let n = g.node(id);
+        let module = n.module.as_deref().unwrap_or("inline");
+        let Some(v) = s.selection.verdict_of(id) else {
+            println!("{function} ({module}, {}:{}): not reachable from {}", n.file, n.line, s.entries.join(", "));
+            continue;
+        };
+        found = true;
+        let verdict = if v.keep { "KEEP" } else { "DROP" };
+        println!("{function} ({module}, {}:{})", n.file, n.line);
+        println!("  verdict   {verdict}");
+        println!("  rule      {}", v.rule.as_str());
+        if let Some(f) = v.focus {
+            println!("  focus     {f:?}");
+        }
+        println!("  object    {}", v.object.as_str());
+        println!("  evidence  {}", v.evidence);
+        if let Some(b) = &s.binaries {
+            println!("  attach    {}", b.verdict(n.module.as_deref(), &n.name).as_str());
+        }
+        println!("  path      {}", v.path.iter().map(|&p| g.node(p).name.as_str()).collect::<Vec<_>>().join(" -> "));
+    }
+    Ok(if found { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

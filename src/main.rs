@@ -53,6 +53,27 @@ enum Command {
         #[arg(long)]
         warnings: bool,
     },
+    /// Select the probe set and write manifest.yaml and report.md (atomically) into --out
+    Generate {
+        #[command(flatten)]
+        src: SourceArgs,
+        /// Output directory
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Rules file (default: the built-in heuristics/rules.yaml)
+        #[arg(long, value_name = "FILE")]
+        rules: Option<PathBuf>,
+    },
+    /// Verdict, rule, evidence and call path of one function
+    Explain {
+        #[command(flatten)]
+        src: SourceArgs,
+        #[arg(long, value_name = "FILE")]
+        rules: Option<PathBuf>,
+        function: String,
+    },
+    /// Print the manifest's JSON Schema
+    Schema,
     /// Shortest call path between two functions, one hop per line; exit 1 when none
     Path {
         #[command(flatten)]
@@ -74,6 +95,16 @@ fn main() -> ExitCode {
             warnings,
         } => commands::graph(&src, &entries, format, warnings),
         Command::Path { src, from, to } => commands::path(&src, &from, &to),
+        Command::Generate { src, out, rules } => commands::generate(&src, &out, rules.as_deref()),
+        Command::Explain {
+            src,
+            rules,
+            function,
+        } => commands::explain(&src, rules.as_deref(), &function),
+        Command::Schema => {
+            print!("{}", codegen::json_schema());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,

@@ -14,6 +14,7 @@ pub mod kconfig;
 pub mod model;
 pub mod preproc;
 pub mod source;
+pub mod traceability;
 
 pub use error::{AnalyzerError, Warning};
 pub use graph::{CallGraph, EdgeKind, FnId, FnNode, VendorScope};

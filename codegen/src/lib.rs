@@ -1,1 +1,12 @@
-//! codegen
+//! codegen: the probe set as files. Manifest (serde_yaml), report (askama), BPF C and the
+//! Rust record type (askama), all written atomically and byte-for-byte deterministic.
+
+pub mod build;
+pub mod manifest;
+pub mod output;
+
+pub use build::build_manifest;
+pub use manifest::{json_schema, Manifest};
+pub mod report;
+
+pub use report::render_all;

@@ -2,5 +2,7 @@
 //! the rules arrive as text (the built-in `rules.yaml` or a user's copy) and are parsed here.
 
 pub mod rules;
+pub mod select;
 
 pub use rules::{Rules, RulesError, Vendor};
+pub use select::{nearest_attachable, select, FocusKind, Layer, Object, Rule, SelectError, Selection, Verdict};

@@ -1,4 +1,4 @@
-//! The rules file: vendors and the name/evidence lists each rule uses.
+//! The rules file (`heuristics/rules.yaml`): vendors, the lists each rule reads, overrides.
 
 use std::collections::BTreeMap;
 
@@ -27,25 +27,70 @@ pub struct Vendor {
     pub dirs: Vec<String>,
     pub modules: Vec<String>,
     pub prefixes: Vec<String>,
+    /// Functions that hand a command to the hardware; a vendor function calling one directly
+    /// commands the hardware.
     #[serde(default)]
     pub hardware_commands: Vec<String>,
+    /// Vendor functions that play the hardware's role themselves (Soft-RoCE).
     #[serde(default)]
     pub hardware_functions: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenericRule {
+    pub files: Vec<String>,
+    pub tokens: Vec<String>,
+    pub prefixes: Vec<String>,
+    pub accessor_prefixes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Override {
+    pub function: String,
+    /// Restrict to one module when the name is defined in several.
+    #[serde(default)]
+    pub module: Option<String>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overrides {
+    #[serde(default)]
+    pub include: Vec<Override>,
+    #[serde(default)]
+    pub exclude: Vec<Override>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Rules {
     pub vendors: BTreeMap<String, Vendor>,
+    pub focus_ops: BTreeMap<String, String>,
+    pub object_tokens: BTreeMap<String, String>,
+    pub update_tokens: Vec<String>,
+    pub generic: GenericRule,
+    pub cleanup_tokens: Vec<String>,
+    pub read_only_tokens: Vec<String>,
+    pub allocation_calls: Vec<String>,
+    pub evidence_depth: usize,
+    pub helper_depth: usize,
+    #[serde(default)]
+    pub overrides: Overrides,
 }
+
+const OBJECTS: &[&str] = &["QP", "MR", "PD", "CQ"];
 
 impl Rules {
     pub fn builtin() -> Result<Self, RulesError> {
         Self::parse(BUILTIN_RULES, "heuristics/rules.yaml")
     }
 
-    /// Parse rules text; `origin` names the file in errors.
+    /// Parse rules text; `origin` names the file in errors (file:line:column and the field).
     pub fn parse(text: &str, origin: &str) -> Result<Self, RulesError> {
-        serde_yaml::from_str(text).map_err(|e| {
+        let rules: Rules = serde_yaml::from_str(text).map_err(|e| {
             let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
             RulesError::Syntax {
                 origin: origin.to_string(),
@@ -53,7 +98,40 @@ impl Rules {
                 column,
                 message: e.to_string(),
             }
-        })
+        })?;
+        rules.validate(origin)?;
+        Ok(rules)
+    }
+
+    fn validate(&self, origin: &str) -> Result<(), RulesError> {
+        let bad = |message: String| RulesError::Invalid {
+            origin: origin.to_string(),
+            message,
+        };
+        for (member, obj) in self.focus_ops.iter().chain(self.object_tokens.iter()) {
+            if !OBJECTS.contains(&obj.as_str()) {
+                return Err(bad(format!(
+                    "`{member}: {obj}`: expected one of {}",
+                    OBJECTS.join(", ")
+                )));
+            }
+        }
+        for (name, v) in &self.vendors {
+            if v.dirs.is_empty() || v.prefixes.is_empty() {
+                return Err(bad(format!(
+                    "vendor `{name}`: expected non-empty `dirs` and `prefixes`"
+                )));
+            }
+        }
+        for o in self.overrides.include.iter().chain(&self.overrides.exclude) {
+            if o.reason.trim().is_empty() {
+                return Err(bad(format!(
+                    "override of `{}`: expected a non-empty `reason`",
+                    o.function
+                )));
+            }
+        }
+        Ok(())
     }
 
     pub fn vendor(&self, name: &str) -> Option<&Vendor> {
@@ -62,5 +140,42 @@ impl Rules {
 
     pub fn vendor_names(&self) -> Vec<String> {
         self.vendors.keys().cloned().collect()
+    }
+
+    /// The vendor whose directories hold `file`, if any.
+    pub fn vendor_of_file(&self, file: &str) -> Option<&str> {
+        self.vendors
+            .iter()
+            .find(|(_, v)| v.dirs.iter().any(|d| file.starts_with(d.as_str())))
+            .map(|(n, _)| n.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_rules_parse() {
+        let r = Rules::builtin().expect("builtin rules");
+        assert_eq!(r.focus_ops.get("modify_qp").map(String::as_str), Some("QP"));
+        assert!(r.vendor("mlx5").is_some() && r.vendor("rxe").is_some());
+    }
+
+    #[test]
+    fn syntax_errors_name_line_and_column() {
+        let err = Rules::parse("vendors: {}\nfocus_ops: [\n", "my.yaml").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("my.yaml:"), "{msg}");
+        let text = BUILTIN_RULES.replace("evidence_depth: 2", "evidence_depth: two");
+        let msg = Rules::parse(&text, "r.yaml").unwrap_err().to_string();
+        assert!(msg.contains("r.yaml:") && msg.contains("evidence_depth"), "{msg}");
+    }
+
+    #[test]
+    fn unknown_object_is_rejected() {
+        let text = BUILTIN_RULES.replace("create_qp: QP", "create_qp: QQ");
+        let msg = Rules::parse(&text, "r.yaml").unwrap_err().to_string();
+        assert!(msg.contains("create_qp: QQ") && msg.contains("expected one of"), "{msg}");
     }
 }

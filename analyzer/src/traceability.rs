@@ -1,0 +1,117 @@
+//! Traceability of functions on the real distribution binaries: for (module, function), can a
+//! fexit program attach, and what does BTF say the signature is.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::btf::{Attach, BaseBtf, BtfError, BtfSignature, ModuleBinary};
+
+/// Attach verdict as written in the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttachVerdict {
+    /// Symbol + BTF FUNC + ftrace site.
+    Fexit,
+    /// Only a compiler clone (`name.isra.0`) exists.
+    CloneOnly { symbol: String },
+    /// No symbol: inlined into its callers (or a header `static inline`).
+    Inlined,
+    /// The config does not build the module.
+    NotBuilt,
+    /// Symbol without BTF FUNC.
+    NoBtf,
+    /// Symbol and BTF FUNC, but `notrace`.
+    NoFtrace,
+}
+
+impl AttachVerdict {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            AttachVerdict::Fexit => "fexit",
+            AttachVerdict::CloneOnly { .. } => "clone-only",
+            AttachVerdict::Inlined => "inlined",
+            AttachVerdict::NotBuilt => "not-built",
+            AttachVerdict::NoBtf => "no-btf",
+            AttachVerdict::NoFtrace => "no-ftrace",
+        }
+    }
+
+    pub fn is_attachable(&self) -> bool {
+        matches!(self, AttachVerdict::Fexit)
+    }
+}
+
+/// The binaries that `scripts/fetch-kernel.sh` placed: `vmlinux` and `modules/*.ko`.
+pub struct Binaries {
+    modules: BTreeMap<String, ModuleBinary>,
+    /// Modules the config does not build (`modules/MISSING`).
+    not_built: BTreeSet<String>,
+}
+
+impl Binaries {
+    /// Load `<dir>/vmlinux` and every `<dir>/modules/*.ko`. `Ok(None)` when the directory has
+    /// no binaries at all (a source-only tree).
+    pub fn load(dir: &Path) -> Result<Option<Self>, BtfError> {
+        let vmlinux = dir.join("vmlinux");
+        let mods = dir.join("modules");
+        if !vmlinux.is_file() || !mods.is_dir() {
+            return Ok(None);
+        }
+        let base = BaseBtf::from_vmlinux(&vmlinux)?;
+        let mut modules = BTreeMap::new();
+        let mut entries: Vec<_> = std::fs::read_dir(&mods)
+            .map_err(|e| BtfError::Io {
+                file: mods.display().to_string(),
+                source: e,
+            })?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "ko"))
+            .collect();
+        entries.sort();
+        for p in entries {
+            let m = ModuleBinary::load(&p, &base)?;
+            modules.insert(m.name.clone(), m);
+        }
+        let not_built = std::fs::read_to_string(mods.join("MISSING"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.trim().replace('-', "_"))
+            .filter(|l| !l.is_empty())
+            .collect();
+        Ok(Some(Self { modules, not_built }))
+    }
+
+    pub fn module(&self, name: &str) -> Option<&ModuleBinary> {
+        self.modules.get(name)
+    }
+
+    /// Verdict for a function of `module` (`None` module: a header inline).
+    pub fn verdict(&self, module: Option<&str>, function: &str) -> AttachVerdict {
+        let Some(module) = module else {
+            return AttachVerdict::Inlined;
+        };
+        let Some(bin) = self.modules.get(module) else {
+            return if self.not_built.contains(module) {
+                AttachVerdict::NotBuilt
+            } else {
+                // Not among the fetched modules (e.g. a driver we did not download): a function
+                // the analysis says exists but no binary to check it against.
+                AttachVerdict::NotBuilt
+            };
+        };
+        match bin.attach(function) {
+            Attach::Fexit => AttachVerdict::Fexit,
+            Attach::CloneOnly { symbol } => AttachVerdict::CloneOnly { symbol },
+            Attach::NoBtf => AttachVerdict::NoBtf,
+            Attach::NoFtrace => AttachVerdict::NoFtrace,
+            Attach::Inlined => AttachVerdict::Inlined,
+        }
+    }
+
+    pub fn signature(&self, module: Option<&str>, function: &str) -> Option<BtfSignature> {
+        self.modules.get(module?)?.btf_signature(function)
+    }
+}

@@ -1,0 +1,171 @@
+//! Selection + graph + binaries -> [`Manifest`].
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use analyzer::graph::{CallGraph, FnId};
+use analyzer::traceability::{AttachVerdict, Binaries};
+use heuristics::{nearest_attachable, Selection};
+
+use crate::manifest::{Excluded, KernelInfo, Manifest, Probe, Stats, Suggestion, SCHEMA_ID};
+
+/// How deep below a probe to look for the probes it calls (through unprobed functions).
+const CALLS_DEPTH: usize = 8;
+
+fn module_name(g: &CallGraph, id: FnId) -> String {
+    g.node(id).module.clone().unwrap_or_else(|| "inline".into())
+}
+
+fn attach_of(g: &CallGraph, bins: Option<&Binaries>, id: FnId) -> AttachVerdict {
+    let n = g.node(id);
+    match bins {
+        Some(b) => b.verdict(n.module.as_deref(), &n.name),
+        None if n.module.is_none() => AttachVerdict::Inlined,
+        // No binaries to check against: the source says it is a real function.
+        None => AttachVerdict::Fexit,
+    }
+}
+
+pub fn build_manifest(
+    g: &CallGraph,
+    sel: &Selection,
+    bins: Option<&Binaries>,
+    kernel: KernelInfo,
+    entries: &[String],
+) -> Manifest {
+    let mut kept: Vec<_> = sel.kept().collect();
+    kept.sort_by(|a, b| {
+        let (x, y) = (g.node(a.id), g.node(b.id));
+        (x.name.as_str(), module_name(g, a.id), x.file.as_str())
+            .cmp(&(y.name.as_str(), module_name(g, b.id), y.file.as_str()))
+    });
+    let probe_index: BTreeMap<FnId, u32> = kept
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v.id, i as u32))
+        .collect();
+    let path_names = |p: &[FnId]| p.iter().map(|&f| g.node(f).name.clone()).collect::<Vec<_>>();
+    let mut stats = Stats {
+        reachable: sel.verdicts.len(),
+        ..Stats::default()
+    };
+    let mut probes = Vec::with_capacity(kept.len());
+    for (i, v) in kept.iter().enumerate() {
+        let n = g.node(v.id);
+        let module = module_name(g, v.id);
+        let attach = attach_of(g, bins, v.id);
+        let sig = bins.and_then(|b| b.signature(n.module.as_deref(), &n.name));
+        let (returns, ret_size, nargs) = match sig {
+            Some(s) => (s.ret, s.ret_size, s.nargs),
+            None => (
+                n.ret,
+                match n.ret {
+                    analyzer::RetKind::Ptr => 8,
+                    analyzer::RetKind::Bool => 1,
+                    analyzer::RetKind::Void => 0,
+                    analyzer::RetKind::Int => 4,
+                },
+                n.nparams,
+            ),
+        };
+        let suggest = if attach.is_attachable() {
+            None
+        } else {
+            nearest_attachable(g, v.id, 3, |c| attach_of(g, bins, c).is_attachable()).map(
+                |(c, relation)| Suggestion {
+                    function: g.node(c).name.clone(),
+                    module: module_name(g, c),
+                    relation: relation.to_string(),
+                },
+            )
+        };
+        *stats.attach.entry(attach.as_str().to_string()).or_default() += 1;
+        if attach.is_attachable() || matches!(attach, AttachVerdict::CloneOnly { .. }) {
+            stats.attachable += 1;
+        }
+        match v.layer {
+            heuristics::Layer::Core => stats.core += 1,
+            heuristics::Layer::Vendor => stats.vendor += 1,
+        }
+        probes.push(Probe {
+            id: i as u32,
+            function: n.name.clone(),
+            module,
+            file: n.file.clone(),
+            line: n.line,
+            layer: match v.layer {
+                heuristics::Layer::Core => "core".into(),
+                heuristics::Layer::Vendor => "vendor".into(),
+            },
+            object: v.object.as_str().to_string(),
+            rule: v.rule.as_str().to_string(),
+            focus: v.focus.map(|f| {
+                serde_json::to_value(f)
+                    .ok()
+                    .and_then(|x| x.as_str().map(str::to_string))
+                    .unwrap_or_default()
+            }),
+            evidence: v.evidence.clone(),
+            returns: returns.as_str().to_string(),
+            ret_size,
+            nargs,
+            attach: attach.as_str().to_string(),
+            attach_symbol: match &attach {
+                AttachVerdict::CloneOnly { symbol } => Some(symbol.clone()),
+                _ => None,
+            },
+            suggest,
+            args: Vec::new(),
+            calls: probed_callees(g, v.id, &probe_index),
+            path: path_names(&v.path),
+        });
+    }
+    stats.probes = probes.len();
+    let mut excluded: Vec<Excluded> = sel
+        .excluded()
+        .map(|v| {
+            let n = g.node(v.id);
+            *stats.excluded.entry(v.rule.as_str().to_string()).or_default() += 1;
+            Excluded {
+                function: n.name.clone(),
+                module: module_name(g, v.id),
+                file: n.file.clone(),
+                line: n.line,
+                rule: v.rule.as_str().to_string(),
+                evidence: v.evidence.clone(),
+                path: path_names(&v.path),
+            }
+        })
+        .collect();
+    excluded.sort_by(|a, b| {
+        (&a.function, &a.module, &a.file).cmp(&(&b.function, &b.module, &b.file))
+    });
+    Manifest {
+        schema: SCHEMA_ID.to_string(),
+        kernel,
+        vendor: sel.vendor.clone(),
+        entries: entries.to_vec(),
+        probes,
+        excluded,
+        stats,
+    }
+}
+
+/// Probes reachable from `id` through unprobed functions.
+fn probed_callees(g: &CallGraph, id: FnId, probes: &BTreeMap<FnId, u32>) -> Vec<u32> {
+    let mut out = BTreeSet::new();
+    let mut seen = BTreeSet::from([id]);
+    let mut queue = VecDeque::from([(id, 0usize)]);
+    while let Some((f, d)) = queue.pop_front() {
+        for (c, _) in g.callees(f) {
+            if !seen.insert(c) {
+                continue;
+            }
+            if let Some(&p) = probes.get(&c) {
+                out.insert(p);
+            } else if d + 1 < CALLS_DEPTH {
+                queue.push_back((c, d + 1));
+            }
+        }
+    }
+    out.into_iter().collect()
+}

@@ -1,0 +1,155 @@
+//! The manifest: the probe set as data (`manifest.yaml`), read by the collector, `check`,
+//! `port` and `diff`. Its JSON Schema is generated from these types (`probegen schema`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub const SCHEMA_ID: &str = "probegen/v1";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Always `probegen/v1`.
+    pub schema: String,
+    pub kernel: KernelInfo,
+    pub vendor: String,
+    pub entries: Vec<String>,
+    /// Kept functions, sorted by (function, module).
+    pub probes: Vec<Probe>,
+    /// Every other reachable function, sorted by (function, module, file).
+    pub excluded: Vec<Excluded>,
+    pub stats: Stats,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KernelInfo {
+    /// Upstream version of the analysed source (`6.12.117`).
+    pub version: String,
+    /// The `.config` used, as a path relative to the source directory when inside it.
+    pub config: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Probe {
+    /// Index of the probe in the BPF object's tables (position in `probes`).
+    pub id: u32,
+    pub function: String,
+    /// Kernel module the function is linked into (`inline` for header inlines).
+    pub module: String,
+    pub file: String,
+    pub line: usize,
+    /// `core` or `vendor`.
+    pub layer: String,
+    /// `QP`, `MR`, `PD`, `CQ` or `other`.
+    pub object: String,
+    /// `focus` or `override`.
+    pub rule: String,
+    /// What R4 evidence kept it: handler, ops-caller, ops-impl, hardware, helper.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focus: Option<String>,
+    pub evidence: String,
+    /// `int`, `ptr`, `bool` or `void`.
+    pub returns: String,
+    /// Size in bytes of the return value per BTF (4 for int: sign-extend before testing).
+    pub ret_size: u32,
+    pub nargs: usize,
+    /// `fexit`, `clone-only`, `inlined`, `not-built`, `no-btf`, `no-ftrace`.
+    pub attach: String,
+    /// For clone-only: the clone symbol a kretprobe attaches to instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach_symbol: Option<String>,
+    /// For functions that cannot be attached: the nearest attachable caller or callee.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggest: Option<Suggestion>,
+    /// Up to 4 scalar arguments recorded on failure.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<ProbeArg>,
+    /// Other probes this one calls, directly or through unprobed functions (for failure
+    /// chains: outermost to innermost).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<u32>,
+    /// entry, ..., function
+    pub path: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Suggestion {
+    pub function: String,
+    pub module: String,
+    /// `caller` or `callee`.
+    pub relation: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeArg {
+    /// Argument position (0-based).
+    pub index: usize,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Excluded {
+    pub function: String,
+    pub module: String,
+    pub file: String,
+    pub line: usize,
+    /// `read-only`, `generic`, `cleanup`, `vendor-gate`, `not-focus` or `override`.
+    pub rule: String,
+    pub evidence: String,
+    pub path: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Stats {
+    pub reachable: usize,
+    pub probes: usize,
+    pub attachable: usize,
+    /// Probes by layer.
+    pub core: usize,
+    pub vendor: usize,
+    /// Excluded functions by rule.
+    pub excluded: std::collections::BTreeMap<String, usize>,
+    /// Probes by attach verdict.
+    pub attach: std::collections::BTreeMap<String, usize>,
+}
+
+impl Manifest {
+    pub fn to_yaml(&self) -> Result<String, serde_yaml::Error> {
+        serde_yaml::to_string(self)
+    }
+
+    /// Parse a manifest; errors name the origin, line and column, and the field expected.
+    pub fn from_yaml(text: &str, origin: &str) -> Result<Self, String> {
+        let m: Manifest = serde_yaml::from_str(text).map_err(|e| {
+            let loc = e
+                .location()
+                .map(|l| format!(":{}:{}", l.line(), l.column()))
+                .unwrap_or_default();
+            format!("{origin}{loc}: {e}")
+        })?;
+        if m.schema != SCHEMA_ID {
+            return Err(format!(
+                "{origin}: schema `{}`: expected `{SCHEMA_ID}`",
+                m.schema
+            ));
+        }
+        Ok(m)
+    }
+
+    /// Probes a BPF program is generated for.
+    pub fn attachable(&self) -> impl Iterator<Item = &Probe> {
+        self.probes.iter().filter(|p| p.attach == "fexit" || p.attach == "clone-only")
+    }
+}
+
+/// JSON Schema of the manifest, pretty-printed.
+pub fn json_schema() -> String {
+    let schema = schemars::schema_for!(Manifest);
+    serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"
+}

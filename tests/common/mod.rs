@@ -1,0 +1,220 @@
+//! Helpers shared by the integration tests: fixture and real-kernel locations, loading,
+//! and small graph queries.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use analyzer::graph::CallEdge;
+use analyzer::source::{LoadOptions, SourceTree};
+use analyzer::{CallGraph, EdgeKind, FnId, VendorScope};
+
+/// `kernel-fixtures/<name>` in this repository.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("kernel-fixtures")
+        .join(name)
+}
+
+/// Directory of a real kernel tree fetched by `scripts/fetch-kernel.sh <version>`:
+/// `$PROBEGEN_KERNEL_6_12` (dots become underscores), else `$PROBEGEN_CACHE/linux-<v>`, else
+/// `$HOME/.cache/probegen/linux-<v>`. Panics (the test fails, it is never skipped) when the
+/// tree is missing, naming the command that fetches it.
+pub fn kernel_dir(version: &str) -> PathBuf {
+    let var = format!("PROBEGEN_KERNEL_{}", version.replace('.', "_"));
+    let dir = match std::env::var_os(&var).filter(|v| !v.is_empty()) {
+        Some(v) => PathBuf::from(v),
+        None => {
+            let cache = std::env::var_os("PROBEGEN_CACHE")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/probegen"))
+                })
+                .unwrap_or_else(|| PathBuf::from(".cache/probegen"));
+            cache.join(format!("linux-{version}"))
+        }
+    };
+    assert!(
+        dir.join("drivers/infiniband/core").is_dir() && dir.join(".config").is_file(),
+        "real kernel {version} tree not found at {} (from ${var} / $PROBEGEN_CACHE / \
+         $HOME/.cache/probegen): run `scripts/fetch-kernel.sh {version}` first",
+        dir.display()
+    );
+    dir
+}
+
+pub fn load(dir: &Path) -> SourceTree {
+    load_with(dir, &LoadOptions::default())
+}
+
+pub fn load_with(dir: &Path, opts: &LoadOptions) -> SourceTree {
+    SourceTree::load(dir, opts).unwrap_or_else(|e| panic!("loading {}: {e}", dir.display()))
+}
+
+/// Load a fixture and build its graph with `scope`.
+pub fn fixture_graph(name: &str, scope: &VendorScope) -> (SourceTree, CallGraph) {
+    let tree = load(&fixture(name));
+    let graph = CallGraph::build(&tree, scope);
+    (tree, graph)
+}
+
+/// The only definition of `name`; panics when there are none or several.
+pub fn one(g: &CallGraph, name: &str) -> FnId {
+    let ids = g.find(name);
+    assert_eq!(
+        ids.len(),
+        1,
+        "expected exactly one definition of `{name}`, found {:?}",
+        ids.iter()
+            .map(|&i| format!("{}:{}", g.node(i).file, g.node(i).line))
+            .collect::<Vec<_>>()
+    );
+    ids[0]
+}
+
+/// The definition of `name` in `file`.
+pub fn in_file(g: &CallGraph, name: &str, file: &str) -> FnId {
+    g.find(name)
+        .iter()
+        .copied()
+        .find(|&i| g.node(i).file == file)
+        .unwrap_or_else(|| panic!("no definition of `{name}` in {file}"))
+}
+
+/// The edge `from -> to`; panics when absent.
+pub fn edge<'g>(g: &'g CallGraph, from: FnId, to: FnId) -> &'g CallEdge {
+    g.callees(from)
+        .into_iter()
+        .find(|(t, _)| *t == to)
+        .map(|(_, e)| e)
+        .unwrap_or_else(|| {
+            panic!(
+                "no edge {} -> {}; callees: {}",
+                g.node(from).name,
+                g.node(to).name,
+                callee_names(g, from).join(", ")
+            )
+        })
+}
+
+pub fn has_edge(g: &CallGraph, from: FnId, to: FnId) -> bool {
+    g.callees(from).iter().any(|(t, _)| *t == to)
+}
+
+pub fn callee_names(g: &CallGraph, id: FnId) -> Vec<String> {
+    g.callees(id)
+        .iter()
+        .map(|(t, e)| format!("{}[{}]", g.node(*t).name, e.kind.as_str()))
+        .collect()
+}
+
+pub type Reach = BTreeMap<FnId, Option<(FnId, CallEdge)>>;
+
+pub fn reach_from(g: &CallGraph, entries: &[&str]) -> Reach {
+    let names: Vec<String> = entries.iter().map(|s| s.to_string()).collect();
+    let ids = g
+        .entries(&names)
+        .unwrap_or_else(|n| panic!("entry `{n}` not in the graph"));
+    g.reach(&ids)
+}
+
+/// One hop of a path: the function reached and the edge that reached it.
+#[derive(Debug, Clone)]
+pub struct Hop {
+    pub name: String,
+    pub file: String,
+    pub module: Option<String>,
+    pub edge: Option<CallEdge>,
+}
+
+/// BFS path in `reach` to the definition `to` (the id), as names and edges.
+pub fn path_to(g: &CallGraph, reach: &Reach, to: FnId) -> Option<Vec<Hop>> {
+    let p = CallGraph::path_in(reach, to)?;
+    Some(
+        p.into_iter()
+            .map(|(id, edge)| {
+                let n = g.node(id);
+                Hop {
+                    name: n.name.clone(),
+                    file: n.file.clone(),
+                    module: n.module.clone(),
+                    edge,
+                }
+            })
+            .collect(),
+    )
+}
+
+/// Shortest path to any definition of `to` reachable in `reach`.
+pub fn path_to_name(g: &CallGraph, reach: &Reach, to: &str) -> Option<Vec<Hop>> {
+    g.find(to)
+        .iter()
+        .filter_map(|&t| path_to(g, reach, t))
+        .min_by_key(Vec::len)
+}
+
+pub fn render(path: &[Hop]) -> String {
+    path.iter()
+        .map(|h| match &h.edge {
+            None => format!("{} ({})", h.name, h.file),
+            Some(e) => format!(
+                "-> {} ({}) [{}{} at {}:{}]",
+                h.name,
+                h.file,
+                e.kind.as_str(),
+                e.via
+                    .as_deref()
+                    .map(|v| format!(" {v}"))
+                    .unwrap_or_default(),
+                e.file,
+                e.line
+            ),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The hop reaching `name` on `path`; panics with the rendered path when absent.
+pub fn hop<'p>(path: &'p [Hop], name: &str) -> &'p Hop {
+    path.iter()
+        .find(|h| h.name == name)
+        .unwrap_or_else(|| panic!("`{name}` not on the path:\n{}", render(path)))
+}
+
+pub fn kind_of(h: &Hop) -> Option<EdgeKind> {
+    h.edge.as_ref().map(|e| e.kind)
+}
+
+/// 1-based line of the first line of `file` (relative to `root`) containing `needle`, so
+/// fixture assertions follow the fixture text instead of hard-coded numbers.
+pub fn line_of(root: &Path, file: &str, needle: &str) -> usize {
+    let text = std::fs::read_to_string(root.join(file))
+        .unwrap_or_else(|e| panic!("{}: {e}", root.join(file).display()));
+    text.lines()
+        .position(|l| l.contains(needle))
+        .map(|i| i + 1)
+        .unwrap_or_else(|| panic!("`{needle}` not in {file}"))
+}
+
+/// Copy a directory tree (fixtures into temp dirs for tests that add files).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create temp dir");
+    for entry in std::fs::read_dir(from).expect("read fixture dir") {
+        let entry = entry.expect("dir entry");
+        let dest = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &dest);
+        } else {
+            std::fs::copy(entry.path(), &dest).expect("copy fixture file");
+        }
+    }
+}
+
+/// A fresh temp directory for this test process and `tag`.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("probegen-test-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    dir
+}
