@@ -250,7 +250,20 @@ pub fn generate(src: &SourceArgs, out: &std::path::Path, rules: Option<&std::pat
         );
     }
     let manifest = manifest_of(src, &s);
-    let files = codegen::render_all(&manifest, &s.loaded.graph, &s.selection).map_err(|e| e.to_string())?;
+    let g = &s.loaded.graph;
+    let attachable = |id: analyzer::FnId| {
+        let n = g.node(id);
+        s.binaries
+            .as_ref()
+            .is_some_and(|b| b.verdict(n.module.as_deref(), &n.name).is_attachable())
+    };
+    let cx = codegen::report::RenderContext {
+        graph: g,
+        selection: &s.selection,
+        attachable: &attachable,
+        refresh: refresh_command(src, out),
+    };
+    let files = codegen::render_all(&manifest, &cx).map_err(|e| e.to_string())?;
     for (name, contents) in &files {
         let path = out.join(name);
         codegen::output::write_atomic(&path, contents.as_bytes())
@@ -301,4 +314,18 @@ pub fn explain(src: &SourceArgs, rules: Option<&std::path::Path>, function: &str
         println!("  path      {}", v.path.iter().map(|&p| g.node(p).name.as_str()).collect::<Vec<_>>().join(" -> "));
     }
     Ok(if found { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The command that regenerates a probe set, printed in the generated files' headers. It does
+/// not name the output directory, so the files are the same wherever they are written.
+fn refresh_command(src: &SourceArgs, _out: &std::path::Path) -> String {
+    let dir = src
+        .kernel_src
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!(
+        "scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <{dir}> --vendor {} --out DIR)",
+        src.vendor.as_deref().unwrap_or("?"),
+    )
 }

@@ -246,7 +246,8 @@ fn ops_table_two_vendors() {
     assert_eq!(g.nodes.len(), 15);
 
     // Three tables; members are the functions, not THIS_MODULE or INIT_RDMA_OBJ_SIZE().
-    let mut tables: Vec<(String, String, BTreeSet<(String, String)>)> = g
+    type Table = (String, String, BTreeSet<(String, String)>);
+    let mut tables: Vec<Table> = g
         .ops_tables
         .iter()
         .map(|t| {

@@ -1,6 +1,7 @@
 //! codegen: the probe set as files. Manifest (serde_yaml), report (askama), BPF C and the
 //! Rust record type (askama), all written atomically and byte-for-byte deterministic.
 
+pub mod bpf;
 pub mod build;
 pub mod manifest;
 pub mod output;

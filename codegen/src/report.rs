@@ -1,9 +1,12 @@
 //! Rendering of every output file of a probe set.
 
-use analyzer::graph::CallGraph;
-use heuristics::Selection;
+use std::collections::{BTreeMap, BTreeSet};
 
-use crate::manifest::Manifest;
+use analyzer::graph::{CallGraph, FnId};
+use askama::Template;
+use heuristics::{FocusKind, Selection};
+
+use crate::manifest::{Excluded, Manifest};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
@@ -13,12 +16,119 @@ pub enum RenderError {
     Template(#[from] askama::Error),
 }
 
+/// Excluded functions listed per rule in the report (the manifest has them all).
+const EXAMPLES_PER_RULE: usize = 15;
+
+pub struct ShrinkRow {
+    pub handler: String,
+    pub object: String,
+    pub reachable: usize,
+    pub traceable: usize,
+    pub kept: usize,
+}
+
+pub struct Unattachable {
+    pub function: String,
+    pub module: String,
+    pub attach: String,
+    pub instead: String,
+}
+
+pub struct ExcludedGroup<'a> {
+    pub rule: String,
+    pub total: usize,
+    pub items: Vec<&'a Excluded>,
+}
+
+#[derive(Template)]
+#[template(path = "report.md", escape = "none")]
+struct ReportTemplate<'a> {
+    m: &'a Manifest,
+    refresh: &'a str,
+    shrink: Vec<ShrinkRow>,
+    unattachable: Vec<Unattachable>,
+    excluded: Vec<ExcludedGroup<'a>>,
+    examples_per_rule: usize,
+}
+
+/// Inputs besides the manifest that the renderers need.
+pub struct RenderContext<'a> {
+    pub graph: &'a CallGraph,
+    pub selection: &'a Selection,
+    /// Whether fexit can attach to a function on the real binary.
+    pub attachable: &'a dyn Fn(FnId) -> bool,
+    /// The command that regenerates these files (printed in their headers).
+    pub refresh: String,
+}
+
 /// (file name, contents) of every output, in a fixed order.
-pub fn render_all(
-    m: &Manifest,
-    _g: &CallGraph,
-    _sel: &Selection,
-) -> Result<Vec<(String, String)>, RenderError> {
-    let out = vec![("manifest.yaml".to_string(), m.to_yaml()?)];
-    Ok(out)
+pub fn render_all(m: &Manifest, cx: &RenderContext) -> Result<Vec<(String, String)>, RenderError> {
+    Ok(vec![
+        ("manifest.yaml".to_string(), m.to_yaml()?),
+        ("report.md".to_string(), render_report(m, cx)?),
+    ])
+}
+
+pub fn render_report(m: &Manifest, cx: &RenderContext) -> Result<String, RenderError> {
+    let g = cx.graph;
+    let kept: BTreeSet<FnId> = cx.selection.kept().map(|v| v.id).collect();
+    let mut shrink = Vec::new();
+    for v in cx.selection.kept() {
+        let is_handler = g
+            .write_commands
+            .iter()
+            .chain(g.uapi_methods.iter())
+            .any(|d| d.handler_id == Some(v.id));
+        if !is_handler || !matches!(v.focus, Some(FocusKind::Handler | FocusKind::OpsCaller)) {
+            continue;
+        }
+        let below = g.reach(&[v.id]);
+        shrink.push(ShrinkRow {
+            handler: g.node(v.id).name.clone(),
+            object: v.object.as_str().to_string(),
+            reachable: below.len(),
+            traceable: below.keys().filter(|&&f| (cx.attachable)(f)).count(),
+            kept: below.keys().filter(|f| kept.contains(f)).count(),
+        });
+    }
+    shrink.sort_by(|a, b| a.handler.cmp(&b.handler));
+    let unattachable = m
+        .probes
+        .iter()
+        .filter(|p| p.attach != "fexit")
+        .map(|p| Unattachable {
+            function: p.function.clone(),
+            module: p.module.clone(),
+            attach: match &p.attach_symbol {
+                Some(s) => format!("{} (`{s}`: kretprobe fallback)", p.attach),
+                None => p.attach.clone(),
+            },
+            instead: p
+                .suggest
+                .as_ref()
+                .map(|s| format!("{} `{}` ({})", s.relation, s.function, s.module))
+                .unwrap_or_else(|| "-".into()),
+        })
+        .collect();
+    let mut groups: BTreeMap<&str, Vec<&Excluded>> = BTreeMap::new();
+    for e in &m.excluded {
+        groups.entry(e.rule.as_str()).or_default().push(e);
+    }
+    let excluded = groups
+        .into_iter()
+        .map(|(rule, items)| ExcludedGroup {
+            rule: rule.to_string(),
+            total: items.len(),
+            items: items.into_iter().take(EXAMPLES_PER_RULE).collect(),
+        })
+        .collect();
+    Ok(ReportTemplate {
+        m,
+        refresh: &cx.refresh,
+        shrink,
+        unattachable,
+        excluded,
+        examples_per_rule: EXAMPLES_PER_RULE,
+    }
+    .render()?)
 }

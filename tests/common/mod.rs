@@ -83,7 +83,7 @@ pub fn in_file(g: &CallGraph, name: &str, file: &str) -> FnId {
 }
 
 /// The edge `from -> to`; panics when absent.
-pub fn edge<'g>(g: &'g CallGraph, from: FnId, to: FnId) -> &'g CallEdge {
+pub fn edge(g: &CallGraph, from: FnId, to: FnId) -> &CallEdge {
     g.callees(from)
         .into_iter()
         .find(|(t, _)| *t == to)

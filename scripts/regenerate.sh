@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Regenerate every checked-in probe set under generated/ from the real Debian kernel sources.
+# The staleness test (tests/generated_fresh.rs) fails until this has been run after a change to
+# the rules, the templates or the analysis.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The sets that are checked in: "<kernel> <vendor>".
+SETS=("6.12 mlx5" "6.12 bnxt_re" "6.12 irdma" "6.12 rxe" "6.1 mlx5" "6.1 rxe")
+
+cargo build --release --quiet
+for set in "${SETS[@]}"; do
+  read -r ver vendor <<<"${set}"
+  src=$(bash scripts/fetch-kernel.sh "${ver}" | tail -n 1)
+  ./target/release/probegen generate --kernel-src "${src}" --vendor "${vendor}" \
+    --out "generated/linux-${ver}/${vendor}"
+done

@@ -1,0 +1,267 @@
+//! The probe sets on the real Debian kernels: the heuristics' acceptance checks, and the
+//! staleness check of `generated/` (regenerated into a temp dir and compared byte for byte).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+use codegen::Manifest;
+
+/// The checked-in sets (kept in step with scripts/regenerate.sh).
+const SETS: &[(&str, &str)] = &[
+    ("6.12", "mlx5"),
+    ("6.12", "bnxt_re"),
+    ("6.12", "irdma"),
+    ("6.12", "rxe"),
+    ("6.1", "mlx5"),
+    ("6.1", "rxe"),
+];
+
+fn out_root() -> PathBuf {
+    std::env::temp_dir().join(format!("probegen-sets-{}", std::process::id()))
+}
+
+/// Generate a set once per test process; returns its directory.
+fn generated(ver: &str, vendor: &str) -> PathBuf {
+    static DONE: OnceLock<Mutex<BTreeMap<(String, String), PathBuf>>> = OnceLock::new();
+    let done = DONE.get_or_init(|| Mutex::new(BTreeMap::new()));
+    let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
+    let key = (ver.to_string(), vendor.to_string());
+    if let Some(p) = done.get(&key) {
+        return p.clone();
+    }
+    let out = out_root().join(format!("linux-{ver}")).join(vendor);
+    let status = Command::new(env!("CARGO_BIN_EXE_probegen"))
+        .args(["generate", "--vendor", vendor, "--out"])
+        .arg(&out)
+        .arg("--kernel-src")
+        .arg(common::kernel_dir(ver))
+        .status()
+        .expect("run probegen generate");
+    assert!(status.success(), "probegen generate {ver} {vendor} failed");
+    done.insert(key, out.clone());
+    out
+}
+
+fn manifest(ver: &str, vendor: &str) -> Manifest {
+    let path = generated(ver, vendor).join("manifest.yaml");
+    let text = std::fs::read_to_string(&path).expect("read manifest");
+    Manifest::from_yaml(&text, &path.display().to_string()).expect("parse manifest")
+}
+
+fn probe<'a>(m: &'a Manifest, function: &str) -> Option<&'a codegen::manifest::Probe> {
+    m.probes.iter().find(|p| p.function == function)
+}
+
+fn excluded_rule(m: &Manifest, function: &str) -> Option<String> {
+    m.excluded
+        .iter()
+        .find(|e| e.function == function)
+        .map(|e| e.rule.clone())
+}
+
+fn assert_kept(m: &Manifest, functions: &[&str]) {
+    let missing: Vec<_> = functions
+        .iter()
+        .filter(|f| probe(m, f).is_none())
+        .map(|f| format!("{f} (excluded as {:?})", excluded_rule(m, f)))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} on {}: not kept: {missing:?}",
+        m.vendor,
+        m.kernel.version
+    );
+}
+
+#[test]
+fn modify_qp_path_mlx5_keeps_the_failing_helpers() {
+    for ver in ["6.12", "6.1"] {
+        let m = manifest(ver, "mlx5");
+        assert_kept(
+            &m,
+            &[
+                "ib_uverbs_modify_qp",
+                "ib_uverbs_ex_modify_qp",
+                "modify_qp",
+                "_ib_modify_qp",
+                "rdma_fill_sgid_attr",
+                "ib_resolve_eth_dmac",
+                "rdma_lag_get_ah_roce_slave",
+                "rdma_counter_bind_qp_auto",
+                "alloc_and_bind",
+                "mlx5_ib_modify_qp",
+            ],
+        );
+        let dmac = probe(&m, "ib_resolve_eth_dmac").expect("kept");
+        assert_eq!(dmac.attach, "clone-only", "{ver}");
+        assert!(dmac.attach_symbol.as_deref().is_some_and(|s| s.starts_with("ib_resolve_eth_dmac.")));
+        let fw = probe(&m, "mlx5_core_qp_modify").expect("the firmware command issuer is kept");
+        assert_eq!((fw.layer.as_str(), fw.focus.as_deref()), ("vendor", Some("hardware")));
+        // Lookups, puts and validators around the path are dropped with their rule.
+        assert_eq!(excluded_rule(&m, "rdma_lookup_get_uobject").as_deref(), Some("generic"));
+        assert_eq!(excluded_rule(&m, "rdma_lookup_put_uobject").as_deref(), Some("cleanup"));
+        assert_eq!(excluded_rule(&m, "ib_modify_qp_is_ok").as_deref(), Some("read-only"));
+        let p = probe(&m, "mlx5_ib_modify_qp").expect("kept");
+        assert!(m.entries.contains(&p.path[0]), "path starts at an entry: {:?}", p.path);
+        assert!(p.path.iter().any(|f| f == "ib_uverbs_modify_qp"), "{:?}", p.path);
+        assert_eq!(p.path.last().map(String::as_str), Some("mlx5_ib_modify_qp"));
+    }
+}
+
+#[test]
+fn registration_cascade_is_kept_at_every_layer() {
+    for ver in ["6.12", "6.1"] {
+        let m = manifest(ver, "mlx5");
+        assert_kept(
+            &m,
+            &[
+                "ib_uverbs_reg_mr",
+                "mlx5_ib_reg_user_mr",
+                "ib_umem_get",
+                "ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR",
+                "mlx5_ib_reg_user_mr_dmabuf",
+            ],
+        );
+        let umem = probe(&m, "ib_umem_get").expect("kept");
+        assert_eq!((umem.module.as_str(), umem.attach.as_str()), ("ib_uverbs", "fexit"));
+        assert_eq!(umem.object, "MR");
+    }
+}
+
+#[test]
+fn read_only_and_cleanup_handlers_are_excluded_with_their_rule() {
+    for (ver, vendor) in SETS {
+        let m = manifest(ver, vendor);
+        for (f, rule) in [
+            ("ib_uverbs_query_port", "read-only"),
+            ("ib_uverbs_dealloc_pd", "cleanup"),
+            ("ib_uverbs_destroy_qp", "cleanup"),
+            ("rdma_lookup_put_uobject", "cleanup"),
+        ] {
+            assert_eq!(excluded_rule(&m, f).as_deref(), Some(rule), "{f} on {ver} {vendor}");
+            assert!(probe(&m, f).is_none());
+        }
+    }
+}
+
+#[test]
+fn every_vendor_set_is_small_and_has_its_own_ops() {
+    let own: &[(&str, &str, &[&str])] = &[
+        ("6.12", "bnxt_re", &["bnxt_re_create_qp", "bnxt_re_modify_qp", "bnxt_re_reg_user_mr"]),
+        ("6.12", "irdma", &["irdma_create_qp", "irdma_modify_qp", "irdma_modify_qp_roce", "irdma_reg_user_mr"]),
+        ("6.12", "rxe", &["rxe_create_qp", "rxe_modify_qp", "rxe_reg_user_mr"]),
+        ("6.1", "rxe", &["rxe_create_qp", "rxe_modify_qp", "rxe_reg_user_mr"]),
+        ("6.12", "mlx5", &["mlx5_ib_create_qp", "mlx5_ib_modify_qp", "mlx5_ib_reg_user_mr"]),
+    ];
+    for (ver, vendor, ops) in own {
+        let m = manifest(ver, vendor);
+        assert_kept(&m, ops);
+        assert!(
+            (20..=120).contains(&m.probes.len()),
+            "{vendor} on {ver}: {} probes, expected tens",
+            m.probes.len()
+        );
+        if *vendor != "mlx5" {
+            let foreign: Vec<_> = m.probes.iter().filter(|p| p.function.starts_with("mlx5_")).collect();
+            assert!(foreign.is_empty(), "{vendor}: {foreign:?}");
+        }
+        // Every kept function has an attach verdict, and every unattachable one a reason.
+        for p in &m.probes {
+            assert!(
+                ["fexit", "clone-only", "inlined", "not-built", "no-btf", "no-ftrace"].contains(&p.attach.as_str()),
+                "{}: {}",
+                p.function,
+                p.attach
+            );
+            assert!(!p.evidence.is_empty() && !p.path.is_empty());
+        }
+        eprintln!("{vendor} on {ver}: {} probes, {} attachable, {} excluded", m.probes.len(), m.stats.attachable, m.excluded.len());
+    }
+}
+
+#[test]
+fn attachable_probes_match_the_real_binaries() {
+    // BTF of the Debian modules agrees with the source on argument count and return kind.
+    for (ver, vendor) in SETS {
+        let m = manifest(ver, vendor);
+        let fexit: Vec<_> = m.probes.iter().filter(|p| p.attach == "fexit").collect();
+        assert!(!fexit.is_empty());
+        for p in fexit {
+            assert!(["int", "ptr", "bool", "void"].contains(&p.returns.as_str()));
+            assert!(p.module != "inline", "{}: a header inline cannot be fexit", p.function);
+        }
+    }
+}
+
+#[test]
+fn output_is_deterministic() {
+    let a = generated("6.12", "rxe");
+    let b = out_root().join("again/rxe");
+    let status = Command::new(env!("CARGO_BIN_EXE_probegen"))
+        .args(["generate", "--vendor", "rxe", "--out"])
+        .arg(&b)
+        .arg("--kernel-src")
+        .arg(common::kernel_dir("6.12"))
+        .status()
+        .expect("run");
+    assert!(status.success());
+    for f in files_in(&a) {
+        assert_eq!(
+            std::fs::read(a.join(&f)).ok(),
+            std::fs::read(b.join(&f)).ok(),
+            "{f} differs between two runs"
+        );
+    }
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|r| {
+            r.filter_map(Result::ok)
+                .filter(|e| e.path().is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// rust-analyzer style: the checked-in generated files must equal a fresh run, or the test
+/// fails with the diff and the command that refreshes them.
+#[test]
+fn generated_files_are_fresh() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut stale = Vec::new();
+    for (ver, vendor) in SETS {
+        let fresh = generated(ver, vendor);
+        let checked_in = repo.join("generated").join(format!("linux-{ver}")).join(vendor);
+        let mut names = files_in(&fresh);
+        names.extend(files_in(&checked_in));
+        names.sort();
+        names.dedup();
+        for name in names {
+            let (a, b) = (checked_in.join(&name), fresh.join(&name));
+            if std::fs::read(&a).ok() != std::fs::read(&b).ok() {
+                let diff = Command::new("diff")
+                    .arg("-u")
+                    .arg(&a)
+                    .arg(&b)
+                    .output()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                    .unwrap_or_default();
+                let diff: String = diff.lines().take(60).collect::<Vec<_>>().join("\n");
+                stale.push(format!("{}\n{diff}", a.display()));
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "generated/ is stale; refresh it with `scripts/regenerate.sh` and commit:\n{}",
+        stale.join("\n\n")
+    );
+}
