@@ -28,8 +28,14 @@ TIME=/usr/bin/time
 [[ -x ${TIME} ]] || die "${TIME} not found (Debian package 'time')"
 command -v cflow >/dev/null 2>&1 || die "cflow not found (Debian package 'cflow')"
 
+TMP=$(mktemp -d)
+trap 'rm -rf -- "${TMP}"' EXIT
+
 printf 'building target/release/probegen ...\n' >&2
-cargo build --release --quiet -p probegen --bin probegen
+if ! cargo build --release -p probegen --bin probegen >"${TMP}/build.log" 2>&1; then
+  tail -n 20 "${TMP}/build.log" >&2
+  die "cargo build --release failed"
+fi
 PROBEGEN=target/release/probegen
 
 mapfile -d '' CFILES < <(find "${DIR}/drivers/infiniband" -name '*.c' -type f -print0 | sort -z)
@@ -45,32 +51,31 @@ for s in __printf __aligned __acquires __releases __must_hold __counted_by __fre
   CFLOW_SYMBOLS+=("--symbol=${s}:wrapper")
 done
 
-TMP=$(mktemp -d)
-trap 'rm -rf -- "${TMP}"' EXIT
-
-# measure NAME CMD...: RUNS runs; appends "wall_s peak_kb" lines to ${TMP}/NAME.times.
-measure() {
-  local name=$1
-  shift
-  local i
-  for ((i = 1; i <= RUNS; i++)); do
-    if ! "${TIME}" -f '%e %M' -o "${TMP}/${name}.time" "$@" >"${TMP}/${name}.out" 2>"${TMP}/${name}.err"; then
-      printf '%s run %d failed:\n' "${name}" "${i}" >&2
-      tail -n 5 "${TMP}/${name}.err" >&2
-      exit 2
-    fi
-    tail -n 1 "${TMP}/${name}.time" >>"${TMP}/${name}.times"
-    printf '  %-8s run %d: %s s, %s KB\n' "${name}" "${i}" $(tail -n 1 "${TMP}/${name}.time") >&2
-  done
+# run_once NAME RUN CMD...: one timed run; appends "wall_s peak_kb" to ${TMP}/NAME.times.
+run_once() {
+  local name=$1 run=$2
+  shift 2
+  if ! "${TIME}" -f '%e %M' -o "${TMP}/${name}.time" "$@" >"${TMP}/${name}.out" 2>"${TMP}/${name}.err"; then
+    printf '%s run %d failed:\n' "${name}" "${run}" >&2
+    tail -n 5 "${TMP}/${name}.err" >&2
+    exit 2
+  fi
+  local wall kb
+  read -r wall kb < <(tail -n 1 "${TMP}/${name}.time")
+  printf '%s %s\n' "${wall}" "${kb}" >>"${TMP}/${name}.times"
+  printf '  %-8s run %d: %s s, %s KB\n' "${name}" "${run}" "${wall}" "${kb}" >&2
 }
 
 printf 'kernel tree %s (%s), %d .c files, %d runs each\n' \
   "${DIR}" "$(cat "${DIR}/KERNEL_VERSION" 2>/dev/null || echo unknown)" "${#CFILES[@]}" "${RUNS}"
 
-# Interleave the two tools so both see the same machine state (page cache warmed once first).
+# Warm the page cache once, then alternate the tools so both see the same machine state.
 cat "${CFILES[@]}" >/dev/null
-measure probegen "${PROBEGEN}" graph --kernel-src "${DIR}"
-measure cflow cflow -i _ -m ib_uverbs_ioctl "${CFLOW_SYMBOLS[@]}" "${CFILES[@]}"
+"${PROBEGEN}" graph --kernel-src "${DIR}" >/dev/null
+for ((i = 1; i <= RUNS; i++)); do
+  run_once probegen "${i}" "${PROBEGEN}" graph --kernel-src "${DIR}"
+  run_once cflow "${i}" cflow -i _ -m ib_uverbs_ioctl "${CFLOW_SYMBOLS[@]}" "${CFILES[@]}"
+done
 
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 P_WALL=$(cut -d' ' -f1 "${TMP}/probegen.times" | median)

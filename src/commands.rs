@@ -215,7 +215,8 @@ pub fn select(src: &SourceArgs, rules_path: Option<&std::path::Path>) -> Result<
         .map_err(|n| format!("entry `{n}` not found in {}", src.kernel_src.display()))?;
     let selection =
         heuristics::select(&loaded.graph, &rules, &vendor, &ids).map_err(|e| e.to_string())?;
-    let binaries = analyzer::traceability::Binaries::load(&src.kernel_src).map_err(|e| e.to_string())?;
+    let binaries =
+        analyzer::traceability::Binaries::load(&src.kernel_src).map_err(|e| e.to_string())?;
     Ok(Selected {
         loaded,
         selection,
@@ -234,14 +235,23 @@ pub fn manifest_of(src: &SourceArgs, s: &Selected) -> codegen::Manifest {
         &s.selection,
         s.binaries.as_ref(),
         codegen::manifest::KernelInfo {
-            version: s.loaded.tree.version.clone().unwrap_or_else(|| "unknown".into()),
+            version: s
+                .loaded
+                .tree
+                .version
+                .clone()
+                .unwrap_or_else(|| "unknown".into()),
             config,
         },
         &s.entries,
     )
 }
 
-pub fn generate(src: &SourceArgs, out: &std::path::Path, rules: Option<&std::path::Path>) -> CmdResult {
+pub fn generate(
+    src: &SourceArgs,
+    out: &std::path::Path,
+    rules: Option<&std::path::Path>,
+) -> CmdResult {
     let s = select(src, rules)?;
     if s.binaries.is_none() {
         eprintln!(
@@ -251,6 +261,18 @@ pub fn generate(src: &SourceArgs, out: &std::path::Path, rules: Option<&std::pat
     }
     let manifest = manifest_of(src, &s);
     let g = &s.loaded.graph;
+    if let Some(b) = &s.binaries {
+        let mismatches = codegen::build::validate(&manifest, g, &s.selection, b);
+        if !mismatches.is_empty() {
+            let list: Vec<String> = mismatches.iter().map(|m| format!("  {m}")).collect();
+            return Err(format!(
+                "{} probe target(s) disagree with the binaries in {}:\n{}",
+                mismatches.len(),
+                src.kernel_src.display(),
+                list.join("\n")
+            ));
+        }
+    }
     let attachable = |id: analyzer::FnId| {
         let n = g.node(id);
         s.binaries
@@ -278,7 +300,11 @@ pub fn generate(src: &SourceArgs, out: &std::path::Path, rules: Option<&std::pat
         st.vendor,
         st.attachable,
         st.reachable,
-        files.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+        files
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -295,7 +321,12 @@ pub fn explain(src: &SourceArgs, rules: Option<&std::path::Path>, function: &str
         let n = g.node(id);
         let module = n.module.as_deref().unwrap_or("inline");
         let Some(v) = s.selection.verdict_of(id) else {
-            println!("{function} ({module}, {}:{}): not reachable from {}", n.file, n.line, s.entries.join(", "));
+            println!(
+                "{function} ({module}, {}:{}): not reachable from {}",
+                n.file,
+                n.line,
+                s.entries.join(", ")
+            );
             continue;
         };
         found = true;
@@ -309,11 +340,25 @@ pub fn explain(src: &SourceArgs, rules: Option<&std::path::Path>, function: &str
         println!("  object    {}", v.object.as_str());
         println!("  evidence  {}", v.evidence);
         if let Some(b) = &s.binaries {
-            println!("  attach    {}", b.verdict(n.module.as_deref(), &n.name).as_str());
+            println!(
+                "  attach    {}",
+                b.verdict(n.module.as_deref(), &n.name).as_str()
+            );
         }
-        println!("  path      {}", v.path.iter().map(|&p| g.node(p).name.as_str()).collect::<Vec<_>>().join(" -> "));
+        println!(
+            "  path      {}",
+            v.path
+                .iter()
+                .map(|&p| g.node(p).name.as_str())
+                .collect::<Vec<_>>()
+                .join(" -> ")
+        );
     }
-    Ok(if found { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if found {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// The command that regenerates a probe set, printed in the generated files' headers. It does

@@ -98,16 +98,39 @@ fn modify_qp_path_mlx5_keeps_the_failing_helpers() {
         );
         let dmac = probe(&m, "ib_resolve_eth_dmac").expect("kept");
         assert_eq!(dmac.attach, "clone-only", "{ver}");
-        assert!(dmac.attach_symbol.as_deref().is_some_and(|s| s.starts_with("ib_resolve_eth_dmac.")));
+        assert!(dmac
+            .attach_symbol
+            .as_deref()
+            .is_some_and(|s| s.starts_with("ib_resolve_eth_dmac.")));
         let fw = probe(&m, "mlx5_core_qp_modify").expect("the firmware command issuer is kept");
-        assert_eq!((fw.layer.as_str(), fw.focus.as_deref()), ("vendor", Some("hardware")));
+        assert_eq!(
+            (fw.layer.as_str(), fw.focus.as_deref()),
+            ("vendor", Some("hardware"))
+        );
         // Lookups, puts and validators around the path are dropped with their rule.
-        assert_eq!(excluded_rule(&m, "rdma_lookup_get_uobject").as_deref(), Some("generic"));
-        assert_eq!(excluded_rule(&m, "rdma_lookup_put_uobject").as_deref(), Some("cleanup"));
-        assert_eq!(excluded_rule(&m, "ib_modify_qp_is_ok").as_deref(), Some("read-only"));
+        assert_eq!(
+            excluded_rule(&m, "rdma_lookup_get_uobject").as_deref(),
+            Some("generic")
+        );
+        assert_eq!(
+            excluded_rule(&m, "rdma_lookup_put_uobject").as_deref(),
+            Some("cleanup")
+        );
+        assert_eq!(
+            excluded_rule(&m, "ib_modify_qp_is_ok").as_deref(),
+            Some("read-only")
+        );
         let p = probe(&m, "mlx5_ib_modify_qp").expect("kept");
-        assert!(m.entries.contains(&p.path[0]), "path starts at an entry: {:?}", p.path);
-        assert!(p.path.iter().any(|f| f == "ib_uverbs_modify_qp"), "{:?}", p.path);
+        assert!(
+            m.entries.contains(&p.path[0]),
+            "path starts at an entry: {:?}",
+            p.path
+        );
+        assert!(
+            p.path.iter().any(|f| f == "ib_uverbs_modify_qp"),
+            "{:?}",
+            p.path
+        );
         assert_eq!(p.path.last().map(String::as_str), Some("mlx5_ib_modify_qp"));
     }
 }
@@ -127,7 +150,10 @@ fn registration_cascade_is_kept_at_every_layer() {
             ],
         );
         let umem = probe(&m, "ib_umem_get").expect("kept");
-        assert_eq!((umem.module.as_str(), umem.attach.as_str()), ("ib_uverbs", "fexit"));
+        assert_eq!(
+            (umem.module.as_str(), umem.attach.as_str()),
+            ("ib_uverbs", "fexit")
+        );
         assert_eq!(umem.object, "MR");
     }
 }
@@ -142,7 +168,11 @@ fn read_only_and_cleanup_handlers_are_excluded_with_their_rule() {
             ("ib_uverbs_destroy_qp", "cleanup"),
             ("rdma_lookup_put_uobject", "cleanup"),
         ] {
-            assert_eq!(excluded_rule(&m, f).as_deref(), Some(rule), "{f} on {ver} {vendor}");
+            assert_eq!(
+                excluded_rule(&m, f).as_deref(),
+                Some(rule),
+                "{f} on {ver} {vendor}"
+            );
             assert!(probe(&m, f).is_none());
         }
     }
@@ -151,11 +181,44 @@ fn read_only_and_cleanup_handlers_are_excluded_with_their_rule() {
 #[test]
 fn every_vendor_set_is_small_and_has_its_own_ops() {
     let own: &[(&str, &str, &[&str])] = &[
-        ("6.12", "bnxt_re", &["bnxt_re_create_qp", "bnxt_re_modify_qp", "bnxt_re_reg_user_mr"]),
-        ("6.12", "irdma", &["irdma_create_qp", "irdma_modify_qp", "irdma_modify_qp_roce", "irdma_reg_user_mr"]),
-        ("6.12", "rxe", &["rxe_create_qp", "rxe_modify_qp", "rxe_reg_user_mr"]),
-        ("6.1", "rxe", &["rxe_create_qp", "rxe_modify_qp", "rxe_reg_user_mr"]),
-        ("6.12", "mlx5", &["mlx5_ib_create_qp", "mlx5_ib_modify_qp", "mlx5_ib_reg_user_mr"]),
+        (
+            "6.12",
+            "bnxt_re",
+            &[
+                "bnxt_re_create_qp",
+                "bnxt_re_modify_qp",
+                "bnxt_re_reg_user_mr",
+            ],
+        ),
+        (
+            "6.12",
+            "irdma",
+            &[
+                "irdma_create_qp",
+                "irdma_modify_qp",
+                "irdma_modify_qp_roce",
+                "irdma_reg_user_mr",
+            ],
+        ),
+        (
+            "6.12",
+            "rxe",
+            &["rxe_create_qp", "rxe_modify_qp", "rxe_reg_user_mr"],
+        ),
+        (
+            "6.1",
+            "rxe",
+            &["rxe_create_qp", "rxe_modify_qp", "rxe_reg_user_mr"],
+        ),
+        (
+            "6.12",
+            "mlx5",
+            &[
+                "mlx5_ib_create_qp",
+                "mlx5_ib_modify_qp",
+                "mlx5_ib_reg_user_mr",
+            ],
+        ),
     ];
     for (ver, vendor, ops) in own {
         let m = manifest(ver, vendor);
@@ -166,20 +229,37 @@ fn every_vendor_set_is_small_and_has_its_own_ops() {
             m.probes.len()
         );
         if *vendor != "mlx5" {
-            let foreign: Vec<_> = m.probes.iter().filter(|p| p.function.starts_with("mlx5_")).collect();
+            let foreign: Vec<_> = m
+                .probes
+                .iter()
+                .filter(|p| p.function.starts_with("mlx5_"))
+                .collect();
             assert!(foreign.is_empty(), "{vendor}: {foreign:?}");
         }
         // Every kept function has an attach verdict, and every unattachable one a reason.
         for p in &m.probes {
             assert!(
-                ["fexit", "clone-only", "inlined", "not-built", "no-btf", "no-ftrace"].contains(&p.attach.as_str()),
+                [
+                    "fexit",
+                    "clone-only",
+                    "inlined",
+                    "not-built",
+                    "no-btf",
+                    "no-ftrace"
+                ]
+                .contains(&p.attach.as_str()),
                 "{}: {}",
                 p.function,
                 p.attach
             );
             assert!(!p.evidence.is_empty() && !p.path.is_empty());
         }
-        eprintln!("{vendor} on {ver}: {} probes, {} attachable, {} excluded", m.probes.len(), m.stats.attachable, m.excluded.len());
+        eprintln!(
+            "{vendor} on {ver}: {} probes, {} attachable, {} excluded",
+            m.probes.len(),
+            m.stats.attachable,
+            m.excluded.len()
+        );
     }
 }
 
@@ -192,7 +272,11 @@ fn attachable_probes_match_the_real_binaries() {
         assert!(!fexit.is_empty());
         for p in fexit {
             assert!(["int", "ptr", "bool", "void"].contains(&p.returns.as_str()));
-            assert!(p.module != "inline", "{}: a header inline cannot be fexit", p.function);
+            assert!(
+                p.module != "inline",
+                "{}: a header inline cannot be fexit",
+                p.function
+            );
         }
     }
 }
@@ -239,7 +323,10 @@ fn generated_files_are_fresh() {
     let mut stale = Vec::new();
     for (ver, vendor) in SETS {
         let fresh = generated(ver, vendor);
-        let checked_in = repo.join("generated").join(format!("linux-{ver}")).join(vendor);
+        let checked_in = repo
+            .join("generated")
+            .join(format!("linux-{ver}"))
+            .join(vendor);
         let mut names = files_in(&fresh);
         names.extend(files_in(&checked_in));
         names.sort();

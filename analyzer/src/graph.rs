@@ -555,8 +555,8 @@ impl CallGraph {
         }
         while let Some(n) = queue.pop_front() {
             for (t, edge) in self.callees(n) {
-                if !parent.contains_key(&t) {
-                    parent.insert(t, Some((n, edge.clone())));
+                if let std::collections::btree_map::Entry::Vacant(slot) = parent.entry(t) {
+                    slot.insert(Some((n, edge.clone())));
                     queue.push_back(t);
                 }
             }

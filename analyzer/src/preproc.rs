@@ -319,8 +319,7 @@ impl Evaluator<'_> {
 
     fn binary(&mut self, t: &[Tok], p: &mut usize, min_prec: u8) -> i64 {
         let mut lhs = self.unary(t, p);
-        loop {
-            let Some(Tok::Op(op)) = t.get(*p) else { break };
+        while let Some(Tok::Op(op)) = t.get(*p) {
             let prec = match *op {
                 "||" => 1,
                 "&&" => 2,

@@ -41,7 +41,7 @@ pub struct SourceTree {
     /// Built `.c` files and all headers, sorted by path.
     pub files: Vec<FileFacts>,
     pub warnings: Vec<Warning>,
-    /// `.c` files found but not built by the config.
+    /// `.c` files (and driver headers) found but not built by the config.
     pub skipped_unbuilt: usize,
 }
 
@@ -107,6 +107,14 @@ impl SourceTree {
                     }
                 } else if !rel.ends_with(".h") {
                     continue;
+                } else if rel.starts_with(KBUILD_TOP) {
+                    // A driver header is compiled only with its directory: the inlines of a
+                    // driver the config does not build (bnxt_re on 6.1) must not enter the graph.
+                    let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
+                    if !build.dirs.contains(dir) {
+                        skipped_unbuilt += 1;
+                        continue;
+                    }
                 }
                 paths.push((rel, entry.path().to_path_buf()));
             }

@@ -49,7 +49,13 @@ const fn field(
     rust_type: &'static str,
     size: usize,
 ) -> RecordField {
-    RecordField { name, c_type, c_suffix, rust_type, size }
+    RecordField {
+        name,
+        c_type,
+        c_suffix,
+        rust_type,
+        size,
+    }
 }
 
 /// The record, in order. Offsets: seq 0, ts_ns 8, probe_id 16, err 20, pid 24, tid 28,
@@ -107,6 +113,8 @@ struct Program {
     argmask: String,
     /// The recorded argument positions, for the comment (`-` when none).
     arglist: String,
+    /// Other modules with a probe of the same function name (a bare name is ambiguous).
+    also_in: String,
 }
 
 #[derive(Template)]
@@ -117,7 +125,9 @@ struct BpfTemplate {
     vendor: String,
     refresh: String,
     nprobes: usize,
-    record_fields: Vec<(String, &'static str)>,
+    record_size: usize,
+    /// (declaration, comment with the offset)
+    record_fields: Vec<(String, String)>,
     programs: Vec<Program>,
     nfexit: usize,
     nclone: usize,
@@ -131,7 +141,8 @@ struct RecordTemplate {
     vendor: String,
     refresh: String,
     record_size: usize,
-    record_fields: Vec<(&'static str, &'static str)>,
+    /// (name, Rust type, comment with the offset)
+    record_fields: Vec<(&'static str, &'static str, String)>,
     /// (id, function literal, module literal)
     probes: Vec<(u32, String, String)>,
 }
@@ -149,7 +160,8 @@ fn comment_text(s: &str) -> String {
 /// (plus `.` for compiler clones such as `rxe_foo.isra.0`).
 fn check_symbol(what: &str, s: &str, p: &Probe) -> Result<(), askama::Error> {
     let ok = !s.is_empty()
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
         && !s.starts_with(|c: char| c.is_ascii_digit() || c == '.');
     if ok {
         Ok(())
@@ -171,7 +183,7 @@ fn sign_extend_cast(ret_size: u32) -> &'static str {
     }
 }
 
-fn program(p: &Probe) -> Result<Program, askama::Error> {
+fn program(p: &Probe, m: &Manifest) -> Result<Program, askama::Error> {
     check_symbol("function", &p.function, p)?;
     let fexit = p.attach == "fexit";
     let section = if fexit {
@@ -219,7 +231,11 @@ fn program(p: &Probe) -> Result<Program, askama::Error> {
     let arglist = if positions.is_empty() {
         "-".to_string()
     } else {
-        positions.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+        positions
+            .iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
     };
     let returns = match kind {
         RetKind::Int(_) => format!("int, {} bytes", p.ret_size),
@@ -229,7 +245,7 @@ fn program(p: &Probe) -> Result<Program, askama::Error> {
     Ok(Program {
         id: p.id,
         function: p.function.clone(),
-        module: p.module.clone(),
+        module: comment_text(&p.module),
         section,
         fexit,
         comment: comment_text(&format!(
@@ -247,6 +263,13 @@ fn program(p: &Probe) -> Result<Program, askama::Error> {
         },
         argmask: format!("{mask:#x}"),
         arglist,
+        also_in: m
+            .probes
+            .iter()
+            .filter(|q| q.function == p.function && q.module != p.module)
+            .map(|q| comment_text(&q.module))
+            .collect::<Vec<_>>()
+            .join(", "),
     })
 }
 
@@ -265,11 +288,15 @@ fn nprobes(m: &Manifest) -> usize {
 /// `probes.bpf.c` for the manifest's attachable probes. `refresh_command` goes into the header
 /// comment (`cargo run --release -- generate ...`).
 pub fn render_bpf(m: &Manifest, refresh_command: &str) -> Result<String, askama::Error> {
-    let programs = m.attachable().map(program).collect::<Result<Vec<_>, _>>()?;
+    let programs = m
+        .attachable()
+        .map(|p| program(p, m))
+        .collect::<Result<Vec<_>, _>>()?;
     let nfexit = programs.iter().filter(|p| p.fexit).count();
     let record_fields = RECORD_FIELDS
         .iter()
-        .map(|f| (format!("{} {}{};", f.c_type, f.name, f.c_suffix), comment_for(f.name)))
+        .zip(field_comments())
+        .map(|(f, what)| (format!("{} {}{};", f.c_type, f.name, f.c_suffix), what))
         .collect();
     BpfTemplate {
         kernel: comment_text(&m.kernel.version),
@@ -277,6 +304,7 @@ pub fn render_bpf(m: &Manifest, refresh_command: &str) -> Result<String, askama:
         vendor: comment_text(&m.vendor),
         refresh: comment_text(refresh_command),
         nprobes: nprobes(m),
+        record_size: record_size(),
         record_fields,
         nfexit,
         nclone: programs.len() - nfexit,
@@ -286,7 +314,20 @@ pub fn render_bpf(m: &Manifest, refresh_command: &str) -> Result<String, askama:
     .render()
 }
 
-fn comment_for(name: &str) -> &'static str {
+/// `+offset: meaning` of each field of [`RECORD_FIELDS`].
+fn field_comments() -> Vec<String> {
+    let mut off = 0;
+    RECORD_FIELDS
+        .iter()
+        .map(|f| {
+            let s = format!("+{off}: {}", field_meaning(f.name));
+            off += f.size;
+            s
+        })
+        .collect()
+}
+
+fn field_meaning(name: &str) -> &'static str {
     match name {
         "seq" => "per-CPU sequence number; gaps are drops",
         "ts_ns" => "bpf_ktime_get_ns()",
@@ -315,7 +356,11 @@ pub fn render_record(m: &Manifest, refresh_command: &str) -> Result<String, aska
         vendor: comment_text(&m.vendor),
         refresh: comment_text(refresh_command),
         record_size: record_size(),
-        record_fields: RECORD_FIELDS.iter().map(|f| (f.name, f.rust_type)).collect(),
+        record_fields: RECORD_FIELDS
+            .iter()
+            .zip(field_comments())
+            .map(|(f, what)| (f.name, f.rust_type, what))
+            .collect(),
         probes,
     }
     .render()

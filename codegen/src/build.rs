@@ -25,6 +25,60 @@ fn attach_of(g: &CallGraph, bins: Option<&Binaries>, id: FnId) -> AttachVerdict 
     }
 }
 
+/// A probe whose source and binary disagree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub function: String,
+    pub module: String,
+    pub what: String,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.function, self.module, self.what)
+    }
+}
+
+/// Check every attachable probe against the binary: BTF FUNC present, argument count and
+/// return kind equal to the source's. All mismatches are returned together.
+pub fn validate(m: &Manifest, g: &CallGraph, sel: &Selection, bins: &Binaries) -> Vec<Mismatch> {
+    let mut out = Vec::new();
+    for v in sel.kept() {
+        let n = g.node(v.id);
+        let module = module_name(g, v.id);
+        if !attach_of(g, Some(bins), v.id).is_attachable() {
+            continue;
+        }
+        let mm = |what: String| Mismatch {
+            function: n.name.clone(),
+            module: module.clone(),
+            what,
+        };
+        match bins.signature(n.module.as_deref(), &n.name) {
+            None => out.push(mm("no BTF FUNC in the module".into())),
+            Some(sig) => {
+                if sig.nargs != n.nparams {
+                    out.push(mm(format!(
+                        "source {}:{} has {} parameters, BTF has {}",
+                        n.file, n.line, n.nparams, sig.nargs
+                    )));
+                }
+                if sig.ret != n.ret {
+                    out.push(mm(format!(
+                        "source returns {} (`{}`), BTF returns {}",
+                        n.ret.as_str(),
+                        n.ret_type,
+                        sig.ret.as_str()
+                    )));
+                }
+            }
+        }
+    }
+    let _ = m;
+    out.sort_by(|a, b| (&a.function, &a.module).cmp(&(&b.function, &b.module)));
+    out
+}
+
 pub fn build_manifest(
     g: &CallGraph,
     sel: &Selection,
@@ -35,15 +89,22 @@ pub fn build_manifest(
     let mut kept: Vec<_> = sel.kept().collect();
     kept.sort_by(|a, b| {
         let (x, y) = (g.node(a.id), g.node(b.id));
-        (x.name.as_str(), module_name(g, a.id), x.file.as_str())
-            .cmp(&(y.name.as_str(), module_name(g, b.id), y.file.as_str()))
+        (x.name.as_str(), module_name(g, a.id), x.file.as_str()).cmp(&(
+            y.name.as_str(),
+            module_name(g, b.id),
+            y.file.as_str(),
+        ))
     });
     let probe_index: BTreeMap<FnId, u32> = kept
         .iter()
         .enumerate()
         .map(|(i, v)| (v.id, i as u32))
         .collect();
-    let path_names = |p: &[FnId]| p.iter().map(|&f| g.node(f).name.clone()).collect::<Vec<_>>();
+    let path_names = |p: &[FnId]| {
+        p.iter()
+            .map(|&f| g.node(f).name.clone())
+            .collect::<Vec<_>>()
+    };
     let mut stats = Stats {
         reachable: sel.verdicts.len(),
         ..Stats::default()
@@ -124,7 +185,10 @@ pub fn build_manifest(
         .excluded()
         .map(|v| {
             let n = g.node(v.id);
-            *stats.excluded.entry(v.rule.as_str().to_string()).or_default() += 1;
+            *stats
+                .excluded
+                .entry(v.rule.as_str().to_string())
+                .or_default() += 1;
             Excluded {
                 function: n.name.clone(),
                 module: module_name(g, v.id),
@@ -136,9 +200,8 @@ pub fn build_manifest(
             }
         })
         .collect();
-    excluded.sort_by(|a, b| {
-        (&a.function, &a.module, &a.file).cmp(&(&b.function, &b.module, &b.file))
-    });
+    excluded
+        .sort_by(|a, b| (&a.function, &a.module, &a.file).cmp(&(&b.function, &b.module, &b.file)));
     Manifest {
         schema: SCHEMA_ID.to_string(),
         kernel,

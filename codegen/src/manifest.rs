@@ -144,7 +144,9 @@ impl Manifest {
 
     /// Probes a BPF program is generated for.
     pub fn attachable(&self) -> impl Iterator<Item = &Probe> {
-        self.probes.iter().filter(|p| p.attach == "fexit" || p.attach == "clone-only")
+        self.probes
+            .iter()
+            .filter(|p| p.attach == "fexit" || p.attach == "clone-only")
     }
 }
 

@@ -4,8 +4,8 @@
  * DO NOT EDIT: regenerate with
  *   {{ refresh }}
  *
- * {{ programs.len() }} programs: {{ nfexit }} fexit, {{ nclone }} kretprobe fallbacks for clone-only functions;
- * {{ nskipped }} manifest probes cannot be attached and have none.
+ * Programs: {{ nfexit }} fexit, {{ nclone }} kretprobe (fallback for clone-only functions).
+ * Manifest probes without a program (cannot be attached): {{ nskipped }}.
  *
  * Observe only: every program counts its calls; on failure it also counts the failure and its
  * errno and emits one struct pg_record into the `events` ring buffer. Nothing is modified
@@ -45,9 +45,8 @@
 #define PG_PTR_FAILED(raw) ((raw) == 0 || (raw) >= (__u64)-PG_MAX_ERRNO)
 
 /*
- * One record per failure. Field order is chosen so that every field sits at a multiple of its
- * alignment: 96 bytes, no padding (seq 0, ts_ns 8, probe_id 16, err 20, pid 24, tid 28,
- * cgroup_id 32, cpu 40, nargs 44, args 48, comm 80). record.rs mirrors it as PgRecord.
+ * One record per failure, {{ record_size }} bytes (offsets in the comments). Every field sits at a
+ * multiple of its alignment, so there is no padding; record.rs mirrors it as PgRecord.
  */
 struct pg_record {
 {%- for (decl, what) in record_fields %}
@@ -116,6 +115,9 @@ struct {
 /* wake the consumer only once this many bytes are pending */
 const volatile __u64 wakeup_threshold = 64 * 1024;
 
+/* never read: keeps struct pg_record in the object's BTF (types of locals are not emitted) */
+const struct pg_record *const pg_record_btf = 0;
+
 static __always_inline void pg_inc(void *map, const void *key)
 {
 	__u64 *v = bpf_map_lookup_elem(map, key);
@@ -177,6 +179,8 @@ static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *c
 	rec->cpu = bpf_get_smp_processor_id();
 	for (i = 0; i < PG_NARGS; i++)
 		rec->args[i] = 0;
+	/* unrolled: argmask is a constant, so only the wanted reads remain */
+#pragma unroll
 	for (i = 0; i < PG_MAX_FUNC_ARGS; i++) {
 		if (!(argmask & (1U << i)) || n >= PG_NARGS)
 			continue;
@@ -195,7 +199,9 @@ static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *c
 {% for p in programs %}
 /* {{ p.id }}: {{ p.comment }}{% if !p.fexit %}
  * FALLBACK: {{ p.function }} exists only as a compiler clone, so fexit by name cannot attach;
- * a kretprobe on the clone sees the return value but no arguments.{% endif %} */
+ * a kretprobe on the clone sees the return value but no arguments.{% endif %}{% if p.fexit && !p.also_in.is_empty() %}
+ * AMBIGUOUS NAME: {{ p.function }} is also a probe in {{ p.also_in }}; the loader must resolve the
+ * target in {{ p.module }}'s BTF (libbpf >= 1.3 accepts "{{ p.module }}:{{ p.function }}").{% endif %} */
 {%- if p.fexit %}
 SEC("{{ p.section }}")
 int pg_{{ p.id }}(unsigned long long *ctx)
@@ -236,3 +242,4 @@ int pg_{{ p.id }}(struct pt_regs *ctx)
 {%- endif %}
 {% endfor %}
 char LICENSE[] SEC("license") = "GPL";
+

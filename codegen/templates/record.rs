@@ -11,7 +11,8 @@
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PgRecord {
-{%- for (name, ty) in record_fields %}
+{%- for (name, ty, what) in record_fields %}
+    /// {{ what }}
     pub {{ name }}: {{ ty }},
 {%- endfor %}
 }
@@ -38,3 +39,4 @@ pub const PROBES: &[(u32, &str, &str)] = &[
     ({{ id }}, {{ function }}, {{ module }}),
 {%- endfor %}
 ];
+

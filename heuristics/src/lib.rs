@@ -5,4 +5,6 @@ pub mod rules;
 pub mod select;
 
 pub use rules::{Rules, RulesError, Vendor};
-pub use select::{nearest_attachable, select, FocusKind, Layer, Object, Rule, SelectError, Selection, Verdict};
+pub use select::{
+    nearest_attachable, select, FocusKind, Layer, Object, Rule, SelectError, Selection, Verdict,
+};

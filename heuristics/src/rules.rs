@@ -169,13 +169,19 @@ mod tests {
         assert!(msg.starts_with("my.yaml:"), "{msg}");
         let text = BUILTIN_RULES.replace("evidence_depth: 2", "evidence_depth: two");
         let msg = Rules::parse(&text, "r.yaml").unwrap_err().to_string();
-        assert!(msg.contains("r.yaml:") && msg.contains("evidence_depth"), "{msg}");
+        assert!(
+            msg.contains("r.yaml:") && msg.contains("evidence_depth"),
+            "{msg}"
+        );
     }
 
     #[test]
     fn unknown_object_is_rejected() {
         let text = BUILTIN_RULES.replace("create_qp: QP", "create_qp: QQ");
         let msg = Rules::parse(&text, "r.yaml").unwrap_err().to_string();
-        assert!(msg.contains("create_qp: QQ") && msg.contains("expected one of"), "{msg}");
+        assert!(
+            msg.contains("create_qp: QQ") && msg.contains("expected one of"),
+            "{msg}"
+        );
     }
 }

@@ -178,7 +178,10 @@ impl Ctx<'_> {
     fn override_of(&self, id: FnId) -> Option<(bool, String)> {
         let n = self.node(id);
         let matches = |o: &crate::rules::Override| {
-            o.function == n.name && o.module.as_ref().is_none_or(|m| Some(m) == n.module.as_ref())
+            o.function == n.name
+                && o.module
+                    .as_ref()
+                    .is_none_or(|m| Some(m) == n.module.as_ref())
         };
         if let Some(o) = self.rules.overrides.include.iter().find(|o| matches(o)) {
             return Some((true, format!("override include: {}", o.reason)));
@@ -192,7 +195,10 @@ impl Ctx<'_> {
     fn vendor_gate(&self, id: FnId) -> Option<String> {
         let file = &self.node(id).file;
         match self.rules.vendor_of_file(file) {
-            Some(v) if v != self.vendor => Some(format!("{v} driver code ({file}), vendor is {}", self.vendor)),
+            Some(v) if v != self.vendor => Some(format!(
+                "{v} driver code ({file}), vendor is {}",
+                self.vendor
+            )),
             _ => None,
         }
     }
@@ -219,7 +225,9 @@ impl Ctx<'_> {
         }
         if n.ret == RetKind::Ptr
             && n.nparams == 1
-            && r.accessor_prefixes.iter().any(|p| n.name.starts_with(p.as_str()))
+            && r.accessor_prefixes
+                .iter()
+                .any(|p| n.name.starts_with(p.as_str()))
         {
             return Some("container_of accessor".into());
         }
@@ -237,7 +245,11 @@ impl Ctx<'_> {
             let mut next = Vec::new();
             for f in frontier {
                 let n = self.node(f);
-                if let Some(a) = n.external_calls.iter().find(|c| self.rules.allocation_calls.contains(c)) {
+                if let Some(a) = n
+                    .external_calls
+                    .iter()
+                    .find(|c| self.rules.allocation_calls.contains(c))
+                {
                     return Some(format!("{} allocates (`{a}`)", n.name));
                 }
                 if let Some(m) = self.effective_focus_ops(f).first() {
@@ -286,7 +298,9 @@ impl Ctx<'_> {
             }
             if d < 3 {
                 for (c, e) in self.g.callees(f) {
-                    if matches!(e.kind, EdgeKind::Inline) || (e.kind == EdgeKind::Macro && self.node(c).in_header()) {
+                    if matches!(e.kind, EdgeKind::Inline)
+                        || (e.kind == EdgeKind::Macro && self.node(c).in_header())
+                    {
                         stack.push((c, d + 1));
                     }
                 }
@@ -302,11 +316,18 @@ impl Ctx<'_> {
             return None;
         }
         if v.hardware_functions.contains(&n.name) {
-            return Some(format!("{} does the hardware's work (listed for {})", n.name, self.vendor));
+            return Some(format!(
+                "{} does the hardware's work (listed for {})",
+                n.name, self.vendor
+            ));
         }
         // The command primitive may live outside the tree (mlx5_core.ko) or in it
         // (bnxt_qplib_rcfw_send_message, irdma_handle_cqp_op).
-        let defined = self.g.callees(id).into_iter().map(|(c, _)| &self.node(c).name);
+        let defined = self
+            .g
+            .callees(id)
+            .into_iter()
+            .map(|(c, _)| &self.node(c).name);
         n.external_calls
             .iter()
             .chain(defined)
@@ -337,7 +358,8 @@ pub fn select(
     let reachable: Vec<FnId> = ctx.reach.keys().copied().collect();
 
     // Pass 1: per-function drop rules and seeds.
-    let mut decided: BTreeMap<FnId, (bool, Rule, Option<FocusKind>, Object, String)> = BTreeMap::new();
+    let mut decided: BTreeMap<FnId, (bool, Rule, Option<FocusKind>, Object, String)> =
+        BTreeMap::new();
     let handlers: BTreeSet<FnId> = g
         .write_commands
         .iter()
@@ -371,25 +393,38 @@ pub fn select(
         let updates = toks.iter().find(|t| rules.update_tokens.contains(t));
         let seed = if let Some(m) = ops.first() {
             let obj = Object::parse(rules.focus_ops.get(m).map_or("", String::as_str));
-            let via = if n.ops_calls.contains(m) { String::new() } else { " through a header inline".into() };
+            let via = if n.ops_calls.contains(m) {
+                String::new()
+            } else {
+                " through a header inline".into()
+            };
             Some((FocusKind::OpsCaller, obj, format!("calls ops.{m}{via}")))
         } else if handlers.contains(&id) && updates.is_some() && name_obj.is_some() {
             let obj = name_obj.unwrap_or(Object::Other);
             Some((
                 FocusKind::Handler,
                 obj,
-                format!("uverbs handler: {} {}", updates.map_or("", String::as_str), obj.as_str()),
+                format!(
+                    "uverbs handler: {} {}",
+                    updates.map_or("", String::as_str),
+                    obj.as_str()
+                ),
             ))
         } else if ctx.layer(id) == Layer::Vendor {
             g.callers(id)
                 .iter()
                 .find_map(|(_, e)| {
                     let m = e.via.as_ref()?;
-                    (e.kind == EdgeKind::OpsTable && rules.focus_ops.contains_key(m)).then(|| m.clone())
+                    (e.kind == EdgeKind::OpsTable && rules.focus_ops.contains_key(m))
+                        .then(|| m.clone())
                 })
                 .map(|m| {
                     let obj = Object::parse(rules.focus_ops.get(&m).map_or("", String::as_str));
-                    (FocusKind::OpsImpl, obj, format!("implements ib_device_ops.{m}"))
+                    (
+                        FocusKind::OpsImpl,
+                        obj,
+                        format!("implements ib_device_ops.{m}"),
+                    )
                 })
         } else {
             None
@@ -434,7 +469,11 @@ pub fn select(
                 Layer::Core => {
                     let can_fail = matches!(cn.ret, RetKind::Int | RetKind::Ptr);
                     if kept_here && can_fail && depth < rules.helper_depth && !cn.in_header() {
-                        let obj = if obj == Object::Other { ctx.object_from_name(&cn.name).unwrap_or(obj) } else { obj };
+                        let obj = if obj == Object::Other {
+                            ctx.object_from_name(&cn.name).unwrap_or(obj)
+                        } else {
+                            obj
+                        };
                         let e = format!(
                             "helper of kept {} ({} below it), returns {}",
                             ctx.node(id).name,
@@ -473,7 +512,10 @@ pub fn select(
                 continue;
             }
             for rule in [Rule::Cleanup, Rule::ReadOnly] {
-                if callers.iter().all(|c| decided.get(c).is_some_and(|v| !v.0 && v.1 == rule)) {
+                if callers
+                    .iter()
+                    .all(|c| decided.get(c).is_some_and(|v| !v.0 && v.1 == rule))
+                {
                     let e = format!(
                         "only reached from {} paths (e.g. {})",
                         rule.as_str(),
@@ -537,7 +579,9 @@ fn bfs_order(ctx: &Ctx) -> Vec<FnId> {
 fn not_focus_evidence(ctx: &Ctx, id: FnId) -> String {
     let n = ctx.node(id);
     match ctx.layer(id) {
-        Layer::Vendor => "vendor-internal: neither a focus ops implementation nor a hardware command".into(),
+        Layer::Vendor => {
+            "vendor-internal: neither a focus ops implementation nor a hardware command".into()
+        }
         Layer::Core => {
             if n.ret == RetKind::Void {
                 "returns void: no error to observe".into()
