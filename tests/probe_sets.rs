@@ -352,3 +352,73 @@ fn generated_files_are_fresh() {
         stale.join("\n\n")
     );
 }
+
+fn tool(name: &str) -> PathBuf {
+    for dir in ["/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"] {
+        let p = Path::new(dir).join(name);
+        if p.is_file() {
+            return p;
+        }
+    }
+    panic!("`{name}` not found: run `scripts/install-deps.sh` (Debian packages clang, llvm, bpftool, libbpf-dev)");
+}
+
+/// Every probe set's BPF C compiles with Debian's clang, its BTF loads, and it has one program
+/// per attachable probe.
+#[test]
+fn generated_bpf_compiles_with_one_program_per_probe() {
+    for (ver, vendor) in SETS {
+        let dir = generated(ver, vendor);
+        let m = manifest(ver, vendor);
+        let objdir = out_root().join("objects");
+        std::fs::create_dir_all(&objdir).expect("mkdir");
+        let obj = objdir.join(format!("{ver}-{vendor}.bpf.o"));
+        let out = Command::new(tool("clang"))
+            .args([
+                "-target",
+                "bpf",
+                "-O2",
+                "-g",
+                "-Wall",
+                "-Werror",
+                "-D__TARGET_ARCH_x86",
+                "-I/usr/include/x86_64-linux-gnu",
+                "-c",
+            ])
+            .arg(dir.join("probes.bpf.c"))
+            .arg("-o")
+            .arg(&obj)
+            .output()
+            .expect("run clang");
+        assert!(
+            out.status.success(),
+            "{ver} {vendor}: clang failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let btf = Command::new(tool("bpftool"))
+            .args(["btf", "dump", "file"])
+            .arg(&obj)
+            .output()
+            .expect("run bpftool");
+        assert!(
+            btf.status.success(),
+            "{ver} {vendor}: bpftool btf dump failed"
+        );
+        assert!(String::from_utf8_lossy(&btf.stdout).contains("STRUCT 'pg_record' size=96"));
+        let headers = Command::new(tool("llvm-objdump"))
+            .arg("-h")
+            .arg(&obj)
+            .output()
+            .expect("run llvm-objdump");
+        let text = String::from_utf8_lossy(&headers.stdout);
+        let fexit = text.matches(" fexit/").count();
+        let kret = text.matches(" kretprobe/").count();
+        let want_fexit = m.probes.iter().filter(|p| p.attach == "fexit").count();
+        let want_kret = m.probes.iter().filter(|p| p.attach == "clone-only").count();
+        assert_eq!(
+            (fexit, kret),
+            (want_fexit, want_kret),
+            "{ver} {vendor}: programs per probe"
+        );
+    }
+}

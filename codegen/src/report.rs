@@ -66,6 +66,14 @@ pub fn render_all(m: &Manifest, cx: &RenderContext) -> Result<Vec<(String, Strin
     Ok(vec![
         ("manifest.yaml".to_string(), m.to_yaml()?),
         ("report.md".to_string(), render_report(m, cx)?),
+        (
+            "probes.bpf.c".to_string(),
+            crate::bpf::render_bpf(m, &cx.refresh)?,
+        ),
+        (
+            "record.rs".to_string(),
+            crate::bpf::render_record(m, &cx.refresh)?,
+        ),
     ])
 }
 
