@@ -232,6 +232,24 @@ fn function_def(node: Node, src: &[u8]) -> Option<FunctionDef> {
         calls,
         field_writes: field_writes.into_iter().collect(),
         reads_method_handler: body_text.contains("method_elm->handler"),
+        returns_error: has_error_code(body_text),
+    })
+}
+
+/// `-EXXX` (an errno constant) or the ERR_PTR family anywhere in a body.
+fn has_error_code(body: &str) -> bool {
+    if ["ERR_PTR(", "PTR_ERR(", "ERR_CAST(", "PTR_ERR_OR_ZERO("]
+        .iter()
+        .any(|m| body.contains(m))
+    {
+        return true;
+    }
+    let b = body.as_bytes();
+    b.windows(3).enumerate().any(|(i, w)| {
+        w[0] == b'-'
+            && w[1] == b'E'
+            && w[2].is_ascii_uppercase()
+            && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
     })
 }
 
@@ -554,6 +572,13 @@ mod tests {
                 (RetKind::Void, 2, false)
             ]
         );
+    }
+
+    #[test]
+    fn error_codes_are_evidence() {
+        let f = facts("int a(void) { return -EINVAL; }\nint b(void) { return x - EXTRA; }\nvoid *c(void) { return ERR_PTR(r); }\nint d(int x) { return x + 1; }\n");
+        let r: Vec<bool> = f.functions.iter().map(|f| f.returns_error).collect();
+        assert_eq!(r, vec![true, false, true, false]);
     }
 
     #[test]

@@ -91,6 +91,8 @@ pub struct FnNode {
     pub ops_calls: Vec<String>,
     /// Indirect calls the analysis cannot resolve (`obj->type_class->alloc_begin`).
     pub unresolved_indirect: Vec<String>,
+    /// The body produces or propagates an error code.
+    pub returns_error: bool,
 }
 
 impl FnNode {
@@ -255,6 +257,7 @@ impl CallGraph {
                     external_calls: Vec::new(),
                     ops_calls: Vec::new(),
                     unresolved_indirect: Vec::new(),
+                    returns_error: f.returns_error,
                 });
                 origin.push((fi, i));
             }

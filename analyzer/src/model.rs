@@ -61,6 +61,9 @@ pub struct FunctionDef {
     pub field_writes: Vec<String>,
     /// The body reads `method_elm->handler`: marks the uverbs dispatchers.
     pub reads_method_handler: bool,
+    /// The body produces or propagates an error code: `-EINVAL`, `ERR_PTR(`, `PTR_ERR(`,
+    /// `ERR_CAST(`. A helper without it cannot be the origin of an errno.
+    pub returns_error: bool,
 }
 
 /// `#define NAME(params) body`.

@@ -1,6 +1,7 @@
 //! heuristics: pure selection of probes from the call graph. Graph in, verdicts out, no I/O:
 //! the rules arrive as text (the built-in `rules.yaml` or a user's copy) and are parsed here.
 
+pub mod port;
 pub mod rules;
 pub mod select;
 

@@ -76,6 +76,7 @@ pub struct Rules {
     pub read_only_tokens: Vec<String>,
     pub allocation_calls: Vec<String>,
     pub evidence_depth: usize,
+    pub failure_depth: usize,
     pub helper_depth: usize,
     #[serde(default)]
     pub overrides: Overrides,

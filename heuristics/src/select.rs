@@ -309,6 +309,23 @@ impl Ctx<'_> {
         out.into_iter().collect()
     }
 
+    /// Whether a function can return an error: it returns int or a pointer, and its body
+    /// produces an error code or returns what a callee that can fail returned (within `depth`
+    /// calls: `ib_modify_qp_with_udata` returns `_ib_modify_qp`'s -EINVAL).
+    fn can_fail(&self, id: FnId, depth: usize) -> bool {
+        let n = self.node(id);
+        if !matches!(n.ret, RetKind::Int | RetKind::Ptr) {
+            return false;
+        }
+        n.returns_error
+            || (depth > 0
+                && self
+                    .g
+                    .callees(id)
+                    .into_iter()
+                    .any(|(c, _)| self.can_fail(c, depth - 1)))
+    }
+
     fn hardware(&self, id: FnId) -> Option<String> {
         let n = self.node(id);
         let v = self.rules.vendor(self.vendor)?;
@@ -366,6 +383,10 @@ pub fn select(
         .chain(g.uapi_methods.iter())
         .filter_map(|d| d.handler_id)
         .collect();
+    // Core functions reachable without passing through driver code. A core verb reached only
+    // from inside a driver (mlx5 allocating its own PD/CQ on first use) is the driver's internal
+    // business: its failure surfaces in the driver op, which is probed.
+    let core_reach = core_reachable(&ctx, entries);
     let mut seeds: Vec<(FnId, usize)> = Vec::new();
     for &id in &reachable {
         let n = ctx.node(id);
@@ -391,7 +412,10 @@ pub fn select(
         let name_obj = ctx.object_from_name(&n.name);
         let toks = tokens(&n.name);
         let updates = toks.iter().find(|t| rules.update_tokens.contains(t));
-        let seed = if let Some(m) = ops.first() {
+        let via_driver_only = ctx.layer(id) == Layer::Core && !core_reach.contains(&id);
+        let seed = if via_driver_only {
+            None
+        } else if let Some(m) = ops.first() {
             let obj = Object::parse(rules.focus_ops.get(m).map_or("", String::as_str));
             let via = if n.ops_calls.contains(m) {
                 String::new()
@@ -467,7 +491,7 @@ pub fn select(
             }
             match ctx.layer(c) {
                 Layer::Core => {
-                    let can_fail = matches!(cn.ret, RetKind::Int | RetKind::Ptr);
+                    let can_fail = ctx.can_fail(c, rules.failure_depth);
                     if kept_here && can_fail && depth < rules.helper_depth && !cn.in_header() {
                         let obj = if obj == Object::Other {
                             ctx.object_from_name(&cn.name).unwrap_or(obj)
@@ -563,6 +587,23 @@ pub fn select(
     })
 }
 
+/// Functions reachable from the entries without expanding any vendor-layer function.
+fn core_reachable(ctx: &Ctx, entries: &[FnId]) -> BTreeSet<FnId> {
+    let mut seen: BTreeSet<FnId> = entries.iter().copied().collect();
+    let mut queue: VecDeque<FnId> = entries.iter().copied().collect();
+    while let Some(f) = queue.pop_front() {
+        if ctx.layer(f) == Layer::Vendor {
+            continue;
+        }
+        for (c, _) in ctx.g.callees(f) {
+            if seen.insert(c) {
+                queue.push_back(c);
+            }
+        }
+    }
+    seen
+}
+
 fn bfs_order(ctx: &Ctx) -> Vec<FnId> {
     let mut v: Vec<(usize, FnId)> = ctx
         .reach
@@ -585,6 +626,8 @@ fn not_focus_evidence(ctx: &Ctx, id: FnId) -> String {
         Layer::Core => {
             if n.ret == RetKind::Void {
                 "returns void: no error to observe".into()
+            } else if !ctx.can_fail(id, ctx.rules.failure_depth) {
+                "cannot fail: no -E..., ERR_PTR or PTR_ERR in its body or its callees'".into()
             } else {
                 "not on a create/update path of a QP, MR, PD or CQ within the helper depth".into()
             }

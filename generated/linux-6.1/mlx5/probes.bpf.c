@@ -4,8 +4,8 @@
  * DO NOT EDIT: regenerate with
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.1> --vendor mlx5 --out DIR)
  *
- * Programs: 55 fexit, 3 kretprobe (fallback for clone-only functions).
- * Manifest probes without a program (cannot be attached): 13.
+ * Programs: 52 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Manifest probes without a program (cannot be attached): 11.
  *
  * Observe only: every program counts its calls; on failure it also counts the failure and its
  * errno and emits one struct pg_record into the `events` ring buffer. Nothing is modified
@@ -33,7 +33,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#define PG_NPROBES 71
+#define PG_NPROBES 66
 #define PG_MAX_ERRNO 4095
 #define PG_ERRNO_ENTRIES 4096
 #define PG_NARGS 4
@@ -205,18 +205,20 @@ static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *c
 	return 0;
 }
 
-/* 0: ib_core:__ib_alloc_cq (ptr; drivers/infiniband/core/cq.c:212) */
-SEC("fexit/__ib_alloc_cq")
+/* 0: mlx5_ib:__mlx5_ib_qp_set_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4035) */
+SEC("fexit/__mlx5_ib_qp_set_counter")
 int pg_0(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	ret = (int)raw;
+	return pg_exit(0, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
 }
 
-/* 1: mlx5_ib:__mlx5_ib_qp_set_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4035) */
-SEC("fexit/__mlx5_ib_qp_set_counter")
+/* 1: mlx5_ib:__mlx5_ib_qp_set_raw_qp_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4011) */
+SEC("fexit/__mlx5_ib_qp_set_raw_qp_counter")
 int pg_1(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -224,70 +226,70 @@ int pg_1(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 2: mlx5_ib:__mlx5_ib_qp_set_raw_qp_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4011) */
-SEC("fexit/__mlx5_ib_qp_set_raw_qp_counter")
-int pg_2(unsigned long long *ctx)
+/* 3: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1759) */
+SEC("fexit/_ib_modify_qp")
+int pg_3(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(2, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 4: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1759) */
-SEC("fexit/_ib_modify_qp")
+/* 4: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
+SEC("fexit/alloc_and_bind")
 int pg_4(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(4, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(4, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 5: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
-SEC("fexit/alloc_and_bind")
-int pg_5(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(5, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
-}
-
-/* 7: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
+/* 6: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
 SEC("fexit/create_cq")
-int pg_7(unsigned long long *ctx)
+int pg_6(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(7, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(6, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
 }
 
-/* 8: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1204)
+/* 7: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1204)
  * FALLBACK: create_qp exists only as a compiler clone, so fexit by name cannot attach;
  * a kretprobe on the clone sees the return value but no arguments. */
 SEC("kretprobe/create_qp.part.0")
-int pg_8(struct pt_regs *ctx)
+int pg_7(struct pt_regs *ctx)
 {
 	__u64 raw = PT_REGS_RC(ctx);
 
-	return pg_exit(8, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+	return pg_exit(7, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
-/* 9: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1284)
+/* 8: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1284)
  * AMBIGUOUS NAME: create_qp is also a probe in ib_core; the loader must resolve the
  * target in ib_uverbs's BTF (libbpf >= 1.3 accepts "ib_uverbs:create_qp"). */
 SEC("fexit/create_qp")
+int pg_8(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+}
+
+/* 9: mlx5_ib:create_raw_packet_qp_tir (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1485) */
+SEC("fexit/create_raw_packet_qp_tir")
 int pg_9(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -295,11 +297,11 @@ int pg_9(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 10: mlx5_ib:create_raw_packet_qp_tir (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1485) */
-SEC("fexit/create_raw_packet_qp_tir")
+/* 10: mlx5_ib:create_raw_packet_qp_tis (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1196) */
+SEC("fexit/create_raw_packet_qp_tis")
 int pg_10(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -310,104 +312,108 @@ int pg_10(unsigned long long *ctx)
 	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 11: mlx5_ib:create_raw_packet_qp_tis (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1196) */
-SEC("fexit/create_raw_packet_qp_tis")
-int pg_11(unsigned long long *ctx)
+/* 13: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1281) */
+SEC("fexit/ib_create_qp_user")
+int pg_13(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(11, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(13, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 14: ib_core:ib_alloc_mr (ptr; drivers/infiniband/core/verbs.c:2230) */
-SEC("fexit/ib_alloc_mr")
+/* 14: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1883) */
+SEC("fexit/ib_modify_qp_with_udata")
 int pg_14(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(14, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
+	ret = (int)raw;
+	return pg_exit(14, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 15: ib_core:ib_alloc_mr_integrity (ptr; drivers/infiniband/core/verbs.c:2280) */
-SEC("fexit/ib_alloc_mr_integrity")
-int pg_15(unsigned long long *ctx)
+/* 15: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1727)
+ * FALLBACK: ib_resolve_eth_dmac exists only as a compiler clone, so fexit by name cannot attach;
+ * a kretprobe on the clone sees the return value but no arguments. */
+SEC("kretprobe/ib_resolve_eth_dmac.isra.0")
+int pg_15(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit(15, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 16: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:752)
+ * FALLBACK: ib_resolve_unicast_gid_dmac exists only as a compiler clone, so fexit by name cannot attach;
+ * a kretprobe on the clone sees the return value but no arguments. */
+SEC("kretprobe/ib_resolve_unicast_gid_dmac.constprop.0")
+int pg_16(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit(16, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 18: ib_uverbs:ib_umem_dmabuf_get (ptr; drivers/infiniband/core/umem_dmabuf.c:112) */
+SEC("fexit/ib_umem_dmabuf_get")
+int pg_18(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(15, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(18, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 16: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1281) */
-SEC("fexit/ib_create_qp_user")
-int pg_16(unsigned long long *ctx)
+/* 19: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:164) */
+SEC("fexit/ib_umem_get")
+int pg_19(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(16, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(19, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 17: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1883) */
-SEC("fexit/ib_modify_qp_with_udata")
-int pg_17(unsigned long long *ctx)
+/* 20: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
+SEC("fexit/ib_uverbs_alloc_pd")
+int pg_20(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(20, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 18: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1727)
- * FALLBACK: ib_resolve_eth_dmac exists only as a compiler clone, so fexit by name cannot attach;
- * a kretprobe on the clone sees the return value but no arguments. */
-SEC("kretprobe/ib_resolve_eth_dmac.isra.0")
-int pg_18(struct pt_regs *ctx)
-{
-	long ret = (int)PT_REGS_RC(ctx);
-
-	return pg_exit(18, PG_ERRNO(ret), ret < 0, ctx, 0);
-}
-
-/* 19: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:752)
- * FALLBACK: ib_resolve_unicast_gid_dmac exists only as a compiler clone, so fexit by name cannot attach;
- * a kretprobe on the clone sees the return value but no arguments. */
-SEC("kretprobe/ib_resolve_unicast_gid_dmac.constprop.0")
-int pg_19(struct pt_regs *ctx)
-{
-	long ret = (int)PT_REGS_RC(ctx);
-
-	return pg_exit(19, PG_ERRNO(ret), ret < 0, ctx, 0);
-}
-
-/* 21: ib_uverbs:ib_umem_dmabuf_get (ptr; drivers/infiniband/core/umem_dmabuf.c:112) */
-SEC("fexit/ib_umem_dmabuf_get")
+/* 21: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
+SEC("fexit/ib_uverbs_create_cq")
 int pg_21(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(21, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	ret = (int)raw;
+	return pg_exit(21, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 22: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:164) */
-SEC("fexit/ib_umem_get")
+/* 22: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
+SEC("fexit/ib_uverbs_create_qp")
 int pg_22(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(22, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	ret = (int)raw;
+	return pg_exit(22, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 23: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
-SEC("fexit/ib_uverbs_alloc_pd")
+/* 23: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
+SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_23(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -418,8 +424,8 @@ int pg_23(unsigned long long *ctx)
 	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 24: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
-SEC("fexit/ib_uverbs_create_cq")
+/* 24: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
+SEC("fexit/ib_uverbs_ex_create_qp")
 int pg_24(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -430,8 +436,8 @@ int pg_24(unsigned long long *ctx)
 	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 25: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
-SEC("fexit/ib_uverbs_create_qp")
+/* 25: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
+SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_25(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -442,8 +448,8 @@ int pg_25(unsigned long long *ctx)
 	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 26: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
-SEC("fexit/ib_uverbs_ex_create_cq")
+/* 26: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
+SEC("fexit/ib_uverbs_ex_modify_qp")
 int pg_26(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -454,8 +460,8 @@ int pg_26(unsigned long long *ctx)
 	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 27: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
-SEC("fexit/ib_uverbs_ex_create_qp")
+/* 27: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_27(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -466,8 +472,8 @@ int pg_27(unsigned long long *ctx)
 	return pg_exit(27, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 28: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
-SEC("fexit/ib_uverbs_ex_modify_cq")
+/* 28: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_28(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -478,8 +484,8 @@ int pg_28(unsigned long long *ctx)
 	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 29: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
-SEC("fexit/ib_uverbs_ex_modify_qp")
+/* 29: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_29(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -490,8 +496,8 @@ int pg_29(unsigned long long *ctx)
 	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 30: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+/* 30: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_30(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -502,8 +508,8 @@ int pg_30(unsigned long long *ctx)
 	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 31: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+/* 31: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
+SEC("fexit/ib_uverbs_modify_qp")
 int pg_31(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -514,8 +520,8 @@ int pg_31(unsigned long long *ctx)
 	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 32: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+/* 32: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
+SEC("fexit/ib_uverbs_reg_mr")
 int pg_32(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -526,8 +532,8 @@ int pg_32(unsigned long long *ctx)
 	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 33: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+/* 33: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
+SEC("fexit/ib_uverbs_rereg_mr")
 int pg_33(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -538,8 +544,8 @@ int pg_33(unsigned long long *ctx)
 	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 34: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
-SEC("fexit/ib_uverbs_modify_qp")
+/* 34: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
+SEC("fexit/ib_uverbs_resize_cq")
 int pg_34(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -550,20 +556,8 @@ int pg_34(unsigned long long *ctx)
 	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 35: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
-SEC("fexit/ib_uverbs_reg_mr")
-int pg_35(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-	long ret;
-
-	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
-}
-
-/* 36: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
-SEC("fexit/ib_uverbs_rereg_mr")
+/* 36: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:229) */
+SEC("fexit/mlx5_core_create_dct")
 int pg_36(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -571,11 +565,11 @@ int pg_36(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 37: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
-SEC("fexit/ib_uverbs_resize_cq")
+/* 37: mlx5_ib:mlx5_core_create_rq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:575) */
+SEC("fexit/mlx5_core_create_rq_tracked")
 int pg_37(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -583,11 +577,23 @@ int pg_37(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 39: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:229) */
-SEC("fexit/mlx5_core_create_dct")
+/* 38: mlx5_ib:mlx5_core_create_sq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:628) */
+SEC("fexit/mlx5_core_create_sq_tracked")
+int pg_38(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+}
+
+/* 39: mlx5_ib:mlx5_core_qp_modify (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:477) */
+SEC("fexit/mlx5_core_qp_modify")
 int pg_39(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -598,32 +604,28 @@ int pg_39(unsigned long long *ctx)
 	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 40: mlx5_ib:mlx5_core_create_rq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:575) */
-SEC("fexit/mlx5_core_create_rq_tracked")
+/* 40: mlx5_ib:mlx5_ib_alloc_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:2104) */
+SEC("fexit/mlx5_ib_alloc_mr")
 int pg_40(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(40, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 41: mlx5_ib:mlx5_core_create_sq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:628) */
-SEC("fexit/mlx5_core_create_sq_tracked")
+/* 41: mlx5_ib:mlx5_ib_alloc_mr_integrity (ptr; drivers/infiniband/hw/mlx5/mr.c:2110) */
+SEC("fexit/mlx5_ib_alloc_mr_integrity")
 int pg_41(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(41, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 42: mlx5_ib:mlx5_core_qp_modify (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:477) */
-SEC("fexit/mlx5_core_qp_modify")
+/* 42: mlx5_ib:mlx5_ib_alloc_pd (int, 4 bytes; drivers/infiniband/hw/mlx5/main.c:2356) */
+SEC("fexit/mlx5_ib_alloc_pd")
 int pg_42(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -631,31 +633,35 @@ int pg_42(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
 }
 
-/* 43: mlx5_ib:mlx5_ib_alloc_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:2104) */
-SEC("fexit/mlx5_ib_alloc_mr")
+/* 43: mlx5_ib:mlx5_ib_counter_bind_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/counters.c:443) */
+SEC("fexit/mlx5_ib_counter_bind_qp")
 int pg_43(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(43, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
+	ret = (int)raw;
+	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
 }
 
-/* 44: mlx5_ib:mlx5_ib_alloc_mr_integrity (ptr; drivers/infiniband/hw/mlx5/mr.c:2110) */
-SEC("fexit/mlx5_ib_alloc_mr_integrity")
+/* 44: mlx5_ib:mlx5_ib_create_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:942) */
+SEC("fexit/mlx5_ib_create_cq")
 int pg_44(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(44, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
+	ret = (int)raw;
+	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 45: mlx5_ib:mlx5_ib_alloc_pd (int, 4 bytes; drivers/infiniband/hw/mlx5/main.c:2356) */
-SEC("fexit/mlx5_ib_alloc_pd")
+/* 45: mlx5_ib:mlx5_ib_create_mkey (int, 4 bytes; drivers/infiniband/hw/mlx5/mr.c:93) */
+SEC("fexit/mlx5_ib_create_mkey")
 int pg_45(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -663,11 +669,11 @@ int pg_45(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 46: mlx5_ib:mlx5_ib_counter_bind_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/counters.c:443) */
-SEC("fexit/mlx5_ib_counter_bind_qp")
+/* 46: mlx5_ib:mlx5_ib_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:3203) */
+SEC("fexit/mlx5_ib_create_qp")
 int pg_46(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -675,11 +681,11 @@ int pg_46(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 47: mlx5_ib:mlx5_ib_create_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:942) */
-SEC("fexit/mlx5_ib_create_cq")
+/* 47: mlx5_ib:mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG (int, 4 bytes; drivers/infiniband/hw/mlx5/devx.c:2331) */
+SEC("fexit/mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG")
 int pg_47(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -687,11 +693,11 @@ int pg_47(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(47, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(47, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 48: mlx5_ib:mlx5_ib_create_mkey (int, 4 bytes; drivers/infiniband/hw/mlx5/mr.c:93) */
-SEC("fexit/mlx5_ib_create_mkey")
+/* 48: mlx5_ib:mlx5_ib_modify_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1133) */
+SEC("fexit/mlx5_ib_modify_cq")
 int pg_48(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -699,11 +705,11 @@ int pg_48(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(48, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(48, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 49: mlx5_ib:mlx5_ib_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:3203) */
-SEC("fexit/mlx5_ib_create_qp")
+/* 49: mlx5_ib:mlx5_ib_modify_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4619) */
+SEC("fexit/mlx5_ib_modify_qp")
 int pg_49(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -711,47 +717,41 @@ int pg_49(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(49, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(49, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 50: mlx5_ib:mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG (int, 4 bytes; drivers/infiniband/hw/mlx5/devx.c:2331) */
-SEC("fexit/mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG")
+/* 50: mlx5_ib:mlx5_ib_reg_dm_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1290) */
+SEC("fexit/mlx5_ib_reg_dm_mr")
 int pg_50(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(50, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(50, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 51: mlx5_ib:mlx5_ib_modify_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1133) */
-SEC("fexit/mlx5_ib_modify_cq")
+/* 51: mlx5_ib:mlx5_ib_reg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1424) */
+SEC("fexit/mlx5_ib_reg_user_mr")
 int pg_51(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(51, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(51, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 52: mlx5_ib:mlx5_ib_modify_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4619) */
-SEC("fexit/mlx5_ib_modify_qp")
+/* 52: mlx5_ib:mlx5_ib_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/mlx5/mr.c:1465) */
+SEC("fexit/mlx5_ib_reg_user_mr_dmabuf")
 int pg_52(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(52, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(52, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 53: mlx5_ib:mlx5_ib_reg_dm_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1290) */
-SEC("fexit/mlx5_ib_reg_dm_mr")
+/* 53: mlx5_ib:mlx5_ib_rereg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1607) */
+SEC("fexit/mlx5_ib_rereg_user_mr")
 int pg_53(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -760,74 +760,78 @@ int pg_53(unsigned long long *ctx)
 	return pg_exit(53, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 54: mlx5_ib:mlx5_ib_reg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1424) */
-SEC("fexit/mlx5_ib_reg_user_mr")
+/* 54: mlx5_ib:mlx5_ib_resize_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1263) */
+SEC("fexit/mlx5_ib_resize_cq")
 int pg_54(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(54, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	ret = (int)raw;
+	return pg_exit(54, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 55: mlx5_ib:mlx5_ib_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/mlx5/mr.c:1465) */
-SEC("fexit/mlx5_ib_reg_user_mr_dmabuf")
+/* 55: mlx5_ib:mlx5_qpc_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:254) */
+SEC("fexit/mlx5_qpc_create_qp")
 int pg_55(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(55, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	ret = (int)raw;
+	return pg_exit(55, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 56: mlx5_ib:mlx5_ib_rereg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1607) */
-SEC("fexit/mlx5_ib_rereg_user_mr")
+/* 56: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
+SEC("fexit/modify_qp")
 int pg_56(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(56, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
-}
-
-/* 57: mlx5_ib:mlx5_ib_resize_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1263) */
-SEC("fexit/mlx5_ib_resize_cq")
-int pg_57(unsigned long long *ctx)
-{
-	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(57, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(56, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
 }
 
-/* 58: mlx5_ib:mlx5_qpc_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:254) */
-SEC("fexit/mlx5_qpc_create_qp")
-int pg_58(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-	long ret;
-
-	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(58, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
-}
-
-/* 59: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
-SEC("fexit/modify_qp")
-int pg_59(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-	long ret;
-
-	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(59, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
-}
-
-/* 65: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
+/* 61: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
 SEC("fexit/rdma_counter_bind_qp_auto")
+int pg_61(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(61, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+}
+
+/* 62: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:441) */
+SEC("fexit/rdma_fill_sgid_attr")
+int pg_62(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(62, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+}
+
+/* 64: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:109) */
+SEC("fexit/rdma_lag_get_ah_roce_slave")
+int pg_64(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(64, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
+}
+
+/* 65: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2101) */
+SEC("fexit/rdma_set_cq_moderation")
 int pg_65(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -835,41 +839,7 @@ int pg_65(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(65, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
-}
-
-/* 66: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:441) */
-SEC("fexit/rdma_fill_sgid_attr")
-int pg_66(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-	long ret;
-
-	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(66, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
-}
-
-/* 68: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:109) */
-SEC("fexit/rdma_lag_get_ah_roce_slave")
-int pg_68(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(68, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
-}
-
-/* 69: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2101) */
-SEC("fexit/rdma_set_cq_moderation")
-int pg_69(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-	long ret;
-
-	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(69, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(65, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
 char LICENSE[] SEC("license") = "GPL";

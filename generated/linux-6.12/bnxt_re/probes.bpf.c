@@ -5,7 +5,7 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.12> --vendor bnxt_re --out DIR)
  *
  * Programs: 42 fexit, 3 kretprobe (fallback for clone-only functions).
- * Manifest probes without a program (cannot be attached): 6.
+ * Manifest probes without a program (cannot be attached): 4.
  *
  * Observe only: every program counts its calls; on failure it also counts the failure and its
  * errno and emits one struct pg_record into the `events` ring buffer. Nothing is modified
@@ -33,7 +33,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#define PG_NPROBES 51
+#define PG_NPROBES 49
 #define PG_MAX_ERRNO 4095
 #define PG_ERRNO_ENTRIES 4096
 #define PG_NARGS 4
@@ -686,8 +686,20 @@ int pg_43(unsigned long long *ctx)
 	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
 }
 
-/* 45: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
+/* 44: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
 SEC("fexit/rdma_counter_bind_qp_auto")
+int pg_44(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+}
+
+/* 45: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
+SEC("fexit/rdma_fill_sgid_attr")
 int pg_45(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -695,41 +707,29 @@ int pg_45(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 46: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
-SEC("fexit/rdma_fill_sgid_attr")
-int pg_46(unsigned long long *ctx)
+/* 47: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
+SEC("fexit/rdma_lag_get_ah_roce_slave")
+int pg_47(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(47, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 48: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
-SEC("fexit/rdma_lag_get_ah_roce_slave")
+/* 48: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
+SEC("fexit/rdma_set_cq_moderation")
 int pg_48(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(48, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
-}
-
-/* 49: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
-SEC("fexit/rdma_set_cq_moderation")
-int pg_49(unsigned long long *ctx)
-{
-	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(49, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(48, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -94,8 +94,8 @@ pub const PROBES: &[(u32, &str, &str)] = &[
     (41, "ib_uverbs_rereg_mr", "ib_uverbs"),
     (42, "ib_uverbs_resize_cq", "ib_uverbs"),
     (43, "modify_qp", "ib_uverbs"),
-    (45, "rdma_counter_bind_qp_auto", "ib_core"),
-    (46, "rdma_fill_sgid_attr", "ib_core"),
-    (48, "rdma_lag_get_ah_roce_slave", "ib_core"),
-    (49, "rdma_set_cq_moderation", "ib_core"),
+    (44, "rdma_counter_bind_qp_auto", "ib_core"),
+    (45, "rdma_fill_sgid_attr", "ib_core"),
+    (47, "rdma_lag_get_ah_roce_slave", "ib_core"),
+    (48, "rdma_set_cq_moderation", "ib_core"),
 ];

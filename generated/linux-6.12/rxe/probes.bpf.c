@@ -5,7 +5,7 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.12> --vendor rxe --out DIR)
  *
  * Programs: 41 fexit, 3 kretprobe (fallback for clone-only functions).
- * Manifest probes without a program (cannot be attached): 6.
+ * Manifest probes without a program (cannot be attached): 4.
  *
  * Observe only: every program counts its calls; on failure it also counts the failure and its
  * errno and emits one struct pg_record into the `events` ring buffer. Nothing is modified
@@ -33,7 +33,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#define PG_NPROBES 50
+#define PG_NPROBES 48
 #define PG_MAX_ERRNO 4095
 #define PG_ERRNO_ENTRIES 4096
 #define PG_NARGS 4
@@ -510,8 +510,20 @@ int pg_28(unsigned long long *ctx)
 	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
 }
 
-/* 30: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
+/* 29: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
 SEC("fexit/rdma_counter_bind_qp_auto")
+int pg_29(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+}
+
+/* 30: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
+SEC("fexit/rdma_fill_sgid_attr")
 int pg_30(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -519,33 +531,33 @@ int pg_30(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 31: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
-SEC("fexit/rdma_fill_sgid_attr")
-int pg_31(unsigned long long *ctx)
+/* 32: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
+SEC("fexit/rdma_lag_get_ah_roce_slave")
+int pg_32(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(32, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
+}
+
+/* 33: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
+SEC("fexit/rdma_set_cq_moderation")
+int pg_33(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 33: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
-SEC("fexit/rdma_lag_get_ah_roce_slave")
-int pg_33(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(33, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
-}
-
-/* 34: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
-SEC("fexit/rdma_set_cq_moderation")
+/* 34: rdma_rxe:rxe_alloc_pd (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:237) */
+SEC("fexit/rxe_alloc_pd")
 int pg_34(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -553,11 +565,23 @@ int pg_34(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
 }
 
-/* 36: rdma_rxe:rxe_alloc_pd (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:237) */
-SEC("fexit/rxe_alloc_pd")
+/* 35: rdma_rxe:rxe_cq_from_init (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_cq.c:42) */
+SEC("fexit/rxe_cq_from_init")
+int pg_35(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+}
+
+/* 36: rdma_rxe:rxe_cq_resize_queue (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_cq.c:69) */
+SEC("fexit/rxe_cq_resize_queue")
 int pg_36(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -565,11 +589,11 @@ int pg_36(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 37: rdma_rxe:rxe_cq_from_init (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_cq.c:42) */
-SEC("fexit/rxe_cq_from_init")
+/* 37: rdma_rxe:rxe_create_cq (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:1062) */
+SEC("fexit/rxe_create_cq")
 int pg_37(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -577,11 +601,11 @@ int pg_37(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 38: rdma_rxe:rxe_cq_resize_queue (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_cq.c:69) */
-SEC("fexit/rxe_cq_resize_queue")
+/* 38: rdma_rxe:rxe_create_qp (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:535) */
+SEC("fexit/rxe_create_qp")
 int pg_38(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -589,11 +613,11 @@ int pg_38(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 39: rdma_rxe:rxe_create_cq (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:1062) */
-SEC("fexit/rxe_create_cq")
+/* 39: rdma_rxe:rxe_modify_qp (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:599) */
+SEC("fexit/rxe_modify_qp")
 int pg_39(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -601,11 +625,11 @@ int pg_39(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 40: rdma_rxe:rxe_create_qp (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:535) */
-SEC("fexit/rxe_create_qp")
+/* 40: rdma_rxe:rxe_mr_init_user (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_mr.c:194) */
+SEC("fexit/rxe_mr_init_user")
 int pg_40(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -613,11 +637,11 @@ int pg_40(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 41: rdma_rxe:rxe_modify_qp (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:599) */
-SEC("fexit/rxe_modify_qp")
+/* 41: rdma_rxe:rxe_qp_chk_attr (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:439) */
+SEC("fexit/rxe_qp_chk_attr")
 int pg_41(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -628,8 +652,8 @@ int pg_41(unsigned long long *ctx)
 	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 42: rdma_rxe:rxe_mr_init_user (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_mr.c:194) */
-SEC("fexit/rxe_mr_init_user")
+/* 42: rdma_rxe:rxe_qp_chk_init (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:59) */
+SEC("fexit/rxe_qp_chk_init")
 int pg_42(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -637,11 +661,11 @@ int pg_42(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
 }
 
-/* 43: rdma_rxe:rxe_qp_chk_attr (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:439) */
-SEC("fexit/rxe_qp_chk_attr")
+/* 43: rdma_rxe:rxe_qp_from_attr (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:612) */
+SEC("fexit/rxe_qp_from_attr")
 int pg_43(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -652,8 +676,8 @@ int pg_43(unsigned long long *ctx)
 	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 44: rdma_rxe:rxe_qp_chk_init (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:59) */
-SEC("fexit/rxe_qp_chk_init")
+/* 44: rdma_rxe:rxe_qp_from_init (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:349) */
+SEC("fexit/rxe_qp_from_init")
 int pg_44(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -661,63 +685,39 @@ int pg_44(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 45: rdma_rxe:rxe_qp_from_attr (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:612) */
-SEC("fexit/rxe_qp_from_attr")
+/* 45: rdma_rxe:rxe_reg_user_mr (ptr; drivers/infiniband/sw/rxe/rxe_verbs.c:1259) */
+SEC("fexit/rxe_reg_user_mr")
 int pg_45(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(45, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 46: rdma_rxe:rxe_qp_from_init (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:349) */
-SEC("fexit/rxe_qp_from_init")
+/* 46: rdma_rxe:rxe_rereg_user_mr (ptr; drivers/infiniband/sw/rxe/rxe_verbs.c:1307) */
+SEC("fexit/rxe_rereg_user_mr")
 int pg_46(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(46, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 47: rdma_rxe:rxe_reg_user_mr (ptr; drivers/infiniband/sw/rxe/rxe_verbs.c:1259) */
-SEC("fexit/rxe_reg_user_mr")
+/* 47: rdma_rxe:rxe_resize_cq (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:1117) */
+SEC("fexit/rxe_resize_cq")
 int pg_47(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(47, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
-}
-
-/* 48: rdma_rxe:rxe_rereg_user_mr (ptr; drivers/infiniband/sw/rxe/rxe_verbs.c:1307) */
-SEC("fexit/rxe_rereg_user_mr")
-int pg_48(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(48, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
-}
-
-/* 49: rdma_rxe:rxe_resize_cq (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:1117) */
-SEC("fexit/rxe_resize_cq")
-int pg_49(unsigned long long *ctx)
-{
-	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(49, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(47, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
 char LICENSE[] SEC("license") = "GPL";
