@@ -31,6 +31,7 @@ pub fn vendor_scope(vendor: Option<&str>) -> Result<VendorScope, String> {
 }
 
 pub fn load(src: &SourceArgs) -> Result<Loaded, String> {
+    let t0 = std::time::Instant::now();
     let scope = vendor_scope(src.vendor.as_deref())?;
     let tree = SourceTree::load(
         &src.kernel_src,
@@ -39,7 +40,18 @@ pub fn load(src: &SourceArgs) -> Result<Loaded, String> {
         },
     )
     .map_err(|e| e.to_string())?;
+    let t1 = t0.elapsed();
     let graph = CallGraph::build(&tree, &scope);
+    if std::env::var_os("PROBEGEN_TIMINGS").is_some() {
+        eprintln!(
+            "timings: load {:?} (tree-sitter parse {:?} summed over threads), graph {:?}",
+            t1,
+            std::time::Duration::from_nanos(
+                analyzer::cparse::PARSE_NS.load(std::sync::atomic::Ordering::Relaxed)
+            ),
+            t0.elapsed() - t1
+        );
+    }
     Ok(Loaded { tree, graph })
 }
 

@@ -10,6 +10,8 @@ use crate::model::{
     WriteCommand,
 };
 
+pub static PARSE_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Most ERROR ranges reported per file; the count is still exact.
 const MAX_ERROR_WARNINGS_PER_FILE: usize = 5;
 
@@ -29,7 +31,13 @@ pub fn extract(parser: &mut Parser, path: &str, text: &str) -> FileFacts {
         ..FileFacts::default()
     };
     let src = text.as_bytes();
-    let Some(tree) = parser.parse(src, None) else {
+    let t0 = std::time::Instant::now();
+    let parsed = parser.parse(src, None);
+    PARSE_NS.fetch_add(
+        t0.elapsed().as_nanos() as u64,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    let Some(tree) = parsed else {
         facts.warnings.push(Warning {
             file: path.into(),
             line: 0,

@@ -216,6 +216,7 @@ pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
         i += span;
     }
     blank_annotations(&mut out);
+    rewrite_macro_idioms(&mut out);
     Preprocessed {
         text: out,
         unknown_conditions,
@@ -554,6 +555,177 @@ fn blank_annotations(text: &mut String) {
     *text = String::from_utf8(bytes).unwrap_or_default();
 }
 
+/// Two kernel macro idioms that are not C and cost tree-sitter most of its error recovery (and
+/// most of its time) are rewritten in place, same length, so the code around them parses:
+/// - loop macros at the start of a statement, `list_for_each_entry(pos, head, member) {`, become
+///   `while              (pos, head, member) {`;
+/// - a type passed as a macro argument after a comma, `container_of(p, struct ib_qp, dev)`,
+///   loses its `struct`/`union` keyword (`container_of(p,        ib_qp, dev)`). Casts follow `(`,
+///   never a comma, so they are untouched.
+fn rewrite_macro_idioms(text: &mut String) {
+    let mut bytes = std::mem::take(text).into_bytes();
+    let n = bytes.len();
+    let mut i = 0;
+    let mut line_start = true;
+    while i < n {
+        let c = bytes[i];
+        if c == b'\n' {
+            line_start = true;
+            i += 1;
+            continue;
+        }
+        if c == b' ' || c == b'\t' {
+            i += 1;
+            continue;
+        }
+        if !(c.is_ascii_alphabetic() || c == b'_') {
+            line_start = false;
+            i += 1;
+            continue;
+        }
+        let prev_ident = i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        let start = i;
+        while i < n && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+            i += 1;
+        }
+        if prev_ident {
+            line_start = false;
+            continue;
+        }
+        let word = &bytes[start..i];
+        let at_statement_start = line_start;
+        line_start = false;
+        let next_non_space = bytes[i..]
+            .iter()
+            .position(|b| *b != b' ' && *b != b'\t')
+            .map(|p| i + p);
+        if at_statement_start
+            && word.len() >= 8
+            && word.windows(8).any(|w| w == b"for_each")
+            && next_non_space.is_some_and(|p| bytes[p] == b'(')
+        {
+            bytes[start..start + 5].copy_from_slice(b"while");
+            bytes[start + 5..i].fill(b' ');
+        } else if word == b"struct" || word == b"union" {
+            let prev = bytes[..start]
+                .iter()
+                .rposition(|b| !b.is_ascii_whitespace())
+                .map(|p| bytes[p]);
+            if prev == Some(b',') {
+                // Followed by `ident` and then `,` or `)`: a type as a macro argument.
+                let mut j = i;
+                while j < n && bytes[j].is_ascii_whitespace() {
+                    j += 1;
+                }
+                let id_start = j;
+                while j < n && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'_') {
+                    j += 1;
+                }
+                while j < n && bytes[j].is_ascii_whitespace() {
+                    j += 1;
+                }
+                if j > id_start && j < n && (bytes[j] == b',' || bytes[j] == b')') {
+                    bytes[start..i].fill(b' ');
+                }
+            }
+        }
+    }
+    // Only ASCII bytes were replaced by ASCII bytes.
+    *text = String::from_utf8(bytes).unwrap_or_default();
+}
+
+/// In a header, the bodies of top-level `struct`/`union`/`enum` definitions hold no calls the
+/// graph needs, yet they are most of the bytes (mlx5_ifc.h: 300 KB of field layouts). Blank them
+/// (newlines kept) so tree-sitter parses only what matters: inline functions and macros.
+pub fn blank_type_bodies(text: &mut String) {
+    let mut bytes = std::mem::take(text).into_bytes();
+    let n = bytes.len();
+    let mut depth = 0usize;
+    let mut i = 0;
+    // Start of the body being blanked (index after `{`) and the depth it opened at.
+    let mut blanking: Option<(usize, usize)> = None;
+    let mut pending_type = false;
+    while i < n {
+        let c = bytes[i];
+        match c {
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i = bytes[i + 2..]
+                    .windows(2)
+                    .position(|w| w == b"*/")
+                    .map_or(n, |p| i + 2 + p + 2);
+                continue;
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                i = bytes[i..]
+                    .iter()
+                    .position(|b| *b == b'\n')
+                    .map_or(n, |p| i + p);
+                continue;
+            }
+            b'"' | b'\'' => {
+                let q = c;
+                i += 1;
+                while i < n && bytes[i] != q && bytes[i] != b'\n' {
+                    if bytes[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+                continue;
+            }
+            b'#' if blanking.is_none() => {
+                // Skip a directive line (with continuations).
+                while i < n && bytes[i] != b'\n' {
+                    if bytes[i] == b'\\' && bytes.get(i + 1) == Some(&b'\n') {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                continue;
+            }
+            b'{' => {
+                if depth == 0 && pending_type && blanking.is_none() {
+                    blanking = Some((i + 1, depth));
+                }
+                pending_type = false;
+                depth += 1;
+            }
+            b'}' => {
+                depth = depth.saturating_sub(1);
+                if let Some((start, d)) = blanking {
+                    if depth == d {
+                        for b in &mut bytes[start..i] {
+                            if *b != b'\n' {
+                                *b = b' ';
+                            }
+                        }
+                        blanking = None;
+                    }
+                }
+            }
+            b';' | b'(' | b')' | b'=' if depth == 0 => pending_type = false,
+            _ if c.is_ascii_alphabetic() || c == b'_' => {
+                let start = i;
+                while i < n && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+                if depth == 0 {
+                    let w = &bytes[start..i];
+                    if w == b"struct" || w == b"union" || w == b"enum" {
+                        pending_type = true;
+                    }
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    // Only ASCII bytes outside strings/comments were replaced by spaces.
+    *text = String::from_utf8(bytes).unwrap_or_default();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -597,6 +769,42 @@ mod tests {
         assert_eq!(p.text.len(), src.len());
         assert!(!p.text.contains("__user") && !p.text.contains("__printf"));
         assert!(p.text.contains("int") && p.text.contains("void  "));
+    }
+
+    #[test]
+    fn loop_macros_and_type_arguments_become_c() {
+        let src = "\tlist_for_each_entry(p, &h, l) {\n\tq = container_of(w, struct ib_qp, dev);\n\tx = f(a, (struct s *)b);\n";
+        let p = preprocess(src, &cfg());
+        assert_eq!(p.text.len(), src.len());
+        assert!(
+            p.text.starts_with("\twhile              (p, &h, l) {"),
+            "{}",
+            p.text
+        );
+        assert!(
+            p.text.contains("container_of(w,        ib_qp, dev)"),
+            "{}",
+            p.text
+        );
+        assert!(
+            p.text.contains("(struct s *)b"),
+            "casts are kept: {}",
+            p.text
+        );
+    }
+
+    #[test]
+    fn header_type_bodies_are_blanked_but_functions_kept() {
+        let mut t = String::from("struct a {\n\tint x; /* } */\n};\nstatic inline int f(struct a *p)\n{\n\treturn g(p);\n}\nenum { B = 1 };\n");
+        let len = t.len();
+        blank_type_bodies(&mut t);
+        assert_eq!(t.len(), len);
+        assert!(!t.contains("int x") && !t.contains("B = 1"), "{t}");
+        assert!(
+            t.contains("return g(p);") && t.contains("struct a *p"),
+            "{t}"
+        );
+        assert_eq!(t.lines().count(), 8);
     }
 
     #[test]

@@ -137,7 +137,10 @@ impl SourceTree {
                         (String::from_utf8_lossy(&bytes).into_owned(), Some(line))
                     }
                 };
-                let pre = preprocess(&text, &config);
+                let mut pre = preprocess(&text, &config);
+                if rel.ends_with(".h") {
+                    crate::preproc::blank_type_bodies(&mut pre.text);
+                }
                 let mut facts = cparse::extract(parser, rel, &pre.text);
                 if let Some(line) = lossy {
                     facts.warnings.push(Warning {
