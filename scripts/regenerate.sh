@@ -15,3 +15,5 @@ for set in "${SETS[@]}"; do
   ./target/release/probegen generate --kernel-src "${src}" --vendor "${vendor}" \
     --out "generated/linux-${ver}/${vendor}"
 done
+./target/release/probegen schema > generated/manifest.schema.json.tmp
+mv generated/manifest.schema.json.tmp generated/manifest.schema.json

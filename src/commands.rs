@@ -17,8 +17,16 @@ pub struct Loaded {
 }
 
 pub fn vendor_scope(vendor: Option<&str>) -> Result<VendorScope, String> {
-    let Some(v) = vendor else {
+    let Some(v) = vendor_dirs(vendor)? else {
         return Ok(VendorScope::default());
+    };
+    Ok(VendorScope::only(&v))
+}
+
+/// The source directories of `--vendor`, from the rules file.
+pub fn vendor_dirs(vendor: Option<&str>) -> Result<Option<Vec<String>>, String> {
+    let Some(v) = vendor else {
+        return Ok(None);
     };
     let rules = heuristics::Rules::builtin().map_err(|e| e.to_string())?;
     let vendor = rules.vendor(v).ok_or_else(|| {
@@ -27,7 +35,7 @@ pub fn vendor_scope(vendor: Option<&str>) -> Result<VendorScope, String> {
             rules.vendor_names().join(", ")
         )
     })?;
-    Ok(VendorScope::only(&vendor.dirs))
+    Ok(Some(vendor.dirs.clone()))
 }
 
 pub fn load(src: &SourceArgs) -> Result<Loaded, String> {
@@ -37,6 +45,7 @@ pub fn load(src: &SourceArgs) -> Result<Loaded, String> {
         &src.kernel_src,
         &LoadOptions {
             kconfig: src.kconfig.clone(),
+            unbuilt_dirs: vendor_dirs(src.vendor.as_deref())?.unwrap_or_default(),
         },
     )
     .map_err(|e| e.to_string())?;

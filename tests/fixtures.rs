@@ -447,6 +447,7 @@ fn kconfig_stub() {
         &root,
         &LoadOptions {
             kconfig: Some(on.clone()),
+            ..LoadOptions::default()
         },
     );
     assert_eq!(tree.skipped_unbuilt, 0);

@@ -422,3 +422,45 @@ fn generated_bpf_compiles_with_one_program_per_probe() {
         );
     }
 }
+
+/// bnxt_re is not built by Debian's 6.1 config: its ops still appear, as `not-built`, and get no
+/// BPF program; the set does not silently shrink to the core.
+#[test]
+fn unbuilt_vendor_is_reported_not_built() {
+    let m = manifest("6.1", "bnxt_re");
+    let vendor: Vec<_> = m.probes.iter().filter(|p| p.layer == "vendor").collect();
+    assert!(
+        vendor.iter().any(|p| p.function == "bnxt_re_create_qp"),
+        "{vendor:?}"
+    );
+    for p in &vendor {
+        assert_eq!(p.attach, "not-built", "{}", p.function);
+        assert_eq!(p.module, "bnxt_re");
+    }
+    let c =
+        std::fs::read_to_string(generated("6.1", "bnxt_re").join("probes.bpf.c")).expect("read");
+    assert!(
+        !c.contains("fexit/bnxt_re_"),
+        "no program for an unbuilt module"
+    );
+}
+
+/// The published JSON Schema of the manifest matches the Rust types.
+#[test]
+fn manifest_schema_is_fresh() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("generated/manifest.schema.json");
+    let fresh = codegen::json_schema();
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == fresh,
+        "{} is stale; refresh it with `scripts/regenerate.sh` and commit",
+        path.display()
+    );
+    // Every checked-in manifest parses with the types the schema comes from.
+    for (ver, vendor) in SETS {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("generated/linux-{ver}/{vendor}/manifest.yaml"));
+        let text = std::fs::read_to_string(&p).expect("read");
+        Manifest::from_yaml(&text, &p.display().to_string()).expect("checked-in manifest parses");
+    }
+}

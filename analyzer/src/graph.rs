@@ -93,6 +93,8 @@ pub struct FnNode {
     pub unresolved_indirect: Vec<String>,
     /// The body produces or propagates an error code.
     pub returns_error: bool,
+    /// False for functions of files the config does not build (parsed on request).
+    pub built: bool,
 }
 
 impl FnNode {
@@ -238,7 +240,8 @@ impl CallGraph {
             if !scope.admits(&file.path) {
                 continue;
             }
-            let module = tree.build.module_of(&file.path).map(str::to_string);
+            let module = tree.build.module_or_unbuilt(&file.path).map(str::to_string);
+            let built = file.is_header() || tree.build.module_of(&file.path).is_some();
             for (i, f) in file.functions.iter().enumerate() {
                 if f.uverbs_handler_id.is_some() && f.name == "UVERBS_HANDLER" {
                     continue;
@@ -258,6 +261,7 @@ impl CallGraph {
                     ops_calls: Vec::new(),
                     unresolved_indirect: Vec::new(),
                     returns_error: f.returns_error,
+                    built,
                 });
                 origin.push((fi, i));
             }
@@ -290,7 +294,7 @@ impl CallGraph {
         let mut write_commands = Vec::new();
         let mut uapi_methods = Vec::new();
         for file in &tree.files {
-            let module = tree.build.module_of(&file.path);
+            let module = tree.build.module_or_unbuilt(&file.path);
             let uverbs_name = handler_module_name(file, &nodes);
             for t in &file.ops_tables {
                 let mut members = Vec::new();

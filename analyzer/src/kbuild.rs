@@ -16,11 +16,21 @@ pub struct BuildMap {
     pub modules: BTreeMap<String, String>,
     /// Directories Kbuild descended into.
     pub dirs: BTreeSet<String>,
+    /// Files the Makefiles name but the config does not build, with the module they would
+    /// belong to (bnxt_re on Debian's 6.1): lets a vendor set report them as `not-built`.
+    pub unbuilt: BTreeMap<String, String>,
+    pub unbuilt_dirs: BTreeSet<String>,
 }
 
 impl BuildMap {
     pub fn module_of(&self, file: &str) -> Option<&str> {
         self.modules.get(file).map(String::as_str)
+    }
+
+    /// The module of a built file, or the one an unbuilt file would be linked into.
+    pub fn module_or_unbuilt(&self, file: &str) -> Option<&str> {
+        self.module_of(file)
+            .or_else(|| self.unbuilt.get(file).map(String::as_str))
     }
 }
 
@@ -32,7 +42,7 @@ pub fn read_build_map(
     warnings: &mut Vec<Warning>,
 ) -> BuildMap {
     let mut map = BuildMap::default();
-    visit(root, top, config, &mut map, warnings, 0);
+    visit(root, top, config, &mut map, warnings, 0, true);
     map
 }
 
@@ -43,8 +53,14 @@ fn visit(
     map: &mut BuildMap,
     warnings: &mut Vec<Warning>,
     depth: usize,
+    built: bool,
 ) {
-    if depth > 16 || !map.dirs.insert(dir.to_string()) {
+    let dirs = if built {
+        &mut map.dirs
+    } else {
+        &mut map.unbuilt_dirs
+    };
+    if depth > 16 || !dirs.insert(dir.to_string()) {
         return;
     }
     let makefile = ["Kbuild", "Makefile"]
@@ -52,6 +68,9 @@ fn visit(
         .map(|n| root.join(dir).join(n))
         .find(|p| p.is_file());
     let Some(makefile) = makefile else {
+        if !built {
+            return;
+        }
         warnings.push(Warning {
             file: format!("{dir}/Makefile"),
             line: 0,
@@ -72,23 +91,25 @@ fn visit(
     };
     let assignments = parse_assignments(&text, config);
     // Objects and subdirectories this Makefile builds (obj-y / obj-m).
-    let mut objects: Vec<(String, &'static str)> = Vec::new();
+    // (object, kind, built): kind "y"/"m", or "n" for an object the config leaves out.
+    let mut objects: Vec<(String, &'static str, bool)> = Vec::new();
     let mut subdirs = Vec::new();
     for (lhs, rhs) in &assignments {
-        let kind = match lhs.as_str() {
-            "obj-y" => "y",
-            "obj-m" => "m",
+        let (kind, on) = match lhs.as_str() {
+            "obj-y" => ("y", true),
+            "obj-m" => ("m", true),
+            "obj-" | "obj-n" => ("n", false),
             _ => continue,
         };
         for tok in rhs {
             if let Some(sub) = tok.strip_suffix('/') {
-                subdirs.push(sub.to_string());
+                subdirs.push((sub.to_string(), built && on));
             } else if let Some(o) = tok.strip_suffix(".o") {
-                objects.push((o.to_string(), kind));
+                objects.push((o.to_string(), kind, built && on));
             }
         }
     }
-    for (obj, kind) in objects {
+    for (obj, kind, obj_built) in objects {
         let module = if kind == "y" {
             "vmlinux".to_string()
         } else {
@@ -103,25 +124,24 @@ fn visit(
             })
             .flat_map(|(_, rhs)| rhs.iter())
             .collect();
+        let target = if obj_built {
+            &mut map.modules
+        } else {
+            &mut map.unbuilt
+        };
         if parts.is_empty() {
-            map.modules.insert(format!("{dir}/{obj}.c"), module.clone());
+            target.insert(format!("{dir}/{obj}.c"), module.clone());
         } else {
             for part in parts {
                 if let Some(p) = part.strip_suffix(".o") {
-                    map.modules.insert(format!("{dir}/{p}.c"), module.clone());
+                    target.insert(format!("{dir}/{p}.c"), module.clone());
                 }
             }
         }
     }
-    for sub in subdirs {
-        visit(
-            root,
-            &format!("{dir}/{sub}"),
-            config,
-            map,
-            warnings,
-            depth + 1,
-        );
+    for (sub, sub_built) in subdirs {
+        let sub = format!("{dir}/{sub}");
+        visit(root, &sub, config, map, warnings, depth + 1, sub_built);
     }
 }
 

@@ -29,6 +29,10 @@ pub const KBUILD_TOP: &str = "drivers/infiniband";
 pub struct LoadOptions {
     /// Use this `.config` instead of `<root>/.config`.
     pub kconfig: Option<PathBuf>,
+    /// Also parse the files under these directory prefixes that the config does not build
+    /// (their functions are marked not built): the selected vendor's driver on a kernel whose
+    /// config leaves it out, so the set can say `not-built` instead of being silently empty.
+    pub unbuilt_dirs: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -100,8 +104,14 @@ impl SourceTree {
                     Ok(r) => r.to_string_lossy().replace('\\', "/"),
                     Err(_) => continue,
                 };
+                let wanted_unbuilt = opts
+                    .unbuilt_dirs
+                    .iter()
+                    .any(|d| rel.starts_with(d.as_str()));
                 if rel.ends_with(".c") {
-                    if build.module_of(&rel).is_none() {
+                    if build.module_of(&rel).is_none()
+                        && !(wanted_unbuilt && build.unbuilt.contains_key(&rel))
+                    {
                         skipped_unbuilt += 1;
                         continue;
                     }
@@ -111,7 +121,9 @@ impl SourceTree {
                     // A driver header is compiled only with its directory: the inlines of a
                     // driver the config does not build (bnxt_re on 6.1) must not enter the graph.
                     let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
-                    if !build.dirs.contains(dir) {
+                    if !build.dirs.contains(dir)
+                        && !(wanted_unbuilt && build.unbuilt_dirs.contains(dir))
+                    {
                         skipped_unbuilt += 1;
                         continue;
                     }

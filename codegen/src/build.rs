@@ -17,6 +17,9 @@ fn module_name(g: &CallGraph, id: FnId) -> String {
 
 fn attach_of(g: &CallGraph, bins: Option<&Binaries>, id: FnId) -> AttachVerdict {
     let n = g.node(id);
+    if !n.built {
+        return AttachVerdict::NotBuilt;
+    }
     match bins {
         Some(b) => b.verdict(n.module.as_deref(), &n.name),
         None if n.module.is_none() => AttachVerdict::Inlined,
