@@ -24,6 +24,6 @@ cargo clippy --workspace --all-targets --release -- -D warnings
 step "cargo test (unit, fixtures, real 6.12 and 6.1 trees)"
 cargo test --workspace --release
 
-step "end to end: Soft-RoCE under qemu (Debian 6.12 and 6.1 stock kernels)"
-bash scripts/e2e.sh 6.12
-bash scripts/e2e.sh 6.1
+step "end to end: the collector on Soft-RoCE under qemu (Debian 6.12 and 6.1 stock kernels)"
+bash scripts/e2e-collect.sh 6.12
+bash scripts/e2e-collect.sh 6.1

@@ -218,6 +218,15 @@ pub struct Selected {
 }
 
 pub fn select(src: &SourceArgs, rules_path: Option<&std::path::Path>) -> Result<Selected, String> {
+    select_from(src, rules_path, &[])
+}
+
+/// [`select`] from explicit entry functions (none: the uverbs entries).
+pub fn select_from(
+    src: &SourceArgs,
+    rules_path: Option<&std::path::Path>,
+    entries: &[String],
+) -> Result<Selected, String> {
     let Some(vendor) = src.vendor.clone() else {
         return Err("--vendor is required (mlx5, bnxt_re, irdma, rxe, ...)".into());
     };
@@ -229,7 +238,7 @@ pub fn select(src: &SourceArgs, rules_path: Option<&std::path::Path>) -> Result<
         ));
     }
     let loaded = load(src)?;
-    let entries = entry_names(&[]);
+    let entries = entry_names(entries);
     let ids = loaded
         .graph
         .entries(&entries)
@@ -272,8 +281,9 @@ pub fn generate(
     src: &SourceArgs,
     out: &std::path::Path,
     rules: Option<&std::path::Path>,
+    entries: &[String],
 ) -> CmdResult {
-    let s = select(src, rules)?;
+    let s = select_from(src, rules, entries)?;
     if s.binaries.is_none() {
         eprintln!(
             "probegen: warning: no vmlinux/modules in {}: attach verdicts are unchecked (run scripts/fetch-kernel.sh)",

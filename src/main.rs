@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod cmd_collect;
+mod cmd_maintain;
 mod commands;
 
 #[derive(Parser)]
@@ -63,6 +65,9 @@ enum Command {
         /// Rules file (default: the built-in heuristics/rules.yaml)
         #[arg(long, value_name = "FILE")]
         rules: Option<PathBuf>,
+        /// Entry functions (default: ib_uverbs_ioctl and ib_uverbs_write)
+        #[arg(long = "entry", value_name = "NAME")]
+        entries: Vec<String>,
     },
     /// Verdict, rule, evidence and call path of one function
     Explain {
@@ -74,6 +79,8 @@ enum Command {
     },
     /// Print the manifest's JSON Schema
     Schema,
+    /// Load a probe set, attach it, write a snapshot of failures every --interval
+    Collect(cmd_collect::CollectArgs),
     /// Shortest call path between two functions, one hop per line; exit 1 when none
     Path {
         #[command(flatten)]
@@ -82,6 +89,54 @@ enum Command {
         from: String,
         #[arg(long)]
         to: String,
+    },
+    /// Regenerate and compare with a checked-in manifest: exit 0 no drift, 1 drift, 2 error
+    Check {
+        #[command(flatten)]
+        src: SourceArgs,
+        /// The manifest to check (generated/<ver>/<vendor>/manifest.yaml)
+        #[arg(long, value_name = "MANIFEST")]
+        against: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        rules: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = cmd_maintain::ReportFormat::Markdown)]
+        format: cmd_maintain::ReportFormat,
+    },
+    /// Map one vendor's probes to another's through the ib_device_ops members they fill
+    Port {
+        #[arg(long, value_name = "DIR")]
+        kernel_src: PathBuf,
+        #[arg(long, value_name = "FILE")]
+        kconfig: Option<PathBuf>,
+        /// Source vendor (mlx5, ...)
+        #[arg(long)]
+        from: String,
+        /// Target vendor (bnxt_re, irdma, ...)
+        #[arg(long)]
+        to: String,
+        #[arg(long, value_name = "FILE")]
+        rules: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = cmd_maintain::ReportFormat::Markdown)]
+        format: cmd_maintain::ReportFormat,
+    },
+    /// Coverage diff of two manifests: probes, object x layer, userspace verbs
+    Diff {
+        old: PathBuf,
+        new: PathBuf,
+        #[arg(long, value_enum, default_value_t = cmd_maintain::ReportFormat::Markdown)]
+        format: cmd_maintain::ReportFormat,
+    },
+    /// Covered share of a failure log (CSV verb,errno,weight) by a probe set
+    Coverage {
+        #[arg(long, value_name = "MANIFEST")]
+        manifest: PathBuf,
+        #[arg(long, value_name = "FILE.csv")]
+        failures: PathBuf,
+        #[arg(long, value_enum, default_value_t = cmd_maintain::ReportFormat::Markdown)]
+        format: cmd_maintain::ReportFormat,
+        /// Skip malformed rows (reported on stderr) instead of failing
+        #[arg(long)]
+        lenient: bool,
     },
 }
 
@@ -95,12 +150,46 @@ fn main() -> ExitCode {
             warnings,
         } => commands::graph(&src, &entries, format, warnings),
         Command::Path { src, from, to } => commands::path(&src, &from, &to),
-        Command::Generate { src, out, rules } => commands::generate(&src, &out, rules.as_deref()),
+        Command::Generate {
+            src,
+            out,
+            rules,
+            entries,
+        } => commands::generate(&src, &out, rules.as_deref(), &entries),
         Command::Explain {
             src,
             rules,
             function,
         } => commands::explain(&src, rules.as_deref(), &function),
+        Command::Check {
+            src,
+            against,
+            rules,
+            format,
+        } => cmd_maintain::check(&src, &against, rules.as_deref(), format),
+        Command::Port {
+            kernel_src,
+            kconfig,
+            from,
+            to,
+            rules,
+            format,
+        } => cmd_maintain::port(&cmd_maintain::PortArgs {
+            kernel_src: &kernel_src,
+            kconfig: kconfig.as_deref(),
+            from: &from,
+            to: &to,
+            rules: rules.as_deref(),
+            format,
+        }),
+        Command::Diff { old, new, format } => cmd_maintain::diff(&old, &new, format),
+        Command::Coverage {
+            manifest,
+            failures,
+            format,
+            lenient,
+        } => cmd_maintain::coverage(&manifest, &failures, format, lenient),
+        Command::Collect(args) => cmd_collect::collect(&args),
         Command::Schema => {
             print!("{}", codegen::json_schema());
             Ok(ExitCode::SUCCESS)

@@ -241,6 +241,10 @@ fn function_def(node: Node, src: &[u8]) -> Option<FunctionDef> {
         field_writes: field_writes.into_iter().collect(),
         reads_method_handler: body_text.contains("method_elm->handler"),
         returns_error: has_error_code(body_text),
+        null_ok: body_text.contains("return NULL")
+            && ["ERR_PTR(", "IS_ERR(", "ERR_CAST(", "PTR_ERR("]
+                .iter()
+                .any(|m| body_text.contains(m)),
     })
 }
 

@@ -95,6 +95,8 @@ pub struct FnNode {
     pub returns_error: bool,
     /// False for functions of files the config does not build (parsed on request).
     pub built: bool,
+    /// NULL is an ordinary return, errors come back as ERR_PTR.
+    pub null_ok: bool,
 }
 
 impl FnNode {
@@ -262,6 +264,7 @@ impl CallGraph {
                     unresolved_indirect: Vec::new(),
                     returns_error: f.returns_error,
                     built,
+                    null_ok: f.null_ok,
                 });
                 origin.push((fi, i));
             }

@@ -64,6 +64,9 @@ pub struct FunctionDef {
     /// The body produces or propagates an error code: `-EINVAL`, `ERR_PTR(`, `PTR_ERR(`,
     /// `ERR_CAST(`. A helper without it cannot be the origin of an errno.
     pub returns_error: bool,
+    /// A pointer-returning body that both returns `NULL` and uses the ERR_PTR family: errors
+    /// come back as ERR_PTR, NULL is an ordinary "none" (`rdma_lag_get_ah_roce_slave`).
+    pub null_ok: bool,
 }
 
 /// `#define NAME(params) body`.

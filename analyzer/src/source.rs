@@ -121,9 +121,9 @@ impl SourceTree {
                     // A driver header is compiled only with its directory: the inlines of a
                     // driver the config does not build (bnxt_re on 6.1) must not enter the graph.
                     let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
-                    if !build.dirs.contains(dir)
-                        && !(wanted_unbuilt && build.unbuilt_dirs.contains(dir))
-                    {
+                    let dir_parsed = build.dirs.contains(dir)
+                        || (wanted_unbuilt && build.unbuilt_dirs.contains(dir));
+                    if !dir_parsed {
                         skipped_unbuilt += 1;
                         continue;
                     }

@@ -24,6 +24,8 @@ pub enum AttachVerdict {
     NoBtf,
     /// Symbol and BTF FUNC, but `notrace`.
     NoFtrace,
+    /// More arguments than the x86 BPF trampoline takes on this kernel (6 before 6.6).
+    TooManyArgs { nargs: usize },
 }
 
 impl AttachVerdict {
@@ -35,6 +37,7 @@ impl AttachVerdict {
             AttachVerdict::NotBuilt => "not-built",
             AttachVerdict::NoBtf => "no-btf",
             AttachVerdict::NoFtrace => "no-ftrace",
+            AttachVerdict::TooManyArgs { .. } => "too-many-args",
         }
     }
 
@@ -48,6 +51,9 @@ pub struct Binaries {
     modules: BTreeMap<String, ModuleBinary>,
     /// Modules the config does not build (`modules/MISSING`).
     not_built: BTreeSet<String>,
+    /// Most arguments a fexit trampoline takes on this kernel: 6 on x86 before 6.6 (the
+    /// kernel refuses `rxe_qp_from_init`, 7 args, on 6.1 with ENOTSUPP), 12 since.
+    max_trampoline_args: usize,
 }
 
 impl Binaries {
@@ -81,7 +87,12 @@ impl Binaries {
             .map(|l| l.trim().replace('-', "_"))
             .filter(|l| !l.is_empty())
             .collect();
-        Ok(Some(Self { modules, not_built }))
+        let version = std::fs::read_to_string(dir.join("KERNEL_VERSION")).unwrap_or_default();
+        Ok(Some(Self {
+            modules,
+            not_built,
+            max_trampoline_args: max_trampoline_args(version.trim()),
+        }))
     }
 
     pub fn module(&self, name: &str) -> Option<&ModuleBinary> {
@@ -103,7 +114,12 @@ impl Binaries {
             };
         };
         match bin.attach(function) {
-            Attach::Fexit => AttachVerdict::Fexit,
+            Attach::Fexit => match bin.btf_signature(function) {
+                Some(sig) if sig.nargs > self.max_trampoline_args => {
+                    AttachVerdict::TooManyArgs { nargs: sig.nargs }
+                }
+                _ => AttachVerdict::Fexit,
+            },
             Attach::CloneOnly { symbol } => AttachVerdict::CloneOnly { symbol },
             Attach::NoBtf => AttachVerdict::NoBtf,
             Attach::NoFtrace => AttachVerdict::NoFtrace,
@@ -113,5 +129,27 @@ impl Binaries {
 
     pub fn signature(&self, module: Option<&str>, function: &str) -> Option<BtfSignature> {
         self.modules.get(module?)?.btf_signature(function)
+    }
+}
+
+/// x86-64 BPF trampolines pass at most 6 arguments before Linux 6.6, 12 since. An unknown
+/// version gets the conservative limit.
+fn max_trampoline_args(version: &str) -> usize {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    if (major, minor) >= (6, 6) {
+        12
+    } else {
+        6
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn trampoline_argument_limit_follows_the_version() {
+        assert_eq!(super::max_trampoline_args("6.1.192"), 6);
+        assert_eq!(super::max_trampoline_args("6.12.117"), 12);
+        assert_eq!(super::max_trampoline_args(""), 6);
     }
 }

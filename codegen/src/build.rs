@@ -171,6 +171,7 @@ pub fn build_manifest(
             evidence: v.evidence.clone(),
             returns: returns.as_str().to_string(),
             ret_size,
+            null_ok: returns == analyzer::RetKind::Ptr && n.null_ok,
             nargs,
             attach: attach.as_str().to_string(),
             attach_symbol: match &attach {

@@ -3,8 +3,11 @@
 
 pub mod bpf;
 pub mod build;
+pub mod compare;
+pub mod coverage;
 pub mod manifest;
 pub mod output;
+pub mod verbs;
 
 pub use build::build_manifest;
 pub use manifest::{json_schema, Manifest};

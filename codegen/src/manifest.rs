@@ -54,6 +54,10 @@ pub struct Probe {
     pub returns: String,
     /// Size in bytes of the return value per BTF (4 for int: sign-extend before testing).
     pub ret_size: u32,
+    /// For `ptr`: NULL is an ordinary return (the function reports errors as ERR_PTR), so
+    /// only IS_ERR counts as a failure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub null_ok: bool,
     pub nargs: usize,
     /// `fexit`, `clone-only`, `inlined`, `not-built`, `no-btf`, `no-ftrace`.
     pub attach: String,

@@ -17,7 +17,8 @@
  *   int   the raw u64 from bpf_get_func_ret() is sign-extended from the BTF return size
  *         (an int -22 reads as 4294967274 otherwise); failure when negative. Positive values
  *         are counts in several kernel functions, so they are not failures.
- *   ptr   failure on IS_ERR (ret >= (u64)-4095) or NULL (errno 0).
+ *   ptr   failure on IS_ERR (ret >= (u64)-4095) or NULL (errno 0); only IS_ERR when the
+ *         manifest says null_ok (the function returns NULL as an ordinary "none").
  *   bool, void: calls only.
  * errno: -ret when ret is in [-4095, -1], else 0.
  *
@@ -43,6 +44,8 @@
 #define PG_ERRNO(ret) ((ret) < 0 && (ret) >= -PG_MAX_ERRNO ? -(ret) : 0)
 /* pointer failure: IS_ERR or NULL */
 #define PG_PTR_FAILED(raw) ((raw) == 0 || (raw) >= (__u64)-PG_MAX_ERRNO)
+/* pointer failure when NULL is an ordinary return (the function reports errors as ERR_PTR) */
+#define PG_IS_ERR(raw) ((raw) >= (__u64)-PG_MAX_ERRNO)
 
 /*
  * One record per failure, {{ record_size }} bytes (offsets in the comments). Every field sits at a
@@ -219,7 +222,7 @@ int pg_{{ p.id }}(unsigned long long *ctx)
 {%- else %}
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit({{ p.id }}, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, {{ p.argmask }} /* args {{ p.arglist }} */);
+	return pg_exit({{ p.id }}, PG_ERRNO((long)raw), {{ p.ptr_check }}(raw), ctx, {{ p.argmask }} /* args {{ p.arglist }} */);
 {%- endif %}
 {%- endif %}
 }
@@ -236,7 +239,7 @@ int pg_{{ p.id }}(struct pt_regs *ctx)
 {%- else %}
 	__u64 raw = PT_REGS_RC(ctx);
 
-	return pg_exit({{ p.id }}, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+	return pg_exit({{ p.id }}, PG_ERRNO((long)raw), {{ p.ptr_check }}(raw), ctx, 0);
 {%- endif %}
 }
 {%- endif %}

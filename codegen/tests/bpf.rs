@@ -37,6 +37,7 @@ fn probe(
             "bool" => 1,
             _ => 0,
         },
+        null_ok: false,
         nargs,
         attach: attach.into(),
         attach_symbol: None,

@@ -38,7 +38,10 @@ pub struct Side<'a> {
 
 impl Side<'_> {
     fn owns(&self, file: &str) -> bool {
-        self.vendor.dirs.iter().any(|d| file.starts_with(d.as_str()))
+        self.vendor
+            .dirs
+            .iter()
+            .any(|d| file.starts_with(d.as_str()))
     }
 
     fn has(&self, function: &str) -> bool {
@@ -138,7 +141,9 @@ fn candidates(to: &Side, object: &str) -> Vec<String> {
         .map(|p| p.function.clone())
         .collect();
     if same.is_empty() {
-        hw.iter().map(|p| p.function.clone()).collect::<BTreeSet<_>>()
+        hw.iter()
+            .map(|p| p.function.clone())
+            .collect::<BTreeSet<_>>()
     } else {
         same
     }
@@ -192,9 +197,7 @@ pub fn port(g: &CallGraph, from: Side, to: Side) -> Port {
             }
         }
     }
-    unmapped.sort_by(|a, b| {
-        (a.reason, &a.member, &a.from).cmp(&(b.reason, &b.member, &b.from))
-    });
+    unmapped.sort_by(|a, b| (a.reason, &a.member, &a.from).cmp(&(b.reason, &b.member, &b.from)));
     core.sort_by(|a, b| (&a.function, &a.module).cmp(&(&b.function, &b.module)));
     Port {
         from: from.name.to_string(),
@@ -208,7 +211,11 @@ pub fn port(g: &CallGraph, from: Side, to: Side) -> Port {
 impl Port {
     pub fn to_markdown(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "# Porting the {} probe set to {}\n", self.from, self.to);
+        let _ = writeln!(
+            out,
+            "# Porting the {} probe set to {}\n",
+            self.from, self.to
+        );
         let not_impl = self
             .unmapped
             .iter()
@@ -225,7 +232,11 @@ impl Port {
             self.core.len()
         );
         let _ = writeln!(out, "\n## Mapped through ib_device_ops\n");
-        let _ = writeln!(out, "| member | {} | {} | in the {} set |", self.from, self.to, self.to);
+        let _ = writeln!(
+            out,
+            "| member | {} | {} | in the {} set |",
+            self.from, self.to, self.to
+        );
         let _ = writeln!(out, "|---|---|---|---|");
         for m in &self.mappings {
             let _ = writeln!(
@@ -257,7 +268,11 @@ impl Port {
         if internal.is_empty() {
             let _ = writeln!(out, "None.");
         } else {
-            let _ = writeln!(out, "| {} | object | kept as | {} candidates |", self.from, self.to);
+            let _ = writeln!(
+                out,
+                "| {} | object | kept as | {} candidates |",
+                self.from, self.to
+            );
             let _ = writeln!(out, "|---|---|---|---|");
         }
         for u in internal {

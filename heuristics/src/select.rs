@@ -435,12 +435,16 @@ pub fn select(
                 ),
             ))
         } else if ctx.layer(id) == Layer::Vendor {
+            // Called through a focus member from the core's own paths, not only from inside
+            // a driver.
             g.callers(id)
                 .iter()
-                .find_map(|(_, e)| {
+                .find_map(|(caller, e)| {
                     let m = e.via.as_ref()?;
-                    (e.kind == EdgeKind::OpsTable && rules.focus_ops.contains_key(m))
-                        .then(|| m.clone())
+                    (e.kind == EdgeKind::OpsTable
+                        && rules.focus_ops.contains_key(m)
+                        && core_reach.contains(caller))
+                    .then(|| m.clone())
                 })
                 .map(|m| {
                     let obj = Object::parse(rules.focus_ops.get(&m).map_or("", String::as_str));

@@ -4,8 +4,8 @@
  * DO NOT EDIT: regenerate with
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.1> --vendor rxe --out DIR)
  *
- * Programs: 40 fexit, 3 kretprobe (fallback for clone-only functions).
- * Manifest probes without a program (cannot be attached): 4.
+ * Programs: 39 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Manifest probes without a program (cannot be attached): 5.
  *
  * Observe only: every program counts its calls; on failure it also counts the failure and its
  * errno and emits one struct pg_record into the `events` ring buffer. Nothing is modified
@@ -17,7 +17,8 @@
  *   int   the raw u64 from bpf_get_func_ret() is sign-extended from the BTF return size
  *         (an int -22 reads as 4294967274 otherwise); failure when negative. Positive values
  *         are counts in several kernel functions, so they are not failures.
- *   ptr   failure on IS_ERR (ret >= (u64)-4095) or NULL (errno 0).
+ *   ptr   failure on IS_ERR (ret >= (u64)-4095) or NULL (errno 0); only IS_ERR when the
+ *         manifest says null_ok (the function returns NULL as an ordinary "none").
  *   bool, void: calls only.
  * errno: -ret when ret is in [-4095, -1], else 0.
  *
@@ -43,6 +44,8 @@
 #define PG_ERRNO(ret) ((ret) < 0 && (ret) >= -PG_MAX_ERRNO ? -(ret) : 0)
 /* pointer failure: IS_ERR or NULL */
 #define PG_PTR_FAILED(raw) ((raw) == 0 || (raw) >= (__u64)-PG_MAX_ERRNO)
+/* pointer failure when NULL is an ordinary return (the function reports errors as ERR_PTR) */
+#define PG_IS_ERR(raw) ((raw) >= (__u64)-PG_MAX_ERRNO)
 
 /*
  * One record per failure, 96 bytes (offsets in the comments). Every field sits at a
@@ -541,7 +544,7 @@ int pg_32(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(32, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(32, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x7 /* args 0,1,2 */);
 }
 
 /* 33: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2101) */
@@ -674,18 +677,6 @@ int pg_43(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
-}
-
-/* 44: rdma_rxe:rxe_qp_from_init (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:303) */
-SEC("fexit/rxe_qp_from_init")
-int pg_44(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-	long ret;
-
-	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
 /* 45: rdma_rxe:rxe_reg_user_mr (ptr; drivers/infiniband/sw/rxe/rxe_verbs.c:885) */

@@ -93,7 +93,6 @@ pub const PROBES: &[(u32, &str, &str)] = &[
     (41, "rxe_qp_chk_attr", "rdma_rxe"),
     (42, "rxe_qp_chk_init", "rdma_rxe"),
     (43, "rxe_qp_from_attr", "rdma_rxe"),
-    (44, "rxe_qp_from_init", "rdma_rxe"),
     (45, "rxe_reg_user_mr", "rdma_rxe"),
     (46, "rxe_resize_cq", "rdma_rxe"),
 ];

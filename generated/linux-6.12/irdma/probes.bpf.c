@@ -17,7 +17,8 @@
  *   int   the raw u64 from bpf_get_func_ret() is sign-extended from the BTF return size
  *         (an int -22 reads as 4294967274 otherwise); failure when negative. Positive values
  *         are counts in several kernel functions, so they are not failures.
- *   ptr   failure on IS_ERR (ret >= (u64)-4095) or NULL (errno 0).
+ *   ptr   failure on IS_ERR (ret >= (u64)-4095) or NULL (errno 0); only IS_ERR when the
+ *         manifest says null_ok (the function returns NULL as an ordinary "none").
  *   bool, void: calls only.
  * errno: -ret when ret is in [-4095, -1], else 0.
  *
@@ -43,6 +44,8 @@
 #define PG_ERRNO(ret) ((ret) < 0 && (ret) >= -PG_MAX_ERRNO ? -(ret) : 0)
 /* pointer failure: IS_ERR or NULL */
 #define PG_PTR_FAILED(raw) ((raw) == 0 || (raw) >= (__u64)-PG_MAX_ERRNO)
+/* pointer failure when NULL is an ordinary return (the function reports errors as ERR_PTR) */
+#define PG_IS_ERR(raw) ((raw) >= (__u64)-PG_MAX_ERRNO)
 
 /*
  * One record per failure, 96 bytes (offsets in the comments). Every field sits at a
@@ -630,7 +633,7 @@ int pg_41(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(41, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(41, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0xf /* args 0,1,2,3 */);
 }
 
 /* 42: irdma:irdma_resize_cq (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:1884) */
@@ -688,7 +691,7 @@ int pg_47(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(47, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(47, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x7 /* args 0,1,2 */);
 }
 
 /* 48: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */

@@ -4,8 +4,8 @@
  * DO NOT EDIT: regenerate with
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.12> --vendor mlx5 --out DIR)
  *
- * Programs: 52 fexit, 3 kretprobe (fallback for clone-only functions).
- * Manifest probes without a program (cannot be attached): 12.
+ * Programs: 49 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Manifest probes without a program (cannot be attached): 11.
  *
  * Observe only: every program counts its calls; on failure it also counts the failure and its
  * errno and emits one struct pg_record into the `events` ring buffer. Nothing is modified
@@ -17,7 +17,8 @@
  *   int   the raw u64 from bpf_get_func_ret() is sign-extended from the BTF return size
  *         (an int -22 reads as 4294967274 otherwise); failure when negative. Positive values
  *         are counts in several kernel functions, so they are not failures.
- *   ptr   failure on IS_ERR (ret >= (u64)-4095) or NULL (errno 0).
+ *   ptr   failure on IS_ERR (ret >= (u64)-4095) or NULL (errno 0); only IS_ERR when the
+ *         manifest says null_ok (the function returns NULL as an ordinary "none").
  *   bool, void: calls only.
  * errno: -ret when ret is in [-4095, -1], else 0.
  *
@@ -33,7 +34,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#define PG_NPROBES 67
+#define PG_NPROBES 63
 #define PG_MAX_ERRNO 4095
 #define PG_ERRNO_ENTRIES 4096
 #define PG_NARGS 4
@@ -43,6 +44,8 @@
 #define PG_ERRNO(ret) ((ret) < 0 && (ret) >= -PG_MAX_ERRNO ? -(ret) : 0)
 /* pointer failure: IS_ERR or NULL */
 #define PG_PTR_FAILED(raw) ((raw) == 0 || (raw) >= (__u64)-PG_MAX_ERRNO)
+/* pointer failure when NULL is an ordinary return (the function reports errors as ERR_PTR) */
+#define PG_IS_ERR(raw) ((raw) >= (__u64)-PG_MAX_ERRNO)
 
 /*
  * One record per failure, 96 bytes (offsets in the comments). Every field sits at a
@@ -546,8 +549,20 @@ int pg_34(unsigned long long *ctx)
 	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 36: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:221) */
+/* 35: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:221) */
 SEC("fexit/mlx5_core_create_dct")
+int pg_35(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+}
+
+/* 36: mlx5_ib:mlx5_core_create_rq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:599) */
+SEC("fexit/mlx5_core_create_rq_tracked")
 int pg_36(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -558,8 +573,8 @@ int pg_36(unsigned long long *ctx)
 	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 37: mlx5_ib:mlx5_core_create_rq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:599) */
-SEC("fexit/mlx5_core_create_rq_tracked")
+/* 37: mlx5_ib:mlx5_core_create_sq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:652) */
+SEC("fexit/mlx5_core_create_sq_tracked")
 int pg_37(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -570,8 +585,8 @@ int pg_37(unsigned long long *ctx)
 	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 38: mlx5_ib:mlx5_core_create_sq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:652) */
-SEC("fexit/mlx5_core_create_sq_tracked")
+/* 38: mlx5_ib:mlx5_core_qp_modify (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:495) */
+SEC("fexit/mlx5_core_qp_modify")
 int pg_38(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -582,8 +597,8 @@ int pg_38(unsigned long long *ctx)
 	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 39: mlx5_ib:mlx5_core_qp_modify (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:495) */
-SEC("fexit/mlx5_core_qp_modify")
+/* 39: mlx5_ib:mlx5_ib_alloc_pd (int, 4 bytes; drivers/infiniband/hw/mlx5/main.c:2535) */
+SEC("fexit/mlx5_ib_alloc_pd")
 int pg_39(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -591,31 +606,35 @@ int pg_39(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
 }
 
-/* 40: mlx5_ib:mlx5_ib_alloc_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:2482) */
-SEC("fexit/mlx5_ib_alloc_mr")
+/* 40: mlx5_ib:mlx5_ib_counter_bind_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/counters.c:545) */
+SEC("fexit/mlx5_ib_counter_bind_qp")
 int pg_40(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(40, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
+	ret = (int)raw;
+	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
 }
 
-/* 41: mlx5_ib:mlx5_ib_alloc_mr_integrity (ptr; drivers/infiniband/hw/mlx5/mr.c:2488) */
-SEC("fexit/mlx5_ib_alloc_mr_integrity")
+/* 41: mlx5_ib:mlx5_ib_create_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:953) */
+SEC("fexit/mlx5_ib_create_cq")
 int pg_41(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(41, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
+	ret = (int)raw;
+	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 42: mlx5_ib:mlx5_ib_alloc_pd (int, 4 bytes; drivers/infiniband/hw/mlx5/main.c:2535) */
-SEC("fexit/mlx5_ib_alloc_pd")
+/* 42: mlx5_ib:mlx5_ib_create_mkey (int, 4 bytes; drivers/infiniband/hw/mlx5/mr.c:100) */
+SEC("fexit/mlx5_ib_create_mkey")
 int pg_42(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -623,11 +642,11 @@ int pg_42(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 43: mlx5_ib:mlx5_ib_counter_bind_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/counters.c:545) */
-SEC("fexit/mlx5_ib_counter_bind_qp")
+/* 43: mlx5_ib:mlx5_ib_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:3241) */
+SEC("fexit/mlx5_ib_create_qp")
 int pg_43(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -635,11 +654,11 @@ int pg_43(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 44: mlx5_ib:mlx5_ib_create_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:953) */
-SEC("fexit/mlx5_ib_create_cq")
+/* 44: mlx5_ib:mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG (int, 4 bytes; drivers/infiniband/hw/mlx5/devx.c:2329) */
+SEC("fexit/mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG")
 int pg_44(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -647,11 +666,11 @@ int pg_44(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
 }
 
-/* 45: mlx5_ib:mlx5_ib_create_mkey (int, 4 bytes; drivers/infiniband/hw/mlx5/mr.c:100) */
-SEC("fexit/mlx5_ib_create_mkey")
+/* 45: mlx5_ib:mlx5_ib_modify_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1145) */
+SEC("fexit/mlx5_ib_modify_cq")
 int pg_45(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -659,11 +678,11 @@ int pg_45(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 46: mlx5_ib:mlx5_ib_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:3241) */
-SEC("fexit/mlx5_ib_create_qp")
+/* 46: mlx5_ib:mlx5_ib_modify_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4662) */
+SEC("fexit/mlx5_ib_modify_qp")
 int pg_46(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -671,133 +690,121 @@ int pg_46(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 47: mlx5_ib:mlx5_ib_get_dma_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1033) */
-SEC("fexit/mlx5_ib_get_dma_mr")
+/* 47: mlx5_ib:mlx5_ib_reg_dm_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1392) */
+SEC("fexit/mlx5_ib_reg_dm_mr")
 int pg_47(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(47, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x3 /* args 0,1 */);
+	return pg_exit(47, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 48: mlx5_ib:mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG (int, 4 bytes; drivers/infiniband/hw/mlx5/devx.c:2329) */
-SEC("fexit/mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG")
+/* 48: mlx5_ib:mlx5_ib_reg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1530) */
+SEC("fexit/mlx5_ib_reg_user_mr")
 int pg_48(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(48, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(48, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 49: mlx5_ib:mlx5_ib_modify_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1145) */
-SEC("fexit/mlx5_ib_modify_cq")
+/* 49: mlx5_ib:mlx5_ib_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/mlx5/mr.c:1693) */
+SEC("fexit/mlx5_ib_reg_user_mr_dmabuf")
 int pg_49(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(49, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(49, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 50: mlx5_ib:mlx5_ib_modify_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4662) */
-SEC("fexit/mlx5_ib_modify_qp")
+/* 50: mlx5_ib:mlx5_ib_rereg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1816) */
+SEC("fexit/mlx5_ib_rereg_user_mr")
 int pg_50(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(50, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(50, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 51: mlx5_ib:mlx5_ib_reg_dm_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1392) */
-SEC("fexit/mlx5_ib_reg_dm_mr")
+/* 51: mlx5_ib:mlx5_ib_resize_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1275) */
+SEC("fexit/mlx5_ib_resize_cq")
 int pg_51(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(51, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	ret = (int)raw;
+	return pg_exit(51, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
-/* 52: mlx5_ib:mlx5_ib_reg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1530) */
-SEC("fexit/mlx5_ib_reg_user_mr")
+/* 52: mlx5_ib:mlx5_qpc_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:246) */
+SEC("fexit/mlx5_qpc_create_qp")
 int pg_52(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(52, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	ret = (int)raw;
+	return pg_exit(52, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
 }
 
-/* 53: mlx5_ib:mlx5_ib_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/mlx5/mr.c:1693) */
-SEC("fexit/mlx5_ib_reg_user_mr_dmabuf")
+/* 53: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
+SEC("fexit/modify_qp")
 int pg_53(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(53, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
-}
-
-/* 54: mlx5_ib:mlx5_ib_rereg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1816) */
-SEC("fexit/mlx5_ib_rereg_user_mr")
-int pg_54(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(54, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
-}
-
-/* 55: mlx5_ib:mlx5_ib_resize_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1275) */
-SEC("fexit/mlx5_ib_resize_cq")
-int pg_55(unsigned long long *ctx)
-{
-	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(55, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(53, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
 }
 
-/* 56: mlx5_ib:mlx5_qpc_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:246) */
-SEC("fexit/mlx5_qpc_create_qp")
-int pg_56(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-	long ret;
-
-	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(56, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
-}
-
-/* 57: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
-SEC("fexit/modify_qp")
-int pg_57(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-	long ret;
-
-	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(57, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
-}
-
-/* 62: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
+/* 58: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
 SEC("fexit/rdma_counter_bind_qp_auto")
+int pg_58(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(58, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+}
+
+/* 59: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
+SEC("fexit/rdma_fill_sgid_attr")
+int pg_59(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(59, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+}
+
+/* 61: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
+SEC("fexit/rdma_lag_get_ah_roce_slave")
+int pg_61(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(61, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x7 /* args 0,1,2 */);
+}
+
+/* 62: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
+SEC("fexit/rdma_set_cq_moderation")
 int pg_62(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -805,41 +812,7 @@ int pg_62(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(62, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
-}
-
-/* 63: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
-SEC("fexit/rdma_fill_sgid_attr")
-int pg_63(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-	long ret;
-
-	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(63, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
-}
-
-/* 65: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
-SEC("fexit/rdma_lag_get_ah_roce_slave")
-int pg_65(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(65, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x7 /* args 0,1,2 */);
-}
-
-/* 66: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
-SEC("fexit/rdma_set_cq_moderation")
-int pg_66(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-	long ret;
-
-	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(66, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(62, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,908 @@
+//! Manifest against manifest: the drift `probegen check` reports after a kernel upgrade, and
+//! the coverage diff `probegen diff` posts on a review. Pure: manifests in, data and markdown
+//! out, deterministic.
+//!
+//! Probes are keyed by (module, function). A probe only in the old set is *removed*, with its
+//! fate in the new one: excluded by a rule, no longer reachable, or gone from the source; a
+//! removed probe gone from the source and a new probe in the same file, on the same object and
+//! layer, are a *rename*; the same function in another module is a *module move*. Probes in
+//! both sets are compared for argument count, return kind, attach verdict and file.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::manifest::{Manifest, Probe};
+use crate::verbs::{self, VerbStatus};
+
+/// Which set a report talks about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SetId {
+    pub kernel: String,
+    pub vendor: String,
+}
+
+impl SetId {
+    fn of(m: &Manifest) -> Self {
+        Self {
+            kernel: m.kernel.version.clone(),
+            vendor: m.vendor.clone(),
+        }
+    }
+}
+
+/// The fields of a probe a reviewer needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProbeSummary {
+    pub function: String,
+    pub module: String,
+    pub file: String,
+    pub line: usize,
+    pub layer: String,
+    pub object: String,
+    pub rule: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub focus: Option<String>,
+    pub attach: String,
+}
+
+impl From<&Probe> for ProbeSummary {
+    fn from(p: &Probe) -> Self {
+        Self {
+            function: p.function.clone(),
+            module: p.module.clone(),
+            file: p.file.clone(),
+            line: p.line,
+            layer: p.layer.clone(),
+            object: p.object.clone(),
+            rule: p.rule.clone(),
+            focus: p.focus.clone(),
+            attach: p.attach.clone(),
+        }
+    }
+}
+
+impl ProbeSummary {
+    /// `focus (ops-impl)`, `override`.
+    pub fn rule_text(&self) -> String {
+        match &self.focus {
+            Some(f) => format!("{} ({f})", self.rule),
+            None => self.rule.clone(),
+        }
+    }
+}
+
+/// What became of a removed probe in the new set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "now", rename_all = "kebab-case")]
+pub enum Fate {
+    /// Still reachable; a rule drops it now.
+    Excluded { rule: String, evidence: String },
+    /// Still defined in the source, no longer reached from the entries.
+    Unreachable,
+    /// No longer defined in the source.
+    Gone,
+    /// Not in the new manifest (unreachable or gone: only the source can tell).
+    Absent,
+}
+
+impl Fate {
+    pub fn text(&self) -> String {
+        match self {
+            Fate::Excluded { rule, evidence } => format!("excluded by {rule}: {evidence}"),
+            Fate::Unreachable => "no longer reachable from the entries".into(),
+            Fate::Gone => "gone from the source".into(),
+            Fate::Absent => "not in the new set (unreachable or gone)".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Removed {
+    #[serde(flatten)]
+    pub probe: ProbeSummary,
+    #[serde(flatten)]
+    pub fate: Fate,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Renamed {
+    pub from: ProbeSummary,
+    pub to: ProbeSummary,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChangeKind {
+    Nargs,
+    Returns,
+    Attach,
+    File,
+    Module,
+}
+
+impl ChangeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Nargs => "nargs",
+            ChangeKind::Returns => "returns",
+            ChangeKind::Attach => "attach",
+            ChangeKind::File => "file",
+            ChangeKind::Module => "module",
+        }
+    }
+}
+
+/// One property of a probe present in both sets that changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    pub function: String,
+    /// The module in the new set.
+    pub module: String,
+    pub what: ChangeKind,
+    pub old: String,
+    pub new: String,
+}
+
+/// Everything that differs between two probe sets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Drift {
+    pub old: SetId,
+    pub new: SetId,
+    pub added: Vec<ProbeSummary>,
+    pub removed: Vec<Removed>,
+    pub renamed: Vec<Renamed>,
+    pub changed: Vec<Change>,
+}
+
+impl Drift {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty()
+            && self.removed.is_empty()
+            && self.renamed.is_empty()
+            && self.changed.is_empty()
+    }
+
+    /// Items to review.
+    pub fn len(&self) -> usize {
+        self.added.len() + self.removed.len() + self.renamed.len() + self.changed.len()
+    }
+}
+
+type Key = (String, String);
+
+fn key(p: &Probe) -> Key {
+    (p.module.clone(), p.function.clone())
+}
+
+fn attach_text(p: &Probe) -> String {
+    match &p.attach_symbol {
+        Some(s) => format!("{} ({s})", p.attach),
+        None => p.attach.clone(),
+    }
+}
+
+/// Pair the probes of one key: same file first, then in order.
+fn pair_same_key<'a>(old: &[&'a Probe], new: &[&'a Probe]) -> PairResult<'a> {
+    let mut used_new = vec![false; new.len()];
+    let mut pairs = Vec::new();
+    let mut left_old = Vec::new();
+    for o in old {
+        match new
+            .iter()
+            .enumerate()
+            .find(|(i, n)| !used_new[*i] && n.file == o.file)
+        {
+            Some((i, n)) => {
+                used_new[i] = true;
+                pairs.push((*o, *n));
+            }
+            None => left_old.push(*o),
+        }
+    }
+    let mut left_new: Vec<&Probe> = new
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !used_new[*i])
+        .map(|(_, n)| *n)
+        .collect();
+    let mut still_old = Vec::new();
+    for o in left_old {
+        if left_new.is_empty() {
+            still_old.push(o);
+        } else {
+            pairs.push((o, left_new.remove(0)));
+        }
+    }
+    (pairs, still_old, left_new)
+}
+
+type PairResult<'a> = (Vec<(&'a Probe, &'a Probe)>, Vec<&'a Probe>, Vec<&'a Probe>);
+
+fn changes(o: &Probe, n: &Probe) -> Vec<Change> {
+    let mut out = Vec::new();
+    let mut push = |what: ChangeKind, old: String, new: String| {
+        if old != new {
+            out.push(Change {
+                function: n.function.clone(),
+                module: n.module.clone(),
+                what,
+                old,
+                new,
+            });
+        }
+    };
+    push(ChangeKind::Module, o.module.clone(), n.module.clone());
+    push(ChangeKind::File, o.file.clone(), n.file.clone());
+    push(ChangeKind::Nargs, o.nargs.to_string(), n.nargs.to_string());
+    push(ChangeKind::Returns, o.returns.clone(), n.returns.clone());
+    push(ChangeKind::Attach, attach_text(o), attach_text(n));
+    out
+}
+
+/// Similarity of two names for rename pairing: shared prefix plus shared suffix, in bytes.
+fn similarity(a: &str, b: &str) -> usize {
+    let pre = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    let suf = a
+        .bytes()
+        .rev()
+        .zip(b.bytes().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    (pre + suf).min(a.len().max(b.len()))
+}
+
+fn group(m: &Manifest) -> BTreeMap<Key, Vec<&Probe>> {
+    let mut g: BTreeMap<Key, Vec<&Probe>> = BTreeMap::new();
+    for p in &m.probes {
+        g.entry(key(p)).or_default().push(p);
+    }
+    g
+}
+
+/// Compare two probe sets. `defined` says whether a function is still defined in the new
+/// source (`None` when only the manifests are known: removed probes absent from the new
+/// manifest are then [`Fate::Absent`]).
+pub fn drift(old: &Manifest, new: &Manifest, defined: Option<&dyn Fn(&str) -> bool>) -> Drift {
+    let (og, ng) = (group(old), group(new));
+    let keys: BTreeSet<&Key> = og.keys().chain(ng.keys()).collect();
+    let mut changed = Vec::new();
+    let mut removed_p: Vec<&Probe> = Vec::new();
+    let mut added_p: Vec<&Probe> = Vec::new();
+    for k in keys {
+        let o = og.get(k).map_or(&[][..], Vec::as_slice);
+        let n = ng.get(k).map_or(&[][..], Vec::as_slice);
+        let (pairs, ro, an) = pair_same_key(o, n);
+        for (a, b) in pairs {
+            changed.extend(changes(a, b));
+        }
+        removed_p.extend(ro);
+        added_p.extend(an);
+    }
+
+    // Module moves: the same function removed from one module and added in another.
+    let mut i = 0;
+    while i < removed_p.len() {
+        let r = removed_p[i];
+        if let Some(j) = added_p.iter().position(|a| a.function == r.function) {
+            let a = added_p.remove(j);
+            changed.extend(changes(r, a));
+            removed_p.remove(i);
+        } else {
+            i += 1;
+        }
+    }
+
+    let in_manifest = |m: &Manifest, f: &str| {
+        m.probes.iter().any(|p| p.function == f) || m.excluded.iter().any(|e| e.function == f)
+    };
+    let fate_of = |p: &Probe| -> Fate {
+        if let Some(e) = new
+            .excluded
+            .iter()
+            .find(|e| e.function == p.function && e.module == p.module)
+            .or_else(|| new.excluded.iter().find(|e| e.function == p.function))
+        {
+            return Fate::Excluded {
+                rule: e.rule.clone(),
+                evidence: e.evidence.clone(),
+            };
+        }
+        match defined {
+            Some(d) if d(&p.function) => Fate::Unreachable,
+            Some(_) => Fate::Gone,
+            None if in_manifest(new, &p.function) => Fate::Unreachable,
+            None => Fate::Absent,
+        }
+    };
+
+    // Renames: a removed probe gone from the source and a new function in the same file, on
+    // the same object and layer; the most similar name wins, ties by name.
+    let mut renamed = Vec::new();
+    let mut removed = Vec::new();
+    for r in removed_p {
+        let fate = fate_of(r);
+        if matches!(fate, Fate::Gone | Fate::Absent) {
+            let best = added_p
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| {
+                    a.file == r.file
+                        && a.object == r.object
+                        && a.layer == r.layer
+                        && !in_manifest(old, &a.function)
+                })
+                .max_by(|(_, a), (_, b)| {
+                    similarity(&r.function, &a.function)
+                        .cmp(&similarity(&r.function, &b.function))
+                        .then_with(|| b.function.cmp(&a.function))
+                })
+                .map(|(j, _)| j);
+            if let Some(j) = best {
+                let a = added_p.remove(j);
+                renamed.push(Renamed {
+                    from: r.into(),
+                    to: a.into(),
+                });
+                continue;
+            }
+        }
+        removed.push(Removed {
+            probe: r.into(),
+            fate,
+        });
+    }
+    let mut added: Vec<ProbeSummary> = added_p.into_iter().map(ProbeSummary::from).collect();
+    added.sort_by(|a, b| (&a.function, &a.module).cmp(&(&b.function, &b.module)));
+    removed.sort_by(|a, b| {
+        (&a.probe.function, &a.probe.module).cmp(&(&b.probe.function, &b.probe.module))
+    });
+    renamed.sort_by(|a, b| a.from.function.cmp(&b.from.function));
+    changed.sort_by(|a, b| (&a.function, &a.module, a.what).cmp(&(&b.function, &b.module, b.what)));
+    Drift {
+        old: SetId::of(old),
+        new: SetId::of(new),
+        added,
+        removed,
+        renamed,
+        changed,
+    }
+}
+
+/// Markdown table cell: no pipes or newlines.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn count(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
+/// Markdown sections shared by `check` and `diff`: added, removed, renamed, changed.
+fn drift_sections(d: &Drift, out: &mut String) {
+    if !d.added.is_empty() {
+        let _ = writeln!(out, "\n## Added probes ({})\n", d.added.len());
+        let _ = writeln!(
+            out,
+            "| function | module | file | object | layer | rule | attach |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+        for p in &d.added {
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {}:{} | {} | {} | {} | {} |",
+                p.function,
+                p.module,
+                p.file,
+                p.line,
+                p.object,
+                p.layer,
+                p.rule_text(),
+                p.attach
+            );
+        }
+    }
+    if !d.removed.is_empty() {
+        let _ = writeln!(out, "\n## Removed probes ({})\n", d.removed.len());
+        let _ = writeln!(out, "| function | module | file | was | now |");
+        let _ = writeln!(out, "|---|---|---|---|---|");
+        for r in &d.removed {
+            let p = &r.probe;
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} | {} | {} |",
+                p.function,
+                p.module,
+                p.file,
+                p.rule_text(),
+                cell(&r.fate.text())
+            );
+        }
+    }
+    if !d.renamed.is_empty() {
+        let _ = writeln!(out, "\n## Renamed targets ({})\n", d.renamed.len());
+        let _ = writeln!(out, "| old | new | module | file | object | layer |");
+        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        for r in &d.renamed {
+            let _ = writeln!(
+                out,
+                "| `{}` | `{}` | {} | {} | {} | {} |",
+                r.from.function, r.to.function, r.to.module, r.to.file, r.to.object, r.to.layer
+            );
+        }
+    }
+    if !d.changed.is_empty() {
+        let _ = writeln!(out, "\n## Changed probes ({})\n", d.changed.len());
+        let _ = writeln!(out, "| function | module | what | old | new |");
+        let _ = writeln!(out, "|---|---|---|---|---|");
+        for c in &d.changed {
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} | {} | {} |",
+                c.function,
+                c.module,
+                c.what.as_str(),
+                cell(&c.old),
+                cell(&c.new)
+            );
+        }
+    }
+}
+
+/// The `probegen check` report.
+pub fn check_markdown(d: &Drift, against: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# probegen check: {} set of {} against the {} source\n",
+        d.old.vendor, d.old.kernel, d.new.kernel
+    );
+    let _ = writeln!(out, "Checked `{against}`.\n");
+    if d.is_empty() {
+        let _ = writeln!(
+            out,
+            "**No drift**: the regenerated set is the same probe for probe."
+        );
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "**Drift: {} to review** ({} added, {} removed, {} renamed, {} changed).",
+        count(d.len(), "item"),
+        d.added.len(),
+        d.removed.len(),
+        d.renamed.len(),
+        d.changed.len()
+    );
+    drift_sections(d, &mut out);
+    out
+}
+
+/// Probes per (object, layer) in both sets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObjectLayer {
+    pub object: String,
+    pub layer: String,
+    pub old: usize,
+    pub new: usize,
+}
+
+/// One verb in both sets.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerbDiff {
+    pub verb: String,
+    pub old: VerbStatus,
+    pub new: VerbStatus,
+}
+
+/// Probe counts of the two sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub old: usize,
+    pub new: usize,
+}
+
+/// The `probegen diff` report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CoverageDiff {
+    #[serde(flatten)]
+    pub drift: Drift,
+    pub probes: Counts,
+    pub objects: Vec<ObjectLayer>,
+    pub verbs: Vec<VerbDiff>,
+}
+
+const OBJECTS: &[&str] = &["QP", "MR", "PD", "CQ", "other"];
+const LAYERS: &[&str] = &["core", "vendor"];
+
+pub fn coverage_diff(old: &Manifest, new: &Manifest) -> CoverageDiff {
+    let tally = |m: &Manifest| {
+        let mut t: BTreeMap<(String, String), usize> = BTreeMap::new();
+        for p in &m.probes {
+            *t.entry((p.object.clone(), p.layer.clone())).or_default() += 1;
+        }
+        t
+    };
+    let (to, tn) = (tally(old), tally(new));
+    let mut objects = Vec::new();
+    let mut keys: Vec<(String, String)> = OBJECTS
+        .iter()
+        .flat_map(|o| LAYERS.iter().map(|l| (o.to_string(), l.to_string())))
+        .collect();
+    for k in to.keys().chain(tn.keys()) {
+        if !keys.contains(k) {
+            keys.push(k.clone());
+        }
+    }
+    for (object, layer) in keys {
+        let k = (object.clone(), layer.clone());
+        objects.push(ObjectLayer {
+            old: to.get(&k).copied().unwrap_or(0),
+            new: tn.get(&k).copied().unwrap_or(0),
+            object,
+            layer,
+        });
+    }
+    let (so, sn) = (verbs::statuses(old), verbs::statuses(new));
+    let verbs = verbs::REPORTED_VERBS
+        .iter()
+        .filter_map(|v| {
+            let o = so.iter().find(|s| s.verb == *v)?;
+            let n = sn.iter().find(|s| s.verb == *v)?;
+            Some(VerbDiff {
+                verb: v.to_string(),
+                old: o.clone(),
+                new: n.clone(),
+            })
+        })
+        .collect();
+    CoverageDiff {
+        drift: drift(old, new, None),
+        probes: Counts {
+            old: old.probes.len(),
+            new: new.probes.len(),
+        },
+        objects,
+        verbs,
+    }
+}
+
+fn arrow(old: usize, new: usize) -> String {
+    match new.cmp(&old) {
+        std::cmp::Ordering::Equal => old.to_string(),
+        std::cmp::Ordering::Greater => format!("{old} → {new} (+{})", new - old),
+        std::cmp::Ordering::Less => format!("{old} → {new} (−{})", old - new),
+    }
+}
+
+fn below_text(s: &VerbStatus) -> String {
+    s.below.len().to_string()
+}
+
+pub fn diff_markdown(d: &CoverageDiff) -> String {
+    let mut out = String::new();
+    let dr = &d.drift;
+    let _ = writeln!(
+        out,
+        "# Probe set diff: {} {} → {} {}\n",
+        dr.old.vendor, dr.old.kernel, dr.new.vendor, dr.new.kernel
+    );
+    let _ = writeln!(
+        out,
+        "{} (was {}): {} added, {} removed, {} renamed, {} changed.",
+        count(d.probes.new, "probe"),
+        d.probes.old,
+        dr.added.len(),
+        dr.removed.len(),
+        dr.renamed.len(),
+        dr.changed.len()
+    );
+    drift_sections(dr, &mut out);
+
+    let _ = writeln!(out, "\n## Coverage by object and layer\n");
+    let _ = writeln!(out, "| object | core | vendor | total |");
+    let _ = writeln!(out, "|---|---|---|---|");
+    let mut objects: Vec<&str> = Vec::new();
+    for o in &d.objects {
+        if !objects.contains(&o.object.as_str()) {
+            objects.push(&o.object);
+        }
+    }
+    for obj in objects {
+        let get = |layer: &str| {
+            d.objects
+                .iter()
+                .filter(|o| o.object == obj && (layer.is_empty() || o.layer == layer))
+                .fold((0, 0), |(a, b), o| (a + o.old, b + o.new))
+        };
+        let (c, v, t) = (get("core"), get("vendor"), get(""));
+        let _ = writeln!(
+            out,
+            "| {obj} | {} | {} | {} |",
+            arrow(c.0, c.1),
+            arrow(v.0, v.1),
+            arrow(t.0, t.1)
+        );
+    }
+
+    let _ = writeln!(out, "\n## Userspace verbs\n");
+    let _ = writeln!(
+        out,
+        "The handler each verb lands in (rdma-core 44's command or method, the kernel's \
+         handler for it) and the probes below it.\n"
+    );
+    let _ = writeln!(out, "| verb | via | handler | old | new | probes below |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    for v in &d.verbs {
+        let handler = v
+            .new
+            .handler
+            .as_deref()
+            .or(v.old.handler.as_deref())
+            .map_or_else(|| "—".to_string(), |h| format!("`{h}`"));
+        let mark = |s: &VerbStatus| {
+            let m = if s.covered { "✅" } else { "❌" };
+            format!("{m} {}", s.verdict.short())
+        };
+        let _ = writeln!(
+            out,
+            "| `{}` | {} `{}` | {} | {} | {} | {} |",
+            v.verb,
+            v.new.transport.as_str(),
+            v.new.id,
+            handler,
+            mark(&v.old),
+            mark(&v.new),
+            if v.old.below == v.new.below {
+                below_text(&v.new)
+            } else {
+                format!("{} → {}", below_text(&v.old), below_text(&v.new))
+            }
+        );
+    }
+    let changed: Vec<&VerbDiff> = d
+        .verbs
+        .iter()
+        .filter(|v| v.old.below != v.new.below)
+        .collect();
+    if !changed.is_empty() {
+        let _ = writeln!(out, "\nProbes below a handler that changed:\n");
+        for v in changed {
+            let o: BTreeSet<&String> = v.old.below.iter().collect();
+            let n: BTreeSet<&String> = v.new.below.iter().collect();
+            let plus: Vec<String> = n.difference(&o).map(|s| format!("+{s}")).collect();
+            let minus: Vec<String> = o.difference(&n).map(|s| format!("−{s}")).collect();
+            let _ = writeln!(
+                out,
+                "- `{}`: {}",
+                v.verb,
+                minus.into_iter().chain(plus).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::{Excluded, KernelInfo, Stats};
+
+    fn probe(function: &str, module: &str, file: &str, object: &str, layer: &str) -> Probe {
+        Probe {
+            id: 0,
+            function: function.into(),
+            module: module.into(),
+            file: file.into(),
+            line: 10,
+            layer: layer.into(),
+            object: object.into(),
+            rule: "focus".into(),
+            focus: Some("hardware".into()),
+            evidence: String::new(),
+            returns: "int".into(),
+            ret_size: 4,
+            null_ok: false,
+            nargs: 2,
+            attach: "fexit".into(),
+            attach_symbol: None,
+            suggest: None,
+            args: Vec::new(),
+            calls: Vec::new(),
+            path: vec!["ib_uverbs_write".into(), function.into()],
+        }
+    }
+
+    fn manifest(version: &str, probes: Vec<Probe>, excluded: Vec<Excluded>) -> Manifest {
+        let mut probes = probes;
+        for (i, p) in probes.iter_mut().enumerate() {
+            p.id = i as u32;
+        }
+        Manifest {
+            schema: crate::manifest::SCHEMA_ID.into(),
+            kernel: KernelInfo {
+                version: version.into(),
+                config: ".config".into(),
+            },
+            vendor: "mlx5".into(),
+            entries: vec!["ib_uverbs_write".into()],
+            probes,
+            excluded,
+            stats: Stats::default(),
+        }
+    }
+
+    const QP_C: &str = "drivers/infiniband/hw/mlx5/qp.c";
+
+    #[test]
+    fn same_set_has_no_drift() {
+        let m = manifest("6.12", vec![probe("a", "m", QP_C, "QP", "vendor")], vec![]);
+        let d = drift(&m, &m, None);
+        assert!(d.is_empty());
+        assert!(check_markdown(&d, "x.yaml").contains("No drift"));
+    }
+
+    #[test]
+    fn classifies_every_kind_of_drift() {
+        let mut sig = probe("sig", "mlx5_ib", QP_C, "QP", "vendor");
+        let old = manifest(
+            "6.1",
+            vec![
+                probe("old_name", "mlx5_ib", QP_C, "QP", "vendor"),
+                probe(
+                    "dropped",
+                    "ib_core",
+                    "drivers/infiniband/core/verbs.c",
+                    "QP",
+                    "core",
+                ),
+                probe(
+                    "moved",
+                    "ib_core",
+                    "drivers/infiniband/core/a.c",
+                    "MR",
+                    "core",
+                ),
+                probe(
+                    "wandered",
+                    "ib_core",
+                    "drivers/infiniband/core/b.c",
+                    "MR",
+                    "core",
+                ),
+                sig.clone(),
+                probe(
+                    "vanished",
+                    "mlx5_ib",
+                    "drivers/infiniband/hw/mlx5/mr.c",
+                    "MR",
+                    "vendor",
+                ),
+            ],
+            vec![],
+        );
+        sig.nargs = 3;
+        sig.attach = "inlined".into();
+        let new = manifest(
+            "6.12",
+            vec![
+                probe("new_name", "mlx5_ib", QP_C, "QP", "vendor"),
+                probe(
+                    "moved",
+                    "ib_core",
+                    "drivers/infiniband/core/c.c",
+                    "MR",
+                    "core",
+                ),
+                probe(
+                    "wandered",
+                    "ib_uverbs",
+                    "drivers/infiniband/core/b.c",
+                    "MR",
+                    "core",
+                ),
+                sig,
+                probe(
+                    "fresh",
+                    "ib_core",
+                    "drivers/infiniband/core/verbs.c",
+                    "CQ",
+                    "core",
+                ),
+            ],
+            vec![Excluded {
+                function: "dropped".into(),
+                module: "ib_core".into(),
+                file: "drivers/infiniband/core/verbs.c".into(),
+                line: 1,
+                rule: "read-only".into(),
+                evidence: "name says query".into(),
+                path: vec![],
+            }],
+        );
+        let defined = |f: &str| f == "vanished_but_defined";
+        let d = drift(&old, &new, Some(&defined));
+        assert_eq!(
+            d.added
+                .iter()
+                .map(|p| p.function.as_str())
+                .collect::<Vec<_>>(),
+            ["fresh"]
+        );
+        let removed: Vec<(&str, &Fate)> = d
+            .removed
+            .iter()
+            .map(|r| (r.probe.function.as_str(), &r.fate))
+            .collect();
+        assert_eq!(
+            removed,
+            [
+                (
+                    "dropped",
+                    &Fate::Excluded {
+                        rule: "read-only".into(),
+                        evidence: "name says query".into()
+                    }
+                ),
+                ("vanished", &Fate::Gone),
+            ]
+        );
+        assert_eq!(d.renamed.len(), 1);
+        assert_eq!(
+            (
+                d.renamed[0].from.function.as_str(),
+                d.renamed[0].to.function.as_str()
+            ),
+            ("old_name", "new_name")
+        );
+        let changed: Vec<(&str, &str, &str, &str)> = d
+            .changed
+            .iter()
+            .map(|c| {
+                (
+                    c.function.as_str(),
+                    c.what.as_str(),
+                    c.old.as_str(),
+                    c.new.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            changed,
+            [
+                (
+                    "moved",
+                    "file",
+                    "drivers/infiniband/core/a.c",
+                    "drivers/infiniband/core/c.c"
+                ),
+                ("sig", "nargs", "2", "3"),
+                ("sig", "attach", "fexit", "inlined"),
+                ("wandered", "module", "ib_core", "ib_uverbs"),
+            ]
+        );
+        let md = check_markdown(&d, "old.yaml");
+        assert!(md.contains("**Drift: 8 items to review**"), "{md}");
+        assert!(md.contains("| `old_name` | `new_name` |"), "{md}");
+        // Manifest-only: the vanished probe is absent, not known to be gone.
+        let d = drift(&old, &new, None);
+        assert!(d
+            .removed
+            .iter()
+            .any(|r| r.probe.function == "vanished" && r.fate == Fate::Absent));
+    }
+
+    #[test]
+    fn same_key_twice_pairs_by_file() {
+        let a = probe("create_qp", "ib_core", "x.c", "QP", "core");
+        let b = probe("create_qp", "ib_core", "y.c", "QP", "core");
+        let old = manifest("1", vec![a.clone(), b.clone()], vec![]);
+        let new = manifest("2", vec![b, a], vec![]);
+        assert!(drift(&old, &new, None).is_empty());
+    }
+}

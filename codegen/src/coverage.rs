@@ -1,0 +1,322 @@
+//! Coverage of a probe set against a failure log: which share of the failures (weighted, for
+//! example by GPU-hours lost) lands in a verb whose kernel handler is probed, and for the rest
+//! the rule that excluded the handler. Pure: CSV text and a manifest in.
+//!
+//! The CSV has the columns `verb,errno,weight` (an optional header line with those names;
+//! blank lines and `#` comments are skipped). `verb` is a libibverbs verb (`ibv_create_qp`,
+//! or `create_qp`); `errno` a number (`-22`, `22`) or a name (`EINVAL`); `weight` a
+//! non-negative number. Shares are of the total weight, unknown verbs included, so
+//! `covered_share + sum(uncovered) + unknown_share = 1`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::manifest::Manifest;
+use crate::verbs::{self, VerbStatus};
+
+/// One failure row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailureRow {
+    /// 1-based line in the file.
+    pub line: usize,
+    pub verb: String,
+    pub errno: String,
+    pub weight: f64,
+}
+
+/// A row that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Malformed {
+    pub line: usize,
+    pub error: String,
+}
+
+fn unquote(s: &str) -> &str {
+    let t = s.trim();
+    t.strip_prefix('"')
+        .and_then(|x| x.strip_suffix('"'))
+        .unwrap_or(t)
+        .trim()
+}
+
+fn valid_errno(s: &str) -> bool {
+    let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+    let number = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    let name = s.len() > 1
+        && s.starts_with('E')
+        && s.bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+    number || name
+}
+
+/// Parse the CSV: good rows and malformed rows, each with its line number.
+pub fn parse_failures(text: &str) -> (Vec<FailureRow>, Vec<Malformed>) {
+    let mut rows = Vec::new();
+    let mut bad = Vec::new();
+    let mut seen_data = false;
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let l = raw.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = l.split(',').map(unquote).collect();
+        if !seen_data {
+            seen_data = true;
+            let lower: Vec<String> = fields.iter().map(|f| f.to_ascii_lowercase()).collect();
+            if lower == ["verb", "errno", "weight"] {
+                continue;
+            }
+        }
+        let mut err = |error: String| bad.push(Malformed { line, error });
+        if fields.len() != 3 {
+            err(format!(
+                "expected 3 fields `verb,errno,weight`, found {}",
+                fields.len()
+            ));
+            continue;
+        }
+        let (verb, errno, weight) = (fields[0], fields[1], fields[2]);
+        if verb.is_empty() || !verb.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            err(format!(
+                "verb `{verb}`: expected a verb name such as ibv_create_qp"
+            ));
+            continue;
+        }
+        if !valid_errno(errno) {
+            err(format!(
+                "errno `{errno}`: expected a number (-22) or a name (EINVAL)"
+            ));
+            continue;
+        }
+        match weight.parse::<f64>() {
+            Ok(w) if w.is_finite() && w >= 0.0 => rows.push(FailureRow {
+                line,
+                verb: verb.to_string(),
+                errno: errno.to_string(),
+                weight: w,
+            }),
+            _ => err(format!("weight `{weight}`: expected a non-negative number")),
+        }
+    }
+    (rows, bad)
+}
+
+/// Weight of one verb in the log, and what the probe set does with it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerbWeight {
+    pub verb: String,
+    pub rows: usize,
+    pub weight: f64,
+    pub share: f64,
+    pub covered: bool,
+    /// `focus`/`override` when covered, else the rule that excluded the handler, or
+    /// `unreachable`.
+    pub rule: String,
+    pub handler: Option<String>,
+    pub probes_below: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CoverageReport {
+    pub manifest: String,
+    pub kernel: String,
+    pub vendor: String,
+    pub rows: usize,
+    pub total_weight: f64,
+    /// Share of the total weight whose verb's handler is probed (0..1).
+    pub covered_share: f64,
+    /// Uncovered share by the rule that excluded the handler.
+    pub uncovered: BTreeMap<String, f64>,
+    pub unknown_share: f64,
+    /// Verbs of the log probegen does not know, sorted.
+    pub unknown_verbs: Vec<String>,
+    pub verbs: Vec<VerbWeight>,
+    /// Rows skipped with `--lenient`.
+    pub skipped: Vec<Malformed>,
+}
+
+/// Round to 6 decimals so the JSON is stable and readable.
+fn r6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
+}
+
+/// Weigh the failure rows against the probe set. `origin` names the manifest in the report.
+pub fn coverage(
+    m: &Manifest,
+    origin: &str,
+    rows: &[FailureRow],
+    skipped: Vec<Malformed>,
+) -> CoverageReport {
+    let statuses = verbs::statuses(m);
+    let total: f64 = rows.iter().map(|r| r.weight).sum();
+    let share = |w: f64| if total > 0.0 { r6(w / total) } else { 0.0 };
+    let mut per_verb: BTreeMap<String, (usize, f64, Option<&VerbStatus>)> = BTreeMap::new();
+    for r in rows {
+        let (name, st) = match verbs::lookup(&r.verb) {
+            Some(d) => (
+                d.verb.to_string(),
+                statuses.iter().find(|s| s.verb == d.verb),
+            ),
+            None => (r.verb.clone(), None),
+        };
+        let e = per_verb.entry(name).or_insert((0, 0.0, st));
+        e.0 += 1;
+        e.1 += r.weight;
+    }
+    let mut covered = 0.0;
+    let mut uncovered: BTreeMap<String, f64> = BTreeMap::new();
+    let mut unknown = 0.0;
+    let mut unknown_verbs = Vec::new();
+    let mut verbs_out = Vec::new();
+    for (verb, (n, w, st)) in per_verb {
+        let Some(st) = st else {
+            unknown += w;
+            unknown_verbs.push(verb);
+            continue;
+        };
+        if st.covered {
+            covered += w;
+        } else {
+            *uncovered.entry(st.verdict.rule().to_string()).or_default() += w;
+        }
+        verbs_out.push(VerbWeight {
+            verb,
+            rows: n,
+            weight: r6(w),
+            share: share(w),
+            covered: st.covered,
+            rule: st.verdict.rule().to_string(),
+            handler: st.handler.clone(),
+            probes_below: st.below.len(),
+        });
+    }
+    verbs_out.sort_by(|a, b| {
+        b.weight
+            .total_cmp(&a.weight)
+            .then_with(|| a.verb.cmp(&b.verb))
+    });
+    CoverageReport {
+        manifest: origin.to_string(),
+        kernel: m.kernel.version.clone(),
+        vendor: m.vendor.clone(),
+        rows: rows.len(),
+        total_weight: r6(total),
+        covered_share: share(covered),
+        uncovered: uncovered.into_iter().map(|(k, w)| (k, share(w))).collect(),
+        unknown_share: share(unknown),
+        unknown_verbs,
+        verbs: verbs_out,
+        skipped,
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+pub fn coverage_markdown(c: &CoverageReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Coverage of the {} set ({}) against the failure log\n",
+        c.vendor, c.kernel
+    );
+    let _ = writeln!(
+        out,
+        "{} rows, total weight {}: **{} covered** (the verb's kernel handler is probed).\n",
+        c.rows,
+        c.total_weight,
+        pct(c.covered_share)
+    );
+    let _ = writeln!(out, "| | share |");
+    let _ = writeln!(out, "|---|---|");
+    let _ = writeln!(out, "| covered | {} |", pct(c.covered_share));
+    let mut rules: Vec<(&String, &f64)> = c.uncovered.iter().collect();
+    rules.sort_by(|a, b| b.1.total_cmp(a.1).then_with(|| a.0.cmp(b.0)));
+    for (rule, s) in rules {
+        let _ = writeln!(out, "| uncovered: {rule} | {} |", pct(*s));
+    }
+    if !c.unknown_verbs.is_empty() {
+        let _ = writeln!(out, "| unknown verbs | {} |", pct(c.unknown_share));
+    }
+    let _ = writeln!(
+        out,
+        "\n| verb | rows | weight | share | handler | verdict | probes below |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    for v in &c.verbs {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} | {} {} | {} |",
+            v.verb,
+            v.rows,
+            v.weight,
+            pct(v.share),
+            v.handler
+                .as_deref()
+                .map_or_else(|| "—".to_string(), |h| format!("`{h}`")),
+            if v.covered { "✅" } else { "❌" },
+            v.rule,
+            v.probes_below
+        );
+    }
+    if !c.unknown_verbs.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nUnknown verbs (counted in the total, not covered): {}",
+            c.unknown_verbs
+                .iter()
+                .map(|v| format!("`{v}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if !c.skipped.is_empty() {
+        let _ = writeln!(out, "\nSkipped malformed rows (--lenient):");
+        for s in &c.skipped {
+            let _ = writeln!(out, "- line {}: {}", s.line, s.error);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_rows_header_comments_and_errors() {
+        let text = "verb,errno,weight\n# comment\n\nibv_create_qp,-22,3.5\n\
+                    create_qp,ENOMEM,1\nibv_reg_mr,EINVAL\nibv_reg_mr,oops,1\n\
+                    ibv_reg_mr,12,-1\n\"ibv_modify_qp\", 110 , 2\nbad verb,1,1\n";
+        let (rows, bad) = parse_failures(text);
+        assert_eq!(
+            rows.iter()
+                .map(|r| (r.line, r.verb.as_str(), r.weight))
+                .collect::<Vec<_>>(),
+            [
+                (4, "ibv_create_qp", 3.5),
+                (5, "create_qp", 1.0),
+                (9, "ibv_modify_qp", 2.0)
+            ]
+        );
+        assert_eq!(
+            bad.iter().map(|m| m.line).collect::<Vec<_>>(),
+            [6, 7, 8, 10]
+        );
+        assert!(bad[0].error.contains("expected 3 fields"), "{:?}", bad[0]);
+        assert!(bad[1].error.contains("errno `oops`"), "{:?}", bad[1]);
+        assert!(bad[2].error.contains("non-negative"), "{:?}", bad[2]);
+    }
+
+    #[test]
+    fn header_only_counts_on_the_first_data_line() {
+        let (rows, bad) = parse_failures("ibv_reg_mr,1,1\nverb,errno,weight\n");
+        assert_eq!(rows.len(), 1);
+        assert_eq!(bad.len(), 1);
+        assert_eq!(bad[0].line, 2);
+    }
+}

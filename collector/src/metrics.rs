@@ -1,0 +1,287 @@
+//! Prometheus text exposition (format 0.0.4) of the cumulative counters, served by a tiny
+//! std::net HTTP server (`GET /metrics`). The text is rendered at each snapshot and on start.
+//!
+//! Metrics, labelled `function` and `module` (the probe):
+//! `probegen_calls_total`, `probegen_failures_total`, `probegen_errno_total{errno="EFAULT"}`,
+//! `probegen_probe_attached` (1/0), `probegen_records_total` (kept in snapshots),
+//! `probegen_userspace_drops_total`; unlabelled: `probegen_ring_drops_total` (kernel ring
+//! buffer full), `probegen_sink_errors_total`, `probegen_snapshots_total`.
+
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::errno::errno_label;
+use crate::pipeline::{AttachStatus, KernelTotals};
+use crate::probes::ProbeTable;
+
+/// Everything the exposition shows.
+pub struct MetricsInput<'a> {
+    pub table: &'a ProbeTable,
+    pub kernel: &'a KernelTotals,
+    pub received: &'a [u64],
+    pub dropped_userspace: &'a [u64],
+    pub attached: &'a [AttachStatus],
+    pub sink_errors: u64,
+    pub snapshots: u64,
+}
+
+/// Label value escaping per the exposition format.
+fn esc(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+pub fn render(m: &MetricsInput<'_>) -> String {
+    let mut o = String::with_capacity(256 + m.table.probes.len() * 400);
+    let labels: Vec<String> = m
+        .table
+        .probes
+        .iter()
+        .map(|p| {
+            format!(
+                "function=\"{}\",module=\"{}\"",
+                esc(&p.function),
+                esc(&p.module)
+            )
+        })
+        .collect();
+    let per_probe = |o: &mut String, name: &str, help: &str, get: &dyn Fn(u32) -> u64| {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter");
+        for (p, l) in m.table.probes.iter().zip(&labels) {
+            let _ = writeln!(o, "{name}{{{l}}} {}", get(p.id));
+        }
+    };
+    let at = |v: &[u64], id: u32| v.get(id as usize).copied().unwrap_or(0);
+    per_probe(
+        &mut o,
+        "probegen_calls_total",
+        "Calls of the probed function.",
+        &|id| m.kernel.calls.get(&id).copied().unwrap_or(0),
+    );
+    per_probe(
+        &mut o,
+        "probegen_failures_total",
+        "Failed returns of the probed function.",
+        &|id| m.kernel.failures.get(&id).copied().unwrap_or(0),
+    );
+    per_probe(
+        &mut o,
+        "probegen_records_total",
+        "Failure records received and kept in snapshots.",
+        &|id| at(m.received, id),
+    );
+    per_probe(
+        &mut o,
+        "probegen_userspace_drops_total",
+        "Failure records dropped by the collector (batch cap).",
+        &|id| at(m.dropped_userspace, id),
+    );
+    let _ = writeln!(
+        o,
+        "# HELP probegen_errno_total Failures by errno.\n# TYPE probegen_errno_total counter"
+    );
+    for (p, l) in m.table.probes.iter().zip(&labels) {
+        // several kernel errnos may share a label only if unnamed; sum them
+        let mut by_label: std::collections::BTreeMap<String, u64> = Default::default();
+        for (&(_, err), &v) in m.kernel.errnos.range((p.id, 0)..=(p.id, u32::MAX)) {
+            *by_label.entry(errno_label(err).into_owned()).or_default() += v;
+        }
+        for (e, v) in by_label {
+            let _ = writeln!(o, "probegen_errno_total{{{l},errno=\"{}\"}} {v}", esc(&e));
+        }
+    }
+    let _ = writeln!(
+        o,
+        "# HELP probegen_probe_attached 1 when the probe's program is attached.\n# TYPE probegen_probe_attached gauge"
+    );
+    for (p, l) in m.table.probes.iter().zip(&labels) {
+        let a = m.attached.iter().any(|a| a.probe == p.id && a.attached);
+        let _ = writeln!(o, "probegen_probe_attached{{{l}}} {}", u8::from(a));
+    }
+    for (name, help, v) in [
+        (
+            "probegen_ring_drops_total",
+            "Failure records the kernel could not put into the ring buffer.",
+            m.kernel.drops,
+        ),
+        (
+            "probegen_sink_errors_total",
+            "Snapshot sink write errors.",
+            m.sink_errors,
+        ),
+        (
+            "probegen_snapshots_total",
+            "Snapshots written.",
+            m.snapshots,
+        ),
+    ] {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
+    }
+    o
+}
+
+/// The exposition text shared with the server thread.
+pub type Shared = Arc<Mutex<String>>;
+
+/// `PORT` alone or `:PORT` binds 127.0.0.1; `ADDR:PORT` binds that address.
+pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    let t = s.strip_prefix(':').unwrap_or(s);
+    if let Ok(port) = t.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse::<SocketAddr>()
+        .map_err(|_| format!("--metrics `{s}`: expected 127.0.0.1:PORT or PORT"))
+}
+
+/// Binds and serves in a background thread; returns the bound address.
+pub fn serve(addr: SocketAddr, text: Shared) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr)?;
+    let local = listener.local_addr()?;
+    std::thread::Builder::new()
+        .name("probegen-metrics".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                match conn {
+                    Ok(stream) => {
+                        if let Err(e) = handle(stream, &text) {
+                            eprintln!("probegen collect: metrics: {e}");
+                        }
+                    }
+                    Err(e) => eprintln!("probegen collect: metrics accept: {e}"),
+                }
+            }
+        })?;
+    Ok(local)
+}
+
+fn handle(mut s: TcpStream, text: &Shared) -> std::io::Result<()> {
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    s.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
+        let n = s.read(&mut chunk)?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let req = String::from_utf8_lossy(&buf);
+    let mut first = req.lines().next().unwrap_or("").split_whitespace();
+    let (method, path) = (first.next().unwrap_or(""), first.next().unwrap_or(""));
+    let path = path.split('?').next().unwrap_or("");
+    let (status, ctype, body) = match (method, path) {
+        ("GET" | "HEAD", "/metrics") => (
+            "200 OK",
+            "text/plain; version=0.0.4; charset=utf-8",
+            text.lock().map(|t| t.clone()).unwrap_or_default(),
+        ),
+        ("GET" | "HEAD", "/") => (
+            "200 OK",
+            "text/plain; charset=utf-8",
+            "probegen collector: see /metrics\n".to_string(),
+        ),
+        _ => (
+            "404 Not Found",
+            "text/plain; charset=utf-8",
+            "not found\n".to_string(),
+        ),
+    };
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes())?;
+    if method != "HEAD" {
+        s.write_all(body.as_bytes())?;
+    }
+    s.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input_text() -> String {
+        let t = ProbeTable::from_triples(&[(1, "ib_uverbs_reg_mr", "ib_uverbs"), (2, "x", "m")]);
+        let k = KernelTotals {
+            calls: [(1, 10), (2, 3)].into(),
+            failures: [(1, 2)].into(),
+            errnos: [((1, 14), 1), ((1, 524), 1)].into(),
+            drops: 4,
+        };
+        let attached = vec![AttachStatus {
+            probe: 1,
+            function: "ib_uverbs_reg_mr".into(),
+            module: "ib_uverbs".into(),
+            attached: true,
+            reason: None,
+        }];
+        render(&MetricsInput {
+            table: &t,
+            kernel: &k,
+            received: &[0, 2, 0],
+            dropped_userspace: &[0, 0, 0],
+            attached: &attached,
+            sink_errors: 0,
+            snapshots: 1,
+        })
+    }
+
+    #[test]
+    fn exposition() {
+        let s = input_text();
+        let l = "function=\"ib_uverbs_reg_mr\",module=\"ib_uverbs\"";
+        assert!(
+            s.contains(&format!("probegen_calls_total{{{l}}} 10\n")),
+            "{s}"
+        );
+        assert!(s.contains(&format!("probegen_failures_total{{{l}}} 2\n")));
+        assert!(s.contains(&format!("probegen_errno_total{{{l},errno=\"EFAULT\"}} 1\n")));
+        assert!(s.contains(&format!(
+            "probegen_errno_total{{{l},errno=\"ENOTSUPP\"}} 1\n"
+        )));
+        assert!(s.contains(&format!("probegen_probe_attached{{{l}}} 1\n")));
+        assert!(s.contains("probegen_probe_attached{function=\"x\",module=\"m\"} 0\n"));
+        assert!(s.contains("probegen_ring_drops_total 4\n"));
+        assert!(s.contains("# TYPE probegen_failures_total counter\n"));
+        // every sample line: name{labels} value
+        for line in s.lines().filter(|l| !l.starts_with('#')) {
+            let (_, v) = line.rsplit_once(' ').expect("value");
+            v.parse::<u64>().expect("integer value");
+        }
+    }
+
+    #[test]
+    fn listen_addresses() {
+        assert_eq!(
+            parse_listen("9464").map(|a| a.to_string()),
+            Ok("127.0.0.1:9464".into())
+        );
+        assert_eq!(parse_listen(":9").map(|a| a.ip().is_loopback()), Ok(true));
+        assert_eq!(parse_listen("0.0.0.0:1").map(|a| a.port()), Ok(1));
+        assert!(parse_listen("nope").is_err());
+    }
+
+    #[test]
+    fn http_server() {
+        let text: Shared = Arc::new(Mutex::new(input_text()));
+        let addr = serve(SocketAddr::from(([127, 0, 0, 1], 0)), text).expect("bind");
+        let get = |path: &str| {
+            let mut c = TcpStream::connect(addr).expect("connect");
+            write!(c, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").expect("send");
+            let mut r = String::new();
+            c.read_to_string(&mut r).expect("read");
+            r
+        };
+        let r = get("/metrics");
+        assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
+        assert!(r.contains("text/plain; version=0.0.4"));
+        assert!(r.contains("probegen_ring_drops_total 4"));
+        assert!(get("/nope").starts_with("HTTP/1.1 404"));
+    }
+}

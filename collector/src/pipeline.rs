@@ -1,0 +1,864 @@
+//! The pure pipeline: ring-buffer samples in, one snapshot per window out.
+//!
+//! * [`Pipeline::ingest`] decodes a sample, tracks the per-CPU sequence numbers, and keeps the
+//!   record (enriched with its process's cgroup and job variables) in a batch bounded by
+//!   `batch_cap`; past the cap the record is only counted (`drops.userspace`, per probe).
+//! * [`Pipeline::snapshot`] takes the kernel's cumulative counters ([`KernelTotals`], per-CPU
+//!   values already summed), turns them into per-window deltas, and assembles the [`Snapshot`].
+//! * [`check_invariant`]: for every probe, records received + dropped (kernel + userspace) ==
+//!   failures counted by the kernel. The kernel's `drops` counter is per CPU, not per probe, so
+//!   per probe the check is `received + dropped_userspace <= failures`, and the shortfalls summed
+//!   over all probes must equal the kernel drops exactly (with no kernel drops this is the exact
+//!   per-probe equality).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde::ser::{SerializeSeq, SerializeStruct};
+use serde::{Serialize, Serializer};
+
+use crate::decode::{comm_str, decode};
+use crate::errno::errno_label;
+use crate::probes::ProbeTable;
+use crate::procinfo::{ProcCache, ProcInfo};
+use crate::record::PgRecord;
+use crate::timefmt::{rfc3339, unix_ns};
+
+/// Cumulative kernel counters, summed over CPUs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KernelTotals {
+    pub calls: BTreeMap<u32, u64>,
+    pub failures: BTreeMap<u32, u64>,
+    /// (probe id, errno) -> failures
+    pub errnos: BTreeMap<(u32, u32), u64>,
+    /// records the ring buffer could not take
+    pub drops: u64,
+}
+
+impl KernelTotals {
+    /// Sum of one key's per-CPU u64 values (one `Vec<u8>` per CPU, as libbpf returns them).
+    /// A value that is not 8 bytes long counts as 0.
+    pub fn sum_percpu(values: &[Vec<u8>]) -> u64 {
+        values
+            .iter()
+            .map(|v| {
+                <[u8; 8]>::try_from(v.as_slice())
+                    .map(u64::from_ne_bytes)
+                    .unwrap_or(0)
+            })
+            .fold(0u64, u64::wrapping_add)
+    }
+}
+
+/// A monotonic counter's growth; a counter that went backwards (object reloaded) restarts.
+#[inline]
+pub fn counter_delta(prev: u64, cur: u64) -> u64 {
+    if cur >= prev {
+        cur - prev
+    } else {
+        cur
+    }
+}
+
+/// Attach outcome of one probe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttachStatus {
+    pub probe: u32,
+    pub function: String,
+    pub module: String,
+    pub attached: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A record kept for the snapshot.
+#[derive(Debug, Clone)]
+pub struct Rec {
+    pub raw: PgRecord,
+    pub proc_info: Option<Arc<ProcInfo>>,
+}
+
+/// Per-CPU sequence tracking. Records of one CPU may arrive slightly out of order (fexit
+/// programs run with migration, not preemption, disabled), so gaps are counted as
+/// `(highest - lowest + 1) - seen`, not by comparing neighbours.
+#[derive(Debug, Clone, Default)]
+struct SeqTracker {
+    cpus: Vec<CpuSeq>,
+    /// The kernel's numbering starts at 0 (live: the object was loaded by us).
+    from_zero: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct CpuSeq {
+    lo: u64,
+    hi: u64,
+    seen: u64,
+}
+
+/// CPUs beyond this are not tracked (and counted as decode errors).
+const MAX_CPUS: usize = 1 << 14;
+
+impl SeqTracker {
+    #[inline]
+    fn see(&mut self, cpu: u32, seq: u64) -> bool {
+        let cpu = cpu as usize;
+        if cpu >= MAX_CPUS {
+            return false;
+        }
+        if cpu >= self.cpus.len() {
+            self.cpus.resize(cpu + 1, CpuSeq::default());
+        }
+        let c = &mut self.cpus[cpu];
+        if c.seen == 0 {
+            c.lo = if self.from_zero { 0 } else { seq };
+            c.hi = seq;
+        } else {
+            c.lo = c.lo.min(seq);
+            c.hi = c.hi.max(seq);
+        }
+        c.seen += 1;
+        true
+    }
+
+    fn gaps(&self) -> u64 {
+        self.cpus
+            .iter()
+            .filter(|c| c.seen > 0)
+            .map(|c| (c.hi - c.lo + 1).saturating_sub(c.seen))
+            .sum()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct PipelineConfig {
+    /// Records kept per window; past it they are counted as userspace drops.
+    pub batch_cap: usize,
+    pub host: String,
+    pub kernel: String,
+    /// Sequence numbers start at 0 (live); replay starts from the first one seen.
+    pub seq_from_zero: bool,
+    /// Count calls/failures/errnos from the records themselves (replay without counters).
+    pub derive_counters: bool,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        PipelineConfig {
+            batch_cap: 10_000,
+            host: String::new(),
+            kernel: String::new(),
+            seq_from_zero: true,
+            derive_counters: false,
+        }
+    }
+}
+
+pub struct Pipeline {
+    table: Arc<ProbeTable>,
+    cfg: PipelineConfig,
+    procs: ProcCache,
+    batch: Vec<Rec>,
+    /// per probe id: this window / cumulative
+    win_received: Vec<u64>,
+    win_dropped: Vec<u64>,
+    tot_received: Vec<u64>,
+    tot_dropped: Vec<u64>,
+    win_decode_errors: u64,
+    tot_decode_errors: u64,
+    seq: SeqTracker,
+    seq_gaps_prev: u64,
+    prev: KernelTotals,
+    derived: KernelTotals,
+    window_start: SystemTime,
+    attached: Vec<AttachStatus>,
+    /// sink errors so far (the run loop adds to it)
+    pub sink_errors: u64,
+    snapshots: u64,
+}
+
+impl Pipeline {
+    pub fn new(table: Arc<ProbeTable>, cfg: PipelineConfig, procs: ProcCache) -> Self {
+        let n = table.id_limit();
+        let attached = table
+            .probes
+            .iter()
+            .map(|p| AttachStatus {
+                probe: p.id,
+                function: p.function.clone(),
+                module: p.module.clone(),
+                attached: false,
+                reason: Some("not loaded".into()),
+            })
+            .collect();
+        Pipeline {
+            seq: SeqTracker {
+                cpus: Vec::new(),
+                from_zero: cfg.seq_from_zero,
+            },
+            batch: Vec::with_capacity(cfg.batch_cap.min(1 << 16)),
+            table,
+            cfg,
+            procs,
+            win_received: vec![0; n],
+            win_dropped: vec![0; n],
+            tot_received: vec![0; n],
+            tot_dropped: vec![0; n],
+            win_decode_errors: 0,
+            tot_decode_errors: 0,
+            seq_gaps_prev: 0,
+            prev: KernelTotals::default(),
+            derived: KernelTotals::default(),
+            window_start: SystemTime::now(),
+            attached,
+            sink_errors: 0,
+            snapshots: 0,
+        }
+    }
+
+    pub fn table(&self) -> &Arc<ProbeTable> {
+        &self.table
+    }
+
+    pub fn set_attached(&mut self, attached: Vec<AttachStatus>) {
+        self.attached = attached;
+    }
+
+    pub fn attached(&self) -> &[AttachStatus] {
+        &self.attached
+    }
+
+    /// Host and kernel the snapshots name (replay: those of the recording).
+    pub fn set_origin(&mut self, host: &str, kernel: &str) {
+        if !host.is_empty() {
+            self.cfg.host = host.to_string();
+        }
+        if !kernel.is_empty() {
+            self.cfg.kernel = kernel.to_string();
+        }
+    }
+
+    /// Restarts the window clock (after loading, before the first drain).
+    pub fn start_window(&mut self, t: SystemTime) {
+        self.window_start = t;
+    }
+
+    /// Counters derived from the records (with `derive_counters`).
+    pub fn derived(&self) -> &KernelTotals {
+        &self.derived
+    }
+
+    /// Records received so far, per probe id.
+    pub fn received_totals(&self) -> &[u64] {
+        &self.tot_received
+    }
+
+    /// Records dropped in userspace so far, per probe id.
+    pub fn dropped_totals(&self) -> &[u64] {
+        &self.tot_dropped
+    }
+
+    pub fn decode_errors(&self) -> u64 {
+        self.tot_decode_errors
+    }
+
+    /// Records currently held.
+    pub fn batch_len(&self) -> usize {
+        self.batch.len()
+    }
+
+    /// One ring-buffer sample. Never fails: bad samples are counted.
+    #[inline]
+    pub fn ingest(&mut self, bytes: &[u8]) {
+        let rec = match decode(bytes) {
+            Ok(r) => r,
+            Err(_) => {
+                self.win_decode_errors += 1;
+                self.tot_decode_errors += 1;
+                return;
+            }
+        };
+        let id = rec.probe_id as usize;
+        if self.table.get(rec.probe_id).is_none() || !self.seq.see(rec.cpu, rec.seq) {
+            self.win_decode_errors += 1;
+            self.tot_decode_errors += 1;
+            return;
+        }
+        if self.cfg.derive_counters {
+            let d = &mut self.derived;
+            *d.calls.entry(rec.probe_id).or_default() += 1;
+            *d.failures.entry(rec.probe_id).or_default() += 1;
+            *d.errnos.entry((rec.probe_id, rec.err as u32)).or_default() += 1;
+        }
+        if self.batch.len() < self.cfg.batch_cap {
+            let proc_info = if self.procs.enabled() {
+                self.procs.lookup(rec.pid, &rec.comm)
+            } else {
+                None
+            };
+            self.batch.push(Rec {
+                raw: rec,
+                proc_info,
+            });
+            self.win_received[id] += 1;
+            self.tot_received[id] += 1;
+        } else {
+            self.win_dropped[id] += 1;
+            self.tot_dropped[id] += 1;
+        }
+    }
+
+    /// Closes the window at `end` with the kernel's cumulative counters `k`.
+    pub fn snapshot(&mut self, k: &KernelTotals, end: SystemTime, is_final: bool) -> Snapshot {
+        let table = self.table.clone();
+        let mut counters = Vec::with_capacity(table.probes.len());
+        for p in &table.probes {
+            let get = |m: &BTreeMap<u32, u64>| m.get(&p.id).copied().unwrap_or(0);
+            let mut errno = BTreeMap::new();
+            for (&(id, err), &v) in k.errnos.range((p.id, 0)..=(p.id, u32::MAX)) {
+                let prev = self.prev.errnos.get(&(id, err)).copied().unwrap_or(0);
+                let d = counter_delta(prev, v);
+                if d > 0 {
+                    *errno.entry(errno_label(err).into_owned()).or_insert(0) += d;
+                }
+            }
+            let i = p.id as usize;
+            counters.push(CounterOut {
+                probe: p.id,
+                function: p.function.clone(),
+                module: p.module.clone(),
+                calls: counter_delta(get(&self.prev.calls), get(&k.calls)),
+                failures: counter_delta(get(&self.prev.failures), get(&k.failures)),
+                errno,
+                received: self.win_received[i],
+                dropped_userspace: self.win_dropped[i],
+            });
+        }
+        let gaps = self.seq.gaps();
+        let snap = Snapshot {
+            host: self.cfg.host.clone(),
+            kernel: self.cfg.kernel.clone(),
+            manifest_hash: table.manifest_hash.clone(),
+            snapshot: self.snapshots,
+            is_final,
+            window: Window {
+                start: rfc3339(self.window_start),
+                end: rfc3339(end),
+                start_unix_ns: unix_ns(self.window_start),
+                end_unix_ns: unix_ns(end),
+            },
+            records: RecordsOut {
+                recs: std::mem::replace(
+                    &mut self.batch,
+                    Vec::with_capacity(self.cfg.batch_cap.min(1 << 16)),
+                ),
+                table: table.clone(),
+            },
+            counters,
+            drops: Drops {
+                kernel: counter_delta(self.prev.drops, k.drops),
+                userspace: self.win_dropped.iter().sum(),
+            },
+            seq_gaps: gaps.saturating_sub(self.seq_gaps_prev),
+            attached: self.attached.clone(),
+            errors: Errors {
+                decode: self.win_decode_errors,
+                sink: self.sink_errors,
+            },
+            invariant: check_invariant(&table, k, &self.tot_received, &self.tot_dropped, is_final),
+        };
+        self.seq_gaps_prev = gaps;
+        self.prev = k.clone();
+        self.win_received.iter_mut().for_each(|v| *v = 0);
+        self.win_dropped.iter_mut().for_each(|v| *v = 0);
+        self.win_decode_errors = 0;
+        self.window_start = end;
+        self.snapshots += 1;
+        snap
+    }
+}
+
+/// One per-host snapshot (one JSON object, one JSONL line).
+#[derive(Debug, Serialize)]
+pub struct Snapshot {
+    pub host: String,
+    pub kernel: String,
+    pub manifest_hash: String,
+    /// 0, 1, 2, ... within this run
+    pub snapshot: u64,
+    /// the last snapshot of the run (written on SIGINT/SIGTERM, --duration or end of replay)
+    #[serde(rename = "final")]
+    pub is_final: bool,
+    pub window: Window,
+    pub records: RecordsOut,
+    pub counters: Vec<CounterOut>,
+    pub drops: Drops,
+    pub seq_gaps: u64,
+    pub attached: Vec<AttachStatus>,
+    pub errors: Errors,
+    pub invariant: Invariant,
+}
+
+impl Snapshot {
+    /// The snapshot as one JSON line (with the trailing newline).
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(8192 + self.counters.len() * 160 + self.records.len() * 300);
+        if let Err(e) = serde_json::to_writer(&mut v, self) {
+            v = format!("{{\"error\":\"snapshot not serialisable: {e}\"}}").into_bytes();
+        }
+        v.push(b'\n');
+        v
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Window {
+    pub start: String,
+    pub end: String,
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
+}
+
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct CounterOut {
+    pub probe: u32,
+    pub function: String,
+    pub module: String,
+    pub calls: u64,
+    pub failures: u64,
+    pub errno: BTreeMap<String, u64>,
+    /// records of this probe kept in this window's `records`
+    pub received: u64,
+    /// records of this probe read from the ring but not kept (batch cap)
+    pub dropped_userspace: u64,
+}
+
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct Drops {
+    pub kernel: u64,
+    pub userspace: u64,
+}
+
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct Errors {
+    /// samples of the wrong size, unknown probe id or CPU, this window
+    pub decode: u64,
+    /// sink write errors so far
+    pub sink: u64,
+}
+
+/// The records of a window, serialised with the probe table (no copies of names per record).
+#[derive(Debug)]
+pub struct RecordsOut {
+    pub recs: Vec<Rec>,
+    pub table: Arc<ProbeTable>,
+}
+
+impl RecordsOut {
+    pub fn len(&self) -> usize {
+        self.recs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.recs.is_empty()
+    }
+}
+
+struct Hex(u64);
+
+impl Serialize for Hex {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // `0x` + lowercase hex without leading zeros, formatted without the fmt machinery
+        const D: &[u8; 16] = b"0123456789abcdef";
+        let mut buf = [0u8; 18];
+        let mut i = buf.len();
+        let mut v = self.0;
+        loop {
+            i -= 1;
+            buf[i] = D[(v & 15) as usize];
+            v >>= 4;
+            if v == 0 {
+                break;
+            }
+        }
+        i -= 2;
+        buf[i] = b'0';
+        buf[i + 1] = b'x';
+        s.serialize_str(std::str::from_utf8(&buf[i..]).unwrap_or("0x?"))
+    }
+}
+
+struct Args<'a>(&'a [u64]);
+
+impl Serialize for Args<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for &a in self.0 {
+            seq.serialize_element(&Hex(a))?;
+        }
+        seq.end()
+    }
+}
+
+static NO_JOB: BTreeMap<String, String> = BTreeMap::new();
+
+struct RecOut<'a>(&'a Rec, &'a ProbeTable);
+
+impl Serialize for RecOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = &self.0.raw;
+        let p = self.1.get(r.probe_id);
+        let err = r.err as u32;
+        let info = self.0.proc_info.as_deref();
+        let nargs = (r.nargs as usize).min(r.args.len());
+        let mut st = s.serialize_struct("Record", 15)?;
+        st.serialize_field("probe", &r.probe_id)?;
+        st.serialize_field("function", p.map_or("", |p| p.function.as_str()))?;
+        st.serialize_field("module", p.map_or("", |p| p.module.as_str()))?;
+        st.serialize_field("errno", &err)?;
+        st.serialize_field("errno_name", &errno_label(err))?;
+        st.serialize_field("pid", &r.pid)?;
+        st.serialize_field("tid", &r.tid)?;
+        st.serialize_field("comm", &comm_str(&r.comm))?;
+        st.serialize_field("cgroup", info.map_or("", |i| i.cgroup.as_str()))?;
+        st.serialize_field("cgroup_id", &r.cgroup_id)?;
+        st.serialize_field("job", info.map_or(&NO_JOB, |i| &i.job))?;
+        st.serialize_field("args", &Args(&r.args[..nargs]))?;
+        st.serialize_field("ts_ns", &r.ts_ns)?;
+        st.serialize_field("cpu", &r.cpu)?;
+        st.serialize_field("seq", &r.seq)?;
+        st.end()
+    }
+}
+
+impl Serialize for RecordsOut {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.recs.len()))?;
+        for r in &self.recs {
+            seq.serialize_element(&RecOut(r, &self.table))?;
+        }
+        seq.end()
+    }
+}
+
+/// The accounting invariant over the run so far (cumulative).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Invariant {
+    /// received + dropped == failures (see the module doc for the per-probe form)
+    pub ok: bool,
+    /// Exact only in the final snapshot (programs detached, ring drained): before that,
+    /// records may be in flight between the counter read and the ring.
+    pub exact: bool,
+    pub failures: u64,
+    pub received: u64,
+    pub dropped_kernel: u64,
+    pub dropped_userspace: u64,
+    /// failures - received - dropped_userspace, summed (must equal dropped_kernel)
+    pub unaccounted: i64,
+    /// probes whose records exceed their failures, or that miss records while the kernel
+    /// dropped fewer than missing
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mismatches: Vec<InvariantProbe>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct InvariantProbe {
+    pub probe: u32,
+    pub function: String,
+    pub module: String,
+    pub failures: u64,
+    pub received: u64,
+    pub dropped_userspace: u64,
+}
+
+/// Checks received + dropped (kernel + userspace) == failures for every probe of `table`,
+/// given cumulative kernel totals and cumulative per-probe-id received / userspace-dropped.
+pub fn check_invariant(
+    table: &ProbeTable,
+    k: &KernelTotals,
+    received: &[u64],
+    dropped_userspace: &[u64],
+    exact: bool,
+) -> Invariant {
+    let mut inv = Invariant {
+        ok: true,
+        exact,
+        failures: 0,
+        received: 0,
+        dropped_kernel: k.drops,
+        dropped_userspace: 0,
+        unaccounted: 0,
+        mismatches: Vec::new(),
+    };
+    let mut per_probe = Vec::new();
+    for p in &table.probes {
+        let f = k.failures.get(&p.id).copied().unwrap_or(0);
+        let r = received.get(p.id as usize).copied().unwrap_or(0);
+        let d = dropped_userspace.get(p.id as usize).copied().unwrap_or(0);
+        inv.failures += f;
+        inv.received += r;
+        inv.dropped_userspace += d;
+        let missing = f as i64 - (r + d) as i64;
+        inv.unaccounted += missing;
+        per_probe.push((p, f, r, d, missing));
+    }
+    for (p, f, r, d, missing) in per_probe {
+        // more records than failures, or more missing than the kernel dropped in all
+        if missing < 0 || missing > k.drops as i64 {
+            inv.mismatches.push(InvariantProbe {
+                probe: p.id,
+                function: p.function.clone(),
+                module: p.module.clone(),
+                failures: f,
+                received: r,
+                dropped_userspace: d,
+            });
+        }
+    }
+    inv.ok = inv.mismatches.is_empty() && inv.unaccounted == k.drops as i64;
+    inv
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::encode;
+
+    fn table() -> Arc<ProbeTable> {
+        Arc::new(ProbeTable::from_triples(&[
+            (1, "ib_uverbs_reg_mr", "ib_uverbs"),
+            (3, "ib_umem_get", "ib_uverbs"),
+            (4, "rxe_reg_user_mr", "rdma_rxe"),
+        ]))
+    }
+
+    pub(crate) fn rec(probe: u32, err: i32, cpu: u32, seq: u64, pid: u32) -> [u8; 96] {
+        let mut r = PgRecord {
+            seq,
+            ts_ns: 1000 + seq,
+            probe_id: probe,
+            err,
+            pid,
+            tid: pid,
+            cgroup_id: 1,
+            cpu,
+            nargs: 2,
+            args: [0x10, 0x7fcd_42c1_e000, 0, 0],
+            comm: [0; 16],
+        };
+        r.comm[..10].copy_from_slice(b"verbs_fail");
+        encode(&r)
+    }
+
+    fn totals(f: &[(u32, u64)], errnos: &[((u32, u32), u64)], drops: u64) -> KernelTotals {
+        KernelTotals {
+            calls: f.iter().map(|&(p, n)| (p, n * 10)).collect(),
+            failures: f.iter().copied().collect(),
+            errnos: errnos.iter().copied().collect(),
+            drops,
+        }
+    }
+
+    fn pipe(cap: usize) -> Pipeline {
+        Pipeline::new(
+            table(),
+            PipelineConfig {
+                batch_cap: cap,
+                host: "h".into(),
+                kernel: "k".into(),
+                ..Default::default()
+            },
+            ProcCache::disabled(),
+        )
+    }
+
+    #[test]
+    fn window_deltas_records_and_json() {
+        let mut p = pipe(100);
+        p.ingest(&rec(3, 14, 0, 0, 288));
+        p.ingest(&rec(4, 14, 0, 1, 288));
+        p.ingest(&rec(1, 14, 1, 0, 288));
+        let k1 = totals(
+            &[(1, 1), (3, 1), (4, 1)],
+            &[((1, 14), 1), ((3, 14), 1), ((4, 14), 1)],
+            0,
+        );
+        let s = p.snapshot(&k1, SystemTime::now(), false);
+        assert_eq!(s.records.len(), 3);
+        assert!(s.invariant.ok, "{:?}", s.invariant);
+        let c1 = &s.counters[0];
+        assert_eq!((c1.calls, c1.failures, c1.received), (10, 1, 1));
+        assert_eq!(c1.errno.get("EFAULT"), Some(&1));
+        let v: serde_json::Value = serde_json::from_slice(&s.to_line()).expect("json");
+        for key in [
+            "host",
+            "kernel",
+            "manifest_hash",
+            "window",
+            "records",
+            "counters",
+            "drops",
+            "seq_gaps",
+            "attached",
+        ] {
+            assert!(v.get(key).is_some(), "{key}");
+        }
+        let r0 = &v["records"][0];
+        assert_eq!(r0["function"], "ib_umem_get");
+        assert_eq!(r0["module"], "ib_uverbs");
+        assert_eq!(r0["errno"], 14);
+        assert_eq!(r0["errno_name"], "EFAULT");
+        assert_eq!(r0["comm"], "verbs_fail");
+        assert_eq!(r0["args"][1], "0x7fcd42c1e000");
+        assert_eq!(r0["job"], serde_json::json!({}));
+        for key in [
+            "probe",
+            "function",
+            "module",
+            "errno",
+            "errno_name",
+            "pid",
+            "tid",
+            "comm",
+            "cgroup",
+            "job",
+            "args",
+            "ts_ns",
+            "cpu",
+            "seq",
+        ] {
+            assert!(r0.get(key).is_some(), "{key}");
+        }
+        assert_eq!(v["drops"], serde_json::json!({"kernel": 0, "userspace": 0}));
+        // second window: only the growth
+        p.ingest(&rec(1, 22, 1, 1, 300));
+        let k2 = totals(
+            &[(1, 2), (3, 1), (4, 1)],
+            &[((1, 14), 1), ((1, 22), 1), ((3, 14), 1), ((4, 14), 1)],
+            0,
+        );
+        let s = p.snapshot(&k2, SystemTime::now(), true);
+        assert_eq!(s.records.len(), 1);
+        assert_eq!(s.counters[0].failures, 1);
+        assert_eq!(s.counters[0].calls, 10);
+        assert_eq!(
+            s.counters[0].errno,
+            BTreeMap::from([("EINVAL".to_string(), 1)])
+        );
+        assert_eq!(s.counters[1].failures, 0);
+        assert!(s.counters[1].errno.is_empty());
+        assert!(s.invariant.ok && s.invariant.exact);
+    }
+
+    #[test]
+    fn batch_cap_counts_userspace_drops() {
+        let mut p = pipe(10);
+        for i in 0..1000 {
+            p.ingest(&rec(3, 14, 0, i, 1));
+        }
+        assert_eq!(p.batch_len(), 10);
+        let k = totals(&[(3, 1000)], &[((3, 14), 1000)], 0);
+        let s = p.snapshot(&k, SystemTime::now(), true);
+        assert_eq!(s.records.len(), 10);
+        assert_eq!(s.drops.userspace, 990);
+        assert_eq!(s.counters[1].dropped_userspace, 990);
+        assert_eq!(s.seq_gaps, 0);
+        assert!(s.invariant.ok, "{:?}", s.invariant);
+        assert_eq!(s.invariant.dropped_userspace, 990);
+    }
+
+    #[test]
+    fn kernel_drops_and_seq_gaps() {
+        let mut p = pipe(100);
+        // cpu 0: seq 0,1,4 (2,3 dropped); cpu 1: 1, 0 (out of order), 2
+        for (cpu, seq) in [(0, 0), (0, 1), (0, 4), (1, 1), (1, 0), (1, 2)] {
+            p.ingest(&rec(1, 14, cpu, seq, 1));
+        }
+        let k = totals(&[(1, 8)], &[((1, 14), 8)], 2);
+        let s = p.snapshot(&k, SystemTime::now(), true);
+        assert_eq!(s.seq_gaps, 2);
+        assert_eq!(s.drops.kernel, 2);
+        assert!(s.invariant.ok, "{:?}", s.invariant);
+        // next window: no new gaps
+        let s = p.snapshot(&k, SystemTime::now(), true);
+        assert_eq!((s.seq_gaps, s.drops.kernel), (0, 0));
+    }
+
+    #[test]
+    fn invariant_detects_loss_and_excess() {
+        let t = table();
+        let ids = t.id_limit();
+        let mut received = vec![0; ids];
+        let dropped = vec![0; ids];
+        received[1] = 5;
+        // a record lost without a kernel drop: not ok
+        let k = totals(&[(1, 6)], &[], 0);
+        let inv = check_invariant(&t, &k, &received, &dropped, true);
+        assert!(!inv.ok);
+        assert_eq!(inv.unaccounted, 1);
+        assert_eq!(inv.mismatches[0].function, "ib_uverbs_reg_mr");
+        // ... explained by one kernel drop: ok
+        let k = totals(&[(1, 6)], &[], 1);
+        assert!(check_invariant(&t, &k, &received, &dropped, true).ok);
+        // more records than failures: not ok, even when totals balance elsewhere
+        received[3] = 2;
+        let k = totals(&[(1, 7), (3, 1)], &[], 1);
+        let inv = check_invariant(&t, &k, &received, &dropped, true);
+        assert!(!inv.ok);
+        assert!(inv.mismatches.iter().any(|m| m.probe == 3));
+    }
+
+    #[test]
+    fn bad_samples_are_counted() {
+        let mut p = pipe(100);
+        p.ingest(&[0u8; 95]);
+        p.ingest(&rec(2, 14, 0, 0, 1)); // probe 2 not in the table
+        p.ingest(&rec(1, 14, 1 << 20, 0, 1)); // absurd cpu
+        let s = p.snapshot(&KernelTotals::default(), SystemTime::now(), false);
+        assert_eq!(s.errors.decode, 3);
+        assert!(s.records.is_empty());
+    }
+
+    #[test]
+    fn hex_args() {
+        for v in [0u64, 1, 0xabc, u64::MAX, 0x7fcd_42c1_e000] {
+            assert_eq!(
+                serde_json::to_string(&Hex(v)).ok(),
+                Some(format!("\"{v:#x}\""))
+            );
+        }
+    }
+
+    #[test]
+    fn counter_reset_restarts() {
+        assert_eq!(counter_delta(10, 15), 5);
+        assert_eq!(counter_delta(10, 3), 3);
+        let v = vec![
+            5u64.to_ne_bytes().to_vec(),
+            7u64.to_ne_bytes().to_vec(),
+            vec![1, 2],
+        ];
+        assert_eq!(KernelTotals::sum_percpu(&v), 12);
+    }
+
+    #[test]
+    fn derived_counters() {
+        let mut p = Pipeline::new(
+            table(),
+            PipelineConfig {
+                derive_counters: true,
+                seq_from_zero: false,
+                ..Default::default()
+            },
+            ProcCache::disabled(),
+        );
+        p.ingest(&rec(1, 14, 0, 100, 1));
+        p.ingest(&rec(1, 0, 0, 101, 1));
+        let k = p.derived().clone();
+        assert_eq!(k.failures[&1], 2);
+        let s = p.snapshot(&k, SystemTime::now(), true);
+        assert_eq!(s.counters[0].errno.get("none"), Some(&1));
+        assert_eq!(s.seq_gaps, 0);
+        assert!(s.invariant.ok);
+    }
+}

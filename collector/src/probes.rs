@@ -1,0 +1,198 @@
+//! The probe table the collector works with: the manifest's attachable probes (those with a
+//! program in probes.bpf.c), indexed by probe id, plus the manifest's hash.
+
+use codegen::manifest::{Manifest, Probe};
+use sha2::{Digest, Sha256};
+
+/// How a program attaches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttachKind {
+    /// `fexit/<function>`, resolved in `<module>`'s BTF.
+    Fexit,
+    /// `kretprobe/<symbol>`: the fallback for clone-only functions.
+    Kretprobe(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct ProbeInfo {
+    pub id: u32,
+    pub function: String,
+    pub module: String,
+    pub kind: AttachKind,
+    /// Arguments of the function (BTF), 0 when unknown.
+    pub nargs: usize,
+}
+
+impl ProbeInfo {
+    /// The BPF program name codegen gives this probe.
+    pub fn program_name(&self) -> String {
+        format!("pg_{}", self.id)
+    }
+
+    /// The ELF section codegen gives this probe's program.
+    pub fn section(&self) -> String {
+        match &self.kind {
+            AttachKind::Fexit => format!("fexit/{}", self.function),
+            AttachKind::Kretprobe(sym) => format!("kretprobe/{sym}"),
+        }
+    }
+
+    /// `module:function` (the target libbpf >= 1.3 resolves in that module's BTF).
+    pub fn target(&self) -> String {
+        format!("{}:{}", self.module, self.function)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ProbeTable {
+    /// Attachable probes in manifest order.
+    pub probes: Vec<ProbeInfo>,
+    /// probe id -> index in `probes`.
+    index: Vec<Option<u32>>,
+    /// `sha256:<hex>` of the manifest file's bytes.
+    pub manifest_hash: String,
+    /// Kernel version the manifest was generated for.
+    pub kernel: String,
+    pub vendor: String,
+}
+
+/// Ids above this are refused (the BPF tables are sized by the largest id).
+const MAX_PROBE_ID: u32 = 1 << 16;
+
+impl ProbeTable {
+    /// The table of a manifest file's text.
+    pub fn from_manifest_text(text: &str, origin: &str) -> Result<Self, String> {
+        let m = Manifest::from_yaml(text, origin)?;
+        let mut t = Self::from_manifest(&m)?;
+        t.manifest_hash = manifest_hash(text.as_bytes());
+        Ok(t)
+    }
+
+    pub fn from_manifest(m: &Manifest) -> Result<Self, String> {
+        let probes: Vec<ProbeInfo> = m.attachable().map(info).collect::<Result<_, _>>()?;
+        let mut t = ProbeTable {
+            probes,
+            index: Vec::new(),
+            manifest_hash: String::new(),
+            kernel: m.kernel.version.clone(),
+            vendor: m.vendor.clone(),
+        };
+        t.reindex()?;
+        Ok(t)
+    }
+
+    /// A table from (id, function, module) triples, all fexit (tests, benchmarks).
+    pub fn from_triples(triples: &[(u32, &str, &str)]) -> Self {
+        let mut t = ProbeTable {
+            probes: triples
+                .iter()
+                .map(|&(id, f, m)| ProbeInfo {
+                    id,
+                    function: f.to_string(),
+                    module: m.to_string(),
+                    kind: AttachKind::Fexit,
+                    nargs: 0,
+                })
+                .collect(),
+            ..Default::default()
+        };
+        // ids in tests are small and distinct
+        let _ = t.reindex();
+        t
+    }
+
+    fn reindex(&mut self) -> Result<(), String> {
+        let n = self.probes.iter().map(|p| p.id + 1).max().unwrap_or(0);
+        self.index = vec![None; n as usize];
+        for (i, p) in self.probes.iter().enumerate() {
+            let slot = &mut self.index[p.id as usize];
+            if slot.is_some() {
+                return Err(format!("manifest: probe id {} appears twice", p.id));
+            }
+            *slot = Some(i as u32);
+        }
+        Ok(())
+    }
+
+    /// One past the largest probe id (size of per-id tables).
+    pub fn id_limit(&self) -> usize {
+        self.index.len()
+    }
+
+    #[inline]
+    pub fn get(&self, id: u32) -> Option<&ProbeInfo> {
+        let i = (*self.index.get(id as usize)?)?;
+        self.probes.get(i as usize)
+    }
+}
+
+fn info(p: &Probe) -> Result<ProbeInfo, String> {
+    if p.id >= MAX_PROBE_ID {
+        return Err(format!("manifest: probe id {} too large", p.id));
+    }
+    let kind = if p.attach == "fexit" {
+        AttachKind::Fexit
+    } else {
+        AttachKind::Kretprobe(p.attach_symbol.clone().ok_or_else(|| {
+            format!(
+                "manifest: probe {} ({}) is clone-only without attach_symbol",
+                p.id, p.function
+            )
+        })?)
+    };
+    Ok(ProbeInfo {
+        id: p.id,
+        function: p.function.clone(),
+        module: p.module.clone(),
+        kind,
+        nargs: p.nargs,
+    })
+}
+
+/// `sha256:<hex>` of bytes.
+pub fn manifest_hash(bytes: &[u8]) -> String {
+    format!("sha256:{}", crate::decode::hex(&Sha256::digest(bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const M: &str = include_str!("../../generated/linux-6.12/rxe/manifest.yaml");
+
+    #[test]
+    fn rxe_table() {
+        let t = ProbeTable::from_manifest_text(M, "rxe").expect("manifest");
+        assert_eq!(t.kernel, "6.12.117");
+        assert!(t.manifest_hash.starts_with("sha256:") && t.manifest_hash.len() == 71);
+        let reg = t.probes.iter().find(|p| p.function == "ib_uverbs_reg_mr");
+        let reg = reg.expect("ib_uverbs_reg_mr");
+        assert_eq!(t.get(reg.id).map(|p| p.module.as_str()), Some("ib_uverbs"));
+        assert_eq!(reg.section(), "fexit/ib_uverbs_reg_mr");
+        assert_eq!(reg.target(), "ib_uverbs:ib_uverbs_reg_mr");
+        // create_qp exists in ib_core (clone-only: kretprobe) and ib_uverbs (fexit)
+        let cq: Vec<_> = t
+            .probes
+            .iter()
+            .filter(|p| p.function == "create_qp")
+            .collect();
+        assert_eq!(cq.len(), 2);
+        assert_ne!(cq[0].module, cq[1].module);
+        for p in cq {
+            match &p.kind {
+                AttachKind::Fexit => assert_eq!(p.section(), "fexit/create_qp"),
+                AttachKind::Kretprobe(s) => assert_eq!(p.section(), format!("kretprobe/{s}")),
+            }
+        }
+        // ids without a program are absent
+        let m = Manifest::from_yaml(M, "rxe").expect("manifest");
+        for p in m
+            .probes
+            .iter()
+            .filter(|p| p.attach != "fexit" && p.attach != "clone-only")
+        {
+            assert!(t.get(p.id).is_none());
+        }
+        assert!(t.get(100_000).is_none());
+    }
+}

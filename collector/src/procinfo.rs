@@ -1,0 +1,211 @@
+//! Job correlation: the cgroup path and an allow-list of environment variables of a failing
+//! process, read from `/proc/<pid>/{cgroup,environ}` once per process and cached.
+//!
+//! The cache is keyed by pid and remembers the `comm` it saw: a record whose `comm` differs
+//! (the pid was reused, or the process exec'ed) reads /proc again. A process that has already
+//! exited leaves `cgroup` and `job` empty; that is cached too, so a burst from a dead pid costs
+//! one failed open. The cache is bounded: at `cap` entries it is cleared.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Default allow-list of job variables.
+pub const DEFAULT_JOB_VARS: &[&str] = &[
+    "SLURM_JOB_ID",
+    "TORCHELASTIC_RUN_ID",
+    "RANK",
+    "LOCAL_RANK",
+    "JOB_ID",
+];
+
+/// What a record is enriched with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcInfo {
+    /// Cgroup path (v2 `0::` line, else the first hierarchy's), empty when unknown.
+    pub cgroup: String,
+    /// Allow-listed environment variables that are set.
+    pub job: BTreeMap<String, String>,
+    /// /proc/<pid> was gone when the first record arrived.
+    pub exited: bool,
+}
+
+pub struct ProcCache {
+    /// `/proc`, or another root in tests; `None` disables lookups (replay of foreign records).
+    root: Option<PathBuf>,
+    allow: Vec<String>,
+    map: HashMap<u32, ([u8; 16], Arc<ProcInfo>)>,
+    cap: usize,
+    /// /proc/<pid>/environ reads so far (tests check "once per process").
+    pub reads: u64,
+}
+
+impl ProcCache {
+    pub fn new(root: Option<PathBuf>, allow: Vec<String>, cap: usize) -> Self {
+        ProcCache {
+            root,
+            allow,
+            map: HashMap::new(),
+            cap: cap.max(1),
+            reads: 0,
+        }
+    }
+
+    pub fn disabled() -> Self {
+        Self::new(None, Vec::new(), 1)
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.root.is_some()
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Info for the process `pid` whose record carried `comm`.
+    pub fn lookup(&mut self, pid: u32, comm: &[u8; 16]) -> Option<Arc<ProcInfo>> {
+        let root = self.root.as_ref()?;
+        if let Some((c, info)) = self.map.get(&pid) {
+            if c == comm {
+                return Some(info.clone());
+            }
+        }
+        let dir = root.join(pid.to_string());
+        self.reads += 1;
+        let info = Arc::new(match std::fs::read(dir.join("environ")) {
+            Ok(env) => ProcInfo {
+                cgroup: std::fs::read_to_string(dir.join("cgroup"))
+                    .map(|s| cgroup_path(&s))
+                    .unwrap_or_default(),
+                job: job_vars(&env, &self.allow),
+                exited: false,
+            },
+            Err(_) => ProcInfo {
+                exited: true,
+                ..Default::default()
+            },
+        });
+        if self.map.len() >= self.cap {
+            self.map.clear();
+        }
+        self.map.insert(pid, (*comm, info.clone()));
+        Some(info)
+    }
+}
+
+/// The cgroup path from /proc/<pid>/cgroup: the unified (`0::`) line, else the first line's.
+pub fn cgroup_path(text: &str) -> String {
+    let mut first = None;
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(id), Some(_), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        if id == "0" {
+            return path.to_string();
+        }
+        first.get_or_insert(path);
+    }
+    first.unwrap_or_default().to_string()
+}
+
+/// Allow-listed `NAME=value` pairs of a NUL-separated environment block.
+pub fn job_vars(environ: &[u8], allow: &[String]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for kv in environ.split(|&b| b == 0) {
+        let Some(eq) = kv.iter().position(|&b| b == b'=') else {
+            continue;
+        };
+        let name = &kv[..eq];
+        if let Some(a) = allow.iter().find(|a| a.as_bytes() == name) {
+            out.insert(
+                a.clone(),
+                String::from_utf8_lossy(&kv[eq + 1..]).into_owned(),
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allow() -> Vec<String> {
+        DEFAULT_JOB_VARS.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn parses_cgroup_and_env() {
+        assert_eq!(
+            cgroup_path("0::/system.slice/slurmstepd.scope/job_42\n"),
+            "/system.slice/slurmstepd.scope/job_42"
+        );
+        assert_eq!(
+            cgroup_path("12:pids:/user.slice\n1:name=systemd:/x\n0::/unified\n"),
+            "/unified"
+        );
+        assert_eq!(cgroup_path("12:pids:/user.slice\n"), "/user.slice");
+        assert_eq!(cgroup_path(""), "");
+        let env = b"PATH=/bin\0SLURM_JOB_ID=42\0RANK=3\0RANKX=9\0=bad\0noeq\0LOCAL_RANK=\0";
+        let j = job_vars(env, &allow());
+        assert_eq!(j.len(), 3);
+        assert_eq!(j["SLURM_JOB_ID"], "42");
+        assert_eq!(j["RANK"], "3");
+        assert_eq!(j["LOCAL_RANK"], "");
+    }
+
+    fn fake_proc() -> (PathBuf, std::path::PathBuf) {
+        let root = std::env::temp_dir().join(format!(
+            "pg-proc-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        let p = root.join("4242");
+        std::fs::create_dir_all(&p).expect("mkdir");
+        std::fs::write(p.join("environ"), b"SLURM_JOB_ID=77\0HOME=/root\0").expect("w");
+        std::fs::write(p.join("cgroup"), "0::/slurm/job_77\n").expect("w");
+        (root, p)
+    }
+
+    #[test]
+    fn reads_once_per_process_and_exited_is_empty() {
+        let (root, p) = fake_proc();
+        let mut c = ProcCache::new(Some(root.clone()), allow(), 16);
+        let comm = *b"verbs_fail\0\0\0\0\0\0";
+        let a = c.lookup(4242, &comm).expect("info");
+        assert_eq!(a.job["SLURM_JOB_ID"], "77");
+        assert_eq!(a.cgroup, "/slurm/job_77");
+        // the process exits: the cached value stays, no second read
+        std::fs::remove_dir_all(&p).expect("rm");
+        for _ in 0..100 {
+            assert_eq!(c.lookup(4242, &comm), Some(a.clone()));
+        }
+        assert_eq!(c.reads, 1);
+        // an unknown (exited) pid: empty job, not an error, cached
+        let e = c.lookup(999, &comm).expect("info");
+        assert!(e.exited && e.job.is_empty() && e.cgroup.is_empty());
+        c.lookup(999, &comm);
+        assert_eq!(c.reads, 2);
+        // another comm under the same pid: read again
+        c.lookup(4242, b"other\0\0\0\0\0\0\0\0\0\0\0");
+        assert_eq!(c.reads, 3);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn bounded() {
+        let mut c = ProcCache::new(Some(PathBuf::from("/nonexistent-proc")), allow(), 8);
+        for pid in 0..1000 {
+            c.lookup(pid, &[0; 16]);
+            assert!(c.len() <= 8);
+        }
+        assert!(ProcCache::disabled().lookup(1, &[0; 16]).is_none());
+    }
+}

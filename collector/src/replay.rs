@@ -1,0 +1,311 @@
+//! Replay files: recorded ring-buffer samples (and optionally the kernel counters) fed through
+//! the same pipeline, with no BPF at all. `probegen collect --record FILE` writes them live;
+//! `probegen collect --replay FILE` reads them.
+//!
+//! Two formats, told apart by the file name:
+//!
+//! **JSONL** (any name but `*.bin` / `*.raw`), one object per line; blank lines and `#` lines are ignored:
+//! ```text
+//! {"replay":"probegen/v1","host":"h","kernel":"6.12.117+deb12-amd64","manifest_hash":"sha256:..."}
+//! {"rec":"<192 hex digits: the 96-byte struct pg_record exactly as the ring buffer gave it>"}
+//! {"counters":{"calls":{"25":3},"failures":{"25":1},"errnos":{"25:14":1},"drops":0}}
+//! ```
+//! The header is optional (it supplies `host`, `kernel`, `manifest_hash` of the snapshots). A
+//! `counters` line holds the kernel's cumulative totals (summed over CPUs; `errnos` keyed
+//! `probe:errno`) and closes a window: one snapshot per `counters` line. Records after the last
+//! one go into a final snapshot. A file without any `counters` line gets its counters derived
+//! from the records (calls = failures = records per probe) and is cut into windows of
+//! `--replay-window` records (default: one window).
+//!
+//! **Raw** (`*.bin` or `*.raw`): concatenated 96-byte records, counters derived as above.
+
+/// Whether a replay file name denotes the raw format.
+pub fn is_raw_name(path: &std::path::Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("bin" | "raw")
+    )
+}
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, BufWriter, Read, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::decode::{hex, unhex};
+use crate::pipeline::KernelTotals;
+use crate::record::RECORD_SIZE;
+
+pub const REPLAY_SCHEMA: &str = "probegen/v1";
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    pub replay: String,
+    #[serde(default)]
+    pub host: String,
+    #[serde(default)]
+    pub kernel: String,
+    #[serde(default)]
+    pub manifest_hash: String,
+}
+
+/// Counters as they appear in a replay file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CountersJson {
+    #[serde(default)]
+    pub calls: BTreeMap<String, u64>,
+    #[serde(default)]
+    pub failures: BTreeMap<String, u64>,
+    #[serde(default)]
+    pub errnos: BTreeMap<String, u64>,
+    #[serde(default)]
+    pub drops: u64,
+}
+
+impl CountersJson {
+    pub fn from_totals(k: &KernelTotals) -> Self {
+        let m = |x: &BTreeMap<u32, u64>| x.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+        CountersJson {
+            calls: m(&k.calls),
+            failures: m(&k.failures),
+            errnos: k
+                .errnos
+                .iter()
+                .map(|(&(p, e), &v)| (format!("{p}:{e}"), v))
+                .collect(),
+            drops: k.drops,
+        }
+    }
+
+    pub fn to_totals(&self) -> Result<KernelTotals, String> {
+        let num = |s: &str| {
+            s.parse::<u32>()
+                .map_err(|_| format!("counter key `{s}` is not a probe id"))
+        };
+        let m = |x: &BTreeMap<String, u64>| -> Result<BTreeMap<u32, u64>, String> {
+            x.iter().map(|(k, v)| Ok((num(k)?, *v))).collect()
+        };
+        let mut errnos = BTreeMap::new();
+        for (k, v) in &self.errnos {
+            let (p, e) = k
+                .split_once(':')
+                .ok_or_else(|| format!("errnos key `{k}`: expected probe:errno"))?;
+            errnos.insert((num(p)?, num(e)?), *v);
+        }
+        Ok(KernelTotals {
+            calls: m(&self.calls)?,
+            failures: m(&self.failures)?,
+            errnos,
+            drops: self.drops,
+        })
+    }
+}
+
+/// One item of a replay file.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Event<'a> {
+    Header(Header),
+    Record(&'a [u8]),
+    Counters(KernelTotals),
+}
+
+#[derive(Deserialize)]
+struct Line {
+    #[serde(default)]
+    rec: Option<String>,
+    #[serde(default)]
+    counters: Option<CountersJson>,
+    #[serde(default)]
+    replay: Option<String>,
+}
+
+/// Reads a replay stream, calling `f` for each event. Errors name the line.
+pub fn read<R: Read>(
+    input: R,
+    raw: bool,
+    mut f: impl FnMut(Event<'_>) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut r = io::BufReader::with_capacity(1 << 16, input);
+    if raw {
+        // raw concatenated records
+        let mut buf = vec![0u8; RECORD_SIZE * 1024];
+        let mut off = 0u64;
+        loop {
+            let n = read_full(&mut r, &mut buf).map_err(|e| e.to_string())?;
+            if n % RECORD_SIZE != 0 {
+                return Err(format!(
+                    "raw replay: {} trailing bytes at offset {}",
+                    n % RECORD_SIZE,
+                    off + (n - n % RECORD_SIZE) as u64
+                ));
+            }
+            for c in buf[..n].chunks_exact(RECORD_SIZE) {
+                f(Event::Record(c))?;
+            }
+            off += n as u64;
+            if n < buf.len() {
+                return Ok(());
+            }
+        }
+    }
+    let mut line = String::new();
+    let mut bytes = Vec::with_capacity(RECORD_SIZE);
+    let mut no = 0usize;
+    loop {
+        line.clear();
+        if r.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+            return Ok(());
+        }
+        no += 1;
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let at = |e: String| format!("line {no}: {e}");
+        // fast path for the common record line
+        if let Some(h) = l
+            .strip_prefix("{\"rec\":\"")
+            .and_then(|s| s.strip_suffix("\"}"))
+        {
+            bytes.clear();
+            bytes.extend(unhex(h).ok_or_else(|| at("rec: not hex".into()))?);
+            f(Event::Record(&bytes)).map_err(at)?;
+            continue;
+        }
+        let parsed: Line = serde_json::from_str(l).map_err(|e| at(e.to_string()))?;
+        if let Some(h) = parsed.rec {
+            bytes.clear();
+            bytes.extend(unhex(&h).ok_or_else(|| at("rec: not hex".into()))?);
+            f(Event::Record(&bytes)).map_err(at)?;
+        } else if let Some(c) = parsed.counters {
+            f(Event::Counters(c.to_totals().map_err(at)?)).map_err(at)?;
+        } else if parsed.replay.is_some() {
+            let h: Header = serde_json::from_str(l).map_err(|e| at(e.to_string()))?;
+            if h.replay != REPLAY_SCHEMA {
+                return Err(at(format!(
+                    "replay `{}`: expected `{REPLAY_SCHEMA}`",
+                    h.replay
+                )));
+            }
+            f(Event::Header(h)).map_err(at)?;
+        } else {
+            return Err(at("expected a rec, counters or replay line".into()));
+        }
+    }
+}
+
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Writes a JSONL replay file (`--record`).
+pub struct Recorder<W: Write> {
+    out: BufWriter<W>,
+}
+
+impl<W: Write> Recorder<W> {
+    pub fn new(w: W, header: &Header) -> io::Result<Self> {
+        let mut out = BufWriter::with_capacity(1 << 16, w);
+        serde_json::to_writer(&mut out, header)?;
+        out.write_all(b"\n")?;
+        Ok(Recorder { out })
+    }
+
+    pub fn record(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.out.write_all(b"{\"rec\":\"")?;
+        self.out.write_all(hex(bytes).as_bytes())?;
+        self.out.write_all(b"\"}\n")
+    }
+
+    pub fn counters(&mut self, k: &KernelTotals) -> io::Result<()> {
+        self.out.write_all(b"{\"counters\":")?;
+        serde_json::to_writer(&mut self.out, &CountersJson::from_totals(k))?;
+        self.out.write_all(b"}\n")?;
+        self.out.flush()
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip_jsonl_and_raw() {
+        let rec = [7u8; RECORD_SIZE];
+        let k = KernelTotals {
+            calls: [(25, 3)].into(),
+            failures: [(25, 1)].into(),
+            errnos: [((25, 14), 1)].into(),
+            drops: 2,
+        };
+        let h = Header {
+            replay: REPLAY_SCHEMA.into(),
+            host: "guest".into(),
+            ..Default::default()
+        };
+        let mut buf = Vec::new();
+        {
+            let mut r = Recorder::new(&mut buf, &h).expect("rec");
+            r.record(&rec).expect("w");
+            r.counters(&k).expect("w");
+            r.record(&rec).expect("w");
+            r.flush().expect("f");
+        }
+        let text = String::from_utf8(buf.clone()).expect("utf8");
+        assert!(text.contains("\"errnos\":{\"25:14\":1}"), "{text}");
+        let mut seen = Vec::new();
+        read(&buf[..], false, |e| {
+            seen.push(match e {
+                Event::Header(h) => format!("H{}", h.host),
+                Event::Record(b) => format!("R{}", b.len()),
+                Event::Counters(c) => format!("C{}", c == k),
+            });
+            Ok(())
+        })
+        .expect("read");
+        assert_eq!(seen, ["Hguest", "R96", "Ctrue", "R96"]);
+
+        let raw: Vec<u8> = (0..3).flat_map(|_| rec).collect();
+        let mut n = 0;
+        read(&raw[..], true, |e| {
+            assert_eq!(e, Event::Record(&rec));
+            n += 1;
+            Ok(())
+        })
+        .expect("raw");
+        assert_eq!(n, 3);
+        assert!(read(&raw[..100], true, |_| Ok(())).is_err());
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = read(
+            &b"{\"replay\":\"probegen/v1\"}\n{\"rec\":\"zz\"}\n"[..],
+            false,
+            |_| Ok(()),
+        );
+        assert_eq!(e, Err("line 2: rec: not hex".into()));
+        let e = read(&b"\n# c\n{\"what\":1}\n"[..], false, |_| Ok(()));
+        assert!(e.is_err_and(|e| e.starts_with("line 3:")));
+        let e = read(
+            &b"{\"counters\":{\"calls\":{\"x\":1}}}\n"[..],
+            false,
+            |_| Ok(()),
+        );
+        assert!(e.is_err_and(|e| e.contains("not a probe id")));
+        assert!(read(&b""[..], false, |_| Ok(())).is_ok());
+    }
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Live collector end to end: runs `probegen collect` inside the Soft-RoCE qemu testbed
+# (scripts/e2e.sh) through the guest hook scripts/e2e/collect-hook.sh, then checks its
+# snapshots on the host (tests/collector_e2e.rs, ignored in a plain `cargo test`).
+#
+#   scripts/e2e-collect.sh 6.12|6.1
+#
+# Packs at /extra: the release probegen (its shared libraries come via ldd), the rxe
+# manifest of that kernel and its probes.bpf.c compiled with clang, the hook.
+# Outputs: target/e2e/<ver>/{snapshots.jsonl,replay.jsonl,collect.log,metrics.txt,...}.
+# Environment: E2E_* knobs of scripts/e2e.sh; PROBEGEN_VENDOR (default rxe).
+set -euo pipefail
+[ $# -eq 1 ] || { echo "usage: $0 6.12|6.1" >&2; exit 2; }
+VER=$1
+case "$VER" in 6.12 | 6.1) ;; *) echo "usage: $0 6.12|6.1" >&2; exit 2 ;; esac
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+VENDOR=${PROBEGEN_VENDOR:-rxe}
+SET=generated/linux-$VER/$VENDOR
+STAGE=$REPO/target/e2e-collect/$VER/extra
+log() { printf '[e2e-collect %s] %s\n' "$VER" "$*" >&2; }
+
+log "building probegen (release)"
+cargo build --release --bin probegen >&2
+rm -rf "$STAGE"
+mkdir -p "$STAGE"
+clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu \
+	-c "$SET/probes.bpf.c" -o "$STAGE/probes.bpf.o"
+cp "$SET/manifest.yaml" "$STAGE/manifest.yaml"
+# debug info is not needed in the guest: keep the initramfs small
+strip -o "$STAGE/probegen" target/release/probegen
+install -m 755 scripts/e2e/collect-hook.sh "$STAGE/guest-hook.sh"
+log "extra: $(du -sh "$STAGE" | cut -f1) ($(ls "$STAGE" | tr '\n' ' '))"
+
+rc=0
+E2E_EXTRA_DIR=$STAGE bash scripts/e2e.sh "$VER" || rc=$?
+log "scripts/e2e.sh exited $rc"
+
+log "checking target/e2e/$VER/snapshots.jsonl"
+tver=${VER//./_}
+check=0
+PROBEGEN_E2E_MANIFEST=$STAGE/manifest.yaml cargo test --release --test collector_e2e -- --ignored --exact \
+	"e2e_collect_$tver" --nocapture || check=$?
+[ $rc -eq 0 ] && [ $check -eq 0 ]

@@ -1,0 +1,75 @@
+#!/bin/sh
+# Guest hook of scripts/e2e-collect.sh (packed as /extra/guest-hook.sh by it; see
+# tests/e2e/README.md "Extension hook"). Runs the live collector around the testbed traffic.
+#
+#   start: probegen collect --object /extra/probes.bpf.o in the background; waits until it
+#          reports its attach line (the pingpong must run with the probes attached)
+#   stop:  one more verbs_fail inside a cgroup with job variables (job correlation), a scrape
+#          of /metrics, then SIGTERM; the collector writes its final snapshot and exits 0.
+# Everything lands in /out (-> target/e2e/<ver>/): snapshots.jsonl, replay.jsonl,
+# collect.log, collect.rc, metrics.txt, vf.log, vf-job.log, attach-ms.
+X=/extra
+PIDF=/tmp/probegen-collect.pid
+mkdir -p /out
+
+case "$1" in
+start)
+	[ -x $X/probegen ] || { echo "collect-hook: $X/probegen missing"; exit 1; }
+	rm -f /out/collect.rc $PIDF
+	# a background subshell waits for the collector and keeps its exit code
+	(
+		$X/probegen collect --manifest $X/manifest.yaml --object $X/probes.bpf.o \
+			--interval 1s --drain 2ms --out /out/snapshots.jsonl --record /out/replay.jsonl \
+			--metrics 127.0.0.1:9464 >/out/collect.stdout 2>/out/collect.log &
+		echo $! >$PIDF
+		wait $!
+		echo $? >/out/collect.rc
+	) &
+	i=0
+	while [ ! -s $PIDF ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	i=0
+	while [ $i -lt 600 ]; do
+		grep -q '^probegen collect: attached' /out/collect.log 2>/dev/null && break
+		kill -0 "$(cat $PIDF)" 2>/dev/null || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	cat /out/collect.log
+	grep -q '^probegen collect: attached' /out/collect.log
+	;;
+stop)
+	pid=$(cat $PIDF 2>/dev/null)
+	[ -n "$pid" ] || { echo "collect-hook: no collector pid"; exit 1; }
+	cp /tmp/vf.log /out/vf.log 2>/dev/null
+	# job correlation: a failing process in its own cgroup with job variables set
+	mkdir -p /sys/fs/cgroup
+	mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
+	mkdir -p /sys/fs/cgroup/probegen-job42
+	sh -c 'echo $$ >/sys/fs/cgroup/probegen-job42/cgroup.procs 2>/dev/null;
+		exec env SLURM_JOB_ID=42 RANK=3 OTHER=x /usr/bin/verbs_fail rxe0' >/out/vf-job.log 2>&1
+	# two drain periods + a snapshot interval: everything is in the collector
+	sleep 1.5
+	wget -q -O /out/metrics.txt http://127.0.0.1:9464/metrics || echo "collect-hook: scrape failed"
+	kill -TERM "$pid"
+	i=0
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "collect-hook: collector still running after SIGTERM + 30 s"
+		kill -KILL "$pid"
+		echo timeout >/out/collect.rc
+		exit 1
+	fi
+	i=0
+	while [ ! -s /out/collect.rc ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	rc=$(cat /out/collect.rc 2>/dev/null)
+	tail -n 5 /out/collect.log
+	[ "$rc" = 0 ]
+	;;
+*)
+	echo "usage: $0 start|stop" >&2
+	exit 2
+	;;
+esac

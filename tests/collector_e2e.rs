@@ -1,0 +1,318 @@
+//! Host-side checks of a live collector run in the qemu Soft-RoCE testbed. Run by
+//! `scripts/e2e-collect.sh 6.12|6.1` after the guest finished (ignored in a plain `cargo test`:
+//! they need the guest's outputs in target/e2e/<ver>/).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// pid of a verbs_fail run from its `VF ... pid=N ...` lines.
+fn vf_pid(log: &str) -> Option<u64> {
+    log.lines().filter(|l| l.starts_with("VF ")).find_map(|l| {
+        l.split_whitespace()
+            .find_map(|w| w.strip_prefix("pid="))
+            .and_then(|p| p.parse().ok())
+    })
+}
+
+fn check(ver: &str) {
+    let out = repo().join("target/e2e").join(ver);
+    // the manifest packed into the guest (generated/ may have moved on since)
+    let manifest_path = std::env::var("PROBEGEN_E2E_MANIFEST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo().join(format!("target/e2e-collect/{ver}/extra/manifest.yaml")));
+    let manifest_text = read(&manifest_path);
+    let m = codegen::Manifest::from_yaml(&manifest_text, "manifest").expect("manifest");
+    let attachable: BTreeMap<u32, (String, String)> = m
+        .attachable()
+        .map(|p| (p.id, (p.function.clone(), p.module.clone())))
+        .collect();
+    let mut problems: Vec<String> = Vec::new();
+
+    let rc = std::fs::read_to_string(out.join("collect.rc")).unwrap_or_default();
+    if rc.trim() != "0" {
+        problems.push(format!("collector exit code `{}` (want 0)", rc.trim()));
+    }
+    let snaps: Vec<Value> = read(&out.join("snapshots.jsonl"))
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("snapshot line is JSON"))
+        .collect();
+    assert!(!snaps.is_empty(), "no snapshots");
+    let last = snaps.last().expect("last");
+    assert_eq!(last["final"], true, "last snapshot is not the final one");
+    for s in &snaps {
+        for key in [
+            "host",
+            "kernel",
+            "manifest_hash",
+            "window",
+            "records",
+            "counters",
+            "drops",
+            "seq_gaps",
+            "attached",
+        ] {
+            assert!(s.get(key).is_some(), "snapshot without `{key}`");
+        }
+    }
+    println!(
+        "{ver}: {} snapshots, kernel {}, host {}",
+        snaps.len(),
+        last["kernel"],
+        last["host"]
+    );
+
+    // 1. every attachable probe attached (the others: the manifest says why)
+    let att = last["attached"].as_array().expect("attached");
+    let mut n_att = 0;
+    for a in att {
+        let id = a["probe"].as_u64().unwrap_or(u64::MAX) as u32;
+        if a["attached"] == true {
+            n_att += 1;
+        } else {
+            problems.push(format!(
+                "probe {id} {}:{} not attached: {}",
+                a["module"], a["function"], a["reason"]
+            ));
+        }
+    }
+    if att.len() != attachable.len() {
+        problems.push(format!(
+            "attached lists {} probes, manifest has {} attachable",
+            att.len(),
+            attachable.len()
+        ));
+    }
+    for p in m.probes.iter().filter(|p| !attachable.contains_key(&p.id)) {
+        assert!(
+            !p.attach.is_empty(),
+            "probe {} without attach verdict",
+            p.id
+        );
+    }
+    println!(
+        "{ver}: attached {n_att}/{} (manifest: {} probes, {} not attachable with their verdicts)",
+        attachable.len(),
+        m.probes.len(),
+        m.probes.len() - attachable.len()
+    );
+
+    // all records, all counters summed over the windows
+    let records: Vec<&Value> = snaps
+        .iter()
+        .flat_map(|s| s["records"].as_array().into_iter().flatten())
+        .collect();
+    let mut calls: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut failures: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut received: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut dropped_us = 0u64;
+    let mut dropped_k = 0u64;
+    for s in &snaps {
+        dropped_k += s["drops"]["kernel"].as_u64().unwrap_or(0);
+        dropped_us += s["drops"]["userspace"].as_u64().unwrap_or(0);
+        for c in s["counters"].as_array().into_iter().flatten() {
+            let k = (
+                c["function"].as_str().unwrap_or("").to_string(),
+                c["module"].as_str().unwrap_or("").to_string(),
+            );
+            *calls.entry(k.clone()).or_default() += c["calls"].as_u64().unwrap_or(0);
+            *failures.entry(k.clone()).or_default() += c["failures"].as_u64().unwrap_or(0);
+            *received.entry(k).or_default() +=
+                c["received"].as_u64().unwrap_or(0) + c["dropped_userspace"].as_u64().unwrap_or(0);
+        }
+    }
+    let mut rec_count: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for r in &records {
+        let k = (
+            r["function"].as_str().unwrap_or("").to_string(),
+            r["module"].as_str().unwrap_or("").to_string(),
+        );
+        *rec_count.entry(k).or_default() += 1;
+    }
+
+    // 2. the failure program's EFAULT at every layer, with its pid and comm
+    let vf = read(&out.join("vf.log"));
+    let pid = vf_pid(&vf).expect("verbs_fail pid in vf.log");
+    let from_vf: Vec<&&Value> = records.iter().filter(|r| r["pid"] == pid).collect();
+    let efault: BTreeSet<&str> = from_vf
+        .iter()
+        .filter(|r| r["errno_name"] == "EFAULT" && r["comm"] == "verbs_fail")
+        .filter_map(|r| r["function"].as_str())
+        .collect();
+    let einval: BTreeSet<&str> = from_vf
+        .iter()
+        .filter(|r| r["errno_name"] == "EINVAL")
+        .filter_map(|r| r["function"].as_str())
+        .collect();
+    println!("{ver}: verbs_fail pid {pid}: EFAULT at {efault:?}; EINVAL at {einval:?}");
+    for f in ["ib_uverbs_reg_mr", "ib_umem_get"] {
+        if !efault.contains(f) {
+            problems.push(format!("no EFAULT record of {f} from verbs_fail pid {pid}"));
+        }
+    }
+    if !efault.contains("rxe_reg_user_mr") && !efault.contains("rxe_mr_init_user") {
+        problems.push(format!(
+            "no EFAULT record of rxe_reg_user_mr / rxe_mr_init_user from pid {pid}"
+        ));
+    }
+    if einval.is_empty() {
+        problems.push("no EINVAL record from verbs_fail (create_qp / modify_qp)".into());
+    }
+    if let Some(r) = from_vf.iter().find(|r| r["function"] == "ib_umem_get") {
+        println!("{ver}: sample record: {r}");
+    }
+
+    // 3. the pingpong: calls counted, no failure records from it
+    let pp: Vec<_> = records
+        .iter()
+        .filter(|r| r["comm"] == "ibv_rc_pingpong")
+        .collect();
+    // The manifest marks functions that return NULL as an ordinary "none" (null_ok), so a
+    // successful pingpong leaves no failure record at all.
+    if !pp.is_empty() {
+        problems.push(format!(
+            "{} failure records from ibv_rc_pingpong: {:?}",
+            pp.len(),
+            pp
+        ));
+    }
+    let reg_calls = calls
+        .get(&("ib_uverbs_reg_mr".to_string(), "ib_uverbs".to_string()))
+        .copied()
+        .unwrap_or(0);
+    // pingpong server + client register one MR each, verbs_fail twice (fail + job run)
+    if reg_calls < 4 {
+        problems.push(format!("ib_uverbs_reg_mr calls {reg_calls}, want >= 4"));
+    }
+    let busy: Vec<String> = calls
+        .iter()
+        .filter(|(_, &v)| v > 0)
+        .map(|((f, _), v)| format!("{f}={v}"))
+        .collect();
+    println!("{ver}: calls: {}", busy.join(" "));
+
+    // 4. received + dropped (kernel + userspace) == failures, per probe and in total
+    let total_f: u64 = failures.values().sum();
+    let total_r: u64 = received.values().sum();
+    println!(
+        "{ver}: failures {total_f}, records received {} (+{dropped_us} userspace drops), kernel drops {dropped_k}",
+        records.len()
+    );
+    if total_r + dropped_k != total_f {
+        problems.push(format!(
+            "received {total_r} + kernel drops {dropped_k} != failures {total_f}"
+        ));
+    }
+    if dropped_k == 0 {
+        for (k, f) in &failures {
+            let r = received.get(k).copied().unwrap_or(0);
+            if r != *f {
+                problems.push(format!("{}:{}: received {r} != failures {f}", k.1, k.0));
+            }
+        }
+    }
+    for (k, n) in &rec_count {
+        if received.get(k).copied().unwrap_or(0) < *n {
+            problems.push(format!(
+                "{}:{}: {n} records but counters say fewer",
+                k.1, k.0
+            ));
+        }
+    }
+    if last["invariant"]["ok"] != true || last["invariant"]["exact"] != true {
+        problems.push(format!("final invariant: {}", last["invariant"]));
+    }
+
+    // 5. job correlation: the second verbs_fail ran in a cgroup with job variables
+    let job_log = read(&out.join("vf-job.log"));
+    match vf_pid(&job_log) {
+        Some(jpid) => {
+            let jr: Vec<_> = records.iter().filter(|r| r["pid"] == jpid).collect();
+            if jr.is_empty() {
+                problems.push(format!("no records from the job run (pid {jpid})"));
+            }
+            for r in &jr {
+                let want = serde_json::json!({"SLURM_JOB_ID": "42", "RANK": "3"});
+                if r["job"] != want || r["cgroup"] != "/probegen-job42" {
+                    problems.push(format!(
+                        "job run record: job {} cgroup {} (want {want} /probegen-job42)",
+                        r["job"], r["cgroup"]
+                    ));
+                    break;
+                }
+            }
+            println!(
+                "{ver}: job run pid {jpid}: {} records, job {}, cgroup {}",
+                jr.len(),
+                jr.first().map(|r| r["job"].to_string()).unwrap_or_default(),
+                jr.first()
+                    .map(|r| r["cgroup"].to_string())
+                    .unwrap_or_default()
+            );
+        }
+        None => problems.push(format!("no pid in vf-job.log: {job_log}")),
+    }
+
+    // 6. the metrics scrape in the guest
+    let metrics = std::fs::read_to_string(out.join("metrics.txt")).unwrap_or_default();
+    let line = "probegen_failures_total{function=\"ib_uverbs_reg_mr\",module=\"ib_uverbs\"} ";
+    match metrics.lines().find_map(|l| l.strip_prefix(line)) {
+        Some(v) if v.parse::<u64>().unwrap_or(0) >= 1 => {}
+        other => problems.push(format!("metrics: {line}{other:?}")),
+    }
+    if !metrics.contains(
+        "probegen_errno_total{function=\"ib_umem_get\",module=\"ib_uverbs\",errno=\"EFAULT\"}",
+    ) {
+        problems.push("metrics: no probegen_errno_total EFAULT of ib_umem_get".into());
+    }
+
+    // 7. the recorded replay file reproduces the live accounting on the host
+    let tmp =
+        std::env::temp_dir().join(format!("pg-e2e-replay-{ver}-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let sum = collector::run::run(&collector::run::Options {
+        manifest: manifest_path.clone(),
+        replay: Some(out.join("replay.jsonl")),
+        out: tmp.clone(),
+        proc_root: None,
+        ..Default::default()
+    })
+    .expect("replay");
+    let _ = std::fs::remove_file(&tmp);
+    if sum.received != records.len() as u64 || sum.failures != total_f || !sum.invariant_ok {
+        problems.push(format!(
+            "replay: received {} failures {} invariant {} (live: {} / {total_f})",
+            sum.received,
+            sum.failures,
+            sum.invariant_ok,
+            records.len()
+        ));
+    }
+    println!(
+        "{ver}: replay of replay.jsonl: {} records, {} failures, invariant ok {}",
+        sum.received, sum.failures, sum.invariant_ok
+    );
+
+    assert!(problems.is_empty(), "{ver}: {}", problems.join("\n"));
+}
+
+#[test]
+#[ignore = "needs target/e2e/6.12 from scripts/e2e-collect.sh 6.12"]
+fn e2e_collect_6_12() {
+    check("6.12");
+}
+
+#[test]
+#[ignore = "needs target/e2e/6.1 from scripts/e2e-collect.sh 6.1"]
+fn e2e_collect_6_1() {
+    check("6.1");
+}
