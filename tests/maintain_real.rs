@@ -167,9 +167,10 @@ fn check_6_1_mlx5_set_against_the_6_12_source_reports_the_drift() {
     );
     // alloc_implicit_mr_null_mkey: the implicit-ODP null mkey, new in 6.12's odp.c.
     let added = functions(&v["added"]);
-    for f in ["alloc_implicit_mr_null_mkey"] {
-        assert!(added.iter().any(|a| a == f), "{f} not added: {added:?}");
-    }
+    assert!(
+        added.iter().any(|a| a == "alloc_implicit_mr_null_mkey"),
+        "alloc_implicit_mr_null_mkey not added: {added:?}"
+    );
 
     // The report is the comparison of the checked-in 6.1 set with the set generated now from
     // 6.12: same additions, same removals, same changes.
