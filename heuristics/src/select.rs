@@ -488,6 +488,9 @@ pub fn select(
                 continue;
             }
             let cn = ctx.node(c);
+            // The object a function works on: its own name says it best (ib_umem_get: MR,
+            // bnxt_qplib_create_cq: CQ); otherwise the kept function it serves.
+            let obj = ctx.object_from_name(&cn.name).unwrap_or(obj);
             if let Some(e) = ctx.hardware(c) {
                 decided.insert(c, (true, Rule::Focus, Some(FocusKind::Hardware), obj, e));
                 queue.push_back((c, 0, obj));
@@ -497,11 +500,6 @@ pub fn select(
                 Layer::Core => {
                     let can_fail = ctx.can_fail(c, rules.failure_depth);
                     if kept_here && can_fail && depth < rules.helper_depth && !cn.in_header() {
-                        let obj = if obj == Object::Other {
-                            ctx.object_from_name(&cn.name).unwrap_or(obj)
-                        } else {
-                            obj
-                        };
                         let e = format!(
                             "helper of kept {} ({} below it), returns {}",
                             ctx.node(id).name,
