@@ -25,6 +25,10 @@ pub struct ShrinkRow {
     pub reachable: usize,
     pub traceable: usize,
     pub kept: usize,
+    /// The same three counts within the verbs core (drivers/infiniband/core, include/rdma).
+    pub core_reachable: usize,
+    pub core_traceable: usize,
+    pub core_kept: usize,
 }
 
 pub struct Unattachable {
@@ -91,12 +95,23 @@ pub fn render_report(m: &Manifest, cx: &RenderContext) -> Result<String, RenderE
             continue;
         }
         let below = g.reach(&[v.id]);
+        let core: Vec<FnId> = below
+            .keys()
+            .copied()
+            .filter(|&f| {
+                let file = &g.node(f).file;
+                file.starts_with("drivers/infiniband/core/") || file.starts_with("include/rdma/")
+            })
+            .collect();
         shrink.push(ShrinkRow {
             handler: g.node(v.id).name.clone(),
             object: v.object.as_str().to_string(),
             reachable: below.len(),
             traceable: below.keys().filter(|&&f| (cx.attachable)(f)).count(),
             kept: below.keys().filter(|f| kept.contains(f)).count(),
+            core_reachable: core.len(),
+            core_traceable: core.iter().filter(|&&f| (cx.attachable)(f)).count(),
+            core_kept: core.iter().filter(|f| kept.contains(f)).count(),
         });
     }
     shrink.sort_by(|a, b| a.handler.cmp(&b.handler));
