@@ -205,6 +205,7 @@ fn function_def(node: Node, src: &[u8]) -> Option<FunctionDef> {
     };
     let outer_fn = outer_fn?;
     let nparams = count_params(outer_fn, src);
+    let params = param_facts(outer_fn, src);
     let ret = if pointer {
         RetKind::Ptr
     } else {
@@ -237,6 +238,7 @@ fn function_def(node: Node, src: &[u8]) -> Option<FunctionDef> {
         },
         ret,
         nparams,
+        params,
         calls,
         field_writes: field_writes.into_iter().collect(),
         reads_method_handler: body_text.contains("method_elm->handler"),
@@ -263,6 +265,49 @@ fn has_error_code(body: &str) -> bool {
             && w[2].is_ascii_uppercase()
             && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
     })
+}
+
+/// Name and scalar-ness of each parameter (`(void)` has none).
+fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
+    let Some(params) = fn_decl.child_by_field_name("parameters") else {
+        return Vec::new();
+    };
+    let mut c = params.walk();
+    let mut out = Vec::new();
+    for p in params.named_children(&mut c) {
+        if p.kind() != "parameter_declaration" {
+            continue;
+        }
+        let ty = p.child_by_field_name("type");
+        let ty_kind = ty.map(|t| t.kind()).unwrap_or("");
+        let mut d = p.child_by_field_name("declarator");
+        let mut scalar = !matches!(ty_kind, "struct_specifier" | "union_specifier");
+        let mut name = String::new();
+        while let Some(n) = d {
+            match n.kind() {
+                "identifier" => {
+                    name = text(n, src).to_string();
+                    break;
+                }
+                "pointer_declarator"
+                | "array_declarator"
+                | "function_declarator"
+                | "abstract_pointer_declarator" => {
+                    scalar = false;
+                    d = n.child_by_field_name("declarator");
+                }
+                _ => {
+                    let mut cc = n.walk();
+                    d = n.named_children(&mut cc).next();
+                }
+            }
+        }
+        if name.is_empty() && text(p, src).trim() == "void" {
+            continue;
+        }
+        out.push(crate::model::Param { name, scalar });
+    }
+    out
 }
 
 fn count_params(fn_decl: Node, src: &[u8]) -> usize {
@@ -583,6 +628,30 @@ mod tests {
                 (RetKind::Bool, 1, false),
                 (RetKind::Void, 2, false)
             ]
+        );
+    }
+
+    #[test]
+    fn parameters_scalar_or_not() {
+        let f = facts("int f(struct ib_qp *qp, int attr_mask, u64 length, struct x by_value, char name[4], void (*cb)(void))\n{\n\treturn 0;\n}\n");
+        let p: Vec<(String, bool)> = f.functions[0]
+            .params
+            .iter()
+            .map(|p| (p.name.clone(), p.scalar))
+            .collect();
+        let want = [
+            ("qp", false),
+            ("attr_mask", true),
+            ("length", true),
+            ("by_value", false),
+            ("name", false),
+            ("cb", false),
+        ];
+        assert_eq!(
+            p,
+            want.iter()
+                .map(|(n, s)| (n.to_string(), *s))
+                .collect::<Vec<_>>()
         );
     }
 

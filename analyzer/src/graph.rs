@@ -83,6 +83,7 @@ pub struct FnNode {
     pub ret: RetKind,
     pub ret_type: String,
     pub nparams: usize,
+    pub params: Vec<crate::model::Param>,
     /// Fields stored through a pointer in the body.
     pub field_writes: Vec<String>,
     /// Called names defined outside the analysed tree (`mlx5_cmd_exec`, `kzalloc`, ...).
@@ -258,6 +259,7 @@ impl CallGraph {
                     ret: f.ret,
                     ret_type: f.ret_type.clone(),
                     nparams: f.nparams,
+                    params: f.params.clone(),
                     field_writes: f.field_writes.clone(),
                     external_calls: Vec::new(),
                     ops_calls: Vec::new(),

@@ -42,6 +42,15 @@ pub struct CallSite {
     pub line: usize,
 }
 
+/// One parameter of a function definition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Param {
+    pub name: String,
+    /// An integer-like value (not a pointer, array or struct by value): worth recording on
+    /// failure (`attr_mask`, access flags, a length).
+    pub scalar: bool,
+}
+
 /// One function definition.
 #[derive(Debug, Clone)]
 pub struct FunctionDef {
@@ -56,6 +65,7 @@ pub struct FunctionDef {
     pub ret_type: String,
     pub ret: RetKind,
     pub nparams: usize,
+    pub params: Vec<Param>,
     pub calls: Vec<CallSite>,
     /// Fields assigned through a pointer in the body (`qp->state = ...`), sorted, unique.
     pub field_writes: Vec<String>,

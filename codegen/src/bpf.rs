@@ -212,12 +212,10 @@ fn program(p: &Probe, m: &Manifest) -> Result<Program, askama::Error> {
             )))
         }
     };
-    // Arguments: the manifest's list when given, else the first ones; none for a kretprobe
+    // Arguments: the manifest's list (its scalar parameters); none for a kretprobe
     // (argument registers are clobbered by the time the function returns).
     let mut positions: Vec<usize> = if !fexit {
         Vec::new()
-    } else if p.args.is_empty() {
-        (0..p.nargs.min(RECORD_ARGS)).collect()
     } else {
         p.args.iter().map(|a| a.index).collect()
     };

@@ -179,7 +179,7 @@ pub fn build_manifest(
                 _ => None,
             },
             suggest,
-            args: Vec::new(),
+            args: scalar_args(n),
             calls: probed_callees(g, v.id, &probe_index),
             path: path_names(&v.path),
         });
@@ -235,4 +235,19 @@ fn probed_callees(g: &CallGraph, id: FnId, probes: &BTreeMap<FnId, u32>) -> Vec<
         }
     }
     out.into_iter().collect()
+}
+
+/// Arguments recorded on failure: the first four scalar parameters (flags, masks, lengths,
+/// addresses passed as integers); pointers are meaningless once the call has returned.
+fn scalar_args(n: &analyzer::FnNode) -> Vec<crate::manifest::ProbeArg> {
+    n.params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.scalar && !p.name.is_empty())
+        .take(4)
+        .map(|(index, p)| crate::manifest::ProbeArg {
+            index,
+            name: p.name.clone(),
+        })
+        .collect()
 }

@@ -51,9 +51,19 @@ fn probe(
 fn manifest() -> Manifest {
     let mut clone = probe(2, "rxe_mr_init_user", "rdma_rxe", "int", 5, "clone-only");
     clone.attach_symbol = Some("rxe_mr_init_user.isra.0".into());
+    // ib_umem_get(device, addr, size, access): the manifest records the three scalars.
+    let mut umem = probe(1, "ib_umem_get", "ib_uverbs", "ptr", 4, "fexit");
+    umem.args = ["addr", "size", "access"]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| codegen::manifest::ProbeArg {
+            index: i + 1,
+            name: n.to_string(),
+        })
+        .collect();
     let probes = vec![
         probe(0, "ib_uverbs_reg_mr", "ib_uverbs", "int", 1, "fexit"),
-        probe(1, "ib_umem_get", "ib_uverbs", "ptr", 4, "fexit"),
+        umem,
         clone,
         probe(3, "rxe_cleanup_task", "rdma_rxe", "void", 1, "fexit"),
         probe(4, "rxe_get_av", "rdma_rxe", "ptr", 2, "inlined"),
@@ -355,8 +365,9 @@ fn programs_per_probe() {
         "inlined probe got a program"
     );
     // int: sign-extended from 4 bytes; ptr: IS_ERR or NULL; void: calls only.
-    assert!(c.contains("ret = (int)raw;\n\treturn pg_exit(0, PG_ERRNO(ret), ret < 0, ctx, 0x1"));
-    assert!(c.contains("return pg_exit(1, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf"));
+    // Arguments: only those the manifest lists (none for ib_uverbs_reg_mr's lone pointer).
+    assert!(c.contains("ret = (int)raw;\n\treturn pg_exit(0, PG_ERRNO(ret), ret < 0, ctx, 0x0"));
+    assert!(c.contains("return pg_exit(1, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe"));
     assert!(c.contains(
         "long ret = (int)PT_REGS_RC(ctx);\n\n\treturn pg_exit(2, PG_ERRNO(ret), ret < 0, ctx, 0);"
     ));

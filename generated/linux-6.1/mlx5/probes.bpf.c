@@ -217,7 +217,7 @@ int pg_0(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(0, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(0, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 1: mlx5_ib:__mlx5_ib_qp_set_raw_qp_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4011) */
@@ -229,7 +229,7 @@ int pg_1(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
 /* 3: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1759) */
@@ -241,7 +241,7 @@ int pg_3(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 4: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
@@ -251,7 +251,7 @@ int pg_4(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(4, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(4, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
 }
 
 /* 6: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
@@ -263,7 +263,7 @@ int pg_6(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(6, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(6, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 7: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1204)
@@ -288,7 +288,7 @@ int pg_8(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 9: mlx5_ib:create_raw_packet_qp_tir (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1485) */
@@ -300,7 +300,7 @@ int pg_9(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 10: mlx5_ib:create_raw_packet_qp_tis (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1196) */
@@ -312,7 +312,7 @@ int pg_10(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
 /* 13: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1281) */
@@ -322,7 +322,7 @@ int pg_13(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(13, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(13, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
 /* 14: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1883) */
@@ -334,7 +334,7 @@ int pg_14(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(14, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(14, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 15: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1727)
@@ -366,7 +366,7 @@ int pg_18(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(18, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(18, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
 /* 19: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:164) */
@@ -376,7 +376,7 @@ int pg_19(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(19, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(19, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
 }
 
 /* 20: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
@@ -388,7 +388,7 @@ int pg_20(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(20, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(20, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 21: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
@@ -400,7 +400,7 @@ int pg_21(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(21, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(21, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 22: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
@@ -412,7 +412,7 @@ int pg_22(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(22, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(22, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 23: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
@@ -424,7 +424,7 @@ int pg_23(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 24: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
@@ -436,7 +436,7 @@ int pg_24(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 25: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
@@ -448,7 +448,7 @@ int pg_25(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 26: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
@@ -460,7 +460,7 @@ int pg_26(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 27: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
@@ -472,7 +472,7 @@ int pg_27(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(27, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(27, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 28: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
@@ -484,7 +484,7 @@ int pg_28(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 29: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -496,7 +496,7 @@ int pg_29(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 30: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
@@ -508,7 +508,7 @@ int pg_30(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 31: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
@@ -520,7 +520,7 @@ int pg_31(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 32: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
@@ -532,7 +532,7 @@ int pg_32(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 33: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
@@ -544,7 +544,7 @@ int pg_33(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 34: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
@@ -556,7 +556,7 @@ int pg_34(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 35: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:229) */
@@ -568,7 +568,7 @@ int pg_35(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x28 /* args 3,5 */);
 }
 
 /* 36: mlx5_ib:mlx5_core_create_rq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:575) */
@@ -580,7 +580,7 @@ int pg_36(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 37: mlx5_ib:mlx5_core_create_sq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:628) */
@@ -592,7 +592,7 @@ int pg_37(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 38: mlx5_ib:mlx5_core_qp_modify (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:477) */
@@ -604,7 +604,7 @@ int pg_38(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
 }
 
 /* 39: mlx5_ib:mlx5_ib_alloc_pd (int, 4 bytes; drivers/infiniband/hw/mlx5/main.c:2356) */
@@ -616,7 +616,7 @@ int pg_39(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 40: mlx5_ib:mlx5_ib_counter_bind_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/counters.c:443) */
@@ -628,7 +628,7 @@ int pg_40(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 41: mlx5_ib:mlx5_ib_create_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:942) */
@@ -640,7 +640,7 @@ int pg_41(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 42: mlx5_ib:mlx5_ib_create_mkey (int, 4 bytes; drivers/infiniband/hw/mlx5/mr.c:93) */
@@ -652,7 +652,7 @@ int pg_42(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
 /* 43: mlx5_ib:mlx5_ib_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:3203) */
@@ -664,7 +664,7 @@ int pg_43(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 44: mlx5_ib:mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG (int, 4 bytes; drivers/infiniband/hw/mlx5/devx.c:2331) */
@@ -676,7 +676,7 @@ int pg_44(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 45: mlx5_ib:mlx5_ib_modify_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1133) */
@@ -688,7 +688,7 @@ int pg_45(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
 }
 
 /* 46: mlx5_ib:mlx5_ib_modify_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4619) */
@@ -700,7 +700,7 @@ int pg_46(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 47: mlx5_ib:mlx5_ib_reg_dm_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1290) */
@@ -710,7 +710,7 @@ int pg_47(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(47, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(47, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
 /* 48: mlx5_ib:mlx5_ib_reg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1424) */
@@ -720,7 +720,7 @@ int pg_48(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(48, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(48, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
 /* 51: mlx5_ib:mlx5_ib_resize_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1263) */
@@ -732,7 +732,7 @@ int pg_51(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(51, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(51, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
 /* 52: mlx5_ib:mlx5_qpc_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:254) */
@@ -744,7 +744,7 @@ int pg_52(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(52, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(52, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
 /* 53: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
@@ -756,7 +756,7 @@ int pg_53(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(53, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(53, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 58: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
@@ -768,7 +768,7 @@ int pg_58(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(58, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(58, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
 /* 59: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:441) */
@@ -780,7 +780,7 @@ int pg_59(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(59, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(59, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 61: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:109) */
@@ -790,7 +790,7 @@ int pg_61(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(61, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(61, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
 }
 
 /* 62: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2101) */
@@ -802,7 +802,7 @@ int pg_62(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(62, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(62, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -217,7 +217,7 @@ int pg_1(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 2: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
@@ -227,7 +227,7 @@ int pg_2(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(2, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(2, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
 }
 
 /* 3: bnxt_re:bnxt_qplib_alloc_mrw (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:546) */
@@ -239,7 +239,7 @@ int pg_3(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 4: bnxt_re:bnxt_qplib_create_ah (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:438) */
@@ -251,7 +251,7 @@ int pg_4(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(4, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(4, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 5: bnxt_re:bnxt_qplib_create_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:2126) */
@@ -263,7 +263,7 @@ int pg_5(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(5, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(5, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 6: bnxt_re:bnxt_qplib_create_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:957) */
@@ -275,7 +275,7 @@ int pg_6(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(6, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(6, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 7: bnxt_re:bnxt_qplib_create_qp1 (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:815) */
@@ -287,7 +287,7 @@ int pg_7(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(7, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(7, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 8: bnxt_re:bnxt_qplib_modify_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:1264) */
@@ -299,7 +299,7 @@ int pg_8(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 9: bnxt_re:bnxt_qplib_reg_mr (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:614) */
@@ -311,7 +311,7 @@ int pg_9(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0x38 /* args 3,4,5 */);
 }
 
 /* 10: bnxt_re:bnxt_qplib_resize_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:2208) */
@@ -323,7 +323,7 @@ int pg_10(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 11: bnxt_re:bnxt_re_alloc_pd (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:635) */
@@ -335,7 +335,7 @@ int pg_11(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(11, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(11, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 12: bnxt_re:bnxt_re_create_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:2993) */
@@ -347,7 +347,7 @@ int pg_12(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(12, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(12, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 13: bnxt_re:bnxt_re_create_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:1547) */
@@ -359,7 +359,7 @@ int pg_13(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(13, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(13, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 14: bnxt_re:bnxt_re_modify_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:1978) */
@@ -371,7 +371,7 @@ int pg_14(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(14, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(14, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 15: bnxt_re:bnxt_re_reg_user_mr (ptr; drivers/infiniband/hw/bnxt_re/ib_verbs.c:4161) */
@@ -381,7 +381,7 @@ int pg_15(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(15, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(15, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
 /* 16: bnxt_re:bnxt_re_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/bnxt_re/ib_verbs.c:4180) */
@@ -391,7 +391,7 @@ int pg_16(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(16, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(16, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
 /* 17: bnxt_re:bnxt_re_resize_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:3131) */
@@ -403,7 +403,7 @@ int pg_17(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
 /* 18: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
@@ -415,7 +415,7 @@ int pg_18(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(18, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(18, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 19: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1217)
@@ -440,7 +440,7 @@ int pg_20(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(20, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(20, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 22: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1296) */
@@ -450,7 +450,7 @@ int pg_22(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(22, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(22, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
 /* 23: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1898) */
@@ -462,7 +462,7 @@ int pg_23(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 24: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1742)
@@ -494,7 +494,7 @@ int pg_27(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(27, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(27, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
 }
 
 /* 28: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
@@ -506,7 +506,7 @@ int pg_28(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 29: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
@@ -518,7 +518,7 @@ int pg_29(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 30: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
@@ -530,7 +530,7 @@ int pg_30(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 31: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
@@ -542,7 +542,7 @@ int pg_31(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 32: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
@@ -554,7 +554,7 @@ int pg_32(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 33: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
@@ -566,7 +566,7 @@ int pg_33(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 34: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
@@ -578,7 +578,7 @@ int pg_34(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 35: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
@@ -590,7 +590,7 @@ int pg_35(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 36: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
@@ -602,7 +602,7 @@ int pg_36(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 37: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -614,7 +614,7 @@ int pg_37(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 38: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
@@ -626,7 +626,7 @@ int pg_38(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 39: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
@@ -638,7 +638,7 @@ int pg_39(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 40: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
@@ -650,7 +650,7 @@ int pg_40(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 41: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
@@ -662,7 +662,7 @@ int pg_41(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 42: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
@@ -674,7 +674,7 @@ int pg_42(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 43: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
@@ -686,7 +686,7 @@ int pg_43(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 44: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
@@ -698,7 +698,7 @@ int pg_44(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
 /* 45: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
@@ -710,7 +710,7 @@ int pg_45(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 47: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
@@ -720,7 +720,7 @@ int pg_47(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(47, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(47, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
 }
 
 /* 48: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
@@ -732,7 +732,7 @@ int pg_48(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(48, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(48, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
 }
 
 char LICENSE[] SEC("license") = "GPL";

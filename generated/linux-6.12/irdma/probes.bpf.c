@@ -217,7 +217,7 @@ int pg_1(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 2: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
@@ -227,7 +227,7 @@ int pg_2(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(2, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(2, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
 }
 
 /* 3: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
@@ -239,7 +239,7 @@ int pg_3(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 4: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1217)
@@ -264,7 +264,7 @@ int pg_5(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(5, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(5, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 7: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1296) */
@@ -274,7 +274,7 @@ int pg_7(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(7, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(7, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
 /* 8: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1898) */
@@ -286,7 +286,7 @@ int pg_8(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 9: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1742)
@@ -318,7 +318,7 @@ int pg_12(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(12, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(12, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
 }
 
 /* 13: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
@@ -330,7 +330,7 @@ int pg_13(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(13, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(13, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 14: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
@@ -342,7 +342,7 @@ int pg_14(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(14, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(14, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 15: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
@@ -354,7 +354,7 @@ int pg_15(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(15, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(15, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 16: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
@@ -366,7 +366,7 @@ int pg_16(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(16, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(16, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 17: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
@@ -378,7 +378,7 @@ int pg_17(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 18: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
@@ -390,7 +390,7 @@ int pg_18(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(18, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(18, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 19: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
@@ -402,7 +402,7 @@ int pg_19(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(19, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(19, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 20: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
@@ -414,7 +414,7 @@ int pg_20(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(20, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(20, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 21: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
@@ -426,7 +426,7 @@ int pg_21(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(21, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(21, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 22: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -438,7 +438,7 @@ int pg_22(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(22, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(22, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 23: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
@@ -450,7 +450,7 @@ int pg_23(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 24: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
@@ -462,7 +462,7 @@ int pg_24(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 25: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
@@ -474,7 +474,7 @@ int pg_25(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 26: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
@@ -486,7 +486,7 @@ int pg_26(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 27: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
@@ -498,7 +498,7 @@ int pg_27(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(27, PG_ERRNO(ret), ret < 0, ctx, 0x1 /* args 0 */);
+	return pg_exit(27, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 28: irdma:irdma_alloc_pd (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:372) */
@@ -510,7 +510,7 @@ int pg_28(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 29: irdma:irdma_alloc_push_page (void, calls only; drivers/infiniband/hw/irdma/verbs.c:229) */
@@ -529,7 +529,7 @@ int pg_31(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 32: irdma:irdma_create_qp (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:874) */
@@ -541,7 +541,7 @@ int pg_32(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 33: irdma:irdma_gen_ae (void, calls only; drivers/infiniband/hw/irdma/hw.c:2693) */
@@ -560,7 +560,7 @@ int pg_34(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
 /* 35: irdma:irdma_hwreg_mr (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:2790) */
@@ -572,7 +572,7 @@ int pg_35(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 36: irdma:irdma_manage_arp_cache (void, calls only; drivers/infiniband/hw/irdma/hw.c:2394) */
@@ -591,7 +591,7 @@ int pg_37(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 38: irdma:irdma_modify_qp_roce (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:1184) */
@@ -603,7 +603,7 @@ int pg_38(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
 /* 39: irdma:irdma_reg_user_mr (ptr; drivers/infiniband/hw/irdma/verbs.c:3023) */
@@ -613,7 +613,7 @@ int pg_39(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(39, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(39, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
 /* 40: irdma:irdma_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/irdma/verbs.c:3090) */
@@ -623,7 +623,7 @@ int pg_40(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(40, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(40, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
 /* 41: irdma:irdma_rereg_user_mr (ptr; drivers/infiniband/hw/irdma/verbs.c:3239) */
@@ -633,7 +633,7 @@ int pg_41(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(41, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0xf /* args 0,1,2,3 */);
+	return pg_exit(41, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
 /* 42: irdma:irdma_resize_cq (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:1884) */
@@ -645,7 +645,7 @@ int pg_42(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
 /* 43: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
@@ -657,7 +657,7 @@ int pg_43(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 44: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
@@ -669,7 +669,7 @@ int pg_44(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x3 /* args 0,1 */);
+	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
 /* 45: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
@@ -681,7 +681,7 @@ int pg_45(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
 /* 47: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
@@ -691,7 +691,7 @@ int pg_47(unsigned long long *ctx)
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(47, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(47, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
 }
 
 /* 48: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
@@ -703,7 +703,7 @@ int pg_48(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(48, PG_ERRNO(ret), ret < 0, ctx, 0x7 /* args 0,1,2 */);
+	return pg_exit(48, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
 }
 
 char LICENSE[] SEC("license") = "GPL";
