@@ -1,0 +1,164 @@
+//! `probegen generate` as a user runs it: overrides, bad rules files, and a snapshot of the
+//! manifest and report of the two-vendor fixture.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn probegen(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_probegen"))
+        .args(args)
+        .output()
+        .expect("run probegen")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("probegen-cli-gen-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("mkdir");
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// A malformed rules file: one line naming file:line:column, exit 2, and the files a previous
+/// run wrote are left as they were.
+#[test]
+fn malformed_rules_file_is_exit_2_and_keeps_previous_output() {
+    let dir = tmp("bad-rules");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    std::fs::write(out.join("manifest.yaml"), "previous run\n").expect("write");
+    let rules = dir.join("bad.yaml");
+    let text = heuristics::rules::BUILTIN_RULES.replace("helper_depth: 2", "helper_depth: [2");
+    std::fs::write(&rules, text).expect("write");
+    let fixture = common::fixture("ops-table-two-vendors");
+    let o = probegen(&[
+        "generate",
+        "--kernel-src",
+        s(&fixture),
+        "--vendor",
+        "mlx5",
+        "--entry",
+        "ib_uverbs_ioctl",
+        "--rules",
+        s(&rules),
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let prefix = format!("probegen: {}:", rules.display());
+    assert!(err.starts_with(&prefix), "{err}");
+    let loc: Vec<&str> = err[prefix.len()..].splitn(3, ':').collect();
+    assert!(
+        loc[0].parse::<usize>().is_ok_and(|l| l > 1),
+        "line number in {err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("manifest.yaml")).expect("read"),
+        "previous run\n"
+    );
+    // A rule that names an unknown object: the field and what is expected.
+    std::fs::write(
+        &rules,
+        heuristics::rules::BUILTIN_RULES.replace("alloc_pd: PD", "alloc_pd: PDX"),
+    )
+    .expect("write");
+    let o = probegen(&[
+        "generate",
+        "--kernel-src",
+        s(&fixture),
+        "--vendor",
+        "mlx5",
+        "--entry",
+        "ib_uverbs_ioctl",
+        "--rules",
+        s(&rules),
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("alloc_pd: PDX") && err.contains("expected one of"),
+        "{err}"
+    );
+}
+
+/// Overrides in a user's rules file win over the rules, and say so with their reason.
+#[test]
+fn overrides_show_as_rule_override_with_the_reason() {
+    let dir = tmp("overrides");
+    let rules = dir.join("rules.yaml");
+    let text = heuristics::rules::BUILTIN_RULES.replace(
+        "overrides:\n  include: []\n  exclude: []",
+        "overrides:\n  include:\n    - {function: ib_send_one, reason: \"post path matters to us\"}\n  exclude:\n    - {function: ib_create_qp_user, reason: \"too hot\"}",
+    );
+    assert_ne!(
+        text,
+        heuristics::rules::BUILTIN_RULES,
+        "override block found"
+    );
+    std::fs::write(&rules, text).expect("write");
+    let out = dir.join("out");
+    let fixture = common::fixture("ops-table-two-vendors");
+    let o = probegen(&[
+        "generate",
+        "--kernel-src",
+        s(&fixture),
+        "--vendor",
+        "mlx5",
+        "--entry",
+        "ib_uverbs_ioctl",
+        "--rules",
+        s(&rules),
+        "--out",
+        s(&out),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(out.join("manifest.yaml")).expect("read");
+    let m = codegen::Manifest::from_yaml(&text, "manifest.yaml").expect("parse");
+    let send = m
+        .probes
+        .iter()
+        .find(|p| p.function == "ib_send_one")
+        .expect("included");
+    assert_eq!(send.rule, "override");
+    assert!(send.evidence.contains("post path matters to us"));
+    let qp = m
+        .excluded
+        .iter()
+        .find(|e| e.function == "ib_create_qp_user")
+        .expect("excluded");
+    assert_eq!(qp.rule, "override");
+    assert!(qp.evidence.contains("too hot"));
+}
+
+/// Snapshot of the whole probe set of the two-vendor fixture: ops dispatch, vendor gate,
+/// evidence and paths, as a reviewer reads them.
+#[test]
+fn two_vendor_fixture_probe_set_snapshot() {
+    let out = tmp("snapshot").join("out");
+    let fixture = common::fixture("ops-table-two-vendors");
+    let o = probegen(&[
+        "generate",
+        "--kernel-src",
+        s(&fixture),
+        "--vendor",
+        "mlx5",
+        "--entry",
+        "ib_uverbs_ioctl",
+        "--out",
+        s(&out),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let manifest = std::fs::read_to_string(out.join("manifest.yaml")).expect("read");
+    insta::assert_snapshot!("ops_table_two_vendors_mlx5_manifest", manifest);
+    let report = std::fs::read_to_string(out.join("report.md")).expect("read");
+    insta::assert_snapshot!("ops_table_two_vendors_mlx5_report", report);
+}
