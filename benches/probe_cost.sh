@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Probe cost in the qemu Soft-RoCE guest (the dev machines' kernel refuses fexit): bpf_stats
+# ns/run of the generated probes against empty fexit programs on the same functions, on the
+# success and on the failure path of ibv_reg_mr, as ratios (emulation inflates the absolute
+# numbers; targets: 1.2x success, 3x failure). A benchmark: it prints the figures and exits 0;
+# it exits 1 only when no figures could be measured.
+#
+#   benches/probe_cost.sh 6.12|6.1
+#
+# Functions: ib_uverbs_reg_mr (the uverbs handler; the headline), ib_umem_get and
+# rxe_reg_user_mr (both below it on the same call), each with the program pg_<id> of the
+# generated rxe set and an empty program empty_<id> (benches/probe_cost_empty.bpf.c).
+# In the guest (scripts/e2e/probe-cost-hook.sh): `probegen collect` runs the whole generated
+# set as deployed (ring buffer drained), benches/probe_cost_load.c attaches the empty programs
+# (bpftool 7.1 cannot attach fexit), kernel.bpf_stats_enabled=1, then PROBE_COST_ROUNDS
+# (default 25) rounds of PROBE_COST_ITERS (default 400) iterations of benches/probe_cost_verbs.c
+# `ok` (reg_mr + dereg_mr of a mapped page) and of `fail` (reg_mr of an unmapped range: EFAULT
+# from ib_umem_get up), with `bpftool prog show` (packed with its libraries) around every loop.
+# bpf_stats only gives sums: a host preemption of the vCPU inside a program adds milliseconds to
+# its round's mean, so each program's estimate is its best round (the per-round ratios show the
+# spread). A busy host (see the load printed) widens the spread: rerun on a quiet one.
+#
+# The testbed is scripts/e2e.sh with E2E_EXTRA_DIR and the hook, run from a private copy under
+# target/probe-cost/<ver>/tb with its own cache directory (the kernel tree of the shared cache
+# is linked, not copied), so a concurrent scripts/e2e.sh or scripts/e2e-collect.sh run of the
+# same kernel is not disturbed. Outputs: target/probe-cost/<ver>/ (pc-*.txt, console.log,
+# summary.txt). Environment: PROBE_COST_ITERS, PROBE_COST_ROUNDS, E2E_* knobs of scripts/e2e.sh.
+set -euo pipefail
+[ $# -eq 1 ] || { echo "usage: $0 6.12|6.1" >&2; exit 2; }
+VER=$1
+case "$VER" in 6.12 | 6.1) ;; *) echo "usage: $0 6.12|6.1" >&2; exit 2 ;; esac
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+ITERS=${PROBE_COST_ITERS:-400}
+ROUNDS=${PROBE_COST_ROUNDS:-25}
+[[ $ITERS =~ ^[1-9][0-9]*$ && $ROUNDS =~ ^[1-9][0-9]?$ ]] ||
+	{ echo "PROBE_COST_ITERS must be a positive integer, PROBE_COST_ROUNDS 1..99" >&2; exit 2; }
+SET=generated/linux-$VER/rxe
+FUNCS=(ib_uverbs_reg_mr ib_umem_get rxe_reg_user_mr)
+WORK=$REPO/target/probe-cost/$VER
+STAGE=$WORK/extra
+TB=$WORK/tb
+log() { printf '[probe-cost %s] %s\n' "$VER" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+log "building probegen (release)"
+cargo build --release --bin probegen >&2
+rm -rf "$WORK"
+mkdir -p "$STAGE" "$TB/scripts/e2e" "$TB/tests/e2e"
+CFLAGS_BPF=(-target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu)
+clang "${CFLAGS_BPF[@]}" -c "$SET/probes.bpf.c" -o "$STAGE/probes.bpf.o"
+cp "$SET/manifest.yaml" "$STAGE/manifest.yaml"
+strip -o "$STAGE/probegen" target/release/probegen
+
+# probe id of each function in the manifest (its generated program is pg_<id>)
+: >"$WORK/targets.txt"
+for f in "${FUNCS[@]}"; do
+	line=$(awk -v f="$f" '
+		/^- id:/ { id = $3; fn = ""; mod = "" }
+		/^  function:/ { fn = $2 } /^  module:/ { mod = $2 }
+		/^  attach:/ { if (fn == f && $2 == "fexit") { print id, fn, mod; exit } }
+	' "$SET/manifest.yaml")
+	[ -n "$line" ] || { log "$f: no fexit probe in $SET/manifest.yaml, skipped"; continue; }
+	read -r id _ _ <<<"$line"
+	grep -q "^int pg_${id}(" "$SET/probes.bpf.c" || die "pg_$id ($f) not in $SET/probes.bpf.c"
+	clang "${CFLAGS_BPF[@]}" -DPG_FUNC="$f" -DPG_NAME="empty_$id" \
+		-c benches/probe_cost_empty.bpf.c -o "$STAGE/empty_$id.bpf.o"
+	echo "$line" >>"$WORK/targets.txt"
+done
+[ -s "$WORK/targets.txt" ] || die "none of ${FUNCS[*]} is an fexit probe of $SET"
+gcc -O2 -Wall -Wextra -o "$STAGE/probe_cost_load" benches/probe_cost_load.c -lbpf
+gcc -O2 -Wall -Wextra -o "$STAGE/probe_cost_verbs" benches/probe_cost_verbs.c -libverbs
+cp /usr/sbin/bpftool "$STAGE/bpftool"
+echo "$ITERS" >"$STAGE/iters"
+echo "$ROUNDS" >"$STAGE/rounds"
+install -m 755 scripts/e2e/probe-cost-hook.sh "$STAGE/guest-hook.sh"
+log "extra: $(du -sh "$STAGE" | cut -f1) ($(ls "$STAGE" | tr '\n' ' '))"
+
+# private copy of the testbed (same scripts, own outputs and cache)
+cp scripts/e2e.sh "$TB/scripts/"
+cp scripts/e2e/lib.sh scripts/e2e/init.sh "$TB/scripts/e2e/"
+cp tests/e2e/verbs_fail.c "$TB/tests/e2e/"
+SHARED=${PROBEGEN_CACHE:-$HOME/.cache/probegen}/e2e/$VER
+PRIV=$WORK/cache/e2e/$VER
+mkdir -p "$PRIV"
+if [ -f "$SHARED/kernel.env" ] && [ -d "$SHARED/root" ]; then
+	cp "$SHARED/kernel.env" "$PRIV/"
+	ln -s "$SHARED/root" "$PRIV/root"
+	for f in vmlinux vmlinux.none; do
+		if [ -e "$SHARED/$f" ]; then ln -s "$SHARED/$f" "$PRIV/$f"; fi
+	done
+else
+	log "no kernel in $SHARED yet: the testbed downloads it into $PRIV"
+fi
+
+rc=0
+LOAD0=$(cut -d' ' -f1 /proc/loadavg)
+PROBEGEN_CACHE=$WORK/cache E2E_EXTRA_DIR=$STAGE bash "$TB/scripts/e2e.sh" "$VER" >&2 || rc=$?
+OUT=$TB/target/e2e/$VER
+log "testbed exited $rc (outputs in ${OUT#"$REPO"/})"
+cp "$OUT"/pc-* "$OUT/console.log" "$WORK/" 2>/dev/null || true
+for f in pc-ok.txt pc-fail.txt; do
+	[ -s "$WORK/$f" ] || die "no $f from the guest (see ${OUT#"$REPO"/}/console.log)"
+done
+
+# ---------------------------------------------------------------- figures ---
+# every snapshot as "k name run_cnt run_time_ns" (bpftool's plain output prints
+# run_time_ns/run_cnt only when they are non-zero)
+for ((k = 0; k <= 2 * ROUNDS; k++)); do
+	[ -s "$WORK/pc-stats-$k.txt" ] || die "no pc-stats-$k.txt from the guest (see ${OUT#"$REPO"/}/console.log)"
+	awk -v k="$k" '/^[0-9]+: / {
+		name = ""; ns = 0; cnt = 0
+		for (i = 1; i < NF; i++) {
+			if ($i == "name") name = $(i + 1)
+			if ($i == "run_time_ns") ns = $(i + 1)
+			if ($i == "run_cnt") cnt = $(i + 1)
+		}
+		if (name != "") print k, name, cnt, ns
+	}' "$WORK/pc-stats-$k.txt"
+done >"$WORK/stats.txt"
+krel=$(grep -a -m1 -o 'kernel=[^ ]*' "$WORK/console.log" | cut -d= -f2 || true)
+us() { awk '/^PC / { for (i = 1; i <= NF; i++) if ($i ~ /^us_per_iter=/) { split($i, a, "="); s += a[2]; n++ } }
+	END { if (n) printf "%.1f", s / n; else printf "?" }' "$1"; }
+{
+	echo "== probe cost: Debian $krel under qemu (${E2E_ACCEL:-tcg}), rxe, bpf_stats;" \
+		"$ROUNDS rounds x $ITERS iterations per path; host load ${LOAD0:-?} on $(nproc) CPUs"
+	echo "   generated pg_<id> vs an empty fexit program on the same function, ns/run = delta run_time_ns /"
+	echo "   delta run_cnt of one round; gen/empty: the best (least disturbed) round of each program, ratio of"
+	echo "   the two; per-round ratio: median [min-max] over the rounds (a host preemption inside a program"
+	echo "   adds milliseconds to its round: the best round is the estimate, the spread shows the noise)"
+	echo "   loops: success (reg_mr + dereg_mr) $(us "$WORK/pc-ok.txt") us/iter," \
+		"failure (reg_mr -> EFAULT) $(us "$WORK/pc-fail.txt") us/iter, every probe attached"
+	printf '%-18s %-8s %7s %7s %7s  %-24s %6s\n' function path gen_ns empty_ns ratio "per-round ratio" target
+	while read -r id fn _; do
+		for phase in success failure; do
+			awk -v g="pg_$id" -v e="empty_$id" -v fn="$fn" -v ph="$phase" -v R="$ROUNDS" -v N="$ITERS" '
+				{ cnt[$1, $2] = $3; ns[$1, $2] = $4 }
+				# ns/run of program p over the loop that ends at snapshot k (-1: it did not run)
+				function per(k, p, c) {
+					c = cnt[k, p] - cnt[k - 1, p]
+					return c > 0 ? (ns[k, p] - ns[k - 1, p]) / c : -1
+				}
+				function sort(a, n, i, j, v) {
+					for (i = 2; i <= n; i++) {
+						v = a[i]
+						for (j = i - 1; j >= 1 && a[j] > v; j--) a[j + 1] = a[j]
+						a[j + 1] = v
+					}
+				}
+				END {
+					off = ph == "success" ? 1 : 2
+					t = ph == "success" ? "1.2x" : "3x"
+					n = 0; gmin = -1; emin = -1; short = 0
+					for (r = 1; r <= R; r++) {
+						k = 2 * r - 2 + off
+						gv = per(k, g); ev = per(k, e)
+						if (cnt[k, g] - cnt[k - 1, g] < N || cnt[k, e] - cnt[k - 1, e] < N) short++
+						if (gv >= 0 && (gmin < 0 || gv < gmin)) gmin = gv
+						if (ev >= 0 && (emin < 0 || ev < emin)) emin = ev
+						if (gv >= 0 && ev > 0) rat[++n] = gv / ev
+					}
+					sort(rat, n)
+					med = n % 2 ? rat[(n + 1) / 2] : (rat[n / 2] + rat[n / 2 + 1]) / 2
+					pr = n ? sprintf("%.2fx [%.2f-%.2f]", med, rat[1], rat[n]) : "n/a"
+					gs = gmin < 0 ? "n/a" : sprintf("%.0f", gmin)
+					es = emin < 0 ? "n/a" : sprintf("%.0f", emin)
+					ratio = (gmin >= 0 && emin > 0) ? sprintf("%.2fx", gmin / emin) : "n/a"
+					note = short ? sprintf("  (%d rounds with fewer than %d runs)", short, N) : ""
+					printf "%-18s %-8s %7s %7s %7s  %-24s %6s%s\n", fn, ph, gs, es, ratio, pr, t, note
+				}' "$WORK/stats.txt"
+		done
+	done <"$WORK/targets.txt"
+} | tee "$WORK/summary.txt"
+[ "$rc" -eq 0 ] || log "note: the testbed reported a failed step (exit $rc); the figures above come from the hook's files"
+exit 0

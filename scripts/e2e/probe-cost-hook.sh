@@ -1,0 +1,115 @@
+#!/bin/sh
+# Guest hook of benches/probe_cost.sh (packed as /extra/guest-hook.sh by it; see
+# tests/e2e/README.md "Extension hook"). Measures, with bpf_stats, the generated probes against
+# empty fexit programs attached to the same functions.
+#
+#   start: probegen collect with the whole generated set (/extra/probes.bpf.o: the probes as
+#          deployed, their ring buffer drained), then /extra/probe_cost_load with the empty
+#          programs /extra/empty_<id>.bpf.o (both wait until attached)
+#   stop:  kernel.bpf_stats_enabled=1; /extra/rounds rounds of two loops of
+#          /extra/probe_cost_verbs (ok: successful reg/dereg; fail: reg_mr EFAULT), /extra/iters
+#          iterations each, with `bpftool prog show` before the first and after every loop
+#          (pc-stats-<k>.txt: round r is k = 2r-2 -> 2r-1 ok, 2r-1 -> 2r fail); then stops the
+#          loader and the collector.
+# Everything lands in /out (-> target/e2e/<ver>/ of the testbed run): pc-stats-<k>.txt,
+# pc-ok.txt, pc-fail.txt, pc-load.log, pc-collect.log, pc-collect.rc, pc-loader.rc.
+X=/extra
+CPID=/tmp/pc-collect.pid
+LPID=/tmp/pc-load.pid
+mkdir -p /out
+
+# wait_line <file> <regex> <pidfile>: up to 60 s for the line, while the process lives
+wait_line() {
+	i=0
+	while [ $i -lt 600 ]; do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		kill -0 "$(cat "$3" 2>/dev/null)" 2>/dev/null || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	grep -q "$2" "$1" 2>/dev/null
+}
+
+# stop_pid <pidfile> <name>: SIGTERM, up to 30 s, then SIGKILL (returns 1)
+stop_pid() {
+	pid=$(cat "$1" 2>/dev/null)
+	[ -n "$pid" ] || { echo "probe-cost-hook: no $2 pid"; return 1; }
+	kill -TERM "$pid" 2>/dev/null
+	i=0
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "probe-cost-hook: $2 still running after SIGTERM + 30 s"
+		kill -KILL "$pid"
+		return 1
+	fi
+	return 0
+}
+
+case "$1" in
+start)
+	for f in probegen probes.bpf.o manifest.yaml bpftool probe_cost_load probe_cost_verbs iters rounds; do
+		[ -e $X/$f ] || { echo "probe-cost-hook: $X/$f missing"; exit 1; }
+	done
+	rm -f /out/pc-collect.rc $CPID $LPID
+	(
+		$X/probegen collect --manifest $X/manifest.yaml --object $X/probes.bpf.o \
+			--interval 1s --out /tmp/pc-snapshots.jsonl \
+			>/dev/null 2>/out/pc-collect.log &
+		echo $! >$CPID
+		wait $!
+		echo $? >/out/pc-collect.rc
+	) &
+	i=0
+	while [ ! -s $CPID ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	wait_line /out/pc-collect.log '^probegen collect: attached' $CPID ||
+		{ cat /out/pc-collect.log; exit 1; }
+	grep '^probegen collect: attached' /out/pc-collect.log
+	(
+		$X/probe_cost_load $X/empty_*.bpf.o >/out/pc-load.log 2>&1 &
+		echo $! >$LPID
+		wait $!
+		echo $? >/out/pc-loader.rc
+	) &
+	i=0
+	while [ ! -s $LPID ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	wait_line /out/pc-load.log '^ready' $LPID
+	cat /out/pc-load.log
+	grep -q '^ready [1-9]' /out/pc-load.log
+	;;
+stop)
+	n=$(cat $X/iters)
+	rounds=$(cat $X/rounds)
+	rc=0
+	rm -f /out/pc-ok.txt /out/pc-fail.txt
+	echo 1 >/proc/sys/kernel/bpf_stats_enabled || rc=1
+	# round r: stats 2r-2, ok loop, stats 2r-1, fail loop, stats 2r
+	k=0
+	$X/bpftool prog show >/out/pc-stats-$k.txt 2>&1 || rc=1
+	r=1
+	while [ $r -le "$rounds" ]; do
+		timeout 600 $X/probe_cost_verbs rxe0 ok "$n" >>/out/pc-ok.txt 2>&1 || rc=1
+		k=$((k + 1))
+		$X/bpftool prog show >/out/pc-stats-$k.txt 2>&1 || rc=1
+		timeout 600 $X/probe_cost_verbs rxe0 fail "$n" >>/out/pc-fail.txt 2>&1 || rc=1
+		k=$((k + 1))
+		$X/bpftool prog show >/out/pc-stats-$k.txt 2>&1 || rc=1
+		r=$((r + 1))
+	done
+	echo 0 >/proc/sys/kernel/bpf_stats_enabled
+	cat /out/pc-ok.txt /out/pc-fail.txt
+	stop_pid $LPID loader || rc=1
+	stop_pid $CPID collector || rc=1
+	i=0
+	while [ ! -s /out/pc-collect.rc ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	tail -n 3 /out/pc-collect.log
+	[ "$(cat /out/pc-collect.rc 2>/dev/null)" = 0 ] || rc=1
+	exit $rc
+	;;
+*)
+	echo "usage: $0 start|stop" >&2
+	exit 2
+	;;
+esac
