@@ -2,24 +2,11 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use common::{probegen, stderr, stdout};
+
+use std::process::Output;
 
 use common::fixture;
-
-fn probegen(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_probegen"))
-        .args(args)
-        .output()
-        .expect("run probegen")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn fixture_arg(name: &str) -> String {
     fixture(name).to_string_lossy().into_owned()

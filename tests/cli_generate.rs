@@ -4,14 +4,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn probegen(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_probegen"))
-        .args(args)
-        .output()
-        .expect("run probegen")
-}
+use common::probegen;
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("probegen-cli-gen-{}-{name}", std::process::id()));

@@ -5,25 +5,11 @@
 
 mod common;
 
+use common::{probegen, stderr, stdout};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use codegen::Manifest;
-
-fn probegen(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_probegen"))
-        .args(args)
-        .output()
-        .expect("run probegen")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()

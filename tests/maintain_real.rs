@@ -4,30 +4,17 @@
 
 mod common;
 
+use common::{probegen, stderr, stdout};
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Mutex, OnceLock};
 
 use analyzer::{CallGraph, VendorScope};
 use codegen::verbs::{self, Transport};
 use codegen::Manifest;
 use serde_json::{json, Value};
-
-fn probegen(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_probegen"))
-        .args(args)
-        .output()
-        .expect("run probegen")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
