@@ -287,7 +287,19 @@ fn check(ver: &str) {
         ..Default::default()
     })
     .expect("replay");
+    let replay_chains: Vec<String> = std::fs::read_to_string(&tmp)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .flat_map(|s| chain_lines(&s))
+        .collect();
     let _ = std::fs::remove_file(&tmp);
+    let live_chains: Vec<String> = snaps.iter().flat_map(chain_lines).collect();
+    if replay_chains != live_chains {
+        problems.push(format!(
+            "replay chains differ from the live ones:\n{replay_chains:#?}\n{live_chains:#?}"
+        ));
+    }
     if sum.received != records.len() as u64 || sum.failures != total_f || !sum.invariant_ok {
         problems.push(format!(
             "replay: received {} failures {} invariant {} (live: {} / {total_f})",
@@ -302,7 +314,189 @@ fn check(ver: &str) {
         sum.received, sum.failures, sum.invariant_ok
     );
 
+    // 8. layered evidence: one chain per induced failure, with its origin
+    let log = read(&out.join("collect.log"));
+    let mut vf_pids = vec![pid];
+    vf_pids.extend(vf_pid(&job_log));
+    for p in vf_pids {
+        check_chains(ver, &snaps, &records, &log, p, &mut problems);
+    }
+    let pp_chains = snaps
+        .iter()
+        .flat_map(|s| s["chains"].as_array().into_iter().flatten())
+        .filter(|c| c["comm"] == "ibv_rc_pingpong")
+        .count();
+    if pp_chains > 0 {
+        problems.push(format!("{pp_chains} failure chains from ibv_rc_pingpong"));
+    }
+
     assert!(problems.is_empty(), "{ver}: {}", problems.join("\n"));
+}
+
+/// `pid summary` of each chain of a snapshot.
+fn chain_lines(s: &Value) -> Vec<String> {
+    s["chains"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| format!("{} {}", c["pid"], c["summary"].as_str().unwrap_or("?")))
+        .collect()
+}
+
+/// One induced failure: the errno, the origin (deepest probed function that failed) and the
+/// layers that must appear in its chain, outermost first (others may lie between them).
+struct Induced {
+    case: &'static str,
+    errno: &'static str,
+    origin: (&'static str, &'static str),
+    layers: &'static [(&'static str, &'static str)],
+}
+
+/// What fails, per kernel (the source of rdma_rxe and the records of both guests agree):
+/// - reg_mr on an unmapped range: `ib_umem_get`'s page pinning returns -EFAULT on both
+///   kernels, and `rxe_mr_init_user` (which calls it directly), `rxe_reg_user_mr` and the
+///   handler pass it up: the origin is `ib_umem_get` (ib_uverbs) on 6.12 and 6.1 alike.
+/// - create_qp with absurd caps: `rxe_qp_chk_init` calls `rxe_qp_chk_cap`, which rejects
+///   max_send_wr > max_qp_wr but is not probed (R1 read-only): origin `rxe_qp_chk_init` on
+///   both kernels.
+/// - modify_qp RESET -> RTS: on 6.1 `rxe_qp_chk_attr` fails on `ib_modify_qp_is_ok` (a
+///   read-only predicate, not probed); 6.12 moved the state check into `rxe_qp_from_attr`
+///   (`__qp_chk_state` under the state lock, read-only, not probed), so there
+///   `rxe_qp_chk_attr` succeeds and the origin is `rxe_qp_from_attr`.
+fn induced(ver: &str) -> [Induced; 3] {
+    [
+        Induced {
+            case: "reg_mr_unmapped",
+            errno: "EFAULT",
+            origin: ("ib_umem_get", "ib_uverbs"),
+            layers: &[
+                ("ib_uverbs_reg_mr", "ib_uverbs"),
+                ("rxe_reg_user_mr", "rdma_rxe"),
+                ("rxe_mr_init_user", "rdma_rxe"),
+                ("ib_umem_get", "ib_uverbs"),
+            ],
+        },
+        Induced {
+            case: "create_qp_absurd",
+            errno: "EINVAL",
+            origin: ("rxe_qp_chk_init", "rdma_rxe"),
+            layers: &[
+                ("ib_uverbs_handler_UVERBS_METHOD_QP_CREATE", "ib_uverbs"),
+                ("ib_create_qp_user", "ib_core"),
+                ("create_qp", "ib_core"),
+                ("rxe_create_qp", "rdma_rxe"),
+                ("rxe_qp_chk_init", "rdma_rxe"),
+            ],
+        },
+        Induced {
+            case: "modify_qp_reset_rts",
+            errno: "EINVAL",
+            origin: if ver == "6.1" {
+                ("rxe_qp_chk_attr", "rdma_rxe")
+            } else {
+                ("rxe_qp_from_attr", "rdma_rxe")
+            },
+            layers: &[
+                ("ib_uverbs_modify_qp", "ib_uverbs"),
+                ("modify_qp", "ib_uverbs"),
+                ("ib_modify_qp_with_udata", "ib_core"),
+                ("_ib_modify_qp", "ib_core"),
+                ("rxe_modify_qp", "rdma_rxe"),
+            ],
+        },
+    ]
+}
+
+/// The chains of one verbs_fail process: exactly the three induced failures, in the order
+/// it made them, each with its errno, origin and layers; every record of it in one chain;
+/// each chain's one-line form in the collector's log.
+fn check_chains(
+    ver: &str,
+    snaps: &[Value],
+    records: &[&Value],
+    log: &str,
+    pid: u64,
+    problems: &mut Vec<String>,
+) {
+    let chains: Vec<&Value> = snaps
+        .iter()
+        .flat_map(|s| s["chains"].as_array().into_iter().flatten())
+        .filter(|c| c["pid"] == pid)
+        .collect();
+    let strs = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .map(|x| x.as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    for c in &chains {
+        println!("{ver}: pid {pid}: {}", c["summary"].as_str().unwrap_or("?"));
+    }
+    let want = induced(ver);
+    if chains.len() != want.len() {
+        problems.push(format!(
+            "pid {pid}: {} chains, want {} (one per induced failure): {:?}",
+            chains.len(),
+            want.len(),
+            chains.iter().map(|c| &c["summary"]).collect::<Vec<_>>()
+        ));
+    }
+    let linked: usize = chains.iter().map(|c| strs(&c["functions"]).len()).sum();
+    let n_rec = records.iter().filter(|r| r["pid"] == pid).count();
+    if linked != n_rec {
+        problems.push(format!(
+            "pid {pid}: {linked} records in chains, {n_rec} records"
+        ));
+    }
+    for (w, c) in want.iter().zip(&chains) {
+        let tag = format!("pid {pid} {}", w.case);
+        let fs = strs(&c["functions"]);
+        let ms = strs(&c["modules"]);
+        let layers: Vec<(&str, &str)> = fs
+            .iter()
+            .map(String::as_str)
+            .zip(ms.iter().map(String::as_str))
+            .collect();
+        if c["errno_name"] != w.errno || c["comm"] != "verbs_fail" || c["tid"] != pid {
+            problems.push(format!(
+                "{tag}: errno {} comm {} tid {} (want {} verbs_fail {pid})",
+                c["errno_name"], c["comm"], c["tid"], w.errno
+            ));
+        }
+        let origin = (
+            c["origin"]["function"].as_str().unwrap_or(""),
+            c["origin"]["module"].as_str().unwrap_or(""),
+        );
+        if origin != w.origin || layers.last() != Some(&w.origin) {
+            problems.push(format!(
+                "{tag}: origin {origin:?}, innermost {:?} (want {:?})",
+                layers.last(),
+                w.origin
+            ));
+        }
+        if layers.first() != w.layers.first() {
+            problems.push(format!(
+                "{tag}: outermost {:?} (want the handler {:?})",
+                layers.first(),
+                w.layers.first()
+            ));
+        }
+        // the wanted layers in this order, others allowed between them
+        let mut it = layers.iter();
+        if let Some(missing) = w.layers.iter().find(|l| !it.any(|x| x == *l)) {
+            problems.push(format!(
+                "{tag}: layer {missing:?} missing or out of order in {layers:?}"
+            ));
+        }
+        let line = format!(
+            "probegen collect: chain pid={pid} tid={pid} comm=verbs_fail: {}",
+            c["summary"].as_str().unwrap_or("?")
+        );
+        if !log.lines().any(|l| l == line) {
+            problems.push(format!("{tag}: collect.log lacks `{line}`"));
+        }
+    }
 }
 
 #[test]

@@ -291,3 +291,97 @@ fn bad_arguments() {
         .expect("run");
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// The chains of all snapshots as `pid summary` lines.
+fn chain_lines(snaps: &[Value]) -> Vec<String> {
+    snaps
+        .iter()
+        .flat_map(|s| s["chains"].as_array().into_iter().flatten())
+        .map(|c| format!("{} {}", c["pid"], c["summary"].as_str().unwrap_or("?")))
+        .collect()
+}
+
+#[test]
+fn failure_chains_of_guest_recording() {
+    let d = tmp("chains");
+    let out = d.join("s.jsonl");
+    let (o, snaps) = replay(&[], &out);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // two verbs_fail runs (pids 277, 297), three induced failures each; this recording's
+    // manifest (an older 6.12 rxe set) has no ib_create_qp_user / ib_modify_qp_with_udata
+    let reg = "EFAULT origin ib_umem_get (ib_uverbs) <- rxe_mr_init_user <- rxe_reg_user_mr <- ib_uverbs_reg_mr";
+    let create = "EINVAL origin rxe_qp_chk_init (rdma_rxe) <- rxe_create_qp <- create_qp <- ib_uverbs_handler_UVERBS_METHOD_QP_CREATE";
+    // through the inline ib_security_modify_qp, a probe without a program
+    let modify = "EINVAL origin rxe_qp_from_attr (rdma_rxe) <- rxe_modify_qp <- _ib_modify_qp <- modify_qp <- ib_uverbs_modify_qp";
+    let want: Vec<String> = [277, 297]
+        .iter()
+        .flat_map(|pid| [reg, create, modify].map(|s| format!("{pid} {s}")))
+        .collect();
+    assert_eq!(chain_lines(&snaps), want);
+    for (pid, s) in [(277, reg), (297, modify)] {
+        let line = format!("probegen collect: chain pid={pid} tid={pid} comm=verbs_fail: {s}");
+        assert!(err.lines().any(|l| l == line), "{line}\n{err}");
+    }
+    // every record is in exactly one chain
+    let recs: usize = snaps
+        .iter()
+        .map(|s| s["records"].as_array().map_or(0, |a| a.len()))
+        .sum();
+    let linked: usize = snaps
+        .iter()
+        .flat_map(|s| s["chains"].as_array().into_iter().flatten())
+        .map(|c| c["functions"].as_array().map_or(0, |a| a.len()))
+        .sum();
+    assert_eq!((recs, linked), (26, 26));
+    let c = snaps
+        .iter()
+        .flat_map(|s| s["chains"].as_array().into_iter().flatten())
+        .next()
+        .expect("a chain");
+    assert_eq!(c["origin"]["function"], "ib_umem_get");
+    assert_eq!(c["origin"]["module"], "ib_uverbs");
+    assert_eq!(c["errno"], 14);
+    assert_eq!(c["comm"], "verbs_fail");
+    assert_eq!(c["tid"], 277);
+    assert_eq!(c["functions"][0], "ib_uverbs_reg_mr");
+    assert_eq!(c["modules"][3], "ib_uverbs");
+
+    // the same records as a raw file cut into one-record windows: open chains are held
+    // across the windows, the chains are the same
+    let recorded = std::fs::read_to_string(data("rxe-6.12.replay.jsonl")).expect("r");
+    let mut raw = Vec::new();
+    for l in recorded.lines() {
+        let v: Value = serde_json::from_str(l).expect("json");
+        if let Some(h) = v["rec"].as_str() {
+            for i in (0..h.len()).step_by(2) {
+                raw.push(u8::from_str_radix(&h[i..i + 2], 16).expect("hex"));
+            }
+        }
+    }
+    assert_eq!(raw.len(), 26 * 96);
+    let raw_file = d.join("records.bin");
+    std::fs::write(&raw_file, &raw).expect("write");
+    let out1 = d.join("w1.jsonl");
+    let o = bin()
+        .args(["collect", "--manifest"])
+        .arg(data("rxe-6.12.manifest.yaml"))
+        .arg("--replay")
+        .arg(&raw_file)
+        .args(["--replay-window", "1", "--out"])
+        .arg(&out1)
+        .output()
+        .expect("run probegen");
+    assert!(o.status.success());
+    let snaps1 = snapshots(&out1);
+    assert_eq!(snaps1.len(), 27, "one window per record plus the final one");
+    assert_eq!(chain_lines(&snaps1), want);
+    // each chain is reported in the window of its outermost record
+    let at: Vec<u64> = snaps1
+        .iter()
+        .filter(|s| s["chains"].as_array().is_some_and(|a| !a.is_empty()))
+        .filter_map(|s| s["snapshot"].as_u64())
+        .collect();
+    assert_eq!(at, [3, 7, 12, 16, 20, 25]);
+    let _ = std::fs::remove_dir_all(&d);
+}

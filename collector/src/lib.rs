@@ -9,6 +9,7 @@
 //! in (`collector/src/record.rs`); a unit test fails when it is stale
 //! (`PROBEGEN_BLESS=1 cargo test -p collector record_layout` rewrites it).
 
+pub mod chains;
 pub mod decode;
 pub mod errno;
 pub mod live;

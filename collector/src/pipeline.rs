@@ -10,6 +10,8 @@
 //!   per probe the check is `received + dropped_userspace <= failures`, and the shortfalls summed
 //!   over all probes must equal the kernel drops exactly (with no kernel drops this is the exact
 //!   per-probe equality).
+//! * The snapshot's `chains`: the kept records grouped per thread and syscall, ordered by call
+//!   depth ([`crate::chains`]); a chain that may still grow is reported in a later snapshot.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use std::time::SystemTime;
 use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
+use crate::chains::{ChainBuilder, ChainClock, ChainsOut};
 use crate::decode::{comm_str, decode};
 use crate::errno::errno_label;
 use crate::probes::ProbeTable;
@@ -159,6 +162,7 @@ pub struct Pipeline {
     cfg: PipelineConfig,
     procs: ProcCache,
     batch: Vec<Rec>,
+    chains: ChainBuilder,
     /// per probe id: this window / cumulative
     win_received: Vec<u64>,
     win_dropped: Vec<u64>,
@@ -197,6 +201,7 @@ impl Pipeline {
                 from_zero: cfg.seq_from_zero,
             },
             batch: Vec::with_capacity(cfg.batch_cap.min(1 << 16)),
+            chains: ChainBuilder::default(),
             table,
             cfg,
             procs,
@@ -236,6 +241,13 @@ impl Pipeline {
         if !kernel.is_empty() {
             self.cfg.kernel = kernel.to_string();
         }
+    }
+
+    /// How failure chains are delimited: the bound between two records of one chain, and the
+    /// clock that says when an open chain can no longer grow (live: [`ChainClock::Monotonic`]).
+    pub fn set_chain_rule(&mut self, gap_ns: u64, clock: ChainClock) {
+        self.chains.gap_ns = gap_ns;
+        self.chains.clock = clock;
     }
 
     /// Restarts the window clock (after loading, before the first drain).
@@ -335,6 +347,13 @@ impl Pipeline {
             });
         }
         let gaps = self.seq.gaps();
+        for r in &self.batch {
+            self.chains.push(&r.raw);
+        }
+        let chains = ChainsOut {
+            chains: self.chains.take(&table.relation, is_final),
+            table: table.clone(),
+        };
         let snap = Snapshot {
             host: self.cfg.host.clone(),
             kernel: self.cfg.kernel.clone(),
@@ -354,6 +373,7 @@ impl Pipeline {
                 ),
                 table: table.clone(),
             },
+            chains,
             counters,
             drops: Drops {
                 kernel: counter_delta(self.prev.drops, k.drops),
@@ -391,6 +411,8 @@ pub struct Snapshot {
     pub is_final: bool,
     pub window: Window,
     pub records: RecordsOut,
+    /// failure chains completed in this window (their records may be in earlier windows)
+    pub chains: ChainsOut,
     pub counters: Vec<CounterOut>,
     pub drops: Drops,
     pub seq_gaps: u64,
@@ -402,7 +424,9 @@ pub struct Snapshot {
 impl Snapshot {
     /// The snapshot as one JSON line (with the trailing newline).
     pub fn to_line(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(8192 + self.counters.len() * 160 + self.records.len() * 300);
+        let mut v = Vec::with_capacity(
+            8192 + self.counters.len() * 160 + self.records.len() * 300 + self.chains.len() * 400,
+        );
         if let Err(e) = serde_json::to_writer(&mut v, self) {
             v = format!("{{\"error\":\"snapshot not serialisable: {e}\"}}").into_bytes();
         }
@@ -748,6 +772,57 @@ mod tests {
         assert_eq!(s.counters[1].failures, 0);
         assert!(s.counters[1].errno.is_empty());
         assert!(s.invariant.ok && s.invariant.exact);
+    }
+
+    #[test]
+    fn chains_in_snapshot_across_windows() {
+        // 1 ib_uverbs_reg_mr -> 4 rxe_reg_user_mr -> 3 ib_umem_get
+        let t = Arc::new(
+            ProbeTable::from_triples(&[
+                (1, "ib_uverbs_reg_mr", "ib_uverbs"),
+                (3, "ib_umem_get", "ib_uverbs"),
+                (4, "rxe_reg_user_mr", "rdma_rxe"),
+            ])
+            .with_calls(5, &[(1, 4), (4, 3)]),
+        );
+        let mut p = Pipeline::new(t, PipelineConfig::default(), ProcCache::disabled());
+        p.ingest(&rec(3, 14, 0, 0, 288));
+        p.ingest(&rec(4, 14, 0, 1, 288));
+        // the window closes before the handler returned: no chain yet
+        let k = totals(&[(3, 1), (4, 1)], &[((3, 14), 1), ((4, 14), 1)], 0);
+        let s = p.snapshot(&k, SystemTime::now(), false);
+        assert_eq!((s.records.len(), s.chains.len()), (2, 0));
+        let v: serde_json::Value = serde_json::from_slice(&s.to_line()).expect("json");
+        assert_eq!(v["chains"], serde_json::json!([]));
+        p.ingest(&rec(1, 14, 0, 2, 288)); // ts_ns = 1000 + seq: after the first two
+        let k = totals(
+            &[(1, 1), (3, 1), (4, 1)],
+            &[((1, 14), 1), ((3, 14), 1), ((4, 14), 1)],
+            0,
+        );
+        let s = p.snapshot(&k, SystemTime::now(), false);
+        assert_eq!((s.records.len(), s.chains.len()), (1, 1));
+        let v: serde_json::Value = serde_json::from_slice(&s.to_line()).expect("json");
+        let c = &v["chains"][0];
+        assert_eq!(
+            c["functions"],
+            serde_json::json!(["ib_uverbs_reg_mr", "rxe_reg_user_mr", "ib_umem_get"])
+        );
+        assert_eq!(
+            c["origin"]["function"]
+                .as_str()
+                .zip(c["origin"]["module"].as_str()),
+            Some(("ib_umem_get", "ib_uverbs"))
+        );
+        assert_eq!(
+            (c["errno"].as_u64(), c["pid"].as_u64()),
+            (Some(14), Some(288))
+        );
+        assert_eq!(c["comm"], "verbs_fail");
+        assert_eq!(
+            c["summary"],
+            "EFAULT origin ib_umem_get (ib_uverbs) <- rxe_reg_user_mr <- ib_uverbs_reg_mr"
+        );
     }
 
     #[test]

@@ -4,6 +4,8 @@
 use codegen::manifest::{Manifest, Probe};
 use sha2::{Digest, Sha256};
 
+use crate::chains::CallRelation;
+
 /// How a program attaches.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AttachKind {
@@ -54,6 +56,8 @@ pub struct ProbeTable {
     /// Kernel version the manifest was generated for.
     pub kernel: String,
     pub vendor: String,
+    /// Transitive caller -> callee relation among the manifest's probes (failure chains).
+    pub relation: CallRelation,
 }
 
 /// Ids above this are refused (the BPF tables are sized by the largest id).
@@ -76,6 +80,7 @@ impl ProbeTable {
             manifest_hash: String::new(),
             kernel: m.kernel.version.clone(),
             vendor: m.vendor.clone(),
+            relation: CallRelation::from_manifest(m),
         };
         t.reindex()?;
         Ok(t)
@@ -99,6 +104,14 @@ impl ProbeTable {
         // ids in tests are small and distinct
         let _ = t.reindex();
         t
+    }
+
+    /// The same table with the call relation of direct caller -> callee `edges` among ids
+    /// `0..n` (tests: ids without a table entry stand for probes without a program).
+    pub fn with_calls(mut self, n: usize, edges: &[(u32, u32)]) -> Self {
+        let attachable: Vec<u32> = self.probes.iter().map(|p| p.id).collect();
+        self.relation = CallRelation::from_edges(n, edges, &attachable);
+        self
     }
 
     fn reindex(&mut self) -> Result<(), String> {

@@ -172,8 +172,19 @@ impl Outputs {
         }
     }
 
-    /// Writes a snapshot; a sink error is counted and reported, never fatal.
+    /// Writes a snapshot; a sink error is counted and reported, never fatal. Its failure
+    /// chains are logged on stderr, one line each (at most [`MAX_CHAIN_LINES`] per snapshot).
     pub fn emit(&mut self, pipe: &mut Pipeline, snap: &Snapshot, k: &KernelTotals) {
+        for c in snap.chains.iter().take(MAX_CHAIN_LINES) {
+            eprintln!("probegen collect: chain {}", c.log_line());
+        }
+        if snap.chains.len() > MAX_CHAIN_LINES {
+            eprintln!(
+                "probegen collect: ... and {} more chains in snapshot {}",
+                snap.chains.len() - MAX_CHAIN_LINES,
+                snap.snapshot
+            );
+        }
         let line = snap.to_line();
         if let Err(e) = self.sink.write(&line) {
             pipe.sink_errors += 1;
@@ -190,6 +201,9 @@ impl Outputs {
         self.update_metrics(pipe, k);
     }
 }
+
+/// Chains logged on stderr per snapshot (all of them are in the snapshot).
+pub const MAX_CHAIN_LINES: usize = 32;
 
 fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -381,6 +395,12 @@ fn run_live(opts: &Options, table: Arc<ProbeTable>, object: &Path) -> Result<Sum
         procs,
     );
     pipe.set_attached(loaded.attached.clone());
+    // the records' clock is this kernel's CLOCK_MONOTONIC: an open chain is complete once its
+    // gap has passed
+    pipe.set_chain_rule(
+        crate::chains::DEFAULT_GAP_NS,
+        crate::chains::ChainClock::Monotonic,
+    );
     let recorder = match &opts.record {
         Some(p) => Some(
             std::fs::File::create(p)

@@ -1,0 +1,921 @@
+//! Layered evidence: the failure records of one thread within one syscall, grouped into a
+//! chain ordered by call depth, with the deepest probed function that failed as its origin
+//! (`EFAULT origin ib_umem_get (ib_uverbs) <- rxe_mr_init_user <- rxe_reg_user_mr <-
+//! ib_uverbs_reg_mr`).
+//!
+//! A record carries no syscall id, so one syscall is delimited by what the records do carry
+//! and by the caller/callee relation among probes ([`CallRelation`], the transitive closure
+//! of the manifest's `calls`, taken through every probe, also those without a program such
+//! as the inline `ib_security_modify_qp`). The fexit of the innermost failing function fires
+//! first and the outermost handler's last, so the rule is:
+//!
+//! > Records are taken per thread (tid) in `ts_ns` order (arrival order breaks ties). A record
+//! > extends the thread's current chain when it has the same pid, its probe is a (transitive)
+//! > caller of the previous record's probe, it comes at most `gap_ns` after it, and the chain
+//! > is shorter than [`MAX_CHAIN_LEN`]. Otherwise the current chain ends and the record starts
+//! > a new one.
+//!
+//! Every kept record therefore belongs to exactly one chain (a lone failure is a chain of one).
+//! A chain whose outermost probe can still be extended (some attachable probe calls it, and
+//! its last record is within `gap_ns` of "now") is held back at a snapshot and reported in a
+//! later one, so a syscall whose records straddle a window boundary still gives one chain;
+//! the final snapshot reports everything. Limits are in `collector/README.md`.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
+
+use codegen::manifest::Manifest;
+
+use crate::decode::comm_str;
+use crate::errno::errno_label;
+use crate::probes::ProbeTable;
+use crate::record::PgRecord;
+
+/// Default bound between two consecutive records of one chain (100 ms): in-syscall gaps are
+/// microseconds on hardware and up to ~2 ms in the TCG guest; the bound leaves room for a
+/// caller's cleanup (freeing a large pinned region) after its callee failed.
+pub const DEFAULT_GAP_NS: u64 = 100_000_000;
+
+/// Longest chain (a cycle in the call relation cannot make one grow without bound).
+pub const MAX_CHAIN_LEN: usize = 64;
+
+/// Open chains held across windows, at most (oldest are closed first past it).
+const MAX_HELD_LINKS: usize = 1 << 16;
+
+/// Transitive caller -> callee reachability among the probes of a manifest.
+#[derive(Debug, Clone, Default)]
+pub struct CallRelation {
+    n: usize,
+    words: usize,
+    /// row `caller`: bit `callee` set when `caller` reaches `callee` through `calls`
+    bits: Vec<u64>,
+    /// some attachable probe reaches this one (a chain ending here may still grow)
+    has_probed_caller: Vec<bool>,
+}
+
+impl CallRelation {
+    /// From the manifest's `calls` (closed over all probes) and its attachable probes.
+    pub fn from_manifest(m: &Manifest) -> Self {
+        let edges: Vec<(u32, u32)> = m
+            .probes
+            .iter()
+            .flat_map(|p| p.calls.iter().map(move |&c| (p.id, c)))
+            .collect();
+        let attachable: Vec<u32> = m.attachable().map(|p| p.id).collect();
+        let n = m
+            .probes
+            .iter()
+            .map(|p| p.id as usize + 1)
+            .max()
+            .unwrap_or(0);
+        Self::from_edges(n, &edges, &attachable)
+    }
+
+    /// From direct caller -> callee edges among ids `0..n` (edges out of range are ignored)
+    /// and the ids that have a program.
+    pub fn from_edges(n: usize, edges: &[(u32, u32)], attachable: &[u32]) -> Self {
+        let words = n.div_ceil(64);
+        let mut adj: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for &(a, b) in edges {
+            if (a as usize) < n && (b as usize) < n {
+                adj[a as usize].push(b);
+            }
+        }
+        let mut bits = vec![0u64; n * words];
+        let mut queue = VecDeque::new();
+        for src in 0..n {
+            let row = &mut bits[src * words..(src + 1) * words];
+            queue.clear();
+            queue.extend(adj[src].iter().copied());
+            while let Some(v) = queue.pop_front() {
+                let (w, b) = (v as usize / 64, v as usize % 64);
+                if row[w] & (1 << b) != 0 {
+                    continue;
+                }
+                row[w] |= 1 << b;
+                queue.extend(adj[v as usize].iter().copied());
+            }
+        }
+        let mut rel = CallRelation {
+            n,
+            words,
+            bits,
+            has_probed_caller: vec![false; n],
+        };
+        for &a in attachable {
+            for v in 0..n {
+                if rel.calls(a, v as u32) {
+                    rel.has_probed_caller[v] = true;
+                }
+            }
+        }
+        rel
+    }
+
+    /// `caller` reaches `callee` through one or more `calls` edges.
+    #[inline]
+    pub fn calls(&self, caller: u32, callee: u32) -> bool {
+        let (a, b) = (caller as usize, callee as usize);
+        if a >= self.n || b >= self.n {
+            return false;
+        }
+        self.bits[a * self.words + b / 64] & (1 << (b % 64)) != 0
+    }
+
+    /// Some attachable probe calls `id` (directly or not): a chain ending at `id` may grow.
+    #[inline]
+    pub fn has_probed_caller(&self, id: u32) -> bool {
+        self.has_probed_caller
+            .get(id as usize)
+            .copied()
+            .unwrap_or(false)
+    }
+}
+
+/// The part of a record a chain needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Link {
+    pub probe: u32,
+    /// positive errno (0: a failure without errno, a NULL pointer)
+    pub err: u32,
+    pub pid: u32,
+    pub tid: u32,
+    pub ts_ns: u64,
+    pub comm: [u8; 16],
+    /// arrival order (ties of `ts_ns`)
+    pub order: u64,
+}
+
+/// "Now" on the records' clock (`bpf_ktime_get_ns`, CLOCK_MONOTONIC), to decide whether an
+/// open chain may still grow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainClock {
+    /// CLOCK_MONOTONIC of this host (live: the records come from this kernel)
+    Monotonic,
+    /// the newest record's `ts_ns` (replay, tests: deterministic)
+    LastRecord,
+}
+
+/// CLOCK_MONOTONIC in ns (the clock of `bpf_ktime_get_ns`).
+pub fn monotonic_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec we own.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (rc == 0).then(|| (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64)
+}
+
+/// Chains as spans of one vector of links sorted per thread and time; each span is one chain,
+/// innermost record first.
+#[derive(Debug, Clone, Default)]
+pub struct Chains {
+    links: Vec<Link>,
+    /// (start, len) in `links`
+    spans: Vec<(u32, u32)>,
+}
+
+impl Chains {
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The chains, each innermost first, in the order of their innermost record's time.
+    pub fn iter(&self) -> impl Iterator<Item = &[Link]> + '_ {
+        self.spans
+            .iter()
+            .map(|&(s, n)| &self.links[s as usize..(s + n) as usize])
+    }
+}
+
+/// Groups records into chains across windows (see the module doc for the rule).
+#[derive(Debug, Clone)]
+pub struct ChainBuilder {
+    pub gap_ns: u64,
+    pub clock: ChainClock,
+    /// records of this window
+    links: Vec<Link>,
+    /// records of chains held open from earlier windows
+    held: Vec<Link>,
+    arrivals: u64,
+    latest_ts: u64,
+}
+
+impl Default for ChainBuilder {
+    fn default() -> Self {
+        Self::new(DEFAULT_GAP_NS, ChainClock::LastRecord)
+    }
+}
+
+impl ChainBuilder {
+    pub fn new(gap_ns: u64, clock: ChainClock) -> Self {
+        ChainBuilder {
+            gap_ns,
+            clock,
+            links: Vec::new(),
+            held: Vec::new(),
+            arrivals: 0,
+            latest_ts: 0,
+        }
+    }
+
+    /// One kept record, in arrival order.
+    #[inline]
+    pub fn push(&mut self, r: &PgRecord) {
+        self.latest_ts = self.latest_ts.max(r.ts_ns);
+        self.links.push(Link {
+            probe: r.probe_id,
+            err: r.err as u32,
+            pid: r.pid,
+            tid: r.tid,
+            ts_ns: r.ts_ns,
+            comm: r.comm,
+            order: self.arrivals,
+        });
+        self.arrivals += 1;
+    }
+
+    /// Records of chains held open for a later window.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// The chains that are complete (all of them when `is_final`); open chains are held for
+    /// the next call.
+    pub fn take(&mut self, rel: &CallRelation, is_final: bool) -> Chains {
+        let now = match self.clock {
+            ChainClock::Monotonic => monotonic_ns().unwrap_or(self.latest_ts),
+            ChainClock::LastRecord => self.latest_ts,
+        };
+        let mut all = std::mem::take(&mut self.held);
+        all.append(&mut self.links);
+        // `order` is unique: the unstable sort is deterministic
+        all.sort_unstable_by_key(|l| (l.tid, l.ts_ns, l.order));
+        let mut done: Vec<(u32, u32)> = Vec::new();
+        let mut open: Vec<(u32, u32)> = Vec::new();
+        let mut start = 0usize;
+        for i in 1..all.len() {
+            let (prev, l) = (&all[i - 1], &all[i]);
+            let same_thread = prev.tid == l.tid;
+            if same_thread && i - start < MAX_CHAIN_LEN && self.extends(rel, prev, l) {
+                continue;
+            }
+            self.close(
+                rel,
+                &all,
+                start,
+                i,
+                !same_thread,
+                now,
+                is_final,
+                &mut done,
+                &mut open,
+            );
+            start = i;
+        }
+        if start < all.len() {
+            self.close(
+                rel,
+                &all,
+                start,
+                all.len(),
+                true,
+                now,
+                is_final,
+                &mut done,
+                &mut open,
+            );
+        }
+        // bound what is held: the oldest open chains are reported as they are
+        let last_ts = |&(s, n): &(u32, u32)| all[(s + n - 1) as usize].ts_ns;
+        open.sort_unstable_by_key(last_ts);
+        let mut n_open: usize = open.iter().map(|&(_, n)| n as usize).sum();
+        let mut keep = 0;
+        for &(s, n) in &open {
+            if n_open > MAX_HELD_LINKS {
+                n_open -= n as usize;
+                done.push((s, n));
+                keep += 1;
+            } else {
+                break;
+            }
+        }
+        self.held = open[keep..]
+            .iter()
+            .flat_map(|&(s, n)| all[s as usize..(s + n) as usize].iter().copied())
+            .collect();
+        let first = |&(s, _): &(u32, u32)| {
+            let l = &all[s as usize];
+            (l.ts_ns, l.tid, l.order)
+        };
+        done.sort_unstable_by_key(first);
+        Chains {
+            links: all,
+            spans: done,
+        }
+    }
+
+    #[inline]
+    fn extends(&self, rel: &CallRelation, prev: &Link, l: &Link) -> bool {
+        l.pid == prev.pid
+            && l.ts_ns.saturating_sub(prev.ts_ns) <= self.gap_ns
+            && rel.calls(l.probe, prev.probe)
+    }
+
+    /// `all[start..end]` is a chain. The last chain of a thread is held when it may still grow;
+    /// any other is done.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn close(
+        &self,
+        rel: &CallRelation,
+        all: &[Link],
+        start: usize,
+        end: usize,
+        last_of_thread: bool,
+        now: u64,
+        is_final: bool,
+        done: &mut Vec<(u32, u32)>,
+        open: &mut Vec<(u32, u32)>,
+    ) {
+        let span = (start as u32, (end - start) as u32);
+        let last = &all[end - 1];
+        let may_grow = last_of_thread
+            && !is_final
+            && end - start < MAX_CHAIN_LEN
+            && rel.has_probed_caller(last.probe)
+            && now.saturating_sub(last.ts_ns) <= self.gap_ns;
+        if may_grow {
+            open.push(span);
+        } else {
+            done.push(span);
+        }
+    }
+}
+
+/// The chains of a snapshot, serialised with the probe table (no copies of names).
+#[derive(Debug)]
+pub struct ChainsOut {
+    pub chains: Chains,
+    pub table: Arc<ProbeTable>,
+}
+
+impl ChainsOut {
+    pub fn len(&self) -> usize {
+        self.chains.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chains.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = ChainView<'_>> + '_ {
+        self.chains.iter().map(|links| ChainView {
+            links,
+            table: &self.table,
+        })
+    }
+}
+
+impl Serialize for ChainsOut {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+/// One chain (`links` innermost first, never empty) with the names of its probes. Serialised
+/// as `{errno, errno_name, pid, tid, comm, functions [outermost ... innermost], modules,
+/// origin {function, module, probe, errno, errno_name}, start_ns, end_ns, summary}`;
+/// `errno` is what the outermost probed function returned (the syscall's error), the origin
+/// is the innermost record (the deepest probed function that failed).
+#[derive(Debug, Clone, Copy)]
+pub struct ChainView<'a> {
+    pub links: &'a [Link],
+    pub table: &'a ProbeTable,
+}
+
+const UNKNOWN: &str = "?";
+
+impl<'a> ChainView<'a> {
+    fn name(&self, l: &Link) -> (&'a str, &'a str) {
+        self.table.get(l.probe).map_or((UNKNOWN, UNKNOWN), |p| {
+            (p.function.as_str(), p.module.as_str())
+        })
+    }
+
+    fn inner(&self) -> Option<&'a Link> {
+        self.links.first()
+    }
+
+    fn outer(&self) -> Option<&'a Link> {
+        self.links.last()
+    }
+
+    /// `EFAULT origin ib_umem_get (ib_uverbs) <- rxe_mr_init_user <- ... <- ib_uverbs_reg_mr`;
+    /// a layer that returned another errno than the outermost is marked `[ENOMEM]`.
+    pub fn summary(&self) -> String {
+        let mut s = String::with_capacity(32 + 24 * self.links.len());
+        self.write_summary(&mut s);
+        s
+    }
+
+    fn write_summary(&self, s: &mut String) {
+        let (Some(inner), Some(outer)) = (self.inner(), self.outer()) else {
+            return;
+        };
+        let mark = |s: &mut String, l: &Link| {
+            if l.err != outer.err {
+                s.push_str(" [");
+                s.push_str(&errno_label(l.err));
+                s.push(']');
+            }
+        };
+        let (func, module) = self.name(inner);
+        s.push_str(&errno_label(outer.err));
+        s.push_str(" origin ");
+        s.push_str(func);
+        s.push_str(" (");
+        s.push_str(module);
+        s.push(')');
+        mark(s, inner);
+        for l in &self.links[1..] {
+            s.push_str(" <- ");
+            s.push_str(self.name(l).0);
+            mark(s, l);
+        }
+    }
+
+    /// The stderr line: `pid=.. tid=.. comm=..: <summary>`.
+    pub fn log_line(&self) -> String {
+        match self.outer() {
+            Some(o) => format!(
+                "pid={} tid={} comm={}: {}",
+                o.pid,
+                o.tid,
+                comm_str(&o.comm),
+                self.summary()
+            ),
+            None => String::new(),
+        }
+    }
+}
+
+/// Function or module names of a chain, outermost first.
+struct Names<'a>(ChainView<'a>, bool);
+
+impl Serialize for Names<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let v = &self.0;
+        s.collect_seq(v.links.iter().rev().map(|l| {
+            let (f, m) = v.name(l);
+            if self.1 {
+                m
+            } else {
+                f
+            }
+        }))
+    }
+}
+
+struct OriginOut<'a>(ChainView<'a>, &'a Link);
+
+impl Serialize for OriginOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (f, m) = self.0.name(self.1);
+        let mut st = s.serialize_struct("Origin", 5)?;
+        st.serialize_field("function", f)?;
+        st.serialize_field("module", m)?;
+        st.serialize_field("probe", &self.1.probe)?;
+        st.serialize_field("errno", &self.1.err)?;
+        st.serialize_field("errno_name", &errno_label(self.1.err))?;
+        st.end()
+    }
+}
+
+impl Serialize for ChainView<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (Some(inner), Some(outer)) = (self.inner(), self.outer()) else {
+            return s.serialize_none();
+        };
+        let mut st = s.serialize_struct("Chain", 11)?;
+        st.serialize_field("errno", &outer.err)?;
+        st.serialize_field("errno_name", &errno_label(outer.err))?;
+        st.serialize_field("pid", &outer.pid)?;
+        st.serialize_field("tid", &outer.tid)?;
+        st.serialize_field("comm", &comm_str(&outer.comm))?;
+        st.serialize_field("functions", &Names(*self, false))?;
+        st.serialize_field("modules", &Names(*self, true))?;
+        st.serialize_field("origin", &OriginOut(*self, inner))?;
+        st.serialize_field("start_ns", &inner.ts_ns)?;
+        st.serialize_field("end_ns", &outer.ts_ns)?;
+        st.serialize_field("summary", &self.summary())?;
+        st.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    // ids as in a small rxe set: 0 handler -> 1 rxe_reg_user_mr -> 2 rxe_mr_init_user ->
+    // 3 ib_umem_get; 4 modify handler -> 5 inline (no program) -> 6 rxe_modify_qp;
+    // 7 unrelated
+    const HANDLER: u32 = 0;
+    const REG: u32 = 1;
+    const INIT: u32 = 2;
+    const UMEM: u32 = 3;
+    const MODIFY: u32 = 4;
+    const RXE_MODIFY: u32 = 6;
+    const OTHER: u32 = 7;
+
+    fn table() -> Arc<ProbeTable> {
+        let t = ProbeTable::from_triples(&[
+            (HANDLER, "ib_uverbs_reg_mr", "ib_uverbs"),
+            (REG, "rxe_reg_user_mr", "rdma_rxe"),
+            (INIT, "rxe_mr_init_user", "rdma_rxe"),
+            (UMEM, "ib_umem_get", "ib_uverbs"),
+            (MODIFY, "ib_uverbs_modify_qp", "ib_uverbs"),
+            (RXE_MODIFY, "rxe_modify_qp", "rdma_rxe"),
+            (OTHER, "rdma_set_cq_moderation", "ib_core"),
+        ]);
+        Arc::new(t.with_calls(8, &[(0, 1), (1, 2), (2, 3), (4, 5), (5, 6)]))
+    }
+
+    fn rec(probe: u32, err: i32, tid: u32, ts_ns: u64) -> PgRecord {
+        let mut r = PgRecord {
+            seq: 0,
+            ts_ns,
+            probe_id: probe,
+            err,
+            pid: tid,
+            tid,
+            cgroup_id: 1,
+            cpu: 0,
+            nargs: 0,
+            args: [0; 4],
+            comm: [0; 16],
+        };
+        r.comm[..10].copy_from_slice(b"verbs_fail");
+        r
+    }
+
+    /// The chains of one window, as their JSON; each checked against its log line.
+    fn run(b: &mut ChainBuilder, t: &Arc<ProbeTable>, recs: &[PgRecord], fin: bool) -> Vec<Value> {
+        for r in recs {
+            b.push(r);
+        }
+        let out = ChainsOut {
+            chains: b.take(&t.relation, fin),
+            table: t.clone(),
+        };
+        let v = serde_json::to_value(&out).expect("json");
+        let cs = v.as_array().cloned().unwrap_or_default();
+        assert_eq!(cs.len(), out.len());
+        for (c, view) in cs.iter().zip(out.iter()) {
+            let line = format!(
+                "pid={} tid={} comm={}: {}",
+                c["pid"],
+                c["tid"],
+                c["comm"].as_str().unwrap_or(""),
+                c["summary"].as_str().unwrap_or("")
+            );
+            assert_eq!(view.log_line(), line);
+        }
+        cs
+    }
+
+    fn summaries(c: &[Value]) -> Vec<String> {
+        c.iter()
+            .map(|c| format!("{} {}", c["tid"], c["summary"].as_str().unwrap_or("")))
+            .collect()
+    }
+
+    #[test]
+    fn relation_is_transitive_through_unattached_probes() {
+        let t = table();
+        let r = &t.relation;
+        assert!(r.calls(HANDLER, UMEM) && r.calls(REG, UMEM) && r.calls(HANDLER, REG));
+        assert!(!r.calls(UMEM, HANDLER) && !r.calls(UMEM, UMEM));
+        // 5 has no program: 4 reaches 6 through it
+        assert!(r.calls(MODIFY, RXE_MODIFY));
+        assert!(!r.calls(HANDLER, RXE_MODIFY) && !r.calls(OTHER, UMEM));
+        assert!(r.has_probed_caller(UMEM) && r.has_probed_caller(RXE_MODIFY));
+        assert!(!r.has_probed_caller(HANDLER) && !r.has_probed_caller(OTHER));
+        assert!(!r.calls(100, 1) && !r.calls(1, 100) && !r.has_probed_caller(100));
+    }
+
+    #[test]
+    fn nested_chain_innermost_first_gives_one_chain() {
+        let t = table();
+        let mut b = ChainBuilder::default();
+        let c = run(
+            &mut b,
+            &t,
+            &[
+                rec(UMEM, 14, 272, 1_000),
+                rec(INIT, 14, 272, 1_500),
+                rec(REG, 14, 272, 1_900),
+                rec(HANDLER, 14, 272, 2_100),
+            ],
+            false,
+        );
+        assert_eq!(c.len(), 1, "{:?}", summaries(&c));
+        assert_eq!(
+            c[0],
+            serde_json::json!({
+                "errno": 14,
+                "errno_name": "EFAULT",
+                "pid": 272,
+                "tid": 272,
+                "comm": "verbs_fail",
+                "functions": ["ib_uverbs_reg_mr", "rxe_reg_user_mr", "rxe_mr_init_user",
+                    "ib_umem_get"],
+                "modules": ["ib_uverbs", "rdma_rxe", "rdma_rxe", "ib_uverbs"],
+                "origin": {"function": "ib_umem_get", "module": "ib_uverbs", "probe": 3,
+                    "errno": 14, "errno_name": "EFAULT"},
+                "start_ns": 1000,
+                "end_ns": 2100,
+                "summary": "EFAULT origin ib_umem_get (ib_uverbs) <- rxe_mr_init_user <- rxe_reg_user_mr <- ib_uverbs_reg_mr"
+            })
+        );
+        assert_eq!(b.held(), 0, "a chain ending in a root is complete");
+    }
+
+    #[test]
+    fn two_interleaved_threads() {
+        let t = table();
+        let mut b = ChainBuilder::default();
+        // thread 10 registers an MR, thread 11 modifies a QP, their returns interleave
+        let c = run(
+            &mut b,
+            &t,
+            &[
+                rec(UMEM, 14, 10, 100),
+                rec(RXE_MODIFY, 22, 11, 110),
+                rec(INIT, 14, 10, 120),
+                rec(MODIFY, 22, 11, 130),
+                rec(REG, 14, 10, 140),
+                rec(HANDLER, 14, 10, 150),
+            ],
+            false,
+        );
+        assert_eq!(
+            summaries(&c),
+            [
+                "10 EFAULT origin ib_umem_get (ib_uverbs) <- rxe_mr_init_user <- rxe_reg_user_mr <- ib_uverbs_reg_mr",
+                "11 EINVAL origin rxe_modify_qp (rdma_rxe) <- ib_uverbs_modify_qp",
+            ]
+        );
+    }
+
+    #[test]
+    fn two_syscalls_back_to_back_are_two_chains() {
+        let t = table();
+        let mut b = ChainBuilder::default();
+        // the second reg_mr's ib_umem_get does not call the first's handler: a new chain
+        let c = run(
+            &mut b,
+            &t,
+            &[
+                rec(UMEM, 14, 5, 100),
+                rec(REG, 14, 5, 110),
+                rec(HANDLER, 14, 5, 120),
+                rec(UMEM, 14, 5, 130),
+                rec(REG, 14, 5, 140),
+                rec(HANDLER, 14, 5, 150),
+                // a third one, failing only in the handler (ENOMEM), then the modify path
+                rec(HANDLER, 12, 5, 160),
+                rec(RXE_MODIFY, 22, 5, 170),
+                rec(MODIFY, 22, 5, 180),
+            ],
+            false,
+        );
+        let s = "EFAULT origin ib_umem_get (ib_uverbs) <- rxe_reg_user_mr <- ib_uverbs_reg_mr";
+        assert_eq!(
+            summaries(&c),
+            [
+                format!("5 {s}"),
+                format!("5 {s}"),
+                "5 ENOMEM origin ib_uverbs_reg_mr (ib_uverbs)".into(),
+                "5 EINVAL origin rxe_modify_qp (rdma_rxe) <- ib_uverbs_modify_qp".into(),
+            ]
+        );
+        assert_eq!(c[0]["end_ns"], 120);
+        assert_eq!(c[1]["start_ns"], 130);
+    }
+
+    #[test]
+    fn unrelated_probe_is_its_own_chain() {
+        let t = table();
+        let mut b = ChainBuilder::default();
+        let c = run(
+            &mut b,
+            &t,
+            &[
+                rec(UMEM, 14, 5, 100),
+                rec(OTHER, 22, 5, 105),
+                rec(REG, 14, 5, 110),
+                rec(HANDLER, 14, 5, 120),
+            ],
+            true,
+        );
+        // the unrelated failure cuts the chain: ib_umem_get alone, the rest on its own
+        assert_eq!(
+            summaries(&c),
+            [
+                "5 EFAULT origin ib_umem_get (ib_uverbs)",
+                "5 EINVAL origin rdma_set_cq_moderation (ib_core)",
+                "5 EFAULT origin rxe_reg_user_mr (rdma_rxe) <- ib_uverbs_reg_mr",
+            ]
+        );
+        // an id outside the table and relation still gives a chain of one
+        let c = run(&mut b, &t, &[rec(99, 5, 5, 200)], true);
+        assert_eq!(summaries(&c), ["5 EIO origin ? (?)"]);
+    }
+
+    #[test]
+    fn gap_bound_and_translated_errno() {
+        let t = table();
+        let mut b = ChainBuilder::new(1_000, ChainClock::LastRecord);
+        let c = run(
+            &mut b,
+            &t,
+            &[
+                rec(UMEM, 14, 5, 10_000),
+                rec(REG, 12, 5, 10_500),
+                // 5 us later than allowed: a separate syscall
+                rec(HANDLER, 22, 5, 12_000),
+            ],
+            true,
+        );
+        assert_eq!(
+            summaries(&c),
+            [
+                "5 ENOMEM origin ib_umem_get (ib_uverbs) [EFAULT] <- rxe_reg_user_mr",
+                "5 EINVAL origin ib_uverbs_reg_mr (ib_uverbs)",
+            ]
+        );
+        assert_eq!(c[0]["errno_name"], "ENOMEM");
+        assert_eq!(c[0]["origin"]["errno_name"], "EFAULT");
+    }
+
+    #[test]
+    fn open_chain_is_held_into_the_next_window() {
+        let t = table();
+        let mut b = ChainBuilder::default();
+        // window 1 ends after rxe_reg_user_mr: the handler may still fail
+        let c = run(
+            &mut b,
+            &t,
+            &[rec(UMEM, 14, 5, 1_000), rec(REG, 14, 5, 2_000)],
+            false,
+        );
+        assert!(c.is_empty(), "{:?}", summaries(&c));
+        assert_eq!(b.held(), 2);
+        // window 2: the handler's record arrives; also a late record of another thread
+        let c = run(
+            &mut b,
+            &t,
+            &[rec(HANDLER, 14, 5, 3_000), rec(UMEM, 14, 6, 3_500)],
+            false,
+        );
+        assert_eq!(
+            summaries(&c),
+            ["5 EFAULT origin ib_umem_get (ib_uverbs) <- rxe_reg_user_mr <- ib_uverbs_reg_mr"]
+        );
+        assert_eq!(b.held(), 1);
+        // window 3: no record, the clock (newest record) is still within the gap: held;
+        // a record far later moves the clock past the gap: reported as it is
+        assert!(run(&mut b, &t, &[], false).is_empty());
+        let c = run(
+            &mut b,
+            &t,
+            &[rec(OTHER, 22, 7, 3_500 + DEFAULT_GAP_NS + 1)],
+            false,
+        );
+        assert_eq!(
+            summaries(&c),
+            [
+                "6 EFAULT origin ib_umem_get (ib_uverbs)",
+                "7 EINVAL origin rdma_set_cq_moderation (ib_core)",
+            ]
+        );
+        assert_eq!(b.held(), 0);
+        // the final window reports open chains too
+        let c = run(&mut b, &t, &[rec(UMEM, 14, 8, u64::MAX / 2)], true);
+        assert_eq!(c.len(), 1);
+        assert_eq!(b.held(), 0);
+    }
+
+    #[test]
+    fn records_out_of_order_are_sorted_per_thread() {
+        let t = table();
+        let mut b = ChainBuilder::default();
+        let c = run(
+            &mut b,
+            &t,
+            &[
+                rec(REG, 14, 5, 110),
+                rec(HANDLER, 14, 5, 120),
+                rec(UMEM, 14, 5, 100),
+            ],
+            true,
+        );
+        assert_eq!(
+            summaries(&c),
+            ["5 EFAULT origin ib_umem_get (ib_uverbs) <- rxe_reg_user_mr <- ib_uverbs_reg_mr"]
+        );
+    }
+
+    #[test]
+    fn cycles_are_bounded() {
+        // 0 <-> 1 call each other: a chain of alternating records stops at MAX_CHAIN_LEN
+        let t = Arc::new(
+            ProbeTable::from_triples(&[(0, "a", "m"), (1, "b", "m")])
+                .with_calls(2, &[(0, 1), (1, 0)]),
+        );
+        let mut b = ChainBuilder::default();
+        let recs: Vec<PgRecord> = (0..100)
+            .map(|i| rec(i % 2, 22, 5, 1_000 + i as u64))
+            .collect();
+        let c = run(&mut b, &t, &recs, true);
+        assert_eq!(c.len(), 2);
+        let len = |c: &Value| c["functions"].as_array().map_or(0, |a| a.len());
+        assert_eq!(len(&c[0]), MAX_CHAIN_LEN);
+        assert_eq!(len(&c[1]), 100 - MAX_CHAIN_LEN);
+    }
+
+    #[test]
+    fn manifest_relation_of_the_rxe_sets() {
+        for (set, text) in [
+            (
+                "6.12",
+                include_str!("../../generated/linux-6.12/rxe/manifest.yaml"),
+            ),
+            (
+                "6.1",
+                include_str!("../../generated/linux-6.1/rxe/manifest.yaml"),
+            ),
+        ] {
+            let t = ProbeTable::from_manifest_text(text, set).expect("manifest");
+            let id = |f: &str, m: &str| {
+                t.probes
+                    .iter()
+                    .find(|p| p.function == f && p.module == m)
+                    .map(|p| p.id)
+                    .unwrap_or_else(|| panic!("{set}: {m}:{f}"))
+            };
+            let r = &t.relation;
+            let chain = |fs: &[(&str, &str)]| {
+                for w in fs.windows(2) {
+                    assert!(
+                        r.calls(id(w[0].0, w[0].1), id(w[1].0, w[1].1)),
+                        "{set}: {:?} -> {:?}",
+                        w[0],
+                        w[1]
+                    );
+                }
+            };
+            chain(&[
+                ("ib_uverbs_reg_mr", "ib_uverbs"),
+                ("rxe_reg_user_mr", "rdma_rxe"),
+                ("rxe_mr_init_user", "rdma_rxe"),
+                ("ib_umem_get", "ib_uverbs"),
+            ]);
+            chain(&[
+                ("ib_uverbs_handler_UVERBS_METHOD_QP_CREATE", "ib_uverbs"),
+                ("ib_create_qp_user", "ib_core"),
+                ("create_qp", "ib_core"),
+                ("rxe_create_qp", "rdma_rxe"),
+                ("rxe_qp_chk_init", "rdma_rxe"),
+            ]);
+            // through the inline ib_security_modify_qp (no program)
+            chain(&[
+                ("ib_uverbs_modify_qp", "ib_uverbs"),
+                ("modify_qp", "ib_uverbs"),
+                ("ib_modify_qp_with_udata", "ib_core"),
+                ("_ib_modify_qp", "ib_core"),
+                ("rxe_modify_qp", "rdma_rxe"),
+                ("rxe_qp_chk_attr", "rdma_rxe"),
+            ]);
+            assert!(r.calls(
+                id("rxe_modify_qp", "rdma_rxe"),
+                id("rxe_qp_from_attr", "rdma_rxe")
+            ));
+            assert!(!r.calls(
+                id("ib_uverbs_reg_mr", "ib_uverbs"),
+                id("rxe_modify_qp", "rdma_rxe")
+            ));
+            assert!(!r.has_probed_caller(id("ib_uverbs_reg_mr", "ib_uverbs")));
+        }
+    }
+}
