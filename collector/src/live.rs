@@ -370,7 +370,12 @@ impl Loaded {
                 k.errnos.insert((ek.probe_id, ek.err), v);
             }
         }
-        k.drops = sum(&self.map("drops")?, &0u32.to_ne_bytes())?;
+        let drops = self.map("drops")?;
+        for p in &table.probes {
+            let d = sum(&drops, &p.id.to_ne_bytes())?;
+            k.drops += d;
+            k.drops_by_probe.insert(p.id, d);
+        }
         Ok(k)
     }
 

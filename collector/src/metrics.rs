@@ -213,6 +213,7 @@ mod tests {
             failures: [(1, 2)].into(),
             errnos: [((1, 14), 1), ((1, 524), 1)].into(),
             drops: 4,
+            drops_by_probe: std::collections::BTreeMap::new(),
         };
         let attached = vec![AttachStatus {
             probe: 1,

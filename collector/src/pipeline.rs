@@ -37,6 +37,8 @@ pub struct KernelTotals {
     pub errnos: BTreeMap<(u32, u32), u64>,
     /// records the ring buffer could not take
     pub drops: u64,
+    /// the same per probe id (empty for recordings that only carry the total)
+    pub drops_by_probe: BTreeMap<u32, u64>,
 }
 
 impl KernelTotals {
@@ -626,9 +628,16 @@ pub fn check_invariant(
         inv.unaccounted += missing;
         per_probe.push((p, f, r, d, missing));
     }
+    let per_probe_drops = !k.drops_by_probe.is_empty();
     for (p, f, r, d, missing) in per_probe {
-        // more records than failures, or more missing than the kernel dropped in all
-        if missing < 0 || missing > k.drops as i64 {
+        // With per-probe kernel drops the check is exact for every probe; with only a total,
+        // no probe may miss more than the kernel dropped in all.
+        let bad = if per_probe_drops {
+            missing != k.drops_by_probe.get(&p.id).copied().unwrap_or(0) as i64
+        } else {
+            missing < 0 || missing > k.drops as i64
+        };
+        if bad {
             inv.mismatches.push(InvariantProbe {
                 probe: p.id,
                 function: p.function.clone(),
@@ -680,6 +689,7 @@ mod tests {
             failures: f.iter().copied().collect(),
             errnos: errnos.iter().copied().collect(),
             drops,
+            drops_by_probe: BTreeMap::new(),
         }
     }
 
@@ -881,6 +891,27 @@ mod tests {
         let inv = check_invariant(&t, &k, &received, &dropped, true);
         assert!(!inv.ok);
         assert!(inv.mismatches.iter().any(|m| m.probe == 3));
+    }
+
+    #[test]
+    fn per_probe_kernel_drops_make_the_invariant_exact_per_probe() {
+        let t = table();
+        let ids = t.id_limit();
+        let mut received = vec![0; ids];
+        let dropped = vec![0; ids];
+        received[1] = 5;
+        received[3] = 1;
+        // probe 1: 6 failures, 5 received, its 1 drop: ok
+        let mut k = totals(&[(1, 6), (3, 1)], &[], 1);
+        k.drops_by_probe = [(1, 1), (3, 0)].into_iter().collect();
+        assert!(check_invariant(&t, &k, &received, &dropped, true).ok);
+        // the same total, but the kernel says the drop was probe 3's: probe 1 lost a record
+        // without a drop and probe 3 got a record that was dropped.
+        k.drops_by_probe = [(1, 0), (3, 1)].into_iter().collect();
+        let inv = check_invariant(&t, &k, &received, &dropped, true);
+        assert!(!inv.ok);
+        let bad: Vec<u32> = inv.mismatches.iter().map(|m| m.probe).collect();
+        assert_eq!(bad, vec![1, 3]);
     }
 
     #[test]

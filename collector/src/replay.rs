@@ -60,6 +60,9 @@ pub struct CountersJson {
     pub errnos: BTreeMap<String, u64>,
     #[serde(default)]
     pub drops: u64,
+    /// Kernel drops per probe id (absent in recordings made before it existed).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub drops_by_probe: BTreeMap<String, u64>,
 }
 
 impl CountersJson {
@@ -74,6 +77,7 @@ impl CountersJson {
                 .map(|(&(p, e), &v)| (format!("{p}:{e}"), v))
                 .collect(),
             drops: k.drops,
+            drops_by_probe: m(&k.drops_by_probe),
         }
     }
 
@@ -97,6 +101,7 @@ impl CountersJson {
             failures: m(&self.failures)?,
             errnos,
             drops: self.drops,
+            drops_by_probe: m(&self.drops_by_probe)?,
         })
     }
 }
@@ -250,6 +255,7 @@ mod tests {
             failures: [(25, 1)].into(),
             errnos: [((25, 14), 1)].into(),
             drops: 2,
+            drops_by_probe: BTreeMap::new(),
         };
         let h = Header {
             replay: REPLAY_SCHEMA.into(),

@@ -109,10 +109,11 @@ struct {
 	__type(value, __u64);
 } seq SEC(".maps");
 
-/* records lost because the ring buffer was full */
+/* records lost because the ring buffer was full, per probe: received + drops == failures
+ * holds for every probe, not only in total */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, PG_NPROBES);
 	__type(key, __u32);
 	__type(value, __u64);
 } drops SEC(".maps");
@@ -176,7 +177,7 @@ static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *c
 
 	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
 	if (!rec) {
-		pg_inc(&drops, &zero);
+		pg_inc(&drops, &probe_id);
 		return 0;
 	}
 	rec->seq = s;
