@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use serde::ser::{SerializeSeq, SerializeStruct};
+use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
 use crate::chains::{ChainBuilder, ChainClock, ChainsOut};
@@ -175,7 +175,10 @@ pub struct Pipeline {
     seq: SeqTracker,
     seq_gaps_prev: u64,
     prev: KernelTotals,
-    derived: KernelTotals,
+    /// Counters derived from the records (replay without counters): failures per probe id and
+    /// per (probe id, errno). Vectors and a hash map: this is on the per-record path.
+    derived_failures: Vec<u64>,
+    derived_errnos: std::collections::HashMap<(u32, u32), u64>,
     window_start: SystemTime,
     attached: Vec<AttachStatus>,
     /// sink errors so far (the run loop adds to it)
@@ -215,7 +218,8 @@ impl Pipeline {
             tot_decode_errors: 0,
             seq_gaps_prev: 0,
             prev: KernelTotals::default(),
-            derived: KernelTotals::default(),
+            derived_failures: Vec::new(),
+            derived_errnos: std::collections::HashMap::new(),
             window_start: SystemTime::now(),
             attached,
             sink_errors: 0,
@@ -258,8 +262,22 @@ impl Pipeline {
     }
 
     /// Counters derived from the records (with `derive_counters`).
-    pub fn derived(&self) -> &KernelTotals {
-        &self.derived
+    /// Every record is a failure of a call, so calls == failures here.
+    pub fn derived(&self) -> KernelTotals {
+        let per_probe: BTreeMap<u32, u64> = self
+            .derived_failures
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(id, &n)| (id as u32, n))
+            .collect();
+        KernelTotals {
+            calls: per_probe.clone(),
+            failures: per_probe,
+            errnos: self.derived_errnos.iter().map(|(&k, &v)| (k, v)).collect(),
+            drops: 0,
+            drops_by_probe: BTreeMap::new(),
+        }
     }
 
     /// Records received so far, per probe id.
@@ -299,10 +317,14 @@ impl Pipeline {
             return;
         }
         if self.cfg.derive_counters {
-            let d = &mut self.derived;
-            *d.calls.entry(rec.probe_id).or_default() += 1;
-            *d.failures.entry(rec.probe_id).or_default() += 1;
-            *d.errnos.entry((rec.probe_id, rec.err as u32)).or_default() += 1;
+            if self.derived_failures.len() <= id {
+                self.derived_failures.resize(id + 1, 0);
+            }
+            self.derived_failures[id] += 1;
+            *self
+                .derived_errnos
+                .entry((rec.probe_id, rec.err as u32))
+                .or_default() += 1;
         }
         if self.batch.len() < self.cfg.batch_cap {
             let proc_info = if self.procs.enabled() {
@@ -514,10 +536,19 @@ impl Serialize for Hex {
     }
 }
 
-struct Args<'a>(&'a [u64]);
+/// Recorded arguments: `{"addr": "0x...", "size": "0x..."}` when the manifest names them,
+/// else a list.
+struct Args<'a>(&'a [u64], &'a [String]);
 
 impl Serialize for Args<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if !self.0.is_empty() && self.1.len() == self.0.len() {
+            let mut map = s.serialize_map(Some(self.0.len()))?;
+            for (name, &a) in self.1.iter().zip(self.0) {
+                map.serialize_entry(name, &Hex(a))?;
+            }
+            return map.end();
+        }
         let mut seq = s.serialize_seq(Some(self.0.len()))?;
         for &a in self.0 {
             seq.serialize_element(&Hex(a))?;
@@ -549,7 +580,8 @@ impl Serialize for RecOut<'_> {
         st.serialize_field("cgroup", info.map_or("", |i| i.cgroup.as_str()))?;
         st.serialize_field("cgroup_id", &r.cgroup_id)?;
         st.serialize_field("job", info.map_or(&NO_JOB, |i| &i.job))?;
-        st.serialize_field("args", &Args(&r.args[..nargs]))?;
+        let names = p.map_or(&[][..], |p| p.arg_names.as_slice());
+        st.serialize_field("args", &Args(&r.args[..nargs], names))?;
         st.serialize_field("ts_ns", &r.ts_ns)?;
         st.serialize_field("cpu", &r.cpu)?;
         st.serialize_field("seq", &r.seq)?;
@@ -704,6 +736,31 @@ mod tests {
             },
             ProcCache::disabled(),
         )
+    }
+
+    #[test]
+    fn recorded_arguments_carry_the_manifest_names() {
+        let mut t = ProbeTable::from_triples(&[(3, "ib_umem_get", "ib_uverbs")]);
+        t.probes[0].arg_names = vec!["addr".into(), "size".into()];
+        let mut p = Pipeline::new(
+            Arc::new(t),
+            PipelineConfig {
+                batch_cap: 10,
+                ..Default::default()
+            },
+            ProcCache::disabled(),
+        );
+        // rec() records two arguments: 0x10 and an address.
+        p.ingest(&rec(3, 14, 0, 0, 288));
+        let s = p.snapshot(
+            &totals(&[(3, 1)], &[((3, 14), 1)], 0),
+            SystemTime::now(),
+            true,
+        );
+        let v: serde_json::Value = serde_json::from_slice(&s.to_line()).expect("json");
+        let args = &v["records"][0]["args"];
+        assert_eq!(args["addr"], "0x10", "{args}");
+        assert_eq!(args["size"], "0x7fcd42c1e000", "{args}");
     }
 
     #[test]
@@ -960,7 +1017,7 @@ mod tests {
         );
         p.ingest(&rec(1, 14, 0, 100, 1));
         p.ingest(&rec(1, 0, 0, 101, 1));
-        let k = p.derived().clone();
+        let k = p.derived();
         assert_eq!(k.failures[&1], 2);
         let s = p.snapshot(&k, SystemTime::now(), true);
         assert_eq!(s.counters[0].errno.get("none"), Some(&1));

@@ -23,6 +23,9 @@ pub struct ProbeInfo {
     pub kind: AttachKind,
     /// Arguments of the function (BTF), 0 when unknown.
     pub nargs: usize,
+    /// Names of the arguments the probe records, in record order (the manifest's `args`,
+    /// ascending position); empty when the manifest names none.
+    pub arg_names: Vec<String>,
 }
 
 impl ProbeInfo {
@@ -97,6 +100,7 @@ impl ProbeTable {
                     module: m.to_string(),
                     kind: AttachKind::Fexit,
                     nargs: 0,
+                    arg_names: Vec::new(),
                 })
                 .collect(),
             ..Default::default()
@@ -159,6 +163,11 @@ fn info(p: &Probe) -> Result<ProbeInfo, String> {
         module: p.module.clone(),
         kind,
         nargs: p.nargs,
+        arg_names: {
+            let mut a: Vec<_> = p.args.iter().map(|a| (a.index, a.name.clone())).collect();
+            a.sort();
+            a.into_iter().map(|(_, n)| n).collect()
+        },
     })
 }
 

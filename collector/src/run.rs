@@ -298,7 +298,7 @@ fn run_replay(opts: &Options, table: Arc<ProbeTable>, file: &Path) -> Result<Sum
                 pipe.ingest(b);
                 since_window += 1;
                 if last.is_none() && opts.replay_window > 0 && since_window >= opts.replay_window {
-                    let k = pipe.derived().clone();
+                    let k = pipe.derived();
                     let s = pipe.snapshot(&k, SystemTime::now(), false);
                     outputs.emit(&mut pipe, &s, &k);
                     since_window = 0;
@@ -318,7 +318,7 @@ fn run_replay(opts: &Options, table: Arc<ProbeTable>, file: &Path) -> Result<Sum
             eprintln!("probegen collect: replay {}: {e}", file.display());
         }
     }
-    let k = last.unwrap_or_else(|| pipe.derived().clone());
+    let k = last.unwrap_or_else(|| pipe.derived());
     let s = pipe.snapshot(&k, SystemTime::now(), true);
     let ok = s.invariant.ok;
     if !ok {
