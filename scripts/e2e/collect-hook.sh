@@ -46,7 +46,7 @@ stop)
 	mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
 	mkdir -p /sys/fs/cgroup/probegen-job42
 	sh -c 'echo $$ >/sys/fs/cgroup/probegen-job42/cgroup.procs 2>/dev/null;
-		exec env SLURM_JOB_ID=42 RANK=3 OTHER=x /usr/bin/verbs_fail rxe0' >/out/vf-job.log 2>&1
+		exec env SLURM_JOB_ID=42 RANK=3 OTHER=x VERBS_FAIL_LINGER_MS=1500 /usr/bin/verbs_fail rxe0' >/out/vf-job.log 2>&1
 	# two drain periods + a snapshot interval: everything is in the collector
 	sleep 1.5
 	wget -q -O /out/metrics.txt http://127.0.0.1:9464/metrics || echo "collect-hook: scrape failed"

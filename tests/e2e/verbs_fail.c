@@ -172,6 +172,11 @@ int main(int argc, char **argv)
 	case_create_qp_absurd(pd, cq);
 	case_modify_qp_reset_rts(pd, cq);
 
+	/* VERBS_FAIL_LINGER_MS: stay alive a while, as a training job does, so the collector can
+	 * read this process's environment and cgroup while it still exists (default: exit). */
+	if (getenv("VERBS_FAIL_LINGER_MS"))
+		usleep(1000 * atoi(getenv("VERBS_FAIL_LINGER_MS")));
+
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
