@@ -154,6 +154,14 @@ fn check(ver: &str) {
         .filter_map(|r| r["function"].as_str())
         .collect();
     println!("{ver}: verbs_fail pid {pid}: EFAULT at {efault:?}; EINVAL at {einval:?}");
+    // Its cgroup is known even when it exited before the collector read /proc: the record's
+    // cgroup id resolves through the cgroup v2 tree.
+    let no_cgroup = from_vf.iter().filter(|r| r["cgroup"] == "").count();
+    if no_cgroup > 0 {
+        problems.push(format!(
+            "{no_cgroup} records of verbs_fail pid {pid} without a cgroup path"
+        ));
+    }
     for f in ["ib_uverbs_reg_mr", "ib_umem_get"] {
         if !efault.contains(f) {
             problems.push(format!("no EFAULT record of {f} from verbs_fail pid {pid}"));

@@ -328,7 +328,7 @@ impl Pipeline {
         }
         if self.batch.len() < self.cfg.batch_cap {
             let proc_info = if self.procs.enabled() {
-                self.procs.lookup(rec.pid, &rec.comm)
+                self.procs.lookup(rec.pid, &rec.comm, rec.cgroup_id)
             } else {
                 None
             };

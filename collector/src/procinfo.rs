@@ -5,6 +5,10 @@
 //! (the pid was reused, or the process exec'ed) reads /proc again. A process that has already
 //! exited leaves `cgroup` and `job` empty; that is cached too, so a burst from a dead pid costs
 //! one failed open. The cache is bounded: at `cap` entries it is cleared.
+//!
+//! For a process that has exited, the cgroup path is still found from the record's cgroup id:
+//! on cgroup v2 the id is the inode number of the cgroup's directory, so the collector indexes
+//! the cgroup tree (`/sys/fs/cgroup`) by inode, rescanning at most once per second on a miss.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -38,6 +42,62 @@ pub struct ProcCache {
     cap: usize,
     /// /proc/<pid>/environ reads so far (tests check "once per process").
     pub reads: u64,
+    cgroups: Option<CgroupIndex>,
+}
+
+/// cgroup v2 id (directory inode) -> path below the cgroup root (`/probegen-job42`).
+struct CgroupIndex {
+    root: PathBuf,
+    by_id: HashMap<u64, String>,
+    last_scan: Option<std::time::Instant>,
+}
+
+/// Directories indexed at most, and how deep: a bound on the cost of one rescan.
+const CGROUP_SCAN_MAX: usize = 100_000;
+const CGROUP_SCAN_DEPTH: usize = 16;
+
+impl CgroupIndex {
+    fn path(&mut self, id: u64) -> Option<String> {
+        if let Some(p) = self.by_id.get(&id) {
+            return Some(p.clone());
+        }
+        let due = self
+            .last_scan
+            .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1));
+        if !due {
+            return None;
+        }
+        self.last_scan = Some(std::time::Instant::now());
+        self.by_id.clear();
+        let mut stack = vec![(self.root.clone(), String::new(), 0usize)];
+        while let Some((dir, rel, depth)) = stack.pop() {
+            if self.by_id.len() >= CGROUP_SCAN_MAX {
+                break;
+            }
+            if let Ok(meta) = std::fs::metadata(&dir) {
+                use std::os::unix::fs::MetadataExt;
+                let shown = if rel.is_empty() {
+                    "/".to_string()
+                } else {
+                    rel.clone()
+                };
+                self.by_id.insert(meta.ino(), shown);
+            }
+            if depth >= CGROUP_SCAN_DEPTH {
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    stack.push((e.path(), format!("{rel}/{name}"), depth + 1));
+                }
+            }
+        }
+        self.by_id.get(&id).cloned()
+    }
 }
 
 impl ProcCache {
@@ -48,7 +108,19 @@ impl ProcCache {
             map: HashMap::new(),
             cap: cap.max(1),
             reads: 0,
+            cgroups: None,
         }
+    }
+
+    /// Resolve the cgroup of processes that already exited from the record's cgroup id, by
+    /// indexing the cgroup v2 tree mounted at `root` (`/sys/fs/cgroup`).
+    pub fn with_cgroup_root(mut self, root: PathBuf) -> Self {
+        self.cgroups = Some(CgroupIndex {
+            root,
+            by_id: HashMap::new(),
+            last_scan: None,
+        });
+        self
     }
 
     pub fn disabled() -> Self {
@@ -68,7 +140,7 @@ impl ProcCache {
     }
 
     /// Info for the process `pid` whose record carried `comm`.
-    pub fn lookup(&mut self, pid: u32, comm: &[u8; 16]) -> Option<Arc<ProcInfo>> {
+    pub fn lookup(&mut self, pid: u32, comm: &[u8; 16], cgroup_id: u64) -> Option<Arc<ProcInfo>> {
         let root = self.root.as_ref()?;
         if let Some((c, info)) = self.map.get(&pid) {
             if c == comm {
@@ -87,6 +159,11 @@ impl ProcCache {
             },
             Err(_) => ProcInfo {
                 exited: true,
+                cgroup: self
+                    .cgroups
+                    .as_mut()
+                    .and_then(|c| c.path(cgroup_id))
+                    .unwrap_or_default(),
                 ..Default::default()
             },
         });
@@ -179,23 +256,41 @@ mod tests {
         let (root, p) = fake_proc();
         let mut c = ProcCache::new(Some(root.clone()), allow(), 16);
         let comm = *b"verbs_fail\0\0\0\0\0\0";
-        let a = c.lookup(4242, &comm).expect("info");
+        let a = c.lookup(4242, &comm, 0).expect("info");
         assert_eq!(a.job["SLURM_JOB_ID"], "77");
         assert_eq!(a.cgroup, "/slurm/job_77");
         // the process exits: the cached value stays, no second read
         std::fs::remove_dir_all(&p).expect("rm");
         for _ in 0..100 {
-            assert_eq!(c.lookup(4242, &comm), Some(a.clone()));
+            assert_eq!(c.lookup(4242, &comm, 0), Some(a.clone()));
         }
         assert_eq!(c.reads, 1);
         // an unknown (exited) pid: empty job, not an error, cached
-        let e = c.lookup(999, &comm).expect("info");
+        let e = c.lookup(999, &comm, 0).expect("info");
         assert!(e.exited && e.job.is_empty() && e.cgroup.is_empty());
-        c.lookup(999, &comm);
+        c.lookup(999, &comm, 0);
         assert_eq!(c.reads, 2);
         // another comm under the same pid: read again
-        c.lookup(4242, b"other\0\0\0\0\0\0\0\0\0\0\0");
+        c.lookup(4242, b"other\0\0\0\0\0\0\0\0\0\0\0", 0);
         assert_eq!(c.reads, 3);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn exited_process_gets_its_cgroup_from_the_cgroup_id() {
+        use std::os::unix::fs::MetadataExt;
+        let root = std::env::temp_dir().join(format!("pg-cgroups-{}", std::process::id()));
+        let job = root.join("slurm").join("job_42");
+        std::fs::create_dir_all(&job).expect("mkdir");
+        let id = std::fs::metadata(&job).expect("stat").ino();
+        let mut c = ProcCache::new(Some(PathBuf::from("/nonexistent-proc")), allow(), 8)
+            .with_cgroup_root(root.clone());
+        let info = c.lookup(777, &[0; 16], id).expect("info");
+        assert!(info.exited);
+        assert_eq!(info.cgroup, "/slurm/job_42");
+        assert!(info.job.is_empty());
+        // An unknown id (or a rescan within a second): empty, not an error.
+        assert_eq!(c.lookup(778, &[0; 16], u64::MAX).expect("info").cgroup, "");
         let _ = std::fs::remove_dir_all(&root);
     }
 
@@ -203,9 +298,9 @@ mod tests {
     fn bounded() {
         let mut c = ProcCache::new(Some(PathBuf::from("/nonexistent-proc")), allow(), 8);
         for pid in 0..1000 {
-            c.lookup(pid, &[0; 16]);
+            c.lookup(pid, &[0; 16], 0);
             assert!(c.len() <= 8);
         }
-        assert!(ProcCache::disabled().lookup(1, &[0; 16]).is_none());
+        assert!(ProcCache::disabled().lookup(1, &[0; 16], 0).is_none());
     }
 }

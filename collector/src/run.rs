@@ -378,7 +378,8 @@ fn run_live(opts: &Options, table: Arc<ProbeTable>, object: &Path) -> Result<Sum
         t0.elapsed().as_secs_f64() * 1e3
     );
     let procs = match &opts.proc_root {
-        Some(r) => ProcCache::new(Some(r.clone()), opts.job_vars.clone(), 4096),
+        Some(r) => ProcCache::new(Some(r.clone()), opts.job_vars.clone(), 4096)
+            .with_cgroup_root(PathBuf::from("/sys/fs/cgroup")),
         None => ProcCache::disabled(),
     };
     let host = host_name();

@@ -17,6 +17,9 @@ start)
 	[ -x $X/probegen ] || { echo "collect-hook: $X/probegen missing"; exit 1; }
 	rm -f /out/collect.rc $PIDF
 	# a background subshell waits for the collector and keeps its exit code
+	# cgroup v2, as on a job host: the collector resolves cgroup ids of exited processes here
+	mkdir -p /sys/fs/cgroup
+	mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
 	(
 		$X/probegen collect --manifest $X/manifest.yaml --object $X/probes.bpf.o \
 			--interval 1s --drain 2ms --out /out/snapshots.jsonl --record /out/replay.jsonl \
@@ -42,8 +45,6 @@ stop)
 	[ -n "$pid" ] || { echo "collect-hook: no collector pid"; exit 1; }
 	cp /tmp/vf.log /out/vf.log 2>/dev/null
 	# job correlation: a failing process in its own cgroup with job variables set
-	mkdir -p /sys/fs/cgroup
-	mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
 	mkdir -p /sys/fs/cgroup/probegen-job42
 	sh -c 'echo $$ >/sys/fs/cgroup/probegen-job42/cgroup.procs 2>/dev/null;
 		exec env SLURM_JOB_ID=42 RANK=3 OTHER=x VERBS_FAIL_LINGER_MS=1500 /usr/bin/verbs_fail rxe0' >/out/vf-job.log 2>&1
