@@ -175,8 +175,11 @@ pub fn monotonic_ns() -> Option<u64> {
 #[derive(Debug, Clone, Default)]
 pub struct Chains {
     links: Vec<Link>,
-    /// (start, len) in `links`
+    /// (start, len) in `links` of the first occurrence of each distinct chain
     spans: Vec<(u32, u32)>,
+    /// per span: how many times the same chain (same thread, same probes and errnos) occurred
+    /// in the window, and the outermost time of the last occurrence
+    repeats: Vec<(u32, u64)>,
 }
 
 impl Chains {
@@ -193,6 +196,56 @@ impl Chains {
         self.spans
             .iter()
             .map(|&(s, n)| &self.links[s as usize..(s + n) as usize])
+    }
+
+    /// With [`Chains::iter`]: occurrences of each chain and the end of its last occurrence.
+    pub fn repeats(&self) -> &[(u32, u64)] {
+        &self.repeats
+    }
+
+    /// A thread that fails the same way in a loop (a retry storm) yields one chain with a
+    /// count, not thousands of copies: group identical chains (same pid, tid, probes and
+    /// errnos), keeping the first occurrence, in first-occurrence order.
+    fn collapse(links: Vec<Link>, spans: Vec<(u32, u32)>) -> Self {
+        use std::collections::HashMap;
+        use std::hash::{Hash, Hasher};
+        let key_of = |&(s, n): &(u32, u32)| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            for l in &links[s as usize..(s + n) as usize] {
+                (l.pid, l.tid, l.probe, l.err).hash(&mut h);
+            }
+            h.finish()
+        };
+        let same = |a: (u32, u32), b: (u32, u32)| {
+            a.1 == b.1
+                && links[a.0 as usize..(a.0 + a.1) as usize]
+                    .iter()
+                    .zip(&links[b.0 as usize..(b.0 + b.1) as usize])
+                    .all(|(x, y)| (x.pid, x.tid, x.probe, x.err) == (y.pid, y.tid, y.probe, y.err))
+        };
+        let mut firsts: HashMap<u64, Vec<usize>> = HashMap::with_capacity(spans.len());
+        let mut out: Vec<(u32, u32)> = Vec::with_capacity(spans.len());
+        let mut repeats: Vec<(u32, u64)> = Vec::with_capacity(spans.len());
+        for span in spans {
+            let end = links[(span.0 + span.1 - 1) as usize].ts_ns;
+            let bucket = firsts.entry(key_of(&span)).or_default();
+            match bucket.iter().copied().find(|&i| same(out[i], span)) {
+                Some(i) => {
+                    repeats[i].0 += 1;
+                    repeats[i].1 = repeats[i].1.max(end);
+                }
+                None => {
+                    bucket.push(out.len());
+                    out.push(span);
+                    repeats.push((1, end));
+                }
+            }
+        }
+        Chains {
+            links,
+            spans: out,
+            repeats,
+        }
     }
 }
 
@@ -317,10 +370,7 @@ impl ChainBuilder {
             (l.ts_ns, l.tid, l.order)
         };
         done.sort_unstable_by_key(first);
-        Chains {
-            links: all,
-            spans: done,
-        }
+        Chains::collapse(all, done)
     }
 
     #[inline]
@@ -378,10 +428,15 @@ impl ChainsOut {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = ChainView<'_>> + '_ {
-        self.chains.iter().map(|links| ChainView {
-            links,
-            table: &self.table,
-        })
+        self.chains
+            .iter()
+            .zip(self.chains.repeats())
+            .map(|(links, &(count, last_end_ns))| ChainView {
+                links,
+                table: &self.table,
+                count,
+                last_end_ns,
+            })
     }
 }
 
@@ -400,6 +455,10 @@ impl Serialize for ChainsOut {
 pub struct ChainView<'a> {
     pub links: &'a [Link],
     pub table: &'a ProbeTable,
+    /// occurrences of this chain in the window (identical chains of one thread are grouped)
+    pub count: u32,
+    /// outermost time of the last occurrence
+    pub last_end_ns: u64,
 }
 
 const UNKNOWN: &str = "?";
@@ -505,7 +564,7 @@ impl Serialize for ChainView<'_> {
         let (Some(inner), Some(outer)) = (self.inner(), self.outer()) else {
             return s.serialize_none();
         };
-        let mut st = s.serialize_struct("Chain", 11)?;
+        let mut st = s.serialize_struct("Chain", 13)?;
         st.serialize_field("errno", &outer.err)?;
         st.serialize_field("errno_name", &errno_label(outer.err))?;
         st.serialize_field("pid", &outer.pid)?;
@@ -516,6 +575,8 @@ impl Serialize for ChainView<'_> {
         st.serialize_field("origin", &OriginOut(*self, inner))?;
         st.serialize_field("start_ns", &inner.ts_ns)?;
         st.serialize_field("end_ns", &outer.ts_ns)?;
+        st.serialize_field("count", &self.count)?;
+        st.serialize_field("last_end_ns", &self.last_end_ns)?;
         st.serialize_field("summary", &self.summary())?;
         st.end()
     }
@@ -644,6 +705,8 @@ mod tests {
                     "errno": 14, "errno_name": "EFAULT"},
                 "start_ns": 1000,
                 "end_ns": 2100,
+                "count": 1,
+                "last_end_ns": 2100,
                 "summary": "EFAULT origin ib_umem_get (ib_uverbs) <- rxe_mr_init_user <- rxe_reg_user_mr <- ib_uverbs_reg_mr"
             })
         );
@@ -678,7 +741,7 @@ mod tests {
     }
 
     #[test]
-    fn two_syscalls_back_to_back_are_two_chains() {
+    fn two_syscalls_back_to_back_are_two_chains_counted_once() {
         let t = table();
         let mut b = ChainBuilder::default();
         // the second reg_mr's ib_umem_get does not call the first's handler: a new chain
@@ -699,18 +762,22 @@ mod tests {
             ],
             false,
         );
+        // The two identical reg_mr failures are two chains, listed once with count 2.
         let s = "EFAULT origin ib_umem_get (ib_uverbs) <- rxe_reg_user_mr <- ib_uverbs_reg_mr";
         assert_eq!(
             summaries(&c),
             [
                 format!("5 {s}"),
-                format!("5 {s}"),
                 "5 ENOMEM origin ib_uverbs_reg_mr (ib_uverbs)".into(),
                 "5 EINVAL origin rxe_modify_qp (rdma_rxe) <- ib_uverbs_modify_qp".into(),
             ]
         );
-        assert_eq!(c[0]["end_ns"], 120);
-        assert_eq!(c[1]["start_ns"], 130);
+        assert_eq!(c[0]["end_ns"], 120, "first occurrence");
+        assert_eq!(
+            (c[0]["count"].as_u64(), c[0]["last_end_ns"].as_u64()),
+            (Some(2), Some(150))
+        );
+        assert_eq!(c[1]["count"], 1);
     }
 
     #[test]
