@@ -314,7 +314,7 @@ pub fn generate(
         graph: g,
         selection: &s.selection,
         attachable: &attachable,
-        refresh: refresh_command(src, out),
+        refresh: refresh_command(src),
     };
     let files = codegen::render_all(&manifest, &cx).map_err(|e| e.to_string())?;
     for (name, contents) in &files {
@@ -394,7 +394,7 @@ pub fn explain(src: &SourceArgs, rules: Option<&std::path::Path>, function: &str
 
 /// The command that regenerates a probe set, printed in the generated files' headers. It does
 /// not name the output directory, so the files are the same wherever they are written.
-fn refresh_command(src: &SourceArgs, _out: &std::path::Path) -> String {
+fn refresh_command(src: &SourceArgs) -> String {
     let dir = src
         .kernel_src
         .file_name()

@@ -461,7 +461,7 @@ impl CallGraph {
                             }
                         }
                     }
-                    CallTarget::LocalPointer(var) if func.reads_method_handler => {
+                    CallTarget::LocalPointer(_) if func.reads_method_handler => {
                         for m in &uapi_methods {
                             if let Some(t) = m.handler_id {
                                 add(
@@ -476,7 +476,6 @@ impl CallGraph {
                                 );
                             }
                         }
-                        let _ = var;
                     }
                     CallTarget::Field { base, field } => {
                         unresolved.push(format!("{base}->{field}"));

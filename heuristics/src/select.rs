@@ -481,10 +481,8 @@ pub fn select(
             if !ctx.reach.contains_key(&c) {
                 continue;
             }
-            if let Some(v) = decided.get(&c) {
-                if v.0 {
-                    // Already kept: nothing to add (its own walk is queued).
-                }
+            // Already decided: kept ones have their own walk queued, dropped ones stop here.
+            if decided.contains_key(&c) {
                 continue;
             }
             let cn = ctx.node(c);
