@@ -6,10 +6,9 @@ mod common;
 
 use common::{probegen, stderr, stdout};
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::{Mutex, OnceLock};
 
 use analyzer::{CallGraph, VendorScope};
 use codegen::verbs::{self, Transport};
@@ -35,34 +34,7 @@ fn read(path: &Path) -> Manifest {
 
 /// A set generated now from the real tree (once per test process); its manifest path.
 fn fresh(ver: &str, vendor: &str) -> PathBuf {
-    static DONE: OnceLock<Mutex<BTreeMap<(String, String), PathBuf>>> = OnceLock::new();
-    let done = DONE.get_or_init(|| Mutex::new(BTreeMap::new()));
-    let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
-    let key = (ver.to_string(), vendor.to_string());
-    if let Some(p) = done.get(&key) {
-        return p.clone();
-    }
-    let out = std::env::temp_dir()
-        .join(format!("probegen-maintain-{}", std::process::id()))
-        .join(format!("linux-{ver}"))
-        .join(vendor);
-    let o = probegen(&[
-        "generate",
-        "--kernel-src",
-        &s(&common::kernel_dir(ver)),
-        "--vendor",
-        vendor,
-        "--out",
-        &s(&out),
-    ]);
-    assert!(
-        o.status.success(),
-        "generate {ver} {vendor}: {}",
-        stderr(&o)
-    );
-    let path = out.join("manifest.yaml");
-    done.insert(key, path.clone());
-    path
+    common::generated_set(ver, vendor).join("manifest.yaml")
 }
 
 fn json_of(o: &Output) -> Value {

@@ -3,10 +3,8 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, OnceLock};
 
 use codegen::Manifest;
 
@@ -26,24 +24,7 @@ fn out_root() -> PathBuf {
 
 /// Generate a set once per test process; returns its directory.
 fn generated(ver: &str, vendor: &str) -> PathBuf {
-    static DONE: OnceLock<Mutex<BTreeMap<(String, String), PathBuf>>> = OnceLock::new();
-    let done = DONE.get_or_init(|| Mutex::new(BTreeMap::new()));
-    let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
-    let key = (ver.to_string(), vendor.to_string());
-    if let Some(p) = done.get(&key) {
-        return p.clone();
-    }
-    let out = out_root().join(format!("linux-{ver}")).join(vendor);
-    let status = Command::new(env!("CARGO_BIN_EXE_probegen"))
-        .args(["generate", "--vendor", vendor, "--out"])
-        .arg(&out)
-        .arg("--kernel-src")
-        .arg(common::kernel_dir(ver))
-        .status()
-        .expect("run probegen generate");
-    assert!(status.success(), "probegen generate {ver} {vendor} failed");
-    done.insert(key, out.clone());
-    out
+    common::generated_set(ver, vendor)
 }
 
 fn manifest(ver: &str, vendor: &str) -> Manifest {

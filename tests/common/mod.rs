@@ -234,3 +234,37 @@ pub fn stdout(o: &std::process::Output) -> String {
 pub fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// A probe set generated now from the real `ver` tree with `probegen generate`, once per test
+/// process (tests in one binary share it); its output directory.
+pub fn generated_set(ver: &str, vendor: &str) -> PathBuf {
+    use std::sync::{Mutex, OnceLock};
+    static DONE: OnceLock<Mutex<BTreeMap<(String, String), PathBuf>>> = OnceLock::new();
+    let done = DONE.get_or_init(|| Mutex::new(BTreeMap::new()));
+    let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
+    let key = (ver.to_string(), vendor.to_string());
+    if let Some(p) = done.get(&key) {
+        return p.clone();
+    }
+    let out = std::env::temp_dir()
+        .join(format!("probegen-sets-{}", std::process::id()))
+        .join(format!("linux-{ver}"))
+        .join(vendor);
+    let src = kernel_dir(ver);
+    let o = probegen(&[
+        "generate",
+        "--kernel-src",
+        &src.to_string_lossy(),
+        "--vendor",
+        vendor,
+        "--out",
+        &out.to_string_lossy(),
+    ]);
+    assert!(
+        o.status.success(),
+        "generate {ver} {vendor}: {}",
+        stderr(&o)
+    );
+    done.insert(key, out.clone());
+    out
+}
