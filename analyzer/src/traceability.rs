@@ -1,7 +1,7 @@
 //! Traceability of functions on the real distribution binaries: for (module, function), can a
 //! fexit program attach, and what does BTF say the signature is.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
@@ -49,8 +49,6 @@ impl AttachVerdict {
 /// The binaries that `scripts/fetch-kernel.sh` placed: `vmlinux` and `modules/*.ko`.
 pub struct Binaries {
     modules: BTreeMap<String, ModuleBinary>,
-    /// Modules the config does not build (`modules/MISSING`).
-    not_built: BTreeSet<String>,
     /// Most arguments a fexit trampoline takes on this kernel: 6 on x86 before 6.6 (the
     /// kernel refuses `rxe_qp_from_init`, 7 args, on 6.1 with ENOTSUPP), 12 since.
     max_trampoline_args: usize,
@@ -81,16 +79,9 @@ impl Binaries {
             let m = ModuleBinary::load(&p, &base)?;
             modules.insert(m.name.clone(), m);
         }
-        let not_built = std::fs::read_to_string(mods.join("MISSING"))
-            .unwrap_or_default()
-            .lines()
-            .map(|l| l.trim().replace('-', "_"))
-            .filter(|l| !l.is_empty())
-            .collect();
         let version = std::fs::read_to_string(dir.join("KERNEL_VERSION")).unwrap_or_default();
         Ok(Some(Self {
             modules,
-            not_built,
             max_trampoline_args: max_trampoline_args(version.trim()),
         }))
     }
@@ -105,13 +96,9 @@ impl Binaries {
             return AttachVerdict::Inlined;
         };
         let Some(bin) = self.modules.get(module) else {
-            return if self.not_built.contains(module) {
-                AttachVerdict::NotBuilt
-            } else {
-                // Not among the fetched modules (e.g. a driver we did not download): a function
-                // the analysis says exists but no binary to check it against.
-                AttachVerdict::NotBuilt
-            };
+            // No such module among the distribution's binaries: the config does not build it
+            // (fetch-kernel.sh lists those in modules/MISSING), or it was not fetched.
+            return AttachVerdict::NotBuilt;
         };
         match bin.attach(function) {
             Attach::Fexit => match bin.btf_signature(function) {
