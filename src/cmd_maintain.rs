@@ -76,7 +76,12 @@ fn load_rules(path: Option<&Path>) -> Result<heuristics::Rules, String> {
     match path {
         None => heuristics::Rules::builtin().map_err(|e| e.to_string()),
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let text = analyzer::limits::read_text(
+                p,
+                analyzer::limits::MAX_RULES_BYTES,
+                "a probegen rules file",
+            )?;
+            analyzer::limits::check_yaml_nesting(&text, &p.display().to_string())?;
             heuristics::Rules::parse(&text, &p.display().to_string()).map_err(|e| e.to_string())
         }
     }

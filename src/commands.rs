@@ -80,9 +80,16 @@ pub fn graph(
 ) -> CmdResult {
     let Loaded { tree, graph } = load(src)?;
     let names = entry_names(entries);
-    let ids = graph.entries(&names).map_err(|n| {
-        format!("unknown --entry `{n}`: no function of that name in the built sources")
-    })?;
+    let warnings: Vec<String> = tree.all_warnings().map(|w| w.to_string()).collect();
+    if show_warnings {
+        for w in &warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    crate::degraded::enforce(src, &tree.degraded, false)?;
+    let ids = graph
+        .entries(&names)
+        .map_err(|n| crate::degraded::missing_entry(&tree, &n, !entries.is_empty()))?;
     let reach = graph.reach(&ids);
     let mut per_module: BTreeMap<String, usize> = BTreeMap::new();
     for id in reach.keys() {
@@ -93,7 +100,6 @@ pub fn graph(
             .unwrap_or_else(|| "(header inline)".into());
         *per_module.entry(m).or_default() += 1;
     }
-    let warnings: Vec<String> = tree.all_warnings().map(|w| w.to_string()).collect();
     let s = &graph.stats;
     match format {
         Format::Json => {
@@ -149,11 +155,6 @@ pub fn graph(
             }
         }
     }
-    if show_warnings {
-        for w in &warnings {
-            eprintln!("warning: {w}");
-        }
-    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -203,7 +204,12 @@ fn load_rules(path: Option<&std::path::Path>) -> Result<heuristics::Rules, Strin
     match path {
         None => heuristics::Rules::builtin().map_err(|e| e.to_string()),
         Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let text = analyzer::limits::read_text(
+                p,
+                analyzer::limits::MAX_RULES_BYTES,
+                "a probegen rules file",
+            )?;
+            analyzer::limits::check_yaml_nesting(&text, &p.display().to_string())?;
             heuristics::Rules::parse(&text, &p.display().to_string()).map_err(|e| e.to_string())
         }
     }
@@ -215,6 +221,8 @@ pub struct Selected {
     pub selection: heuristics::Selection,
     pub binaries: Option<analyzer::traceability::Binaries>,
     pub entries: Vec<String>,
+    /// What the analysis could not read or evaluate (sources, config, binaries).
+    pub degraded: Vec<analyzer::completeness::Degradation>,
 }
 
 pub fn select(src: &SourceArgs, rules_path: Option<&std::path::Path>) -> Result<Selected, String> {
@@ -238,24 +246,47 @@ pub fn select_from(
         ));
     }
     let loaded = load(src)?;
+    let named_by_user = !entries.is_empty();
     let entries = entry_names(entries);
     let ids = loaded
         .graph
         .entries(&entries)
-        .map_err(|n| format!("entry `{n}` not found in {}", src.kernel_src.display()))?;
+        .map_err(|n| crate::degraded::missing_entry(&loaded.tree, &n, named_by_user))?;
+    if let Some(v) = rules.vendor(&vendor) {
+        crate::degraded::vendor_present(src, &vendor, v, &loaded.tree)?;
+    }
     let selection =
         heuristics::select(&loaded.graph, &rules, &vendor, &ids).map_err(|e| e.to_string())?;
     let binaries =
         analyzer::traceability::Binaries::load(&src.kernel_src).map_err(|e| e.to_string())?;
+    let mut degraded = loaded.tree.degraded.clone();
+    let g = &loaded.graph;
+    degraded.extend(analyzer::completeness::module_gaps(
+        &src.kernel_src,
+        &loaded.tree.build,
+        binaries.as_ref(),
+        selection
+            .verdicts
+            .iter()
+            .filter(|v| v.keep)
+            .map(|v| g.node(v.id).file.as_str()),
+    ));
     Ok(Selected {
         loaded,
         selection,
         binaries,
         entries,
+        degraded,
     })
 }
 
 pub fn manifest_of(src: &SourceArgs, s: &Selected) -> codegen::Manifest {
+    let mut m = manifest_without_gaps(src, s);
+    m.degraded = s.degraded.iter().map(Into::into).collect();
+    m
+}
+
+fn manifest_without_gaps(src: &SourceArgs, s: &Selected) -> codegen::Manifest {
     let config = match &src.kconfig {
         Some(p) => p.display().to_string(),
         None => ".config".to_string(),
@@ -284,6 +315,7 @@ pub fn generate(
     entries: &[String],
 ) -> CmdResult {
     let s = select_from(src, rules, entries)?;
+    crate::degraded::enforce(src, &s.degraded, true)?;
     if s.binaries.is_none() {
         eprintln!(
             "probegen: warning: no vmlinux/modules in {}: attach verdicts are unchecked (run scripts/fetch-kernel.sh)",
@@ -317,11 +349,7 @@ pub fn generate(
         refresh: refresh_command(src),
     };
     let files = codegen::render_all(&manifest, &cx).map_err(|e| e.to_string())?;
-    for (name, contents) in &files {
-        let path = out.join(name);
-        codegen::output::write_atomic(&path, contents.as_bytes())
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-    }
+    codegen::output::write_set_atomic(out, &files)?;
     let st = &manifest.stats;
     println!(
         "{}: {} probes ({} core, {} vendor, {} attachable) from {} reachable functions; wrote {}",
@@ -342,6 +370,7 @@ pub fn generate(
 
 pub fn explain(src: &SourceArgs, rules: Option<&std::path::Path>, function: &str) -> CmdResult {
     let s = select(src, rules)?;
+    crate::degraded::enforce(src, &s.degraded, false)?;
     let g = &s.loaded.graph;
     let ids = g.find(function);
     if ids.is_empty() {

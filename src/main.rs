@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 mod cmd_collect;
 mod cmd_maintain;
 mod commands;
+mod degraded;
 
 #[derive(Parser)]
 #[command(
@@ -38,6 +39,14 @@ pub struct SourceArgs {
     /// Keep only this vendor's driver (mlx5, bnxt_re, irdma, rxe, ...)
     #[arg(long)]
     pub vendor: Option<String>,
+    /// Write the set even when the input is degraded (unreadable or damaged files, a .config
+    /// or modules missing); the manifest and report then list what was lost
+    #[arg(long)]
+    pub allow_degraded: bool,
+    /// The vendor's driver is expected to be missing or not built by the config: write its
+    /// set (vendor probes `not-built`) instead of failing
+    #[arg(long)]
+    pub not_built: bool,
 }
 
 #[derive(Subcommand)]
@@ -141,6 +150,21 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Last resort: a bug must not print a backtrace page or exit 101; one line and exit 2.
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("probegen: internal error{at}: {}", what.replace('\n', " "));
+        std::process::exit(2);
+    }));
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Graph {

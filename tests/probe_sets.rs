@@ -409,7 +409,10 @@ fn generated_bpf_compiles_with_one_program_per_probe() {
 /// BPF program; the set does not silently shrink to the core.
 #[test]
 fn unbuilt_vendor_is_reported_not_built() {
-    let m = manifest("6.1", "bnxt_re");
+    let dir = common::generated_set_with("6.1", "bnxt_re", &["--not-built"]);
+    let path = dir.join("manifest.yaml");
+    let text = std::fs::read_to_string(&path).expect("read manifest");
+    let m = Manifest::from_yaml(&text, &path.display().to_string()).expect("parse manifest");
     let vendor: Vec<_> = m.probes.iter().filter(|p| p.layer == "vendor").collect();
     assert!(
         vendor.iter().any(|p| p.function == "bnxt_re_create_qp"),
@@ -419,8 +422,7 @@ fn unbuilt_vendor_is_reported_not_built() {
         assert_eq!(p.attach, "not-built", "{}", p.function);
         assert_eq!(p.module, "bnxt_re");
     }
-    let c =
-        std::fs::read_to_string(generated("6.1", "bnxt_re").join("probes.bpf.c")).expect("read");
+    let c = std::fs::read_to_string(dir.join("probes.bpf.c")).expect("read");
     assert!(
         !c.contains("fexit/bnxt_re_"),
         "no program for an unbuilt module"

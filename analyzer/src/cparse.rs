@@ -71,6 +71,7 @@ fn collect_errors(root: Node, path: &str, facts: &mut FileFacts) {
     while let Some(n) = stack.pop() {
         if n.is_error() || n.is_missing() {
             facts.parse_errors += 1;
+            facts.error_bytes += n.end_byte().saturating_sub(n.start_byte());
             if facts.parse_errors <= MAX_ERROR_WARNINGS_PER_FILE {
                 let what = if n.is_missing() {
                     "missing token"
@@ -94,10 +95,16 @@ fn collect_errors(root: Node, path: &str, facts: &mut FileFacts) {
 
 /// Visit top-level items; descends into preprocessor blocks and ERROR nodes because kernel
 /// macros at file scope (`DECLARE_UVERBS_NAMED_METHOD(...)`) sometimes swallow the functions
-/// after them into an error range.
-fn walk_top(node: Node, src: &[u8], facts: &mut FileFacts) {
-    let mut cursor = node.walk();
-    for child in node.children(&mut cursor) {
+/// after them into an error range. Iterative, with one tree cursor, in source order: damaged
+/// input can nest ERROR nodes as deep as it nests brackets.
+fn walk_top(root: Node, src: &[u8], facts: &mut FileFacts) {
+    let mut cursor = root.walk();
+    if !cursor.goto_first_child() {
+        return;
+    }
+    loop {
+        let child = cursor.node();
+        let mut descend = false;
         match child.kind() {
             "function_definition" => {
                 if let Some(f) = function_def(child, src) {
@@ -136,8 +143,17 @@ fn walk_top(node: Node, src: &[u8], facts: &mut FileFacts) {
             | "preproc_else"
             | "preproc_elif"
             | "linkage_specification"
-            | "declaration_list" => walk_top(child, src, facts),
+            | "declaration_list" => descend = true,
             _ => {}
+        }
+        if descend && cursor.goto_first_child() {
+            continue;
+        }
+        // Next sibling, else the next sibling of the nearest ancestor that has one.
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() || cursor.node().id() == root.id() {
+                return;
+            }
         }
     }
 }
@@ -414,8 +430,12 @@ fn call_target(f: Node, src: &[u8], locals: &BTreeSet<String>) -> Option<CallTar
             })
         }
         "parenthesized_expression" => {
-            let mut c = f.walk();
-            let inner = f.named_children(&mut c).next()?;
+            // `(((f)))(x)`: unwrap iteratively, a damaged file may nest thousands deep.
+            let mut inner = f;
+            while inner.kind() == "parenthesized_expression" {
+                let mut c = inner.walk();
+                inner = inner.named_children(&mut c).next()?;
+            }
             call_target(inner, src, locals)
         }
         _ => None,
@@ -506,8 +526,12 @@ fn ops_table(decl: Node, src: &[u8]) -> Option<OpsTable> {
 }
 
 /// The uverbs method and write-command tables are built by file-scope macros that tree-sitter
-/// cannot parse as C; their arguments are plain identifiers, so a token scan is exact.
+/// cannot parse as C; their arguments are plain identifiers, so a token scan is exact. Linear in
+/// the file: line numbers are counted incrementally, and an unclosed argument list ends where
+/// its declaration must have ended (see [`macro_args`]), so N unclosed calls never make N scans
+/// of the rest of the file.
 fn scan_uverbs_declarations(text: &str, facts: &mut FileFacts) {
+    let mut unclosed = 0usize;
     for (keyword, kind) in [
         ("DECLARE_UVERBS_WRITE_EX", 1),
         ("DECLARE_UVERBS_WRITE", 0),
@@ -515,6 +539,8 @@ fn scan_uverbs_declarations(text: &str, facts: &mut FileFacts) {
         ("DECLARE_UVERBS_NAMED_METHOD", 2),
     ] {
         let mut from = 0;
+        // (byte offset, 1-based line there): newlines before `start` counted once per pass.
+        let mut counted = (0usize, 1usize);
         while let Some(pos) = text[from..].find(keyword) {
             let start = from + pos;
             from = start + keyword.len();
@@ -530,8 +556,24 @@ fn scan_uverbs_declarations(text: &str, facts: &mut FileFacts) {
             if text[line_start..start].trim_start().starts_with("#define") {
                 continue;
             }
-            let args = macro_args(&rest_trim[1..]);
-            let line = text[..start].matches('\n').count() + 1;
+            counted.1 += text[counted.0..start].matches('\n').count();
+            counted.0 = start;
+            let line = counted.1;
+            let MacroArgs { args, closed } = macro_args(&rest_trim[1..]);
+            if !closed {
+                unclosed += 1;
+                if unclosed > MAX_ERROR_WARNINGS_PER_FILE {
+                    continue;
+                }
+                facts.warnings.push(Warning {
+                    file: facts.path.clone(),
+                    line,
+                    message: format!(
+                        "unclosed `{keyword}(`: its arguments end at the end of the declaration; skipped"
+                    ),
+                });
+                continue;
+            }
             match kind {
                 0 | 1 if args.len() >= 2 => facts.write_commands.push(WriteCommand {
                     command: args[0].clone(),
@@ -548,22 +590,72 @@ fn scan_uverbs_declarations(text: &str, facts: &mut FileFacts) {
             }
         }
     }
+    if unclosed > MAX_ERROR_WARNINGS_PER_FILE {
+        facts.warnings.push(Warning {
+            file: facts.path.clone(),
+            line: 0,
+            message: format!(
+                "{} more unclosed uverbs declarations skipped",
+                unclosed - MAX_ERROR_WARNINGS_PER_FILE
+            ),
+        });
+    }
 }
 
-/// First two top-level arguments of a macro call, whitespace-collapsed.
-fn macro_args(s: &str) -> Vec<String> {
+/// The first two top-level arguments of a macro call, whitespace-collapsed, and whether the
+/// call was closed (or its first two arguments complete).
+struct MacroArgs {
+    args: Vec<String>,
+    closed: bool,
+}
+
+/// Longest argument kept: the arguments read are identifiers; a longer one is not.
+const MAX_MACRO_ARG: usize = 4096;
+
+/// Arguments of the macro call whose text follows its `(`. The arguments of the uverbs
+/// declarations never hold `;`, a directive or another `DECLARE_UVERBS_` macro, so any of them
+/// ends an unclosed call (not closed): the declaration has ended there.
+fn macro_args(s: &str) -> MacroArgs {
     let mut args = Vec::new();
     let mut depth = 0i32;
     let mut cur = String::new();
-    for c in s.chars() {
+    let bytes = s.as_bytes();
+    let mut line_start = false;
+    for (i, c) in s.char_indices() {
+        if c == '#' && line_start {
+            return MacroArgs {
+                args,
+                closed: false,
+            };
+        }
+        if c == '\n' {
+            line_start = true;
+        } else if !c.is_whitespace() {
+            line_start = false;
+        }
         match c {
+            ';' => {
+                return MacroArgs {
+                    args,
+                    closed: false,
+                }
+            }
+            'D' if s[i..].starts_with("DECLARE_UVERBS_")
+                && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_')) =>
+            {
+                return MacroArgs {
+                    args,
+                    closed: false,
+                };
+            }
             '(' | '{' | '[' => {
                 depth += 1;
                 cur.push(c);
             }
             ')' | '}' | ']' => {
                 if depth == 0 {
-                    break;
+                    args.push(cur.split_whitespace().collect::<String>());
+                    return MacroArgs { args, closed: true };
                 }
                 depth -= 1;
                 cur.push(c);
@@ -572,14 +664,17 @@ fn macro_args(s: &str) -> Vec<String> {
                 args.push(cur.split_whitespace().collect::<String>());
                 cur.clear();
                 if args.len() == 2 {
-                    return args;
+                    return MacroArgs { args, closed: true };
                 }
             }
-            _ => cur.push(c),
+            _ if cur.len() < MAX_MACRO_ARG => cur.push(c),
+            _ => {}
         }
     }
-    args.push(cur.split_whitespace().collect::<String>());
-    args
+    MacroArgs {
+        args,
+        closed: false,
+    }
 }
 
 #[cfg(test)]
@@ -669,6 +764,43 @@ mod tests {
             vec!["_uobj_get_obj_read", "uobj_get_read"]
         );
         assert!(idents_before_paren("_id ## _handler_ ## id(x)").is_empty());
+    }
+
+    #[test]
+    fn unclosed_method_declarations_are_linear_and_named() {
+        let one = "DECLARE_UVERBS_NAMED_METHOD((\n";
+        let src = one.repeat(20_000) + "DECLARE_UVERBS_NAMED_METHOD_DESTROY(UVERBS_METHOD_X, a);\n";
+        let mut f = FileFacts {
+            path: "t.c".into(),
+            ..FileFacts::default()
+        };
+        let t0 = std::time::Instant::now();
+        scan_uverbs_declarations(&src, &mut f);
+        assert!(t0.elapsed().as_secs() < 5, "{:?}", t0.elapsed());
+        assert_eq!(f.uapi_methods.len(), 1);
+        assert_eq!(f.uapi_methods[0].line, 20_001);
+        assert_eq!(f.warnings.len(), MAX_ERROR_WARNINGS_PER_FILE + 1);
+        assert_eq!(f.warnings[1].line, 2);
+        assert!(f.warnings[5].message.starts_with("19995 more unclosed"));
+    }
+
+    #[test]
+    fn deeply_parenthesised_callee_does_not_overflow() {
+        let body = format!("{}g{}(x)", "(".repeat(10_000), ")".repeat(10_000));
+        let src = format!("int f(void)\n{{\n\treturn {body};\n}}\n");
+        let f = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || facts(&src))
+            .expect("spawn")
+            .join()
+            .expect("no overflow");
+        assert_eq!(f.functions.len(), 1);
+        let t: Vec<_> = f.functions[0]
+            .calls
+            .iter()
+            .map(|c| c.target.clone())
+            .collect();
+        assert_eq!(t, vec![CallTarget::Named("g".into())]);
     }
 
     #[test]

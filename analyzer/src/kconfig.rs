@@ -4,7 +4,7 @@
 //! (`#ifdef CONFIG_X`, `IS_ENABLED(CONFIG_X)`), so that the graph follows the code the
 //! distribution kernel actually runs (Debian has `CONFIG_SECURITY_INFINIBAND` off).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::error::AnalyzerError;
@@ -21,6 +21,9 @@ pub enum ConfigValue {
 #[derive(Debug, Clone, Default)]
 pub struct KernelConfig {
     values: BTreeMap<String, ConfigValue>,
+    /// Options written as `# CONFIG_X is not set`: Kconfig writes every visible option, so
+    /// one in neither map is one the file lacks (a truncated `.config`).
+    unset: BTreeSet<String>,
     /// Where it came from, for messages; `None` for an empty (all-off) config.
     pub source: Option<String>,
 }
@@ -36,8 +39,16 @@ impl KernelConfig {
 
     pub fn parse(text: &str) -> Self {
         let mut values = BTreeMap::new();
+        let mut unset = BTreeSet::new();
         for line in text.lines() {
             let line = line.trim();
+            if let Some(name) = line
+                .strip_prefix("# ")
+                .and_then(|l| l.strip_suffix(" is not set"))
+            {
+                unset.insert(name.to_string());
+                continue;
+            }
             if line.starts_with('#') || line.is_empty() {
                 continue;
             }
@@ -53,8 +64,14 @@ impl KernelConfig {
         }
         Self {
             values,
+            unset,
             source: None,
         }
+    }
+
+    /// Whether the file names the option at all (set, or `# CONFIG_X is not set`).
+    pub fn mentions(&self, name: &str) -> bool {
+        self.values.contains_key(name) || self.unset.contains(name)
     }
 
     /// Test helper and CLI override: set an option by name (with `CONFIG_` prefix).

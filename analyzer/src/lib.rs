@@ -6,11 +6,13 @@
 //! petgraph call graph.
 
 pub mod btf;
+pub mod completeness;
 pub mod cparse;
 pub mod error;
 pub mod graph;
 pub mod kbuild;
 pub mod kconfig;
+pub mod limits;
 pub mod model;
 pub mod preproc;
 pub mod source;

@@ -130,6 +130,8 @@ pub struct FileFacts {
     /// `#include "local.h"` names.
     pub local_includes: Vec<String>,
     pub parse_errors: usize,
+    /// Bytes of the file inside tree-sitter ERROR ranges (outermost ones).
+    pub error_bytes: usize,
     pub warnings: Vec<crate::error::Warning>,
 }
 

@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 
 use crate::kconfig::{parse_c_int, KernelConfig};
+use crate::limits::MAX_NESTING;
 
 /// Annotations that are a single identifier.
 const BARE_ANNOTATIONS: &[&str] = &[
@@ -90,10 +91,18 @@ pub struct Preprocessed {
     pub unknown_conditions: Vec<(usize, String)>,
     /// Unbalanced `#endif`/`#else` lines (1-based): reported as warnings.
     pub unbalanced: Vec<usize>,
+    /// `#if` lines (1-based) still open at the end of the file: everything after the first one
+    /// was evaluated under a condition that never ends.
+    pub unterminated: Vec<usize>,
+    /// The first directive whose expression nests deeper than [`MAX_NESTING`]: the file is
+    /// refused (a deeper descent would overflow the stack).
+    pub too_deep: Option<usize>,
 }
 
 #[derive(Clone, Copy)]
 struct Frame {
+    /// 1-based line of the opening `#if`.
+    line: usize,
     /// Whether the enclosing region is active.
     parent_active: bool,
     /// Whether some branch of this `#if` chain was already taken.
@@ -108,6 +117,7 @@ pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
     let mut local_defines: HashMap<String, String> = HashMap::new();
     let mut unknown_conditions = Vec::new();
     let mut unbalanced = Vec::new();
+    let mut too_deep = None;
     let lines: Vec<&str> = src.split_inclusive('\n').collect();
     let mut i = 0;
     while i < lines.len() {
@@ -137,8 +147,13 @@ pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
                     config,
                     defines: &local_defines,
                     unknown: false,
+                    depth: 0,
+                    too_deep: false,
                 };
                 let v = ev.eval(expr) != 0;
+                if ev.too_deep && too_deep.is_none() {
+                    too_deep = Some(line_no);
+                }
                 if ev.unknown {
                     unknown_conditions.push((line_no, expr.to_string()));
                 }
@@ -156,6 +171,7 @@ pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
                         }
                     };
                     stack.push(Frame {
+                        line: line_no,
                         parent_active: active,
                         taken: value,
                         active: value,
@@ -221,6 +237,8 @@ pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
         text: out,
         unknown_conditions,
         unbalanced,
+        unterminated: stack.iter().map(|f| f.line).collect(),
+        too_deep,
     }
 }
 
@@ -279,6 +297,10 @@ struct Evaluator<'a> {
     config: &'a KernelConfig,
     defines: &'a HashMap<String, String>,
     unknown: bool,
+    /// Current recursion depth of the descent.
+    depth: usize,
+    /// Set when the expression nests deeper than [`MAX_NESTING`]; evaluation stops.
+    too_deep: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -304,7 +326,47 @@ impl Evaluator<'_> {
         v
     }
 
+    /// Enter one level of the descent; false (and the rest of the expression skipped) past
+    /// [`MAX_NESTING`] levels: `!!!!...`, `((((...` and `a ? b : c ? ...` recurse once per
+    /// level and would otherwise overflow the stack.
+    fn enter(&mut self, t: &[Tok], p: &mut usize) -> bool {
+        if self.too_deep || self.depth >= MAX_NESTING {
+            self.too_deep = true;
+            *p = t.len();
+            return false;
+        }
+        self.depth += 1;
+        true
+    }
+
     fn ternary(&mut self, t: &[Tok], p: &mut usize) -> i64 {
+        if !self.enter(t, p) {
+            return 0;
+        }
+        let v = self.ternary_inner(t, p);
+        self.depth -= 1;
+        v
+    }
+
+    fn binary(&mut self, t: &[Tok], p: &mut usize, min_prec: u8) -> i64 {
+        if !self.enter(t, p) {
+            return 0;
+        }
+        let v = self.binary_inner(t, p, min_prec);
+        self.depth -= 1;
+        v
+    }
+
+    fn unary(&mut self, t: &[Tok], p: &mut usize) -> i64 {
+        if !self.enter(t, p) {
+            return 0;
+        }
+        let v = self.unary_inner(t, p);
+        self.depth -= 1;
+        v
+    }
+
+    fn ternary_inner(&mut self, t: &[Tok], p: &mut usize) -> i64 {
         let c = self.binary(t, p, 0);
         if t.get(*p) == Some(&Tok::Op("?")) {
             *p += 1;
@@ -318,7 +380,7 @@ impl Evaluator<'_> {
         c
     }
 
-    fn binary(&mut self, t: &[Tok], p: &mut usize, min_prec: u8) -> i64 {
+    fn binary_inner(&mut self, t: &[Tok], p: &mut usize, min_prec: u8) -> i64 {
         let mut lhs = self.unary(t, p);
         while let Some(Tok::Op(op)) = t.get(*p) {
             let prec = match *op {
@@ -363,7 +425,7 @@ impl Evaluator<'_> {
         lhs
     }
 
-    fn unary(&mut self, t: &[Tok], p: &mut usize) -> i64 {
+    fn unary_inner(&mut self, t: &[Tok], p: &mut usize) -> i64 {
         let Some(tok) = t.get(*p).cloned() else {
             self.unknown = true;
             return 0;
@@ -805,6 +867,27 @@ mod tests {
             "{t}"
         );
         assert_eq!(t.lines().count(), 8);
+    }
+
+    #[test]
+    fn deep_expressions_stop_at_the_limit_and_name_the_line() {
+        for expr in [
+            "!".repeat(10_000) + "1",
+            "(".repeat(10_000) + "1" + &")".repeat(10_000),
+            "1 ? 1 : ".repeat(10_000) + "0",
+        ] {
+            let src = format!("x\n#if {expr}\ny\n#endif\n");
+            let p = preprocess(&src, &cfg());
+            assert_eq!(p.too_deep, Some(2));
+        }
+        let shallow = format!("#if {}1\ny\n#endif\n", "!".repeat(100));
+        assert_eq!(preprocess(&shallow, &cfg()).too_deep, None);
+    }
+
+    #[test]
+    fn unterminated_if_is_reported() {
+        let p = preprocess("#ifdef CONFIG_ON\n#if 0\nx\n#endif\n", &cfg());
+        assert_eq!(p.unterminated, vec![1]);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use walkdir::WalkDir;
 
+use crate::completeness::{self, Degradation, DegradedKind};
 use crate::cparse;
 use crate::error::{AnalyzerError, Warning};
 use crate::kbuild::{read_build_map, BuildMap};
@@ -47,6 +48,10 @@ pub struct SourceTree {
     pub warnings: Vec<Warning>,
     /// `.c` files (and driver headers) found but not built by the config.
     pub skipped_unbuilt: usize,
+    /// What could not be read or evaluated (see [`completeness`]), sorted.
+    pub degraded: Vec<Degradation>,
+    /// The `.config` as the user named it (`.config` when it is the tree's own).
+    config_name: String,
 }
 
 impl SourceTree {
@@ -71,8 +76,13 @@ impl SourceTree {
             ));
         }
         let config = KernelConfig::load(&config_path)?;
+        let config_name = match &opts.kconfig {
+            Some(p) => p.display().to_string(),
+            None => ".config".to_string(),
+        };
         let mut warnings = Vec::new();
         let build = read_build_map(root, KBUILD_TOP, &config, &mut warnings);
+        let mut degraded = completeness::config_gaps(root, &config, &config_name);
 
         let mut paths: Vec<(String, PathBuf)> = Vec::new();
         let mut skipped_unbuilt = 0;
@@ -132,24 +142,40 @@ impl SourceTree {
             }
         }
 
-        let results: Vec<Result<FileFacts, Warning>> = paths
+        // Per file: its facts and gaps, a warning when unreadable, or a fatal error.
+        type Parsed = Result<(FileFacts, Vec<Degradation>), Warning>;
+        let results: Vec<Result<Parsed, AnalyzerError>> = paths
             .par_iter()
             .map_init(cparse::new_parser, |parser, (rel, path)| {
-                let bytes = std::fs::read(path).map_err(|e| Warning {
-                    file: rel.clone(),
-                    line: 0,
-                    message: format!("unreadable, skipped: {e}"),
-                })?;
-                let (text, lossy) = match String::from_utf8(bytes) {
-                    Ok(s) => (s, None),
+                let bytes = match std::fs::read(path) {
+                    Ok(b) => b,
                     Err(e) => {
-                        let valid = e.utf8_error().valid_up_to();
-                        let bytes = e.into_bytes();
+                        return Ok(Err(Warning {
+                            file: rel.clone(),
+                            line: 0,
+                            message: format!("unreadable, skipped: {e}"),
+                        }))
+                    }
+                };
+                let (text, lossy) = match std::str::from_utf8(&bytes) {
+                    Ok(s) => (s.to_string(), None),
+                    Err(e) => {
+                        let valid = e.valid_up_to();
                         let line = bytes[..valid].iter().filter(|b| **b == b'\n').count() + 1;
                         (String::from_utf8_lossy(&bytes).into_owned(), Some(line))
                     }
                 };
                 let mut pre = preprocess(&text, &config);
+                if let Some(line) = pre.too_deep {
+                    return Err(AnalyzerError::Syntax {
+                        file: rel.clone(),
+                        line,
+                        message: format!(
+                            "#if expression nested deeper than {} levels: expected a kernel source file",
+                            crate::limits::MAX_NESTING
+                        ),
+                    });
+                }
                 if rel.ends_with(".h") {
                     crate::preproc::blank_type_bodies(&mut pre.text);
                 }
@@ -161,23 +187,51 @@ impl SourceTree {
                         message: "not valid UTF-8: decoded lossily".into(),
                     });
                 }
-                for l in pre.unbalanced {
+                for &l in &pre.unbalanced {
                     facts.warnings.push(Warning {
                         file: rel.clone(),
                         line: l,
                         message: "unbalanced #else/#endif".into(),
                     });
                 }
-                Ok(facts)
+                for &l in &pre.unterminated {
+                    facts.warnings.push(Warning {
+                        file: rel.clone(),
+                        line: l,
+                        message: "unterminated #if: no #endif before the end of the file".into(),
+                    });
+                }
+                let gaps = completeness::file_gaps(
+                    &facts,
+                    &bytes,
+                    &pre.text,
+                    &pre.unterminated,
+                    &pre.unbalanced,
+                );
+                Ok(Ok((facts, gaps)))
             })
             .collect();
         let mut files = Vec::with_capacity(results.len());
         for r in results {
-            match r {
-                Ok(f) => files.push(f),
-                Err(w) => warnings.push(w),
+            match r? {
+                Ok((f, gaps)) => {
+                    files.push(f);
+                    degraded.extend(gaps);
+                }
+                Err(w) => {
+                    degraded.push(Degradation {
+                        kind: DegradedKind::Unreadable,
+                        file: w.file.clone(),
+                        line: 0,
+                        detail: w.message.clone(),
+                    });
+                    warnings.push(w);
+                }
             }
         }
+        degraded.extend(completeness::kbuild_gaps(&warnings));
+        degraded.sort();
+        degraded.dedup();
         resolve_handler_names(&mut files);
         Ok(Self {
             root: root.to_path_buf(),
@@ -187,7 +241,14 @@ impl SourceTree {
             files,
             warnings,
             skipped_unbuilt,
+            degraded,
+            config_name,
         })
+    }
+
+    /// The `.config` as named in messages (`.config`, or the `--kconfig` path).
+    pub fn config_name(&self) -> String {
+        self.config_name.clone()
     }
 
     pub fn parse_errors(&self) -> usize {

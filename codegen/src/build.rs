@@ -211,6 +211,7 @@ pub fn build_manifest(
         kernel,
         vendor: sel.vendor.clone(),
         entries: entries.to_vec(),
+        degraded: Vec::new(),
         probes,
         excluded,
         stats,

@@ -731,6 +731,7 @@ mod tests {
             },
             vendor: "mlx5".into(),
             entries: vec!["ib_uverbs_write".into()],
+            degraded: Vec::new(),
             probes,
             excluded,
             stats: Stats::default(),

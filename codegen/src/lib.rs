@@ -7,6 +7,7 @@ pub mod compare;
 pub mod coverage;
 pub mod manifest;
 pub mod output;
+pub mod validate;
 pub mod verbs;
 
 pub use build::build_manifest;

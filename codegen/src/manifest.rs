@@ -14,11 +14,60 @@ pub struct Manifest {
     pub kernel: KernelInfo,
     pub vendor: String,
     pub entries: Vec<String>,
+    /// What the analysis could not read or evaluate (absent when the input was complete): a
+    /// set written with `--allow-degraded` may lack probes the real kernel has.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub degraded: Vec<Degraded>,
     /// Kept functions, sorted by (function, module).
     pub probes: Vec<Probe>,
     /// Every other reachable function, sorted by (function, module, file).
     pub excluded: Vec<Excluded>,
     pub stats: Stats,
+}
+
+/// One gap in the input the set was generated from (`analyzer::completeness`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Degraded {
+    /// `unreadable`, `undecodable`, `unbalanced-conditional`, `parse-errors`, `too-deep`,
+    /// `config-missing`, `makefile-missing` or `module-missing`.
+    pub kind: String,
+    /// The file that lost something, relative to the source directory when inside it.
+    pub file: String,
+    /// 1-based line; absent when the whole file is concerned.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub line: usize,
+    /// What was lost and why.
+    pub detail: String,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl From<&analyzer::completeness::Degradation> for Degraded {
+    fn from(d: &analyzer::completeness::Degradation) -> Self {
+        Degraded {
+            kind: d.kind.as_str().to_string(),
+            file: d.file.clone(),
+            line: d.line,
+            detail: d.detail.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for Degraded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line > 0 {
+            write!(
+                f,
+                "{}:{}: {}: {}",
+                self.file, self.line, self.kind, self.detail
+            )
+        } else {
+            write!(f, "{}: {}: {}", self.file, self.kind, self.detail)
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -128,8 +177,11 @@ impl Manifest {
         serde_yaml::to_string(self)
     }
 
-    /// Parse a manifest; errors name the origin, line and column, and the field expected.
+    /// Parse and validate a manifest ([`crate::validate`]); errors name the origin, line and
+    /// column, and the field or value expected.
     pub fn from_yaml(text: &str, origin: &str) -> Result<Self, String> {
+        analyzer::limits::check_text(text, origin, "a probegen manifest.yaml")?;
+        analyzer::limits::check_yaml_nesting(text, origin)?;
         let m: Manifest = serde_yaml::from_str(text).map_err(|e| {
             let loc = e
                 .location()
@@ -143,6 +195,7 @@ impl Manifest {
                 m.schema
             ));
         }
+        crate::validate::validate(&m, origin)?;
         Ok(m)
     }
 

@@ -27,6 +27,132 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     result
 }
 
+/// Write a whole probe set (`files`: name, contents) into `out` so that `out` holds either the
+/// earlier set or the new one, never a mix: the files go to a temporary directory beside `out`,
+/// which then takes the place of `out` (an atomic exchange where the filesystem supports it,
+/// else two renames), and the earlier set is removed. Other plain files in `out` (a compiled
+/// `probes.bpf.o`) are carried over; a directory or anything else in `out` that is not part of
+/// a set is refused before anything is written, so `--out ~` cannot replace a home directory.
+pub fn write_set_atomic(out: &Path, files: &[(String, String)]) -> Result<(), String> {
+    let shown = out.display();
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| format!("{shown}: expected a directory name for --out"))?;
+    let mut carried = Vec::new();
+    match std::fs::symlink_metadata(out) {
+        Ok(meta) if meta.is_dir() => {
+            let entries = std::fs::read_dir(out).map_err(|e| format!("{shown}: {e}"))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| format!("{shown}: {e}"))?;
+                let fname = entry.file_name().to_string_lossy().into_owned();
+                if files.iter().any(|(n, _)| *n == fname)
+                    || (fname.starts_with('.') && fname.ends_with(".tmp"))
+                {
+                    let ty = entry.file_type().map_err(|e| format!("{shown}/{fname}: {e}"))?;
+                    if ty.is_file() {
+                        continue;
+                    }
+                }
+                let ty = entry.file_type().map_err(|e| format!("{shown}/{fname}: {e}"))?;
+                if !ty.is_file() {
+                    return Err(format!(
+                        "{shown}/{fname}: not a file of a probe set: expected --out to be a new directory or an earlier probe set"
+                    ));
+                }
+                carried.push(fname);
+            }
+        }
+        Ok(_) => {
+            return Err(format!(
+                "{shown}: not a directory: expected --out to be a new directory or an earlier probe set"
+            ))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("{shown}: {e}")),
+    }
+    std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    let tmp = parent.join(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let staged = (|| -> Result<(), String> {
+        std::fs::create_dir(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        for (fname, contents) in files {
+            let p = tmp.join(fname);
+            let mut f = std::fs::File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            f.write_all(contents.as_bytes())
+                .and_then(|()| f.sync_all())
+                .map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+        for fname in &carried {
+            let (from, to) = (out.join(fname), tmp.join(fname));
+            if std::fs::hard_link(&from, &to).is_err() {
+                std::fs::copy(&from, &to).map_err(|e| format!("{}: {e}", from.display()))?;
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = staged {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    let swapped = if out.exists() {
+        exchange(&tmp, out).map(|()| true)
+    } else {
+        std::fs::rename(&tmp, out).map(|()| false)
+    };
+    match swapped {
+        Ok(true) => {
+            // `tmp` now holds the earlier set.
+            let _ = std::fs::remove_dir_all(&tmp);
+            Ok(())
+        }
+        Ok(false) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            Err(format!("{shown}: {e}"))
+        }
+    }
+}
+
+/// Swap two directories: `renameat2(RENAME_EXCHANGE)` (atomic), or where the filesystem
+/// refuses it, `b` aside, `a` into place, the old `b` back into `a`'s name.
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let ca = std::ffi::CString::new(a.as_os_str().as_bytes())?;
+    let cb = std::ffi::CString::new(b.as_os_str().as_bytes())?;
+    // SAFETY: two valid NUL-terminated paths; renameat2 only reads them.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    if !matches!(
+        err.raw_os_error(),
+        Some(libc::EINVAL | libc::ENOSYS | libc::ENOTSUP)
+    ) {
+        return Err(err);
+    }
+    let aside = a.with_extension("old");
+    std::fs::rename(b, &aside)?;
+    if let Err(e) = std::fs::rename(a, b) {
+        let _ = std::fs::rename(&aside, b);
+        return Err(e);
+    }
+    std::fs::rename(&aside, a)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,6 +170,70 @@ mod tests {
             .map(|e| e.file_name())
             .collect();
         assert_eq!(names.len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn set(v: &str) -> Vec<(String, String)> {
+        ["manifest.yaml", "report.md", "probes.bpf.c", "record.rs"]
+            .iter()
+            .map(|n| (n.to_string(), format!("{v} {n}")))
+            .collect()
+    }
+
+    #[test]
+    fn set_replaces_the_whole_directory_and_keeps_other_files() {
+        let dir = std::env::temp_dir().join(format!("pg-set-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = dir.join("mlx5");
+        write_set_atomic(&out, &set("one")).expect("first");
+        std::fs::write(out.join("probes.bpf.o"), b"obj").expect("write");
+        write_set_atomic(&out, &set("two")).expect("second");
+        assert_eq!(
+            std::fs::read_to_string(out.join("record.rs"))
+                .ok()
+                .as_deref(),
+            Some("two record.rs")
+        );
+        assert_eq!(
+            std::fs::read(out.join("probes.bpf.o")).ok().as_deref(),
+            Some(&b"obj"[..])
+        );
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .expect("dir")
+            .filter_map(Result::ok)
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(
+            names,
+            vec![std::ffi::OsString::from("mlx5")],
+            "no temporary left"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_failed_set_leaves_the_earlier_one_whole() {
+        let dir = std::env::temp_dir().join(format!("pg-set-fail-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = dir.join("set");
+        write_set_atomic(&out, &set("one")).expect("first");
+        // The 4th file cannot be written (a name the filesystem refuses).
+        let mut bad = set("two");
+        bad[3].0 = "no/such/dir/record.rs".into();
+        assert!(write_set_atomic(&out, &bad).is_err());
+        for (n, _) in set("one") {
+            assert_eq!(
+                std::fs::read_to_string(out.join(&n)).expect("kept"),
+                format!("one {n}")
+            );
+        }
+        // A directory that is not a set is refused before anything is written.
+        std::fs::create_dir_all(out.join("sub")).expect("mkdir");
+        assert!(write_set_atomic(&out, &set("three")).is_err());
+        assert_eq!(
+            std::fs::read_to_string(out.join("manifest.yaml")).expect("kept"),
+            "one manifest.yaml"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -420,6 +420,7 @@ mod tests {
             },
             vendor: "mlx5".into(),
             entries: vec!["ib_uverbs_ioctl".into(), "ib_uverbs_write".into()],
+            degraded: Vec::new(),
             probes: vec![
                 probe(
                     0,

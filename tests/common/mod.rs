@@ -238,6 +238,12 @@ pub fn stderr(o: &std::process::Output) -> String {
 /// A probe set generated now from the real `ver` tree with `probegen generate`, once per test
 /// process (tests in one binary share it); its output directory.
 pub fn generated_set(ver: &str, vendor: &str) -> PathBuf {
+    generated_set_with(ver, vendor, &[])
+}
+
+/// [`generated_set`] with extra `generate` arguments (`--not-built` for a vendor the config
+/// does not build).
+pub fn generated_set_with(ver: &str, vendor: &str, extra: &[&str]) -> PathBuf {
     use std::sync::{Mutex, OnceLock};
     static DONE: OnceLock<Mutex<BTreeMap<(String, String), PathBuf>>> = OnceLock::new();
     let done = DONE.get_or_init(|| Mutex::new(BTreeMap::new()));
@@ -251,15 +257,18 @@ pub fn generated_set(ver: &str, vendor: &str) -> PathBuf {
         .join(format!("linux-{ver}"))
         .join(vendor);
     let src = kernel_dir(ver);
-    let o = probegen(&[
+    let (src, out_s) = (src.to_string_lossy(), out.to_string_lossy());
+    let mut args = vec![
         "generate",
         "--kernel-src",
-        &src.to_string_lossy(),
+        &src,
         "--vendor",
         vendor,
         "--out",
-        &out.to_string_lossy(),
-    ]);
+        &out_s,
+    ];
+    args.extend_from_slice(extra);
+    let o = probegen(&args);
     assert!(
         o.status.success(),
         "generate {ver} {vendor}: {}",
