@@ -46,7 +46,11 @@ fn one_line(s: &str) -> String {
 /// Read and parse a manifest; errors name the file (and line:column for YAML errors).
 pub fn read_manifest(path: &Path) -> Result<Manifest, String> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{origin}: {e}"))?;
+    let text = analyzer::limits::read_text(
+        path,
+        analyzer::limits::MAX_MANIFEST_BYTES,
+        "a probegen manifest.yaml",
+    )?;
     Manifest::from_yaml(&text, &origin).map_err(|e| {
         let e = one_line(&e);
         if e.contains("expected") {
@@ -109,20 +113,28 @@ pub fn check(
         None => src.vendor = Some(old.vendor.clone()),
     }
     let s = commands::select(&src, rules)?;
+    crate::degraded::enforce(&src, &s.degraded, true)?;
     let new = commands::manifest_of(&src, &s);
     let g = &s.loaded.graph;
     let defined = |f: &str| !g.find(f).is_empty();
     let d = codegen::compare::drift(&old, &new, Some(&defined));
     match format {
-        ReportFormat::Markdown => emit(&codegen::compare::check_markdown(
-            &d,
-            &against.display().to_string(),
-        ))?,
+        ReportFormat::Markdown => {
+            emit(&codegen::compare::check_markdown(
+                &d,
+                &against.display().to_string(),
+            ))?;
+            emit(&crate::degraded::markdown(&new.degraded))?;
+        }
         ReportFormat::Json => {
             let mut v = serde_json::to_value(&d).map_err(|e| e.to_string())?;
             if let Some(o) = v.as_object_mut() {
                 o.insert("against".into(), against.display().to_string().into());
                 o.insert("drift".into(), (!d.is_empty()).into());
+                if !new.degraded.is_empty() {
+                    let gaps = serde_json::to_value(&new.degraded).map_err(|e| e.to_string())?;
+                    o.insert("degraded".into(), gaps);
+                }
             }
             print_json(Ok(v))?;
         }
@@ -258,10 +270,16 @@ pub fn coverage(
 ) -> CmdResult {
     let m = read_manifest(manifest)?;
     let origin = failures.display().to_string();
-    let text = std::fs::read_to_string(failures).map_err(|e| format!("{origin}: {e}"))?;
+    let text = analyzer::limits::read_text(
+        failures,
+        analyzer::limits::MAX_CSV_BYTES,
+        "a failure log (CSV verb,errno,weight)",
+    )?;
     let (rows, bad) = codegen::coverage::parse_failures(&text);
     if !bad.is_empty() {
-        for b in &bad {
+        // The first rows name the problem; millions of lines would bury it.
+        const SHOWN: usize = 20;
+        for b in bad.iter().take(SHOWN) {
             if lenient {
                 eprintln!(
                     "probegen: warning: {origin}:{}: {} (skipped)",
@@ -270,6 +288,12 @@ pub fn coverage(
             } else {
                 eprintln!("probegen: {origin}:{}: {}", b.line, b.error);
             }
+        }
+        if bad.len() > SHOWN {
+            eprintln!(
+                "probegen: {origin}: ... and {} more malformed row(s)",
+                bad.len() - SHOWN
+            );
         }
         if !lenient {
             eprintln!(
@@ -284,6 +308,7 @@ pub fn coverage(
             "{origin}: no failure rows: expected lines `verb,errno,weight`"
         ));
     }
+    codegen::coverage::total_weight(&rows, &origin)?;
     let c = codegen::coverage::coverage(&m, &manifest.display().to_string(), &rows, bad);
     match format {
         ReportFormat::Markdown => emit(&codegen::coverage::coverage_markdown(&c))?,

@@ -60,6 +60,23 @@ pub fn missing_entry(tree: &SourceTree, name: &str, named_by_user: bool) -> Stri
     )
 }
 
+/// The `## Degraded input` section of a markdown report (empty when nothing was lost).
+pub fn markdown(degraded: &[codegen::manifest::Degraded]) -> String {
+    if degraded.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "\n## Degraded input\n\nThe sources could not be fully read or evaluated: the regenerated set may lack probes the kernel has.\n\n| kind | file | line | what was lost |\n|---|---|---|---|\n",
+    );
+    for d in degraded {
+        s.push_str(&format!(
+            "| {} | `{}` | {} | {} |\n",
+            d.kind, d.file, d.line, d.detail
+        ));
+    }
+    s
+}
+
 /// Print the one-line summary of a degraded input; an error (exit 2) when `fail` and the user
 /// did not pass `--allow-degraded`.
 pub fn enforce(src: &SourceArgs, degraded: &[Degradation], fail: bool) -> Result<(), String> {

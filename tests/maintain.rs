@@ -190,6 +190,9 @@ fn check_exits_0_on_its_own_set_and_1_on_each_kind_of_drift() {
     }
     let mut gone = old.probes[0].clone();
     gone.function = "ib_old_verb".into();
+    // Ids are unique in a manifest (check refuses duplicates).
+    gone.id = old.probes.iter().map(|p| p.id).max().unwrap_or(0) + 1;
+    gone.calls.clear();
     gone.file = "drivers/infiniband/core/old.c".into();
     old.probes.push(gone);
     old.probes.retain(|p| p.function != "ib_create_cq_user");

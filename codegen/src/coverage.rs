@@ -104,6 +104,26 @@ pub fn parse_failures(text: &str) -> (Vec<FailureRow>, Vec<Malformed>) {
     (rows, bad)
 }
 
+/// The total weight of the rows, which every share divides by: an error when it is not a
+/// finite number (weights of 1e308 each sum to infinity, and every share would be NaN).
+pub fn total_weight(rows: &[FailureRow], origin: &str) -> Result<f64, String> {
+    let total: f64 = rows.iter().map(|r| r.weight).sum();
+    if !total.is_finite() {
+        let at = rows
+            .iter()
+            .scan(0.0f64, |acc, r| {
+                *acc += r.weight;
+                Some((r.line, *acc))
+            })
+            .find(|(_, acc)| !acc.is_finite())
+            .map_or(0, |(l, _)| l);
+        return Err(format!(
+            "{origin}:{at}: the weights sum to infinity here: expected a finite total weight"
+        ));
+    }
+    Ok(total)
+}
+
 /// Weight of one verb in the log, and what the probe set does with it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VerbWeight {
@@ -286,6 +306,17 @@ pub fn coverage_markdown(c: &CoverageReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn infinite_total_is_an_error() {
+        let (rows, bad) = parse_failures("create_qp,EINVAL,1e308\nreg_mr,-12,1e308\n");
+        assert!(bad.is_empty());
+        let e = total_weight(&rows, "f.csv").expect_err("infinite");
+        assert_eq!(
+            e,
+            "f.csv:2: the weights sum to infinity here: expected a finite total weight"
+        );
+    }
 
     #[test]
     fn parses_rows_header_comments_and_errors() {

@@ -38,6 +38,11 @@ use crate::record::RECORD_SIZE;
 
 pub const REPLAY_SCHEMA: &str = "probegen/v1";
 
+/// Longest JSONL line read: a record line is 203 bytes, a counters line for every probe of
+/// the largest set a few KB. A longer line (or a file without newlines, `/dev/zero`) is an
+/// error, never a buffer grown to the size of the file.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Header {
     pub replay: String,
@@ -153,16 +158,34 @@ pub fn read<R: Read>(
             }
         }
     }
-    let mut line = String::new();
+    let mut raw_line = Vec::new();
     let mut bytes = Vec::with_capacity(RECORD_SIZE);
     let mut no = 0usize;
     loop {
-        line.clear();
-        if r.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+        raw_line.clear();
+        let n = (&mut r)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut raw_line)
+            .map_err(|e| e.to_string())?;
+        if n == 0 {
             return Ok(());
         }
         no += 1;
+        if raw_line.len() > MAX_LINE_BYTES {
+            return Err(format!(
+                "line {no}: longer than {MAX_LINE_BYTES} bytes: expected one JSON object per line"
+            ));
+        }
+        let line = std::str::from_utf8(&raw_line).map_err(|_| {
+            format!("line {no}: not valid UTF-8: expected one JSON object per line")
+        })?;
         let l = line.trim();
+        if no == 1 && l.starts_with('\u{feff}') {
+            return Err(
+                "line 1: starts with a UTF-8 byte-order mark: expected JSON lines without a BOM"
+                    .to_string(),
+            );
+        }
         if l.is_empty() || l.starts_with('#') {
             continue;
         }
@@ -294,6 +317,13 @@ mod tests {
         .expect("raw");
         assert_eq!(n, 3);
         assert!(read(&raw[..100], true, |_| Ok(())).is_err());
+    }
+
+    #[test]
+    fn endless_line_is_an_error_not_an_allocation() {
+        let zeros = std::io::repeat(0).take(8 * MAX_LINE_BYTES as u64);
+        let e = read(zeros, false, |_| Ok(())).expect_err("too long");
+        assert!(e.starts_with("line 1: longer than"), "{e}");
     }
 
     #[test]

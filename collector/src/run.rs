@@ -237,8 +237,11 @@ fn summary(pipe: &Pipeline, k: &KernelTotals, outputs: &Outputs, inv_ok: bool) -
 
 /// Runs `probegen collect` with `opts` (live when `object` is set, else replay).
 pub fn run(opts: &Options) -> Result<Summary, String> {
-    let text = std::fs::read_to_string(&opts.manifest)
-        .map_err(|e| format!("{}: {e}", opts.manifest.display()))?;
+    let text = analyzer::limits::read_text(
+        &opts.manifest,
+        analyzer::limits::MAX_MANIFEST_BYTES,
+        "a probegen manifest.yaml",
+    )?;
     let table = Arc::new(ProbeTable::from_manifest_text(
         &text,
         &opts.manifest.display().to_string(),
@@ -313,11 +316,7 @@ fn run_replay(opts: &Options, table: Arc<ProbeTable>, file: &Path) -> Result<Sum
         }
         Ok(())
     });
-    if let Err(e) = &res {
-        if e != "interrupted" {
-            eprintln!("probegen collect: replay {}: {e}", file.display());
-        }
-    }
+    // A replay error is returned below (and printed once, by the caller).
     let k = last.unwrap_or_else(|| pipe.derived());
     let s = pipe.snapshot(&k, SystemTime::now(), true);
     let ok = s.invariant.ok;
