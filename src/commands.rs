@@ -252,7 +252,12 @@ pub fn select_from(
         .graph
         .entries(&entries)
         .map_err(|n| crate::degraded::missing_entry(&loaded.tree, &n, named_by_user))?;
-    if let Some(v) = rules.vendor(&vendor) {
+    // A degraded tree (a truncated .config) fails on that first, unless allowed: it is the
+    // cause, an unbuilt vendor only its consequence.
+    if let Some(v) = rules
+        .vendor(&vendor)
+        .filter(|_| loaded.tree.degraded.is_empty() || src.allow_degraded)
+    {
         crate::degraded::vendor_present(src, &vendor, v, &loaded.tree)?;
     }
     let selection =

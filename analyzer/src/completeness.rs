@@ -769,6 +769,7 @@ fn unbuilt_reason(root: &Path, file: &str, config: &KernelConfig, config_name: &
         let text = std::fs::read(root.join(&makefile))
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_default();
+        let logical = logical_lines(&text);
         let wanted = if last {
             format!("{}.o", part.trim_end_matches(".c"))
         } else {
@@ -776,21 +777,21 @@ fn unbuilt_reason(root: &Path, file: &str, config: &KernelConfig, config_name: &
         };
         let mut unset = Vec::new();
         let mut named = false;
-        for (n, l) in text.lines().enumerate() {
+        for (n, l) in &logical {
             if !l.split_whitespace().any(|t| t == wanted) {
                 continue;
             }
             named = true;
             // The option of this line, and for `mod-y += x.o` the option of `obj-$(..) += mod.o`.
-            let mut lines = vec![(n + 1, l.to_string())];
-            if last {
-                if let Some(obj) = l.split(['-', ' ', '+', ':']).next().filter(|o| *o != "obj") {
-                    if let Some((m, ml)) = text.lines().enumerate().find(|(_, x)| {
-                        x.starts_with("obj-")
-                            && x.split_whitespace().any(|t| t == format!("{obj}.o"))
-                    }) {
-                        lines.push((m + 1, ml.to_string()));
-                    }
+            let mut lines = vec![(*n, l.clone())];
+            let lhs = l.split(['+', ':', '=']).next().unwrap_or("").trim();
+            let composite = lhs.split('-').next().unwrap_or("");
+            if last && !composite.is_empty() && composite != "obj" {
+                let target = format!("{composite}.o");
+                if let Some((m, ml)) = logical.iter().find(|(_, x)| {
+                    x.starts_with("obj-") && x.split_whitespace().any(|t| t == target)
+                }) {
+                    lines.push((*m, ml.clone()));
                 }
             }
             for (ln, l) in lines {
@@ -813,6 +814,27 @@ fn unbuilt_reason(root: &Path, file: &str, config: &KernelConfig, config_name: &
         dir = format!("{dir}/{part}");
     }
     format!("Kbuild does not reach it with {config_name}")
+}
+
+/// Makefile lines with their `\` continuations joined, each with its first line number.
+fn logical_lines(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut cur: Option<(usize, String)> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("");
+        let (body, more) = match line.trim_end().strip_suffix('\\') {
+            Some(b) => (b, true),
+            None => (line, false),
+        };
+        let entry = cur.get_or_insert_with(|| (i + 1, String::new()));
+        entry.1.push_str(body);
+        entry.1.push(' ');
+        if !more {
+            out.extend(cur.take());
+        }
+    }
+    out.extend(cur);
+    out
 }
 
 /// `CONFIG_X` names in `$(CONFIG_X)` references of a Makefile line.

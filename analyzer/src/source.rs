@@ -230,7 +230,9 @@ impl SourceTree {
             }
         }
         degraded.extend(completeness::kbuild_gaps(&warnings));
-        degraded.sort();
+        // By kind and file; equal keys keep their order (config gaps in Kconfig order, so the
+        // first names the first option the file lost).
+        degraded.sort_by(|a, b| (a.kind, &a.file, a.line).cmp(&(b.kind, &b.file, b.line)));
         degraded.dedup();
         resolve_handler_names(&mut files);
         Ok(Self {
