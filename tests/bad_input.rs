@@ -166,7 +166,7 @@ fn unreadable_source_files_are_degraded() {
     for f in unreadable {
         std::fs::set_permissions(
             core.join(f),
-            std::os::unix::fs::PermissionsExt::from_mode(0),
+            std::os::unix::fs::PermissionsExt::from_mode(0o000),
         )
         .expect("chmod");
     }

@@ -77,6 +77,7 @@ fn manifest() -> Manifest {
         },
         vendor: "rxe".into(),
         entries: vec!["ib_uverbs_write".into()],
+        degraded: Vec::new(),
         probes,
         excluded: Vec::new(),
         stats: Stats::default(),
