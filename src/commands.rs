@@ -159,7 +159,8 @@ pub fn graph(
 }
 
 pub fn path(src: &SourceArgs, from: &str, to: &str) -> CmdResult {
-    let Loaded { graph, .. } = load(src)?;
+    let Loaded { tree, graph } = load(src)?;
+    crate::degraded::enforce(src, &tree.degraded, false)?;
     let from_ids = graph.entries(&[from.to_string()]).map_err(|n| {
         format!("unknown --from `{n}`: no function of that name in the built sources")
     })?;

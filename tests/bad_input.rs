@@ -270,6 +270,36 @@ fn missing_vendor_module_is_degraded() {
     assert_degraded(&tree, "modules/mlx5_ib.ko", "module-missing", true);
 }
 
+/// `check` enforces and reports completeness like `generate`.
+#[test]
+fn check_refuses_or_reports_a_degraded_tree() {
+    let tree = real_copy("check-no-ko");
+    std::fs::remove_file(tree.join("modules/mlx5_ib.ko")).expect("rm");
+    let against =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("generated/linux-6.12/mlx5/manifest.yaml");
+    let (t, a) = (s(&tree), s(&against));
+    let line = one_error_line(&run(&["check", "--kernel-src", &t, "--against", &a]));
+    assert!(
+        line.contains("modules/mlx5_ib.ko: module-missing"),
+        "{line}"
+    );
+    let o = run(&[
+        "check",
+        "--kernel-src",
+        &t,
+        "--against",
+        &a,
+        "--allow-degraded",
+    ]);
+    // The vendor's attach verdicts all became `not-built`: drift, and the report says why.
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("## Degraded input") && stdout(&o).contains("modules/mlx5_ib.ko"),
+        "{}",
+        stdout(&o)
+    );
+}
+
 // ------------------------------------------------------------------ the real cause
 
 #[test]
