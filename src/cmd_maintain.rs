@@ -72,23 +72,8 @@ fn print_json(v: Result<serde_json::Value, serde_json::Error>) -> Result<(), Str
     emit(&(serde_json::to_string_pretty(&v).map_err(|e| e.to_string())? + "\n"))
 }
 
-fn load_rules(path: Option<&Path>) -> Result<heuristics::Rules, String> {
-    match path {
-        None => heuristics::Rules::builtin().map_err(|e| e.to_string()),
-        Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
-            heuristics::Rules::parse(&text, &p.display().to_string()).map_err(|e| e.to_string())
-        }
-    }
-}
-
 /// `probegen check`: regenerate in memory and compare with `against`. Exit 0 no drift, 1 drift.
-pub fn check(
-    src: &SourceArgs,
-    against: &Path,
-    rules: Option<&Path>,
-    format: ReportFormat,
-) -> CmdResult {
+pub fn check(src: &SourceArgs, against: &Path, format: ReportFormat) -> CmdResult {
     let old = read_manifest(against)?;
     let mut src = src.clone();
     match &src.vendor {
@@ -103,7 +88,7 @@ pub fn check(
         Some(_) => {}
         None => src.vendor = Some(old.vendor.clone()),
     }
-    let s = commands::select(&src, rules)?;
+    let s = commands::select(&src)?;
     let new = commands::manifest_of(&src, &s);
     let g = &s.loaded.graph;
     let defined = |f: &str| !g.find(f).is_empty();
@@ -155,7 +140,7 @@ pub struct PortArgs<'a> {
 
 /// `probegen port`: both vendors' sets from one source tree, mapped through ib_device_ops.
 pub fn port(a: &PortArgs) -> CmdResult {
-    let rules = load_rules(a.rules)?;
+    let rules = commands::load_rules(a.rules)?;
     let vendor = |flag: &str, name: &str| {
         rules.vendor(name).ok_or_else(|| {
             format!(

@@ -12,6 +12,7 @@ pub mod graph;
 pub mod kbuild;
 pub mod kconfig;
 pub mod model;
+pub mod opsdecl;
 pub mod preproc;
 pub mod source;
 pub mod traceability;

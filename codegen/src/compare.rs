@@ -724,6 +724,7 @@ mod tests {
             p.id = i as u32;
         }
         Manifest {
+            focus_ops: Vec::new(),
             schema: crate::manifest::SCHEMA_ID.into(),
             kernel: KernelInfo {
                 version: version.into(),

@@ -14,11 +14,27 @@ pub struct Manifest {
     pub kernel: KernelInfo,
     pub vendor: String,
     pub entries: Vec<String>,
+    /// The `ib_device_ops` members R4 treats as focus, derived from the analysed tree's
+    /// `struct ib_device_ops` (and the rules' focus_ops overrides), by member name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub focus_ops: Vec<FocusOp>,
     /// Kept functions, sorted by (function, module).
     pub probes: Vec<Probe>,
     /// Every other reachable function, sorted by (function, module, file).
     pub excluded: Vec<Excluded>,
     pub stats: Stats,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FocusOp {
+    pub member: String,
+    /// `QP`, `MR`, `PD` or `CQ`.
+    pub object: String,
+    /// `constructor`, `updates`, `included` or `excluded` (excluded members are not focus).
+    pub derivation: String,
+    /// Why, in words: the update token, or the rules' reason.
+    pub why: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
