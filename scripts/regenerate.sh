@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Regenerate every checked-in probe set under generated/ from the real Debian kernel sources.
-# The staleness test (tests/generated_fresh.rs) fails until this has been run after a change to
+# The staleness test (tests/probe_sets.rs) fails until this has been run after a change to
 # the rules, the templates or the analysis.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The sets that are checked in: "<kernel> <vendor>".
-SETS=("6.12 mlx5" "6.12 bnxt_re" "6.12 irdma" "6.12 rxe" "6.1 mlx5" "6.1 rxe")
+SETS=("7.2 mlx5" "7.2 bnxt_re" "7.2 irdma" "7.2 rxe"
+      "6.12 mlx5" "6.12 bnxt_re" "6.12 irdma" "6.12 rxe"
+      "6.1 mlx5" "6.1 bnxt_re" "6.1 irdma" "6.1 rxe")
 
 cargo build --release --quiet
 for set in "${SETS[@]}"; do
