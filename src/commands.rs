@@ -223,6 +223,8 @@ pub fn load_rules(path: Option<&std::path::Path>) -> Result<heuristics::Rules, S
 /// Everything `generate` and `explain` need: graph, selection, binaries.
 pub struct Selected {
     pub loaded: Loaded,
+    /// The rules of this run (parsed once).
+    pub rules: heuristics::Rules,
     pub selection: heuristics::Selection,
     pub binaries: Option<analyzer::traceability::Binaries>,
     pub entries: Vec<String>,
@@ -278,6 +280,7 @@ pub fn select_from(src: &SourceArgs, entries: &[String]) -> Result<Selected, Str
         heuristics::select_with(g, &rules, &vendor, &ids, &inlined).map_err(|e| e.to_string())?;
     Ok(Selected {
         loaded,
+        rules,
         selection,
         binaries,
         entries,
