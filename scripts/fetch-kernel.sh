@@ -1,80 +1,254 @@
 #!/usr/bin/env bash
-# Fetch the RDMA-relevant part of a Debian bookworm kernel into the probegen cache.
+# Fetch the RDMA-relevant part of any Debian kernel into the probegen cache.
 #
-# Usage: scripts/fetch-kernel.sh VERSION        (VERSION: 6.12 or 6.1)
+# Usage: scripts/fetch-kernel.sh [--flavor FLAVOR] [--suite SUITE] SPEC
+#        scripts/fetch-kernel.sh --list [SERIES]
 #
-# Result: ${PROBEGEN_CACHE:-$HOME/.cache/probegen}/linux-VERSION containing
-#   Makefile drivers/infiniband include/{rdma,uapi/rdma,linux/mlx5}  (from linux-source-VERSION)
-#   .config vmlinux vmlinuz modules/*.ko modules/MISSING               (from the matching linux-image-*-unsigned)
+#   SPEC     a series (7.2, 6.12, 6.1) or an exact Debian version of linux-source-<series>
+#            (7.2.13-1, 6.12.117-1~deb12u1).
+#   FLAVOR   amd64 (default), cloud or rt: which linux-image / linux-binary flavor gives the
+#            .config, vmlinux and modules.
+#   SUITE    only look in this suite (bookworm-security, trixie-backports, sid, ...).
+#   --list   every linux-source version apt can reach, with its suite; `*` marks what SERIES
+#            alone would fetch.
+#
+# Which version a series means: the newest one Debian ships for this machine's own release
+# (VERSION_CODENAME of /etc/os-release with its -updates, -security and -backports suites):
+# that is the kernel hosts of this release run. A series the release does not ship (7.2 on
+# bookworm) means the newest version in any suite.
+#
+# Packages come from every suite of bookworm, trixie, sid and bullseye on the machine's own
+# mirror, read through apt lists and state of probegen's own under the cache
+# (<cache>/apt): the machine's apt sources, pins and installed packages are never changed.
+# Nothing is installed: the .debs are downloaded and unpacked in a temporary directory.
+# Both packagings are understood: `linux-image-<rel>-<flavor>-unsigned` (up to 6.x) and the
+# split `linux-binary-` (vmlinuz), `linux-modules-` (.ko, .ko.xz, .ko.zst) and `linux-base-`
+# (config, System.map) of 7.x.
+#
+# Result: ${PROBEGEN_CACHE:-$HOME/.cache/probegen}/linux-<SPEC>[-<flavor>] containing
+#   Makefile drivers/infiniband include/{rdma,uapi/rdma,linux/mlx5}  (from linux-source-<series>)
+#   .config vmlinux vmlinuz [System.map] modules/*.ko modules/MISSING (from the binary packages)
 #   KERNEL_VERSION DEBIAN_PACKAGES .complete
 # The tree is built in a temporary directory next to it and renamed into place, and
 # .complete is written last, so an interrupted run never leaves a tree that looks complete.
-# A second run whose .complete matches the linux-source package version does nothing.
+# A second run whose .complete names the same packages does nothing.
 #
 # Progress goes to stderr; the last line of stdout is the directory.
-# Needs root (apt-get install) and: apt-get, dpkg-deb, tar, xz, zstd, od, readelf or llvm-objdump.
-# PROBEGEN_APT_UPDATE=1 forces an `apt-get update` before installing linux-source.
+# Exit: 0 done; 1 a download or unpack failed (the package is named); 2 bad arguments or an
+# unknown series, version or flavor (what is available is listed).
+# PROBEGEN_APT_UPDATE=1 forces a refresh of the apt lists (otherwise refreshed after 7 days).
 set -euo pipefail
 
 readonly FORMAT=1 # bump when the cache layout changes: forces a rebuild
-readonly MODULES=(ib_core ib_uverbs mlx5_ib mlx5_core bnxt_re irdma rdma_rxe)
+# Modules whose BTF and symbols give the attach verdicts. ib_uverbs_support is new in 7.x.
+readonly MODULES=(ib_core ib_uverbs ib_uverbs_support mlx5_ib mlx5_core bnxt_re irdma rdma_rxe)
+# Modules every kernel of the supported range builds (a missing one is an error).
+readonly REQUIRED_MODULES=(ib_core ib_uverbs rdma_rxe)
 readonly SOURCE_PATHS=(drivers/infiniband include/rdma include/uapi/rdma include/linux/mlx5 Makefile)
+readonly RELEASES=(bookworm trixie sid bullseye)
+readonly FLAVORS=(amd64 cloud rt)
 
 log() { printf 'fetch-kernel: %s\n' "$*" >&2; }
 die() { printf 'fetch-kernel: error: %s\n' "$*" >&2; exit 1; }
+usage_error() { printf 'fetch-kernel: %s\n' "$*" >&2; exit 2; }
+usage() {
+  sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+}
 
-if [[ $# -ne 1 ]]; then
-  printf 'fetch-kernel: usage: %s VERSION   (VERSION: 6.12 or 6.1)\n' "$0" >&2
-  exit 2
+# ---------------------------------------------------------------------------- arguments
+
+FLAVOR=amd64
+SUITE=""
+LIST=0
+SPEC=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --flavor) [[ $# -ge 2 ]] || usage_error "--flavor needs a value (${FLAVORS[*]})"; FLAVOR=$2; shift 2 ;;
+    --flavor=*) FLAVOR=${1#--flavor=}; shift ;;
+    --suite) [[ $# -ge 2 ]] || usage_error "--suite needs a value"; SUITE=$2; shift 2 ;;
+    --suite=*) SUITE=${1#--suite=}; shift ;;
+    --list) LIST=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    -*) usage; usage_error "unknown option $1" ;;
+    *) [[ -z ${SPEC} ]] || usage_error "one SPEC expected, got '${SPEC}' and '$1'"; SPEC=$1; shift ;;
+  esac
+done
+if [[ ${LIST} -eq 0 && -z ${SPEC} ]]; then
+  usage
+  usage_error "missing SPEC (a series such as 7.2 or 6.12, or an exact Debian version)"
 fi
-SERIES=$1
-case "${SERIES}" in
-  6.12 | 6.1) ;;
-  *) printf 'fetch-kernel: unknown VERSION %q (expected 6.12 or 6.1)\n' "${SERIES}" >&2
-     exit 2 ;;
-esac
-readonly SERIES
-readonly SOURCE_PKG="linux-source-${SERIES}"
+flavor_ok=0
+for f in "${FLAVORS[@]}"; do [[ ${f} == "${FLAVOR}" ]] && flavor_ok=1; done
+[[ ${flavor_ok} -eq 1 ]] || usage_error "unknown flavor '${FLAVOR}': available flavors are ${FLAVORS[*]}"
+# The suffix of the binary package names: linux-image-6.12.117+deb12-cloud-amd64-unsigned.
+if [[ ${FLAVOR} == amd64 ]]; then FLAVOR_SUFFIX=amd64; else FLAVOR_SUFFIX=${FLAVOR}-amd64; fi
 
-for tool in apt-get apt-cache dpkg-query dpkg-deb tar xz zstd od flock; do
+for tool in apt-get apt-cache dpkg dpkg-deb tar xz zstd od flock awk; do
   command -v "${tool}" >/dev/null 2>&1 || die "required tool '${tool}' not found (run scripts/install-deps.sh)"
 done
-
-SUDO=()
-if [[ ${EUID} -ne 0 ]]; then
-  command -v sudo >/dev/null 2>&1 || die "must run as root (apt-get install; sudo not found)"
-  SUDO=(sudo)
-fi
 export DEBIAN_FRONTEND=noninteractive
 
 CACHE_ROOT=${PROBEGEN_CACHE:-${HOME}/.cache/probegen}
 readonly CACHE_ROOT
-readonly DEST="${CACHE_ROOT}/linux-${SERIES}"
 mkdir -p "${CACHE_ROOT}" || die "cannot create cache directory ${CACHE_ROOT}"
 
-# One run per VERSION at a time.
-exec 9>"${CACHE_ROOT}/.linux-${SERIES}.lock"
-flock 9 || die "cannot lock ${CACHE_ROOT}/.linux-${SERIES}.lock"
-# Leftovers of interrupted runs (we hold the lock, so nobody else is using them).
-rm -rf -- "${CACHE_ROOT}/.linux-${SERIES}.tmp."*
+# ---------------------------------------------------------------------------- own apt state
+
+APT_DIR="${CACHE_ROOT}/apt"
+# Options that make apt read only probegen's lists (no machine sources, no pins) and write
+# only under APT_DIR.
+APT_OPTS=(
+  -o "Dir::Etc::sourcelist=${APT_DIR}/sources.list"
+  -o "Dir::Etc::sourceparts=${APT_DIR}/empty.d"
+  -o "Dir::Etc::preferences=${APT_DIR}/empty.pref"
+  -o "Dir::Etc::preferencesparts=${APT_DIR}/empty.d"
+  -o "Dir::State::Lists=${APT_DIR}/lists"
+  -o "Dir::Cache=${APT_DIR}/cache"
+  -o "Dir::Cache::pkgcache=${APT_DIR}/cache/pkgcache.bin"
+  -o "Dir::Cache::srcpkgcache=${APT_DIR}/cache/srcpkgcache.bin"
+  -o "Acquire::Languages=none"
+  -o "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false"
+  -o "Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false"
+  -o "Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false"
+  -o "Acquire::IndexTargets::deb::CNF::DefaultEnabled=false"
+  -o "APT::Sandbox::User=root"
+)
+
+# The mirror the machine's own sources use (deb822 `URIs:` or one-line `deb` entries).
+machine_mirror() {
+  local uri=""
+  uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null \
+    | awk '/^URIs:/ {for (i = 2; i <= NF; i++) if ($i !~ /security/) {print $i; exit}}') || true
+  if [[ -z ${uri} ]]; then
+    uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
+      | awk '$1 == "deb" {for (i = 2; i <= NF; i++) if ($i ~ /^(https?|file):/ && $i !~ /security/) {print $i; exit}}') || true
+  fi
+  printf '%s' "${uri:-http://deb.debian.org/debian}"
+}
+
+write_sources() {
+  local mirror security r
+  mirror=$(machine_mirror)
+  mirror=${mirror%/}
+  security="${mirror%/debian}/debian-security"
+  {
+    for r in "${RELEASES[@]}"; do
+      printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' "${mirror}" "${r}"
+      [[ ${r} == sid ]] && continue
+      printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s-updates main\n' "${mirror}" "${r}"
+      printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s-security main\n' "${security}" "${r}"
+      [[ ${r} == bullseye ]] && continue
+      printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s-backports main\n' "${mirror}" "${r}"
+    done
+  } >"${APT_DIR}/sources.list.new"
+  mv -f "${APT_DIR}/sources.list.new" "${APT_DIR}/sources.list"
+}
+
+apt_update() {
+  log "apt-get update (probegen's own lists in ${APT_DIR})"
+  local out rc=0
+  out=$(apt-get "${APT_OPTS[@]}" update 2>&1) || rc=$?
+  # A suite the mirror does not have (yet) is a warning; no list at all is an error.
+  grep -E '^(E|W): ' <<<"${out}" | grep -v 'Unable to read .*empty' >&2 || true
+  compgen -G "${APT_DIR}/lists/*_Packages*" >/dev/null \
+    || die "apt-get update fetched no package list (exit ${rc}); sources: ${APT_DIR}/sources.list"
+  date +%s >"${APT_DIR}/updated"
+}
+
+ensure_apt_lists() {
+  exec 8>"${CACHE_ROOT}/.apt.lock"
+  flock 8 || die "cannot lock ${CACHE_ROOT}/.apt.lock"
+  mkdir -p "${APT_DIR}/lists/partial" "${APT_DIR}/cache/archives/partial" "${APT_DIR}/empty.d"
+  : >"${APT_DIR}/empty.pref"
+  write_sources
+  local last now
+  last=$(cat "${APT_DIR}/updated" 2>/dev/null || echo 0)
+  now=$(date +%s)
+  if [[ ${PROBEGEN_APT_UPDATE:-0} == 1 ]] || ! compgen -G "${APT_DIR}/lists/*_Packages*" >/dev/null \
+     || (( now - last > 7 * 86400 )); then
+    apt_update
+  fi
+  exec 8>&-
+}
+
+acache() { apt-cache "${APT_OPTS[@]}" "$@" 2>/dev/null; }
+
+# One table of every kernel package apt can reach, "NAME VERSION SUITE" per line, built once
+# per list refresh: every later question is an awk over it (one apt-cache call per question
+# would cost seconds each).
+INDEX="${APT_DIR}/kernel-packages.txt"
+build_index() {
+  local names
+  names=$(acache search --names-only '^linux-(source|image|binary|modules|base)-[0-9]' | awk '{print $1}' | grep -v -- '-dbg$' || true)
+  [[ -n ${names} ]] || die "no linux-source or linux-image package in the apt lists under ${APT_DIR}/lists"
+  # shellcheck disable=SC2086
+  acache madison ${names} | awk -F'|' '
+    { gsub(/ /, "", $1); gsub(/ /, "", $2); n = split($3, a, " "); split(a[2], s, "/"); print $1, $2, s[1] }' \
+    | sort -u >"${INDEX}.new"
+  mv -f "${INDEX}.new" "${INDEX}"
+  cp "${APT_DIR}/updated" "${INDEX}.stamp"
+}
+ensure_index() {
+  if [[ ! -s ${INDEX} ]] || ! cmp -s "${APT_DIR}/updated" "${INDEX}.stamp"; then
+    log "indexing kernel packages"
+    build_index
+  fi
+}
+
+# "VERSION SUITE" lines for a package, one per suite it is in.
+versions_of() { awk -v p="$1" '$1 == p {print $2, $3}' "${INDEX}"; }
+
+# Package names matching an extended regular expression.
+names_matching() { awk '{print $1}' "${INDEX}" | grep -E -- "$1" | sort -u || true; }
+
+# Newest of the versions on stdin (Debian ordering).
+newest_version() {
+  local best="" v
+  while read -r v; do
+    [[ -z ${v} ]] && continue
+    if [[ -z ${best} ]] || dpkg --compare-versions "${v}" gt "${best}"; then best=${v}; fi
+  done
+  printf '%s' "${best}"
+}
+
+host_release() {
+  local c=""
+  c=$(. /etc/os-release 2>/dev/null && printf '%s' "${VERSION_CODENAME:-}") || true
+  printf '%s' "${c:-bookworm}"
+}
+
+# The linux-source version SERIES means (see the header), restricted to SUITE when given.
+default_version() {
+  local series=$1 all host
+  all=$(versions_of "linux-source-${series}")
+  if [[ -n ${SUITE} ]]; then
+    awk -v s="${SUITE}" '$2 == s {print $1}' <<<"${all}" | newest_version
+    return
+  fi
+  host=$(host_release)
+  local mine
+  mine=$(awk -v h="${host}" '$2 == h || index($2, h "-") == 1 {print $1}' <<<"${all}" | newest_version)
+  if [[ -n ${mine} ]]; then printf '%s' "${mine}"; return; fi
+  awk '{print $1}' <<<"${all}" | newest_version
+}
+
+known_series() {
+  names_matching '^linux-source-[0-9]' | sed 's/^linux-source-//' | sort -uV | tr '\n' ' '
+}
+
+list_available() {
+  local only=${1:-} s v suite def
+  for s in $(known_series); do
+    [[ -n ${only} && ${s} != "${only}" ]] && continue
+    def=$(default_version "${s}")
+    while read -r v suite; do
+      [[ -z ${v} ]] && continue
+      printf '%s %-8s %-24s %s\n' "$([[ ${v} == "${def}" ]] && echo '*' || echo ' ')" "${s}" "${v}" "${suite}"
+    done < <(versions_of "linux-source-${s}")
+  done
+}
 
 # ---------------------------------------------------------------------------- helpers
-
-# Candidate version of a package, or "" when apt knows none.
-apt_candidate() {
-  local v
-  v=$(apt-cache policy "$1" 2>/dev/null | awk '/^ *Candidate:/ {print $2}')
-  [[ ${v} == "(none)" ]] && v=""
-  printf '%s' "${v}"
-}
-
-# Installed version of a package, or "".
-dpkg_installed_version() {
-  local status
-  status=$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)
-  [[ ${status} == "install ok installed" ]] || return 0
-  dpkg-query -W -f='${Version}' "$1"
-}
 
 # Value of a key=value line in a file ("" when absent).
 kv_get() { awk -v k="$2=" 'index($0, k) == 1 {print substr($0, length(k) + 1); exit}' "$1" 2>/dev/null || true; }
@@ -164,31 +338,99 @@ extract_vmlinux() {
   die "no xz or zstd payload that decompresses to an ELF vmlinux found in ${bz}"
 }
 
+
+# ---------------------------------------------------------------------------- which packages
+
+ensure_apt_lists
+ensure_index
+
+if [[ ${LIST} -eq 1 ]]; then
+  list_available "${SPEC}"
+  exit 0
+fi
+
+# SPEC -> series and linux-source version.
+if [[ ${SPEC} =~ ^[0-9]+\.[0-9]+$ ]]; then
+  SERIES=${SPEC}
+  [[ -n $(versions_of "linux-source-${SERIES}") ]] \
+    || usage_error "unknown kernel series ${SERIES}: available series are $(known_series)"
+  SRC_VERSION=$(default_version "${SERIES}")
+  [[ -n ${SRC_VERSION} ]] \
+    || usage_error "no linux-source-${SERIES} in suite ${SUITE}: $(versions_of "linux-source-${SERIES}" | tr '\n' ';')"
+  NAME=${SERIES}
+elif [[ ${SPEC} =~ ^([0-9]+)\.([0-9]+)[.-] ]]; then
+  SERIES="${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
+  avail=$(versions_of "linux-source-${SERIES}")
+  [[ -n ${avail} ]] || usage_error "unknown kernel series ${SERIES} (from ${SPEC}): available series are $(known_series)"
+  awk -v v="${SPEC}" '$1 == v {f = 1} END {exit !f}' <<<"${avail}" \
+    || usage_error "no linux-source-${SERIES} version ${SPEC}: available versions are $(awk '{print $1}' <<<"${avail}" | sort -u | tr '\n' ' ')"
+  SRC_VERSION=${SPEC}
+  NAME=${SPEC}
+else
+  usage_error "SPEC '${SPEC}' is neither a series (7.2) nor a Debian version (7.2.13-1)"
+fi
+[[ ${FLAVOR} == amd64 ]] || NAME="${NAME}-${FLAVOR}"
+readonly SERIES SRC_VERSION NAME
+readonly SOURCE_PKG="linux-source-${SERIES}"
+readonly DEST="${CACHE_ROOT}/linux-${NAME}"
+
+# Binary packages of SRC_VERSION and FLAVOR: the split 7.x packaging first, else the
+# unsigned image. Prints "package" lines.
+rel_re='[0-9]+\.[0-9]+(\.[0-9]+)?(-[0-9]+)?(\+deb[0-9]+)?'
+binaries_of_version() {
+  local names name kind
+  for kind in binary modules base; do
+    names=$(names_matching "^linux-${kind}-${rel_re}-${FLAVOR_SUFFIX}\$" | grep -F "linux-${kind}-${SERIES}." || true)
+    name=""
+    for n in ${names}; do
+      if versions_of "${n}" | awk -v v="${SRC_VERSION}" '$1 == v {f = 1} END {exit !f}'; then name=${n}; break; fi
+    done
+    [[ -n ${name} ]] && printf '%s\n' "${name}"
+  done
+}
+mapfile -t split_pkgs < <(binaries_of_version)
+image_pkgs=()
+if [[ ${#split_pkgs[@]} -eq 3 ]]; then
+  image_pkgs=("${split_pkgs[@]}")
+  PACKAGING=split
+else
+  names=$(names_matching "^linux-image-${rel_re}-${FLAVOR_SUFFIX}-unsigned\$" | grep -F "linux-image-${SERIES}." | sort -rV || true)
+  for n in ${names}; do
+    if versions_of "${n}" | awk -v v="${SRC_VERSION}" '$1 == v {f = 1} END {exit !f}'; then image_pkgs=("${n}"); break; fi
+  done
+  PACKAGING=unsigned-image
+fi
+if [[ ${#image_pkgs[@]} -eq 0 ]]; then
+  have=$(names_matching "^linux-(image-.*-unsigned|base-.*)\$" | grep -E "^linux-(image|base)-${SERIES}[.]" | sed -E "s/^linux-(image|base)-${rel_re}-//; s/-unsigned\$//" | sort -u | tr '\n' ' ')
+  usage_error "no ${FLAVOR} binary packages of version ${SRC_VERSION} (linux-image-*-${FLAVOR_SUFFIX}-unsigned or linux-binary/modules/base-*-${FLAVOR_SUFFIX}); flavors built for ${SERIES}: ${have:-none}"
+fi
+log "source: ${SOURCE_PKG} ${SRC_VERSION}; binaries (${PACKAGING}): ${image_pkgs[*]}"
+
 # ---------------------------------------------------------------------------- fast path
 
-# The version a full run would use: apt's candidate, else what is installed.
-want_src_version=$(apt_candidate "${SOURCE_PKG}")
-[[ -n ${want_src_version} ]] || want_src_version=$(dpkg_installed_version "${SOURCE_PKG}")
+# One run per cache directory at a time.
+exec 9>"${CACHE_ROOT}/.linux-${NAME}.lock"
+flock 9 || die "cannot lock ${CACHE_ROOT}/.linux-${NAME}.lock"
+# Leftovers of interrupted runs (we hold the lock, so nobody else is using them).
+rm -rf -- "${CACHE_ROOT}/.linux-${NAME}.tmp."*
 
 if [[ -f ${DEST}/.complete ]]; then
   done_format=$(kv_get "${DEST}/.complete" format)
-  done_series=$(kv_get "${DEST}/.complete" series)
   done_src=$(kv_get "${DEST}/.complete" source_package)
-  if [[ ${done_format} == "${FORMAT}" && ${done_series} == "${SERIES}" ]] \
-     && [[ -z ${want_src_version} || ${done_src} == "${SOURCE_PKG} ${want_src_version}" ]] \
+  done_img=$(kv_get "${DEST}/.complete" image_package)
+  if [[ ${done_format} == "${FORMAT}" && ${done_src} == "${SOURCE_PKG} ${SRC_VERSION}" \
+        && ${done_img} == "${image_pkgs[0]} ${SRC_VERSION}" ]] \
      && [[ -s ${DEST}/vmlinux && -s ${DEST}/.config && -f ${DEST}/Makefile && -d ${DEST}/drivers/infiniband ]]; then
-    [[ -n ${want_src_version} ]] \
-      || log "warning: apt knows no ${SOURCE_PKG}; trusting existing ${DEST}/.complete"
     log "up to date: $(kv_get "${DEST}/.complete" kernel_version) (${done_src})"
     printf '%s\n' "${DEST}"
     exit 0
   fi
-  log "existing ${DEST} is stale (${done_src:-unknown} vs ${SOURCE_PKG} ${want_src_version:-?}); rebuilding"
+  log "existing ${DEST} is stale (${done_src:-unknown}, ${done_img:-unknown}); rebuilding"
 fi
 
 # ---------------------------------------------------------------------------- full run
 
-TMP=$(mktemp -d "${CACHE_ROOT}/.linux-${SERIES}.tmp.XXXXXX") || die "mktemp failed in ${CACHE_ROOT}"
+TMP=$(mktemp -d "${CACHE_ROOT}/.linux-${NAME}.tmp.XXXXXX") || die "mktemp failed in ${CACHE_ROOT}"
 cleanup() { rm -rf -- "${TMP}"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -196,25 +438,26 @@ TREE="${TMP}/tree"
 WORK="${TMP}/work"
 mkdir -p "${TREE}/modules" "${WORK}"
 
-# 1. linux-source-X
-if [[ -z $(apt_candidate "${SOURCE_PKG}") || ${PROBEGEN_APT_UPDATE:-0} == 1 ]]; then
-  log "apt-get update"
-  "${SUDO[@]}" apt-get update >&2 || die "apt-get update failed"
-fi
-[[ -n $(apt_candidate "${SOURCE_PKG}") ]] \
-  || die "package ${SOURCE_PKG} not found in the apt sources (bookworm / bookworm-security)"
-log "apt-get install ${SOURCE_PKG}"
-"${SUDO[@]}" apt-get install -q -y --no-install-recommends "${SOURCE_PKG}" >&2 \
-  || die "apt-get install ${SOURCE_PKG} failed"
-src_version=$(dpkg_installed_version "${SOURCE_PKG}")
-[[ -n ${src_version} ]] || die "${SOURCE_PKG} is not installed after apt-get install"
+download() {
+  local pkg=$1 f
+  log "apt-get download ${pkg}=${SRC_VERSION}"
+  (cd "${WORK}" && apt-get "${APT_OPTS[@]}" download -q "${pkg}=${SRC_VERSION}" >"${WORK}/download.log" 2>&1) \
+    || { tail -n 3 "${WORK}/download.log" >&2; die "download of ${pkg}=${SRC_VERSION} failed"; }
+  f=$(compgen -G "${WORK}/${pkg}_*.deb" | head -n 1) || true
+  [[ -n ${f} ]] || die "download of ${pkg}=${SRC_VERSION} left no .deb in ${WORK}"
+  [[ $(dpkg-deb -f "${f}" Version) == "${SRC_VERSION}" ]] || die "${f##*/} is not version ${SRC_VERSION}"
+  printf '%s' "${f}"
+}
 
-tarball=""
-for ext in tar.xz tar.zst tar.bz2 tar.gz; do
-  if [[ -f /usr/src/${SOURCE_PKG}.${ext} ]]; then tarball=/usr/src/${SOURCE_PKG}.${ext}; break; fi
-done
-[[ -n ${tarball} ]] || die "no /usr/src/${SOURCE_PKG}.tar.* found (is ${SOURCE_PKG} ${src_version} installed?)"
-
+# 1. linux-source-X: the tarball inside the .deb, then only the paths we analyse.
+src_deb=$(download "${SOURCE_PKG}")
+log "unpacking the source tarball from ${src_deb##*/}"
+dpkg-deb --fsys-tarfile "${src_deb}" \
+  | tar -x -C "${WORK}" --no-same-owner --wildcards -f - "./usr/src/${SOURCE_PKG}.tar.*" \
+  || die "${src_deb##*/} (${SOURCE_PKG}): no usr/src/${SOURCE_PKG}.tar.* inside"
+rm -f -- "${src_deb}"
+tarball=$(compgen -G "${WORK}/usr/src/${SOURCE_PKG}.tar.*" | head -n 1) || true
+[[ -n ${tarball} ]] || die "${SOURCE_PKG} ${SRC_VERSION}: no usr/src/${SOURCE_PKG}.tar.* inside"
 case "${tarball}" in
   *.xz) decomp=(xz -dc -T0) ;;
   *.zst) decomp=(zstd -dcq) ;;
@@ -223,75 +466,57 @@ case "${tarball}" in
 esac
 members=()
 for p in "${SOURCE_PATHS[@]}"; do members+=("${SOURCE_PKG}/${p}"); done
-log "extracting ${SOURCE_PATHS[*]} from ${tarball}"
+log "extracting ${SOURCE_PATHS[*]}"
 "${decomp[@]}" "${tarball}" | tar -x -C "${TREE}" --strip-components=1 --no-same-owner -f - "${members[@]}" \
-  || die "extracting ${members[*]} from ${tarball} failed"
+  || die "extracting ${members[*]} from ${SOURCE_PKG} ${SRC_VERSION} failed"
+rm -rf -- "${WORK}/usr"
 for p in "${SOURCE_PATHS[@]}"; do
-  [[ -e ${TREE}/${p} ]] || die "${p} missing after extracting ${tarball}"
+  [[ -e ${TREE}/${p} ]] || die "${p} missing after extracting ${SOURCE_PKG} ${SRC_VERSION}"
 done
 
 mk_var() { awk -v k="$1" '$1 == k && $2 == "=" {sub(/^[^=]*=[ \t]*/, ""); print; exit}' "${TREE}/Makefile"; }
 kernel_version="$(mk_var VERSION).$(mk_var PATCHLEVEL).$(mk_var SUBLEVEL)$(mk_var EXTRAVERSION)"
 [[ ${kernel_version} =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]] \
-  || die "cannot read VERSION/PATCHLEVEL/SUBLEVEL from ${tarball}:Makefile (got '${kernel_version}')"
-[[ ${kernel_version} == "${SERIES}".* ]] \
-  || die "${tarball} is kernel ${kernel_version}, not ${SERIES}.x"
-[[ ${src_version%%-*} == "${kernel_version}" ]] \
-  || log "warning: Makefile says ${kernel_version} but ${SOURCE_PKG} is ${src_version}"
-log "source: ${SOURCE_PKG} ${src_version}, upstream ${kernel_version}"
+  || die "cannot read VERSION/PATCHLEVEL/SUBLEVEL from ${SOURCE_PKG}:Makefile (got '${kernel_version}')"
+[[ ${kernel_version} == "${SERIES}".* ]] || die "${SOURCE_PKG} is kernel ${kernel_version}, not ${SERIES}.x"
+log "source: upstream ${kernel_version}"
 
-# 2. matching linux-image-*-unsigned
-if [[ ${SERIES} == 6.12 ]]; then
-  name_re='^linux-image-6\.12\..*\+deb12-amd64-unsigned$'
-else
-  name_re='^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$'
-fi
-# Newest ABI first (for 6.1: the largest N).
-mapfile -t image_names < <(apt-cache search --names-only "${name_re}" | awk '{print $1}' | sort -rV)
-[[ ${#image_names[@]} -gt 0 ]] || die "apt-cache search finds no package matching ${name_re}"
-image_pkg=""
-for name in "${image_names[@]}"; do
-  if apt-cache madison "${name}" | awk -F'|' -v v="${src_version}" '{gsub(/ /, "", $2)} $2 == v {f = 1} END {exit !f}'; then
-    image_pkg=${name}
-    break
-  fi
-done
-if [[ -z ${image_pkg} ]]; then
-  avail=$(for n in "${image_names[@]}"; do printf '%s %s; ' "${n}" "$(apt_candidate "${n}")"; done)
-  die "no binary image with version ${src_version} (source ${SOURCE_PKG} ${src_version}, kernel ${kernel_version}); available: ${avail}"
-fi
-log "image: ${image_pkg} ${src_version}"
-
-log "apt-get download ${image_pkg}=${src_version}"
-(cd "${WORK}" && apt-get download -q -o APT::Sandbox::User=root "${image_pkg}=${src_version}" >&2) \
-  || die "apt-get download ${image_pkg}=${src_version} failed"
-debs=("${WORK}"/"${image_pkg}"_*.deb)
-[[ -f ${debs[0]} ]] || die "downloaded .deb for ${image_pkg} not found in ${WORK}"
-deb=${debs[0]}
-deb_version=$(dpkg-deb -f "${deb}" Version)
-[[ ${deb_version} == "${src_version}" ]] \
-  || die "${deb} has version ${deb_version}, source ${SOURCE_PKG} has ${src_version}"
-
-# Only the files we keep are unpacked from the data archive (a full `dpkg-deb -x` writes ~0.5 GB).
+# 2. the binary packages: boot files (config, vmlinuz, System.map) and the modules.
 IMG="${WORK}/image"
 mkdir -p "${IMG}"
-patterns=('./boot/config-*' './boot/vmlinuz-*')
+patterns=('./boot/config-*' './boot/vmlinuz-*' './boot/System.map-*'
+  './usr/lib/modules/*/config' './usr/lib/modules/*/vmlinuz' './usr/lib/modules/*/System.map'
+  './lib/modules/*/config' './lib/modules/*/vmlinuz' './lib/modules/*/System.map')
 for m in "${MODULES[@]}"; do patterns+=("*/${m}.ko" "*/${m}.ko.xz" "*/${m}.ko.zst"); done
-log "unpacking boot/ and ${#MODULES[@]} modules from ${deb##*/}"
-dpkg-deb --fsys-tarfile "${deb}" \
-  | tar -x -C "${IMG}" --no-same-owner --wildcards --wildcards-match-slash -f - "${patterns[@]}" 2>"${WORK}/tar.err" \
-  || grep -v 'Not found in archive\|Exiting with failure status' "${WORK}/tar.err" >&2 || true
-# tar exits non-zero for patterns without a match (modules not built); check what we need.
-configs=("${IMG}"/boot/config-*)
-vmlinuzes=("${IMG}"/boot/vmlinuz-*)
-[[ -f ${configs[0]} && ${#configs[@]} -eq 1 ]] || die "${deb##*/}: expected one boot/config-*"
-[[ -f ${vmlinuzes[0]} && ${#vmlinuzes[@]} -eq 1 ]] || die "${deb##*/}: expected one boot/vmlinuz-*"
-kver=${configs[0]##*/config-}
-[[ ${vmlinuzes[0]##*/vmlinuz-} == "${kver}" ]] || die "${deb##*/}: config and vmlinuz kernel releases differ"
-log "kernel release ${kver}"
+for pkg in "${image_pkgs[@]}"; do
+  deb=$(download "${pkg}")
+  log "unpacking boot files and modules from ${deb##*/}"
+  # tar exits non-zero for patterns without a match (each package has only some files).
+  dpkg-deb --fsys-tarfile "${deb}" \
+    | tar -x -C "${IMG}" --no-same-owner --wildcards --wildcards-match-slash -f - "${patterns[@]}" 2>"${WORK}/tar.err" \
+    || { grep -v 'Not found in archive\|Exiting with failure status' "${WORK}/tar.err" >&2 || true; }
+  rm -f -- "${deb}"
+done
 
-cp "${configs[0]}" "${TREE}/.config"
-cp "${vmlinuzes[0]}" "${TREE}/vmlinuz"
+# The 7.x layout keeps config and vmlinuz under usr/lib/modules/<krel>/; older ones in boot/.
+find_one() { # find_one WHAT FIND-ARGS...: exactly one match
+  local what=$1; shift
+  local hits
+  mapfile -t hits < <(find "${IMG}" "$@" -type f | sort)
+  [[ ${#hits[@]} -eq 1 ]] || die "${image_pkgs[*]}: expected one ${what}, found ${#hits[@]}"
+  printf '%s' "${hits[0]}"
+}
+config=$(find_one config \( -path '*/boot/config-*' -o -path '*/modules/*/config' \))
+vmlinuz=$(find_one vmlinuz \( -path '*/boot/vmlinuz-*' -o -path '*/modules/*/vmlinuz' \))
+case "${config}" in
+  */boot/config-*) kver=${config##*/config-} ;;
+  *) kver=${config%/config}; kver=${kver##*/} ;;
+esac
+log "kernel release ${kver}"
+cp "${config}" "${TREE}/.config"
+cp "${vmlinuz}" "${TREE}/vmlinuz"
+sysmap=$(find "${IMG}" \( -path '*/boot/System.map-*' -o -path '*/modules/*/System.map' \) -type f | head -n 1)
+[[ -n ${sysmap} ]] && cp "${sysmap}" "${TREE}/System.map"
 
 # 3. modules as plain .ko
 missing=()
@@ -309,29 +534,32 @@ for m in "${MODULES[@]}"; do
   is_elf "${TREE}/modules/${m}.ko" || die "${f}: not an ELF module after decompression"
   has_btf_section "${TREE}/modules/${m}.ko" || log "warning: ${m}.ko has no .BTF section"
 done
-if [[ ${#missing[@]} -gt 0 ]]; then
-  printf '%s\n' "${missing[@]}" >"${TREE}/modules/MISSING"
-  log "modules not built by ${kver}: ${missing[*]}"
-else
-  : >"${TREE}/modules/MISSING"
-fi
-[[ ${#missing[@]} -lt ${#MODULES[@]} ]] || die "${deb##*/} contains none of the modules ${MODULES[*]}"
+for m in "${REQUIRED_MODULES[@]}"; do
+  [[ -f ${TREE}/modules/${m}.ko ]] || die "${image_pkgs[*]}: module ${m} not found"
+done
+printf '%s\n' "${missing[@]}" | sed '/^$/d' >"${TREE}/modules/MISSING"
+[[ ${#missing[@]} -eq 0 ]] || log "modules not built by ${kver}: ${missing[*]}"
 
 # 4. ELF vmlinux with BTF
 extract_vmlinux "${TREE}/vmlinuz" "${TREE}/vmlinux" "${WORK}"
 has_btf_section "${TREE}/vmlinux" || die "extracted vmlinux has no .BTF section"
-rm -rf "${IMG}" "${deb}"
+rm -rf "${IMG}"
 
 # 5. metadata, .complete last, then rename into place
 printf '%s\n' "${kernel_version}" >"${TREE}/KERNEL_VERSION"
-printf '%s %s\n%s %s\n' "${SOURCE_PKG}" "${src_version}" "${image_pkg}" "${src_version}" >"${TREE}/DEBIAN_PACKAGES"
+{
+  printf '%s %s\n' "${SOURCE_PKG}" "${SRC_VERSION}"
+  for p in "${image_pkgs[@]}"; do printf '%s %s\n' "${p}" "${SRC_VERSION}"; done
+} >"${TREE}/DEBIAN_PACKAGES"
 {
   printf 'format=%s\n' "${FORMAT}"
   printf 'series=%s\n' "${SERIES}"
+  printf 'flavor=%s\n' "${FLAVOR}"
   printf 'kernel_version=%s\n' "${kernel_version}"
   printf 'kernel_release=%s\n' "${kver}"
-  printf 'source_package=%s %s\n' "${SOURCE_PKG}" "${src_version}"
-  printf 'image_package=%s %s\n' "${image_pkg}" "${src_version}"
+  printf 'source_package=%s %s\n' "${SOURCE_PKG}" "${SRC_VERSION}"
+  printf 'image_package=%s %s\n' "${image_pkgs[0]}" "${SRC_VERSION}"
+  printf 'packaging=%s\n' "${PACKAGING}"
 } >"${TREE}/.complete"
 
 if [[ -e ${DEST} ]]; then

@@ -76,28 +76,8 @@ fn print_json(v: Result<serde_json::Value, serde_json::Error>) -> Result<(), Str
     emit(&(serde_json::to_string_pretty(&v).map_err(|e| e.to_string())? + "\n"))
 }
 
-fn load_rules(path: Option<&Path>) -> Result<heuristics::Rules, String> {
-    match path {
-        None => heuristics::Rules::builtin().map_err(|e| e.to_string()),
-        Some(p) => {
-            let text = analyzer::limits::read_text(
-                p,
-                analyzer::limits::MAX_RULES_BYTES,
-                "a probegen rules file",
-            )?;
-            analyzer::limits::check_yaml_nesting(&text, &p.display().to_string())?;
-            heuristics::Rules::parse(&text, &p.display().to_string()).map_err(|e| e.to_string())
-        }
-    }
-}
-
 /// `probegen check`: regenerate in memory and compare with `against`. Exit 0 no drift, 1 drift.
-pub fn check(
-    src: &SourceArgs,
-    against: &Path,
-    rules: Option<&Path>,
-    format: ReportFormat,
-) -> CmdResult {
+pub fn check(src: &SourceArgs, against: &Path, format: ReportFormat) -> CmdResult {
     let old = read_manifest(against)?;
     let mut src = src.clone();
     match &src.vendor {
@@ -112,25 +92,31 @@ pub fn check(
         Some(_) => {}
         None => src.vendor = Some(old.vendor.clone()),
     }
-    let s = commands::select(&src, rules)?;
+    let s = commands::select(&src)?;
     crate::degraded::enforce(&src, &s.degraded, true)?;
     let new = commands::manifest_of(&src, &s);
     let g = &s.loaded.graph;
     let defined = |f: &str| !g.find(f).is_empty();
-    let d = codegen::compare::drift(&old, &new, Some(&defined));
+    let mut d = codegen::compare::drift(&old, &new, Some(&defined));
+    codegen::compare::apply_successors(&mut d, &|r| successor(g, &old, &new, &s.rules, r));
+    let rd = rules_drift(&src, &s, &old, &new);
+    let drifted = !d.is_empty() || !rd.missing.is_empty();
     match format {
         ReportFormat::Markdown => {
-            emit(&codegen::compare::check_markdown(
-                &d,
-                &against.display().to_string(),
-            ))?;
-            emit(&crate::degraded::markdown(&new.degraded))?;
+            let mut text = codegen::compare::check_markdown(&d, &against.display().to_string());
+            text.push_str(&codegen::compare::rules_drift_markdown(&rd));
+            text.push_str(&crate::degraded::markdown(&new.degraded));
+            emit(&text)?
         }
         ReportFormat::Json => {
             let mut v = serde_json::to_value(&d).map_err(|e| e.to_string())?;
             if let Some(o) = v.as_object_mut() {
                 o.insert("against".into(), against.display().to_string().into());
-                o.insert("drift".into(), (!d.is_empty()).into());
+                o.insert("drift".into(), drifted.into());
+                o.insert(
+                    "rules_drift".into(),
+                    serde_json::to_value(&rd).map_err(|e| e.to_string())?,
+                );
                 if !new.degraded.is_empty() {
                     let gaps = serde_json::to_value(&new.degraded).map_err(|e| e.to_string())?;
                     o.insert("degraded".into(), gaps);
@@ -139,11 +125,163 @@ pub fn check(
             print_json(Ok(v))?;
         }
     }
-    Ok(if d.is_empty() {
+    Ok(if !drifted {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The rules drift of `check`: what the rules and the checked-in set name that the new tree
+/// lacks, with the nearest names it has.
+fn rules_drift(
+    src: &SourceArgs,
+    s: &commands::Selected,
+    old: &Manifest,
+    new: &Manifest,
+) -> codegen::compare::RulesDrift {
+    let g = &s.loaded.graph;
+    let rules = &s.rules;
+    let ops_members: Vec<String> = g
+        .ops_struct
+        .as_ref()
+        .map(|(_, ms)| ms.iter().map(|m| m.name.clone()).collect())
+        .unwrap_or_default();
+    // A function is known when the tree defines it or calls it (mlx5_cmd_exec lives in
+    // mlx5_core, outside the analysed directories).
+    let mut pool: BTreeSet<String> = BTreeSet::new();
+    for n in &g.nodes {
+        pool.insert(n.name.clone());
+        pool.extend(n.external_calls.iter().cloned());
+    }
+    let mut functions = Vec::new();
+    if let Some(v) = rules.vendor(&new.vendor) {
+        for f in &v.hardware_commands {
+            functions.push(("hardware-command".to_string(), f.clone()));
+        }
+        for f in &v.hardware_functions {
+            functions.push(("hardware-function".to_string(), f.clone()));
+        }
+    }
+    for o in rules
+        .overrides
+        .include
+        .iter()
+        .chain(&rules.overrides.exclude)
+    {
+        functions.push(("override".to_string(), o.function.clone()));
+    }
+    let names = codegen::compare::RulesNames {
+        functions,
+        focus_overrides: rules
+            .focus_ops
+            .include
+            .iter()
+            .chain(&rules.focus_ops.exclude)
+            .map(|o| o.member.clone())
+            .collect(),
+        vendor_dirs: rules
+            .vendor(&new.vendor)
+            .map(|v| v.dirs.clone())
+            .unwrap_or_default(),
+    };
+    let pool: Vec<String> = pool.into_iter().collect();
+    codegen::compare::rules_drift(
+        old,
+        new,
+        &ops_members,
+        &names,
+        &|f| pool.binary_search_by(|p| p.as_str().cmp(f)).is_ok(),
+        &pool,
+        &|d| src.kernel_src.join(d).is_dir(),
+    )
+}
+
+/// The successor of a probe gone from the source: a new probe in the same file that its
+/// former callers (the probes that called it in the checked-in set) now reach, doing the same
+/// job: the innermost such probe that changes state (pins user pages, allocates) or commands
+/// the hardware; else the innermost one. `ib_umem_get` -> `__ib_umem_get_va` on 7.x.
+fn successor(
+    g: &CallGraph,
+    old: &Manifest,
+    new: &Manifest,
+    rules: &heuristics::Rules,
+    r: &codegen::compare::ProbeSummary,
+) -> Option<(String, String)> {
+    let gone = old
+        .probes
+        .iter()
+        .find(|p| p.function == r.function && p.module == r.module)?;
+    let callers: Vec<&str> = old
+        .probes
+        .iter()
+        .filter(|p| p.calls.contains(&gone.id))
+        .map(|p| p.function.as_str())
+        .collect();
+    let in_new: BTreeSet<&str> = new.probes.iter().map(|p| p.function.as_str()).collect();
+    // Breadth-first from the former callers: (depth, function) of candidates.
+    let mut depth_of: std::collections::BTreeMap<analyzer::FnId, usize> = Default::default();
+    let mut queue: std::collections::VecDeque<(analyzer::FnId, usize)> = callers
+        .iter()
+        .flat_map(|c| g.find(c).iter().map(|&id| (id, 0)))
+        .collect();
+    while let Some((f, d)) = queue.pop_front() {
+        if d > 12 || depth_of.contains_key(&f) {
+            continue;
+        }
+        depth_of.insert(f, d);
+        for (c, _) in g.callees(f) {
+            queue.push_back((c, d + 1));
+        }
+    }
+    let hw: Vec<&String> = rules
+        .vendor(&new.vendor)
+        .map(|v| v.hardware_commands.iter().collect())
+        .unwrap_or_default();
+    let job = |id: analyzer::FnId| -> Option<String> {
+        let n = g.node(id);
+        n.external_calls
+            .iter()
+            .find(|c| {
+                rules
+                    .state_changing_prefixes
+                    .iter()
+                    .any(|p| c.starts_with(p.as_str()))
+                    || rules.allocation_calls.contains(c)
+                    || hw.contains(c)
+            })
+            .map(|c| format!("calls `{c}`"))
+    };
+    let mut candidates: Vec<(bool, usize, analyzer::FnId)> = depth_of
+        .iter()
+        .filter(|(&id, _)| {
+            let n = g.node(id);
+            n.file == r.file && in_new.contains(n.name.as_str()) && n.name != r.function
+        })
+        .map(|(&id, &d)| (job(id).is_some(), d, id))
+        .collect();
+    // Doing the job first, then deepest, then by name.
+    candidates.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then(b.1.cmp(&a.1))
+            .then_with(|| g.node(a.2).name.cmp(&g.node(b.2).name))
+    });
+    let &(_, d, id) = candidates.first()?;
+    let why = format!(
+        "successor: former caller{} {} reach{} it in {} ({} call{} down){}",
+        if callers.len() == 1 { "" } else { "s" },
+        callers
+            .iter()
+            .map(|c| format!("`{c}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if callers.len() == 1 { "es" } else { "" },
+        r.file,
+        d,
+        if d == 1 { "" } else { "s" },
+        job(id).map(|j| format!("; {j}")).unwrap_or_default()
+    );
+    Some((g.node(id).name.clone(), why))
 }
 
 fn set_of(m: &Manifest) -> Vec<SetProbe> {
@@ -172,7 +310,7 @@ pub struct PortArgs<'a> {
 
 /// `probegen port`: both vendors' sets from one source tree, mapped through ib_device_ops.
 pub fn port(a: &PortArgs) -> CmdResult {
-    let rules = load_rules(a.rules)?;
+    let rules = commands::load_rules(a.rules)?;
     let vendor = |flag: &str, name: &str| {
         rules.vendor(name).ok_or_else(|| {
             format!(

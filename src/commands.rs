@@ -16,19 +16,30 @@ pub struct Loaded {
     pub graph: CallGraph,
 }
 
-pub fn vendor_scope(vendor: Option<&str>) -> Result<VendorScope, String> {
-    let Some(v) = vendor_dirs(vendor)? else {
+/// The rules of a run: `--rules FILE` or the built-in ones, parsed once and passed to every
+/// step (vendor directories, selection).
+pub fn rules_of(src: &SourceArgs) -> Result<heuristics::Rules, String> {
+    load_rules(src.rules.as_deref())
+}
+
+pub fn vendor_scope(
+    rules: &heuristics::Rules,
+    vendor: Option<&str>,
+) -> Result<VendorScope, String> {
+    let Some(v) = vendor_dirs(rules, vendor)? else {
         return Ok(VendorScope::default());
     };
     Ok(VendorScope::only(&v))
 }
 
-/// The source directories of `--vendor`, from the rules file.
-pub fn vendor_dirs(vendor: Option<&str>) -> Result<Option<Vec<String>>, String> {
+/// The source directories of `--vendor`, from the rules of this run.
+pub fn vendor_dirs(
+    rules: &heuristics::Rules,
+    vendor: Option<&str>,
+) -> Result<Option<Vec<String>>, String> {
     let Some(v) = vendor else {
         return Ok(None);
     };
-    let rules = heuristics::Rules::builtin().map_err(|e| e.to_string())?;
     let vendor = rules.vendor(v).ok_or_else(|| {
         format!(
             "unknown --vendor `{v}`: known vendors are {}",
@@ -38,14 +49,14 @@ pub fn vendor_dirs(vendor: Option<&str>) -> Result<Option<Vec<String>>, String> 
     Ok(Some(vendor.dirs.clone()))
 }
 
-pub fn load(src: &SourceArgs) -> Result<Loaded, String> {
+pub fn load(src: &SourceArgs, rules: &heuristics::Rules) -> Result<Loaded, String> {
     let t0 = std::time::Instant::now();
-    let scope = vendor_scope(src.vendor.as_deref())?;
+    let scope = vendor_scope(rules, src.vendor.as_deref())?;
     let tree = SourceTree::load(
         &src.kernel_src,
         &LoadOptions {
             kconfig: src.kconfig.clone(),
-            unbuilt_dirs: vendor_dirs(src.vendor.as_deref())?.unwrap_or_default(),
+            unbuilt_dirs: vendor_dirs(rules, src.vendor.as_deref())?.unwrap_or_default(),
         },
     )
     .map_err(|e| e.to_string())?;
@@ -78,7 +89,7 @@ pub fn graph(
     format: Format,
     show_warnings: bool,
 ) -> CmdResult {
-    let Loaded { tree, graph } = load(src)?;
+    let Loaded { tree, graph } = load(src, &rules_of(src)?)?;
     let names = entry_names(entries);
     let warnings: Vec<String> = tree.all_warnings().map(|w| w.to_string()).collect();
     if show_warnings {
@@ -159,7 +170,7 @@ pub fn graph(
 }
 
 pub fn path(src: &SourceArgs, from: &str, to: &str) -> CmdResult {
-    let Loaded { tree, graph } = load(src)?;
+    let Loaded { tree, graph } = load(src, &rules_of(src)?)?;
     crate::degraded::enforce(src, &tree.degraded, false)?;
     let from_ids = graph.entries(&[from.to_string()]).map_err(|n| {
         format!("unknown --from `{n}`: no function of that name in the built sources")
@@ -201,7 +212,7 @@ pub fn path(src: &SourceArgs, from: &str, to: &str) -> CmdResult {
     Ok(ExitCode::SUCCESS)
 }
 
-fn load_rules(path: Option<&std::path::Path>) -> Result<heuristics::Rules, String> {
+pub fn load_rules(path: Option<&std::path::Path>) -> Result<heuristics::Rules, String> {
     match path {
         None => heuristics::Rules::builtin().map_err(|e| e.to_string()),
         Some(p) => {
@@ -219,6 +230,8 @@ fn load_rules(path: Option<&std::path::Path>) -> Result<heuristics::Rules, Strin
 /// Everything `generate` and `explain` need: graph, selection, binaries.
 pub struct Selected {
     pub loaded: Loaded,
+    /// The rules of this run (parsed once).
+    pub rules: heuristics::Rules,
     pub selection: heuristics::Selection,
     pub binaries: Option<analyzer::traceability::Binaries>,
     pub entries: Vec<String>,
@@ -226,27 +239,36 @@ pub struct Selected {
     pub degraded: Vec<analyzer::completeness::Degradation>,
 }
 
-pub fn select(src: &SourceArgs, rules_path: Option<&std::path::Path>) -> Result<Selected, String> {
-    select_from(src, rules_path, &[])
+pub fn select(src: &SourceArgs) -> Result<Selected, String> {
+    select_from(src, &[])
+}
+
+/// The binaries that give attach verdicts: `--btf DIR`, else the kernel tree's own
+/// `vmlinux` and `modules/` (fetch-kernel.sh). `None` for a source-only tree.
+pub fn binaries_of(src: &SourceArgs) -> Result<Option<analyzer::traceability::Binaries>, String> {
+    match &src.btf {
+        Some(dir) => {
+            let b = analyzer::traceability::Binaries::load_dir(dir, &src.kernel_src)
+                .map_err(|e| e.to_string())?;
+            Ok(Some(b))
+        }
+        None => analyzer::traceability::Binaries::load(&src.kernel_src).map_err(|e| e.to_string()),
+    }
 }
 
 /// [`select`] from explicit entry functions (none: the uverbs entries).
-pub fn select_from(
-    src: &SourceArgs,
-    rules_path: Option<&std::path::Path>,
-    entries: &[String],
-) -> Result<Selected, String> {
+pub fn select_from(src: &SourceArgs, entries: &[String]) -> Result<Selected, String> {
     let Some(vendor) = src.vendor.clone() else {
         return Err("--vendor is required (mlx5, bnxt_re, irdma, rxe, ...)".into());
     };
-    let rules = load_rules(rules_path)?;
+    let rules = rules_of(src)?;
     if rules.vendor(&vendor).is_none() {
         return Err(format!(
             "unknown --vendor `{vendor}`: known vendors are {}",
             rules.vendor_names().join(", ")
         ));
     }
-    let loaded = load(src)?;
+    let loaded = load(src, &rules)?;
     let named_by_user = !entries.is_empty();
     let entries = entry_names(entries);
     let ids = loaded
@@ -261,12 +283,20 @@ pub fn select_from(
     {
         crate::degraded::vendor_present(src, &vendor, v, &loaded.tree)?;
     }
-    let selection =
-        heuristics::select(&loaded.graph, &rules, &vendor, &ids).map_err(|e| e.to_string())?;
-    let binaries =
-        analyzer::traceability::Binaries::load(&src.kernel_src).map_err(|e| e.to_string())?;
-    let mut degraded = loaded.tree.degraded.clone();
+    let binaries = binaries_of(src)?;
     let g = &loaded.graph;
+    // Functions the binary inlined are wrappers for the selection's depth limits.
+    let inlined = |id: analyzer::FnId| {
+        let n = g.node(id);
+        binaries.as_ref().is_some_and(|b| {
+            n.module.is_some()
+                && b.verdict(n.module.as_deref(), &n.name)
+                    == analyzer::traceability::AttachVerdict::Inlined
+        })
+    };
+    let selection =
+        heuristics::select_with(g, &rules, &vendor, &ids, &inlined).map_err(|e| e.to_string())?;
+    let mut degraded = loaded.tree.degraded.clone();
     degraded.extend(analyzer::completeness::module_gaps(
         &src.kernel_src,
         &loaded.tree.build,
@@ -279,6 +309,7 @@ pub fn select_from(
     ));
     Ok(Selected {
         loaded,
+        rules,
         selection,
         binaries,
         entries,
@@ -314,13 +345,8 @@ fn manifest_without_gaps(src: &SourceArgs, s: &Selected) -> codegen::Manifest {
     )
 }
 
-pub fn generate(
-    src: &SourceArgs,
-    out: &std::path::Path,
-    rules: Option<&std::path::Path>,
-    entries: &[String],
-) -> CmdResult {
-    let s = select_from(src, rules, entries)?;
+pub fn generate(src: &SourceArgs, out: &std::path::Path, entries: &[String]) -> CmdResult {
+    let s = select_from(src, entries)?;
     crate::degraded::enforce(src, &s.degraded, true)?;
     if s.binaries.is_none() {
         eprintln!(
@@ -374,8 +400,8 @@ pub fn generate(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn explain(src: &SourceArgs, rules: Option<&std::path::Path>, function: &str) -> CmdResult {
-    let s = select(src, rules)?;
+pub fn explain(src: &SourceArgs, function: &str) -> CmdResult {
+    let s = select(src)?;
     crate::degraded::enforce(src, &s.degraded, false)?;
     let g = &s.loaded.graph;
     let ids = g.find(function);

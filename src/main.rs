@@ -36,7 +36,7 @@ pub struct SourceArgs {
     /// Use this .config instead of DIR/.config
     #[arg(long, value_name = "FILE")]
     pub kconfig: Option<PathBuf>,
-    /// Keep only this vendor's driver (mlx5, bnxt_re, irdma, rxe, ...)
+    /// Keep only this vendor's driver (mlx5, bnxt_re, irdma, rxe, ...; or one a --rules file adds)
     #[arg(long)]
     pub vendor: Option<String>,
     /// Write the set even when the input is degraded (unreadable or damaged files, a .config
@@ -47,6 +47,13 @@ pub struct SourceArgs {
     /// set (vendor probes `not-built`) instead of failing
     #[arg(long)]
     pub not_built: bool,
+    /// Selection rules (a copy of heuristics/rules.yaml); also the source of the vendors
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<PathBuf>,
+    /// Binaries for attach verdicts instead of DIR/vmlinux and DIR/modules: a directory with
+    /// vmlinux and the RDMA modules (*.ko, or modules/*.ko)
+    #[arg(long, value_name = "DIR")]
+    pub btf: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -71,9 +78,6 @@ enum Command {
         /// Output directory
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
-        /// Rules file (default: the built-in heuristics/rules.yaml)
-        #[arg(long, value_name = "FILE")]
-        rules: Option<PathBuf>,
         /// Entry functions (default: ib_uverbs_ioctl and ib_uverbs_write)
         #[arg(long = "entry", value_name = "NAME")]
         entries: Vec<String>,
@@ -82,8 +86,6 @@ enum Command {
     Explain {
         #[command(flatten)]
         src: SourceArgs,
-        #[arg(long, value_name = "FILE")]
-        rules: Option<PathBuf>,
         function: String,
     },
     /// Print the manifest's JSON Schema
@@ -106,8 +108,6 @@ enum Command {
         /// The manifest to check (generated/<ver>/<vendor>/manifest.yaml)
         #[arg(long, value_name = "MANIFEST")]
         against: PathBuf,
-        #[arg(long, value_name = "FILE")]
-        rules: Option<PathBuf>,
         #[arg(long, value_enum, default_value_t = cmd_maintain::ReportFormat::Markdown)]
         format: cmd_maintain::ReportFormat,
     },
@@ -174,23 +174,13 @@ fn main() -> ExitCode {
             warnings,
         } => commands::graph(&src, &entries, format, warnings),
         Command::Path { src, from, to } => commands::path(&src, &from, &to),
-        Command::Generate {
-            src,
-            out,
-            rules,
-            entries,
-        } => commands::generate(&src, &out, rules.as_deref(), &entries),
-        Command::Explain {
-            src,
-            rules,
-            function,
-        } => commands::explain(&src, rules.as_deref(), &function),
+        Command::Generate { src, out, entries } => commands::generate(&src, &out, &entries),
+        Command::Explain { src, function } => commands::explain(&src, &function),
         Command::Check {
             src,
             against,
-            rules,
             format,
-        } => cmd_maintain::check(&src, &against, rules.as_deref(), format),
+        } => cmd_maintain::check(&src, &against, format),
         Command::Port {
             kernel_src,
             kconfig,

@@ -60,7 +60,7 @@ fn malformed_rules_file_is_exit_2_and_keeps_previous_output() {
     // A rule that names an unknown object: the field and what is expected.
     std::fs::write(
         &rules,
-        heuristics::rules::BUILTIN_RULES.replace("alloc_pd: PD", "alloc_pd: PDX"),
+        heuristics::rules::BUILTIN_RULES.replace("ib_pd: PD", "ib_pd: PDX"),
     )
     .expect("write");
     let o = probegen(&[
@@ -79,7 +79,7 @@ fn malformed_rules_file_is_exit_2_and_keeps_previous_output() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("alloc_pd: PDX") && err.contains("expected one of"),
+        err.contains("ib_pd: PDX") && err.contains("expected one of"),
         "{err}"
     );
 }

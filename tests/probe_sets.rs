@@ -10,11 +10,17 @@ use codegen::Manifest;
 
 /// The checked-in sets (kept in step with scripts/regenerate.sh).
 const SETS: &[(&str, &str)] = &[
+    ("7.2", "mlx5"),
+    ("7.2", "bnxt_re"),
+    ("7.2", "irdma"),
+    ("7.2", "rxe"),
     ("6.12", "mlx5"),
     ("6.12", "bnxt_re"),
     ("6.12", "irdma"),
     ("6.12", "rxe"),
     ("6.1", "mlx5"),
+    ("6.1", "bnxt_re"),
+    ("6.1", "irdma"),
     ("6.1", "rxe"),
 ];
 

@@ -692,6 +692,53 @@ struct SymInfo {
     /// Whether any of them contains an ftrace site.
     has_ftrace: bool,
 }
+/// The FUNC records of a module's split BTF: signatures by name (first wins) and the number
+/// of records.
+fn split_btf_funcs(
+    btf_data: &[u8],
+    file: &str,
+    base: &BaseBtf,
+    ptr_size: u32,
+) -> Result<(HashMap<String, BtfSignature>, usize), BtfError> {
+    let split = Btf::parse(btf_data, file, base.type_count(), base.str_len())?;
+    if split.big_endian != base.btf.big_endian {
+        return Err(BtfError::BaseMismatch {
+            file: file.to_string(),
+            detail: "byte order differs from the base BTF".to_string(),
+        });
+    }
+    let view = View {
+        base: &base.btf,
+        split: Some(&split),
+        ptr_size,
+    };
+    let mut btf_funcs = HashMap::new();
+    let mut n_btf_funcs = 0usize;
+    for id in split.first_id..split.end_id() {
+        let Some(t) = split.rec(id) else { continue };
+        if t.kind != KIND_FUNC {
+            continue;
+        }
+        n_btf_funcs += 1;
+        let fname = view
+            .str_at(t.name_off)
+            .ok_or_else(|| BtfError::BaseMismatch {
+                file: file.to_string(),
+                detail: format!(
+                    "FUNC type id {id} has name offset {} outside both string sections",
+                    t.name_off
+                ),
+            })?;
+        let fname = String::from_utf8_lossy(fname).into_owned();
+        let sig = view.signature(id).map_err(|detail| BtfError::BadFunc {
+            file: file.to_string(),
+            function: fname.clone(),
+            detail,
+        })?;
+        btf_funcs.entry(fname).or_insert(sig);
+    }
+    Ok((btf_funcs, n_btf_funcs))
+}
 
 /// One kernel module `.ko`: its function symbols, ftrace sites and BTF FUNC signatures.
 /// Self-contained after [`ModuleBinary::load`] (it does not borrow the base).
@@ -757,43 +804,7 @@ impl ModuleBinary {
             file: file.to_string(),
             detail: format!(".BTF: {e}"),
         })?;
-        let split = Btf::parse(btf_data, file, base.type_count(), base.str_len())?;
-        if split.big_endian != base.btf.big_endian {
-            return Err(BtfError::BaseMismatch {
-                file: file.to_string(),
-                detail: "byte order differs from the base BTF".to_string(),
-            });
-        }
-        let view = View {
-            base: &base.btf,
-            split: Some(&split),
-            ptr_size,
-        };
-        let mut btf_funcs = HashMap::new();
-        let mut n_btf_funcs = 0usize;
-        for id in split.first_id..split.end_id() {
-            let Some(t) = split.rec(id) else { continue };
-            if t.kind != KIND_FUNC {
-                continue;
-            }
-            n_btf_funcs += 1;
-            let fname = view
-                .str_at(t.name_off)
-                .ok_or_else(|| BtfError::BaseMismatch {
-                    file: file.to_string(),
-                    detail: format!(
-                        "FUNC type id {id} has name offset {} outside both string sections",
-                        t.name_off
-                    ),
-                })?;
-            let fname = String::from_utf8_lossy(fname).into_owned();
-            let sig = view.signature(id).map_err(|detail| BtfError::BadFunc {
-                file: file.to_string(),
-                function: fname.clone(),
-                detail,
-            })?;
-            btf_funcs.entry(fname).or_insert(sig);
-        }
+        let (btf_funcs, n_btf_funcs) = split_btf_funcs(btf_data, file, base, ptr_size)?;
 
         // --- ftrace sites: __mcount_loc relocations ------------------------------------------
         let mut sites: HashMap<SectionIndex, Vec<u64>> = HashMap::new();
@@ -886,6 +897,47 @@ impl ModuleBinary {
             .filter(|n| m.attach(n) == Attach::Fexit)
             .count();
         Ok(m)
+    }
+
+    /// A module known only by its split BTF, as a running kernel exposes it in
+    /// `/sys/kernel/btf/<module>` (no symbols, no `__mcount_loc`): every BTF FUNC is taken as
+    /// a traceable symbol. Clones and `notrace` functions cannot be told apart there, so the
+    /// verdicts are `fexit` (a BTF FUNC) or `inlined` (none).
+    pub fn from_raw_split(
+        bytes: &[u8],
+        file: &str,
+        name: String,
+        base: &BaseBtf,
+    ) -> Result<Self, BtfError> {
+        let ptr_size = 8;
+        let (btf_funcs, n_btf_funcs) = split_btf_funcs(bytes, file, base, ptr_size)?;
+        let symbols: BTreeMap<String, SymInfo> = btf_funcs
+            .keys()
+            .map(|f| {
+                (
+                    f.clone(),
+                    SymInfo {
+                        count: 1,
+                        has_ftrace: true,
+                    },
+                )
+            })
+            .collect();
+        let n = symbols.len();
+        Ok(ModuleBinary {
+            name,
+            counts: BinaryCounts {
+                func_syms: n,
+                func_sym_entries: n,
+                ftrace_sites: n,
+                btf_funcs: btf_funcs.len(),
+                btf_func_records: n_btf_funcs,
+                funcs_with_ftrace: n,
+                fexit_ok: n,
+            },
+            symbols,
+            btf_funcs,
+        })
     }
 
     /// Whether (and how) `function` can be traced with fexit in this module.

@@ -193,6 +193,9 @@ pub struct CallGraph {
     pub uapi_methods: Vec<Dispatch>,
     pub stats: GraphStats,
     pub scope: VendorScope,
+    /// `struct ib_device_ops` as declared in this tree: (header, members). `None` when no
+    /// header defines it.
+    pub ops_struct: Option<(String, Vec<crate::opsdecl::OpsMemberDecl>)>,
 }
 
 struct Resolver<'a> {
@@ -511,6 +514,11 @@ impl CallGraph {
                 .entry(e.kind.as_str().to_string())
                 .or_default() += 1;
         }
+        // The first header (in path order) that defines the struct: include/rdma/ib_verbs.h.
+        let ops_struct = tree
+            .files
+            .iter()
+            .find_map(|f| Some((f.path.clone(), f.ops_struct.clone()?)));
         Self {
             nodes,
             graph,
@@ -520,6 +528,7 @@ impl CallGraph {
             uapi_methods,
             stats,
             scope: scope.clone(),
+            ops_struct,
         }
     }
 

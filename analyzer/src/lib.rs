@@ -14,6 +14,7 @@ pub mod kbuild;
 pub mod kconfig;
 pub mod limits;
 pub mod model;
+pub mod opsdecl;
 pub mod preproc;
 pub mod source;
 pub mod traceability;

@@ -123,6 +123,8 @@ pub struct FileFacts {
     pub functions: Vec<FunctionDef>,
     pub macros: Vec<MacroDef>,
     pub ops_tables: Vec<OpsTable>,
+    /// The members of `struct ib_device_ops` when this header defines it.
+    pub ops_struct: Option<Vec<crate::opsdecl::OpsMemberDecl>>,
     pub write_commands: Vec<WriteCommand>,
     pub uapi_methods: Vec<UapiMethod>,
     /// `#define UVERBS_MODULE_NAME x` in this file.

@@ -176,10 +176,16 @@ impl SourceTree {
                         ),
                     });
                 }
+                // The ops struct is read before header type bodies are blanked.
+                let ops_struct = rel
+                    .ends_with(".h")
+                    .then(|| crate::opsdecl::ops_struct_members(&pre.text))
+                    .flatten();
                 if rel.ends_with(".h") {
                     crate::preproc::blank_type_bodies(&mut pre.text);
                 }
                 let mut facts = cparse::extract(parser, rel, &pre.text);
+                facts.ops_struct = ops_struct;
                 if let Some(line) = lossy {
                     facts.warnings.push(Warning {
                         file: rel.clone(),

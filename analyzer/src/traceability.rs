@@ -86,6 +86,59 @@ impl Binaries {
         }))
     }
 
+    /// Binaries given apart from the source tree (`--btf DIR`): `DIR/vmlinux` (ELF or raw
+    /// BTF) and the modules, as `DIR/*.ko`, `DIR/modules/*.ko`, or raw split BTF files named
+    /// after the module as in `/sys/kernel/btf` on a running host. The kernel version (for
+    /// the trampoline limit) comes from the source tree.
+    pub fn load_dir(dir: &Path, kernel_src: &Path) -> Result<Self, BtfError> {
+        let io = |file: &Path, source| BtfError::Io {
+            file: file.display().to_string(),
+            source,
+        };
+        let vmlinux = dir.join("vmlinux");
+        let base = BaseBtf::from_vmlinux(&vmlinux)?;
+        let mut modules = BTreeMap::new();
+        let mods = if dir.join("modules").is_dir() {
+            dir.join("modules")
+        } else {
+            dir.to_path_buf()
+        };
+        let mut entries: Vec<_> = std::fs::read_dir(&mods)
+            .map_err(|e| io(&mods, e))?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && p.file_name().is_some_and(|n| n != "vmlinux"))
+            .collect();
+        entries.sort();
+        for p in entries {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if let Some(stem) = name.strip_suffix(".ko") {
+                let m = ModuleBinary::load(&p, &base)?;
+                modules.insert(stem.to_string(), m);
+            } else if !name.contains('.') {
+                // /sys/kernel/btf/<module>: raw split BTF.
+                let bytes = std::fs::read(&p).map_err(|e| io(&p, e))?;
+                let m = ModuleBinary::from_raw_split(
+                    &bytes,
+                    &p.display().to_string(),
+                    name.clone(),
+                    &base,
+                )?;
+                modules.insert(name, m);
+            }
+        }
+        let version = std::fs::read_to_string(kernel_src.join("KERNEL_VERSION"))
+            .or_else(|_| std::fs::read_to_string(dir.join("KERNEL_VERSION")))
+            .unwrap_or_default();
+        Ok(Self {
+            modules,
+            max_trampoline_args: max_trampoline_args(version.trim()),
+        })
+    }
+
     pub fn module(&self, name: &str) -> Option<&ModuleBinary> {
         self.modules.get(name)
     }

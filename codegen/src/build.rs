@@ -212,10 +212,35 @@ pub fn build_manifest(
         vendor: sel.vendor.clone(),
         entries: entries.to_vec(),
         degraded: Vec::new(),
+        focus_ops: focus_ops_of(sel),
         probes,
         excluded,
         stats,
     }
+}
+
+fn focus_ops_of(sel: &Selection) -> Vec<crate::manifest::FocusOp> {
+    use heuristics::focus_ops::Derivation;
+    sel.focus_ops
+        .members
+        .values()
+        .map(|m| {
+            let (derivation, why) = match &m.derivation {
+                Derivation::Constructor => ("constructor", "returns the object".to_string()),
+                Derivation::Updates { token } => {
+                    ("updates", format!("takes the object, `{token}`"))
+                }
+                Derivation::Included { reason } => ("included", reason.clone()),
+                Derivation::Excluded { reason } => ("excluded", reason.clone()),
+            };
+            crate::manifest::FocusOp {
+                member: m.member.clone(),
+                object: m.object.as_str().to_string(),
+                derivation: derivation.to_string(),
+                why,
+            }
+        })
+        .collect()
 }
 
 /// Probes reachable from `id` through unprobed functions.

@@ -110,6 +110,169 @@ pub struct Removed {
 pub struct Renamed {
     pub from: ProbeSummary,
     pub to: ProbeSummary,
+    /// How the new target was matched: a successor found through the former callers, or the
+    /// most similar name in the same file.
+    pub why: String,
+}
+
+/// A name the rules (or the checked-in set's focus members) rely on that the new tree lacks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MissingName {
+    /// `focus-member`, `focus-override`, `hardware-command`, `hardware-function`, `override`
+    /// or `vendor-dir`.
+    pub kind: String,
+    pub name: String,
+    /// The new tree's nearest names of the same kind, best first.
+    pub candidates: Vec<String>,
+}
+
+/// What an upgrade changes under the rules themselves.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct RulesDrift {
+    pub missing: Vec<MissingName>,
+    /// Focus members the new tree derives that the checked-in set did not have.
+    pub new_focus_members: Vec<String>,
+}
+
+impl RulesDrift {
+    pub fn is_empty(&self) -> bool {
+        self.missing.is_empty() && self.new_focus_members.is_empty()
+    }
+}
+
+/// Names the rules reference, by kind, for [`rules_drift`].
+pub struct RulesNames {
+    /// (kind, name) of functions the rules name: hardware commands and functions of the
+    /// vendor, function overrides.
+    pub functions: Vec<(String, String)>,
+    /// Members named by the rules' focus_ops overrides.
+    pub focus_overrides: Vec<String>,
+    /// Source directories of the vendor.
+    pub vendor_dirs: Vec<String>,
+}
+
+/// Up to three names of `pool` nearest to `name` (shared prefix and suffix), best first.
+pub fn nearest_names(name: &str, pool: &[String]) -> Vec<String> {
+    let mut scored: Vec<(usize, &String)> = pool
+        .iter()
+        .filter(|p| p.as_str() != name)
+        .map(|p| (similarity(name, p), p))
+        .filter(|(s, _)| *s * 2 >= name.len().min(8))
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored.into_iter().take(3).map(|(_, p)| p.clone()).collect()
+}
+
+/// The rules drift of an upgrade: focus members of the checked-in set that the new
+/// `struct ib_device_ops` lacks (`resize_cq` -> `resize_user_cq`), rules names the new tree
+/// neither defines nor calls, and focus members new in this tree.
+pub fn rules_drift(
+    old: &Manifest,
+    new: &Manifest,
+    ops_members: &[String],
+    names: &RulesNames,
+    known_function: &dyn Fn(&str) -> bool,
+    function_pool: &[String],
+    dir_exists: &dyn Fn(&str) -> bool,
+) -> RulesDrift {
+    let mut d = RulesDrift::default();
+    let focus_new: BTreeSet<&str> = new.focus_ops.iter().map(|f| f.member.as_str()).collect();
+    let focus_old: BTreeSet<&str> = old.focus_ops.iter().map(|f| f.member.as_str()).collect();
+    for f in &old.focus_ops {
+        if !ops_members.iter().any(|m| m == &f.member) {
+            d.missing.push(MissingName {
+                kind: "focus-member".into(),
+                name: f.member.clone(),
+                candidates: nearest_names(&f.member, ops_members),
+            });
+        }
+    }
+    for m in &names.focus_overrides {
+        if !ops_members.iter().any(|x| x == m) {
+            d.missing.push(MissingName {
+                kind: "focus-override".into(),
+                name: m.clone(),
+                candidates: nearest_names(m, ops_members),
+            });
+        }
+    }
+    for (kind, f) in &names.functions {
+        if !known_function(f) {
+            d.missing.push(MissingName {
+                kind: kind.clone(),
+                name: f.clone(),
+                candidates: nearest_names(f, function_pool),
+            });
+        }
+    }
+    for dir in &names.vendor_dirs {
+        if !dir_exists(dir) {
+            d.missing.push(MissingName {
+                kind: "vendor-dir".into(),
+                name: dir.clone(),
+                candidates: Vec::new(),
+            });
+        }
+    }
+    if !old.focus_ops.is_empty() {
+        d.new_focus_members = focus_new
+            .difference(&focus_old)
+            .map(|s| s.to_string())
+            .collect();
+    }
+    d.missing
+        .sort_by(|a, b| (&a.kind, &a.name).cmp(&(&b.kind, &b.name)));
+    d
+}
+
+/// Replace similarity-based renames (and removals) of probes gone from the source by the
+/// successor the new graph shows: `successor(removed function)` gives (new function, why).
+pub fn apply_successors(
+    d: &mut Drift,
+    successor: &dyn Fn(&ProbeSummary) -> Option<(String, String)>,
+) {
+    let mut renamed = Vec::new();
+    for r in std::mem::take(&mut d.renamed) {
+        match successor(&r.from) {
+            Some((f, why)) if f != r.to.function => {
+                if let Some(j) = d.added.iter().position(|a| a.function == f) {
+                    let to = d.added.remove(j);
+                    d.added.push(r.to);
+                    renamed.push(Renamed {
+                        from: r.from,
+                        to,
+                        why,
+                    });
+                } else {
+                    renamed.push(r);
+                }
+            }
+            Some((_, why)) => renamed.push(Renamed { why, ..r }),
+            None => renamed.push(r),
+        }
+    }
+    let mut removed = Vec::new();
+    for r in std::mem::take(&mut d.removed) {
+        let gone = matches!(r.fate, Fate::Gone | Fate::Absent);
+        let succ = if gone { successor(&r.probe) } else { None };
+        match succ.and_then(|(f, why)| Some((d.added.iter().position(|a| a.function == f)?, why))) {
+            Some((j, why)) => {
+                let to = d.added.remove(j);
+                renamed.push(Renamed {
+                    from: r.probe,
+                    to,
+                    why,
+                });
+            }
+            None => removed.push(r),
+        }
+    }
+    d.removed = removed;
+    d.renamed = renamed;
+    d.added
+        .sort_by(|a, b| (&a.function, &a.module).cmp(&(&b.function, &b.module)));
+    d.renamed
+        .sort_by(|a, b| a.from.function.cmp(&b.from.function));
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -344,6 +507,7 @@ pub fn drift(old: &Manifest, new: &Manifest, defined: Option<&dyn Fn(&str) -> bo
                 renamed.push(Renamed {
                     from: r.into(),
                     to: a.into(),
+                    why: "same file, object and layer; most similar name".into(),
                 });
                 continue;
             }
@@ -426,13 +590,19 @@ fn drift_sections(d: &Drift, out: &mut String) {
     }
     if !d.renamed.is_empty() {
         let _ = writeln!(out, "\n## Renamed targets ({})\n", d.renamed.len());
-        let _ = writeln!(out, "| old | new | module | file | object | layer |");
-        let _ = writeln!(out, "|---|---|---|---|---|---|");
+        let _ = writeln!(out, "| old | new | module | file | object | layer | why |");
+        let _ = writeln!(out, "|---|---|---|---|---|---|---|");
         for r in &d.renamed {
             let _ = writeln!(
                 out,
-                "| `{}` | `{}` | {} | {} | {} | {} |",
-                r.from.function, r.to.function, r.to.module, r.to.file, r.to.object, r.to.layer
+                "| `{}` | `{}` | {} | {} | {} | {} | {} |",
+                r.from.function,
+                r.to.function,
+                r.to.module,
+                r.to.file,
+                r.to.object,
+                r.to.layer,
+                cell(&r.why)
             );
         }
     }
@@ -452,6 +622,51 @@ fn drift_sections(d: &Drift, out: &mut String) {
             );
         }
     }
+}
+
+/// The rules-drift section of `probegen check`.
+pub fn rules_drift_markdown(r: &RulesDrift) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "\n## Rules drift\n");
+    if r.is_empty() {
+        let _ = writeln!(
+            out,
+            "None: every name the rules and the set's focus members rely on is in the new tree."
+        );
+        return out;
+    }
+    if !r.missing.is_empty() {
+        let _ = writeln!(
+            out,
+            "Names the rules or the checked-in set rely on that the new tree lacks:\n"
+        );
+        let _ = writeln!(out, "| kind | name | nearest in the new tree |");
+        let _ = writeln!(out, "|---|---|---|");
+        for m in &r.missing {
+            let cands = if m.candidates.is_empty() {
+                "-".to_string()
+            } else {
+                m.candidates
+                    .iter()
+                    .map(|c| format!("`{c}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let _ = writeln!(out, "| {} | `{}` | {} |", m.kind, m.name, cands);
+        }
+    }
+    if !r.new_focus_members.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nFocus members new in this tree (derived from `struct ib_device_ops`): {}",
+            r.new_focus_members
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    out
 }
 
 /// The `probegen check` report.
@@ -724,6 +939,7 @@ mod tests {
             p.id = i as u32;
         }
         Manifest {
+            focus_ops: Vec::new(),
             schema: crate::manifest::SCHEMA_ID.into(),
             kernel: KernelInfo {
                 version: version.into(),

@@ -18,6 +18,10 @@ pub struct Manifest {
     /// set written with `--allow-degraded` may lack probes the real kernel has.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub degraded: Vec<Degraded>,
+    /// The `ib_device_ops` members R4 treats as focus, derived from the analysed tree's
+    /// `struct ib_device_ops` (and the rules' focus_ops overrides), by member name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub focus_ops: Vec<FocusOp>,
     /// Kept functions, sorted by (function, module).
     pub probes: Vec<Probe>,
     /// Every other reachable function, sorted by (function, module, file).
@@ -68,6 +72,18 @@ impl std::fmt::Display for Degraded {
             write!(f, "{}: {}: {}", self.file, self.kind, self.detail)
         }
     }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FocusOp {
+    pub member: String,
+    /// `QP`, `MR`, `PD` or `CQ`.
+    pub object: String,
+    /// `constructor`, `updates`, `included` or `excluded` (excluded members are not focus).
+    pub derivation: String,
+    /// Why, in words: the update token, or the rules' reason.
+    pub why: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

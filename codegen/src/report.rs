@@ -53,6 +53,7 @@ struct ReportTemplate<'a> {
     unattachable: Vec<Unattachable>,
     excluded: Vec<ExcludedGroup<'a>>,
     examples_per_rule: usize,
+    focus_header: &'a str,
 }
 
 /// Inputs besides the manifest that the renderers need.
@@ -152,6 +153,7 @@ pub fn render_report(m: &Manifest, cx: &RenderContext) -> Result<String, RenderE
         unattachable,
         excluded,
         examples_per_rule: EXAMPLES_PER_RULE,
+        focus_header: &cx.selection.focus_ops.header,
     }
     .render()?)
 }

@@ -413,6 +413,7 @@ mod tests {
 
     fn manifest() -> Manifest {
         Manifest {
+            focus_ops: Vec::new(),
             schema: crate::manifest::SCHEMA_ID.into(),
             kernel: KernelInfo {
                 version: "6.12.117".into(),

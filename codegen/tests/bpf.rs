@@ -70,6 +70,7 @@ fn manifest() -> Manifest {
         probe(5, "rxe_create_qp", "rdma_rxe", "int", 3, "fexit"),
     ];
     Manifest {
+        focus_ops: Vec::new(),
         schema: codegen::manifest::SCHEMA_ID.into(),
         kernel: KernelInfo {
             version: "6.12.117".into(),

@@ -64,17 +64,45 @@ pub struct Overrides {
     pub exclude: Vec<Override>,
 }
 
+/// A focus member added to (or removed from) what the ops struct derives, with why.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemberOverride {
+    pub member: String,
+    /// The object an included member works on (QP, MR, PD, CQ); unused for excludes.
+    #[serde(default)]
+    pub object: Option<String>,
+    pub reason: String,
+}
+
+/// R4 focus members of `struct ib_device_ops`: derived from the struct's declaration in the
+/// analysed tree (see `focus_ops.rs`), then these overrides.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FocusOpsRule {
+    /// Struct name -> focus object: `ib_qp: QP`.
+    pub objects: BTreeMap<String, String>,
+    #[serde(default)]
+    pub include: Vec<MemberOverride>,
+    #[serde(default)]
+    pub exclude: Vec<MemberOverride>,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rules {
     pub vendors: BTreeMap<String, Vendor>,
-    pub focus_ops: BTreeMap<String, String>,
+    pub focus_ops: FocusOpsRule,
     pub object_tokens: BTreeMap<String, String>,
     pub update_tokens: Vec<String>,
     pub generic: GenericRule,
     pub cleanup_tokens: Vec<String>,
     pub read_only_tokens: Vec<String>,
     pub allocation_calls: Vec<String>,
+    /// Name prefixes of calls that change state outside the subsystem (pinning user pages):
+    /// evidence like an allocation.
+    #[serde(default)]
+    pub state_changing_prefixes: Vec<String>,
     pub evidence_depth: usize,
     pub failure_depth: usize,
     pub helper_depth: usize,
@@ -109,7 +137,18 @@ impl Rules {
             origin: origin.to_string(),
             message,
         };
-        for (member, obj) in self.focus_ops.iter().chain(self.object_tokens.iter()) {
+        let included = self
+            .focus_ops
+            .include
+            .iter()
+            .map(|o| (&o.member, o.object.as_ref().unwrap_or(&o.member)));
+        for (member, obj) in self
+            .focus_ops
+            .objects
+            .iter()
+            .chain(self.object_tokens.iter())
+            .chain(included)
+        {
             if !OBJECTS.contains(&obj.as_str()) {
                 return Err(bad(format!(
                     "`{member}: {obj}`: expected one of {}",
@@ -121,6 +160,14 @@ impl Rules {
             if v.dirs.is_empty() || v.prefixes.is_empty() {
                 return Err(bad(format!(
                     "vendor `{name}`: expected non-empty `dirs` and `prefixes`"
+                )));
+            }
+        }
+        for o in self.focus_ops.include.iter().chain(&self.focus_ops.exclude) {
+            if o.reason.trim().is_empty() {
+                return Err(bad(format!(
+                    "focus_ops override of `{}`: expected a non-empty `reason`",
+                    o.member
                 )));
             }
         }
@@ -159,7 +206,10 @@ mod tests {
     #[test]
     fn builtin_rules_parse() {
         let r = Rules::builtin().expect("builtin rules");
-        assert_eq!(r.focus_ops.get("modify_qp").map(String::as_str), Some("QP"));
+        assert_eq!(
+            r.focus_ops.objects.get("ib_qp").map(String::as_str),
+            Some("QP")
+        );
         assert!(r.vendor("mlx5").is_some() && r.vendor("rxe").is_some());
     }
 
@@ -178,10 +228,10 @@ mod tests {
 
     #[test]
     fn unknown_object_is_rejected() {
-        let text = BUILTIN_RULES.replace("create_qp: QP", "create_qp: QQ");
+        let text = BUILTIN_RULES.replace("ib_qp: QP", "ib_qp: QQ");
         let msg = Rules::parse(&text, "r.yaml").unwrap_err().to_string();
         assert!(
-            msg.contains("create_qp: QQ") && msg.contains("expected one of"),
+            msg.contains("ib_qp: QQ") && msg.contains("expected one of"),
             "{msg}"
         );
     }

@@ -18,6 +18,7 @@ use analyzer::graph::{CallGraph, EdgeKind, FnId, FnNode};
 use analyzer::RetKind;
 use serde::Serialize;
 
+use crate::focus_ops::{FocusOps, FocusOpsError};
 use crate::rules::Rules;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -61,7 +62,7 @@ pub enum Object {
 }
 
 impl Object {
-    fn parse(s: &str) -> Object {
+    pub(crate) fn parse(s: &str) -> Object {
         match s {
             "QP" => Object::QP,
             "MR" => Object::MR,
@@ -117,6 +118,8 @@ pub struct Verdict {
 pub struct Selection {
     pub vendor: String,
     pub entries: Vec<FnId>,
+    /// The focus `ib_device_ops` members derived from the tree's struct declaration.
+    pub focus_ops: FocusOps,
     /// One per reachable function, sorted by (name, file).
     pub verdicts: Vec<Verdict>,
 }
@@ -139,6 +142,8 @@ impl Selection {
 pub enum SelectError {
     #[error("unknown vendor `{0}`: known vendors are {1}")]
     UnknownVendor(String, String),
+    #[error(transparent)]
+    FocusOps(#[from] FocusOpsError),
 }
 
 fn tokens(name: &str) -> Vec<String> {
@@ -152,12 +157,62 @@ struct Ctx<'a> {
     g: &'a CallGraph,
     rules: &'a Rules,
     vendor: &'a str,
+    focus: &'a FocusOps,
     reach: BTreeMap<FnId, Option<(FnId, analyzer::graph::CallEdge)>>,
+    /// Functions the binary inlined into their callers (from BTF and symbols).
+    inlined: &'a dyn Fn(FnId) -> bool,
 }
 
 impl Ctx<'_> {
     fn node(&self, id: FnId) -> &FnNode {
         self.g.node(id)
+    }
+
+    /// A wrapper does not count as a call level: a header `static inline` (7.x reaches the
+    /// pinning function through five `ib_umem_get_*` inlines) or a function the binary
+    /// inlined. Depth limits count real calls.
+    fn is_wrapper(&self, id: FnId) -> bool {
+        let n = self.node(id);
+        (n.in_header() && n.is_inline) || (self.inlined)(id)
+    }
+
+    /// A call that changes state: an allocation or a state-changing call (pinning pages).
+    fn state_changing_call<'n>(&self, n: &'n FnNode) -> Option<&'n String> {
+        n.external_calls.iter().find(|c| {
+            self.rules.allocation_calls.contains(c)
+                || self
+                    .rules
+                    .state_changing_prefixes
+                    .iter()
+                    .any(|p| c.starts_with(p.as_str()))
+        })
+    }
+
+    /// The user-memory pinning call a body makes (`pin_user_pages_fast`), if any.
+    fn pins_user_memory<'n>(&self, n: &'n FnNode) -> Option<&'n String> {
+        n.external_calls.iter().find(|c| {
+            self.rules
+                .state_changing_prefixes
+                .iter()
+                .any(|p| c.starts_with(p.as_str()))
+        })
+    }
+
+    /// A hardware command of the selected vendor called by `id` (defined or external).
+    fn hardware_call(&self, id: FnId) -> Option<String> {
+        let v = self.rules.vendor(self.vendor)?;
+        let n = self.node(id);
+        let defined: Vec<&String> = self
+            .g
+            .callees(id)
+            .into_iter()
+            .map(|(c, _)| &self.node(c).name)
+            .collect();
+        n.external_calls
+            .iter()
+            .chain(defined)
+            .find(|c| v.hardware_commands.contains(c))
+            .cloned()
     }
 
     fn layer(&self, id: FnId) -> Layer {
@@ -237,31 +292,32 @@ impl Ctx<'_> {
         None
     }
 
-    /// Evidence that a function changes state: an allocation within `evidence_depth` calls.
+    /// Evidence that a function changes state within `evidence_depth` calls (wrappers not
+    /// counted): an allocation, pinning user pages, a focus ops call. A hardware command
+    /// alone is not: firmware has query commands too (`mlx5_ib_query_port` issues one).
     fn mutation_evidence(&self, id: FnId) -> Option<String> {
-        let mut frontier = vec![id];
+        let mut queue = VecDeque::from([(id, 0usize)]);
         let mut seen = BTreeSet::from([id]);
-        for _ in 0..=self.rules.evidence_depth {
-            let mut next = Vec::new();
-            for f in frontier {
-                let n = self.node(f);
-                if let Some(a) = n
-                    .external_calls
-                    .iter()
-                    .find(|c| self.rules.allocation_calls.contains(c))
-                {
-                    return Some(format!("{} allocates (`{a}`)", n.name));
+        while let Some((f, depth)) = queue.pop_front() {
+            let n = self.node(f);
+            if let Some(a) = self.state_changing_call(n) {
+                return Some(format!("{} changes state (`{a}`)", n.name));
+            }
+            if let Some(m) = self.effective_focus_ops(f).first() {
+                return Some(format!("{} calls ops.{m}", n.name));
+            }
+            for (c, e) in self.g.callees(f) {
+                // Dispatch into a driver through a non-focus member (ops.query_port) is not
+                // this function's state change: what the driver allocates to answer a query
+                // stays the driver's. Focus members are evidence of their own (above).
+                if e.kind == EdgeKind::OpsTable {
+                    continue;
                 }
-                if let Some(m) = self.effective_focus_ops(f).first() {
-                    return Some(format!("{} calls ops.{m}", n.name));
-                }
-                for (c, _) in self.g.callees(f) {
-                    if seen.insert(c) {
-                        next.push(c);
-                    }
+                let d = if self.is_wrapper(c) { depth } else { depth + 1 };
+                if d <= self.rules.evidence_depth && seen.insert(c) {
+                    queue.push_back((c, d));
                 }
             }
-            frontier = next;
         }
         None
     }
@@ -276,7 +332,8 @@ impl Ctx<'_> {
                 .find(|t| self.rules.read_only_tokens.contains(t))?;
             format!("name says query/lookup (`{t}`)")
         };
-        match self.mutation_evidence(id) {
+        let ev = self.mutation_evidence(id);
+        match ev {
             Some(_) => None,
             None => Some(format!("{why}, no allocation or state-changing op below")),
         }
@@ -292,7 +349,7 @@ impl Ctx<'_> {
                 continue;
             }
             for m in &self.node(f).ops_calls {
-                if self.rules.focus_ops.contains_key(m) {
+                if self.focus.contains(m) {
                     out.insert(m.clone());
                 }
             }
@@ -340,25 +397,30 @@ impl Ctx<'_> {
         }
         // The command primitive may live outside the tree (mlx5_core.ko) or in it
         // (bnxt_qplib_rcfw_send_message, irdma_handle_cqp_op).
-        let defined = self
-            .g
-            .callees(id)
-            .into_iter()
-            .map(|(c, _)| &self.node(c).name);
-        n.external_calls
-            .iter()
-            .chain(defined)
-            .find(|c| v.hardware_commands.contains(c))
+        self.hardware_call(id)
             .map(|c| format!("commands the hardware: calls {c}"))
     }
 }
 
-/// Select the probe set for `vendor` from everything reachable from `entries`.
+/// Select the probe set for `vendor` from everything reachable from `entries`, without
+/// knowledge of the binaries (only header inlines count as wrappers).
 pub fn select(
     g: &CallGraph,
     rules: &Rules,
     vendor: &str,
     entries: &[FnId],
+) -> Result<Selection, SelectError> {
+    select_with(g, rules, vendor, entries, &|_| false)
+}
+
+/// [`select`] where `inlined` says which functions the binary inlined into their callers:
+/// those are wrappers that do not count toward the depth limits.
+pub fn select_with(
+    g: &CallGraph,
+    rules: &Rules,
+    vendor: &str,
+    entries: &[FnId],
+    inlined: &dyn Fn(FnId) -> bool,
 ) -> Result<Selection, SelectError> {
     if rules.vendor(vendor).is_none() {
         return Err(SelectError::UnknownVendor(
@@ -366,11 +428,14 @@ pub fn select(
             rules.vendor_names().join(", "),
         ));
     }
+    let focus = FocusOps::derive(g, rules)?;
     let ctx = Ctx {
         g,
         rules,
         vendor,
+        focus: &focus,
         reach: g.reach(entries),
+        inlined,
     };
     let reachable: Vec<FnId> = ctx.reach.keys().copied().collect();
 
@@ -416,7 +481,7 @@ pub fn select(
         let seed = if via_driver_only {
             None
         } else if let Some(m) = ops.first() {
-            let obj = Object::parse(rules.focus_ops.get(m).map_or("", String::as_str));
+            let obj = focus.object(m).unwrap_or(Object::Other);
             let via = if n.ops_calls.contains(m) {
                 String::new()
             } else {
@@ -442,12 +507,12 @@ pub fn select(
                 .find_map(|(caller, e)| {
                     let m = e.via.as_ref()?;
                     (e.kind == EdgeKind::OpsTable
-                        && rules.focus_ops.contains_key(m)
+                        && focus.contains(m)
                         && core_reach.contains(caller))
                     .then(|| m.clone())
                 })
                 .map(|m| {
-                    let obj = Object::parse(rules.focus_ops.get(&m).map_or("", String::as_str));
+                    let obj = focus.object(&m).unwrap_or(Object::Other);
                     (
                         FocusKind::OpsImpl,
                         obj,
@@ -465,20 +530,28 @@ pub fn select(
 
     // Pass 2: walk down from kept functions: helpers in the core, hardware commands in the
     // vendor layer (through vendor-internal functions, which are not kept themselves).
-    let mut queue: VecDeque<(FnId, usize, Object)> = seeds
+    // Queue entries: (function, depth below the nearest kept function, object, whether the
+    // function is kept or a wrapper reached from a kept one through wrappers only).
+    let mut queue: VecDeque<(FnId, usize, Object, bool)> = seeds
         .iter()
-        .map(|&(id, d)| (id, d, decided.get(&id).map_or(Object::Other, |v| v.3)))
+        .map(|&(id, d)| (id, d, decided.get(&id).map_or(Object::Other, |v| v.3), true))
         .collect();
     // Vendor-internal walk depth (calls below a kept vendor function).
     const VENDOR_WALK: usize = 8;
-    let mut walked: BTreeSet<(FnId, usize)> = BTreeSet::new();
-    while let Some((id, depth, obj)) = queue.pop_front() {
-        if !walked.insert((id, depth)) {
+    let mut walked: BTreeSet<(FnId, usize, bool)> = BTreeSet::new();
+    while let Some((id, depth, obj, anchored)) = queue.pop_front() {
+        if !walked.insert((id, depth, anchored)) {
             continue;
         }
-        let kept_here = decided.get(&id).is_some_and(|v| v.0);
+        let kept_here = anchored || decided.get(&id).is_some_and(|v| v.0);
         for (c, _) in g.callees(id) {
             if !ctx.reach.contains_key(&c) {
+                continue;
+            }
+            // A header inline wrapper is transparent: walk through it at the same depth,
+            // whatever its own verdict (it cannot be probed).
+            if ctx.layer(c) == Layer::Core && ctx.node(c).in_header() && ctx.is_wrapper(c) {
+                queue.push_back((c, depth, obj, kept_here));
                 continue;
             }
             // Already decided: kept ones have their own walk queued, dropped ones stop here.
@@ -491,27 +564,40 @@ pub fn select(
             let obj = ctx.object_from_name(&cn.name).unwrap_or(obj);
             if let Some(e) = ctx.hardware(c) {
                 decided.insert(c, (true, Rule::Focus, Some(FocusKind::Hardware), obj, e));
-                queue.push_back((c, 0, obj));
+                queue.push_back((c, 0, obj, true));
                 continue;
             }
+            // A function the binary inlined does not count as a level below.
+            let below = if ctx.is_wrapper(c) { depth } else { depth + 1 };
             match ctx.layer(c) {
                 Layer::Core => {
                     let can_fail = ctx.can_fail(c, rules.failure_depth);
-                    if kept_here && can_fail && depth < rules.helper_depth && !cn.in_header() {
-                        let e = format!(
-                            "helper of kept {} ({} below it), returns {}",
-                            ctx.node(id).name,
-                            depth + 1,
-                            cn.ret.as_str()
-                        );
+                    // The function that pins user memory is a failure layer of its own
+                    // (EFAULT, ENOMEM on ibv_reg_mr): kept below a kept chain at any depth.
+                    let pins = ctx.pins_user_memory(cn);
+                    let within = depth < rules.helper_depth || pins.is_some();
+                    if kept_here && can_fail && within && !cn.in_header() {
+                        let e = match pins {
+                            Some(p) if depth >= rules.helper_depth => format!(
+                                "pins user memory (`{p}`) below kept {}, returns {}",
+                                ctx.node(id).name,
+                                cn.ret.as_str()
+                            ),
+                            _ => format!(
+                                "helper of kept {} ({} below it), returns {}",
+                                ctx.node(id).name,
+                                depth + 1,
+                                cn.ret.as_str()
+                            ),
+                        };
                         decided.insert(c, (true, Rule::Focus, Some(FocusKind::Helper), obj, e));
-                        queue.push_back((c, depth + 1, obj));
+                        queue.push_back((c, below, obj, true));
                     }
                 }
                 Layer::Vendor => {
                     if depth < VENDOR_WALK && ctx.layer(id) == Layer::Vendor {
                         // Not kept; walk through it towards the hardware command.
-                        queue.push_back((c, depth + 1, obj));
+                        queue.push_back((c, depth + 1, obj, false));
                     }
                 }
             }
@@ -583,6 +669,7 @@ pub fn select(
     Ok(Selection {
         vendor: vendor.to_string(),
         entries: entries.to_vec(),
+        focus_ops: focus,
         verdicts,
     })
 }

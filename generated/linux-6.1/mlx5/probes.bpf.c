@@ -4,8 +4,8 @@
  * DO NOT EDIT: regenerate with
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.1> --vendor mlx5 --out DIR)
  *
- * Programs: 48 fexit, 3 kretprobe (fallback for clone-only functions).
- * Manifest probes without a program (cannot be attached): 12.
+ * Programs: 49 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Manifest probes without a program (cannot be attached): 13.
  *
  * Observe only: every program counts its calls; on failure it also counts the failure and its
  * errno and emits one struct pg_record into the `events` ring buffer. Nothing is modified
@@ -34,7 +34,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#define PG_NPROBES 63
+#define PG_NPROBES 65
 #define PG_MAX_ERRNO 4095
 #define PG_ERRNO_ENTRIES 4096
 #define PG_NARGS 4
@@ -209,20 +209,18 @@ static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *c
 	return 0;
 }
 
-/* 0: mlx5_ib:__mlx5_ib_qp_set_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4035) */
-SEC("fexit/__mlx5_ib_qp_set_counter")
+/* 0: ib_core:__ib_open_qp (ptr; drivers/infiniband/core/verbs.c:1120) */
+SEC("fexit/__ib_open_qp")
 int pg_0(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(0, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
-/* 1: mlx5_ib:__mlx5_ib_qp_set_raw_qp_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4011) */
-SEC("fexit/__mlx5_ib_qp_set_raw_qp_counter")
+/* 1: mlx5_ib:__mlx5_ib_qp_set_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4035) */
+SEC("fexit/__mlx5_ib_qp_set_counter")
 int pg_1(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -230,70 +228,70 @@ int pg_1(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 3: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1759) */
-SEC("fexit/_ib_modify_qp")
-int pg_3(unsigned long long *ctx)
+/* 2: mlx5_ib:__mlx5_ib_qp_set_raw_qp_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4011) */
+SEC("fexit/__mlx5_ib_qp_set_raw_qp_counter")
+int pg_2(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(2, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
-/* 4: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
-SEC("fexit/alloc_and_bind")
+/* 4: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1759) */
+SEC("fexit/_ib_modify_qp")
 int pg_4(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(4, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
+	ret = (int)raw;
+	return pg_exit(4, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 6: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
+/* 5: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
+SEC("fexit/alloc_and_bind")
+int pg_5(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(5, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
+}
+
+/* 7: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
 SEC("fexit/create_cq")
-int pg_6(unsigned long long *ctx)
+int pg_7(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(6, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(7, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 7: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1204)
+/* 8: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1204)
  * FALLBACK: create_qp exists only as a compiler clone, so fexit by name cannot attach;
  * a kretprobe on the clone sees the return value but no arguments. */
 SEC("kretprobe/create_qp.part.0")
-int pg_7(struct pt_regs *ctx)
+int pg_8(struct pt_regs *ctx)
 {
 	__u64 raw = PT_REGS_RC(ctx);
 
-	return pg_exit(7, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+	return pg_exit(8, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
-/* 8: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1284)
+/* 9: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1284)
  * AMBIGUOUS NAME: create_qp is also a probe in ib_core; the loader must resolve the
  * target in ib_uverbs's BTF (libbpf >= 1.3 accepts "ib_uverbs:create_qp"). */
 SEC("fexit/create_qp")
-int pg_8(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-	long ret;
-
-	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
-}
-
-/* 9: mlx5_ib:create_raw_packet_qp_tir (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1485) */
-SEC("fexit/create_raw_packet_qp_tir")
 int pg_9(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -301,11 +299,11 @@ int pg_9(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 10: mlx5_ib:create_raw_packet_qp_tis (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1196) */
-SEC("fexit/create_raw_packet_qp_tis")
+/* 10: mlx5_ib:create_raw_packet_qp_tir (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1485) */
+SEC("fexit/create_raw_packet_qp_tir")
 int pg_10(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -313,46 +311,47 @@ int pg_10(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
+	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 13: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1281) */
-SEC("fexit/ib_create_qp_user")
-int pg_13(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(13, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
-}
-
-/* 14: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1883) */
-SEC("fexit/ib_modify_qp_with_udata")
-int pg_14(unsigned long long *ctx)
+/* 11: mlx5_ib:create_raw_packet_qp_tis (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1196) */
+SEC("fexit/create_raw_packet_qp_tis")
+int pg_11(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(14, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(11, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
-/* 15: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1727)
+/* 14: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1281) */
+SEC("fexit/ib_create_qp_user")
+int pg_14(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(14, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 15: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1883) */
+SEC("fexit/ib_modify_qp_with_udata")
+int pg_15(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(15, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 16: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1727)
  * FALLBACK: ib_resolve_eth_dmac exists only as a compiler clone, so fexit by name cannot attach;
  * a kretprobe on the clone sees the return value but no arguments. */
 SEC("kretprobe/ib_resolve_eth_dmac.isra.0")
-int pg_15(struct pt_regs *ctx)
-{
-	long ret = (int)PT_REGS_RC(ctx);
-
-	return pg_exit(15, PG_ERRNO(ret), ret < 0, ctx, 0);
-}
-
-/* 16: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:752)
- * FALLBACK: ib_resolve_unicast_gid_dmac exists only as a compiler clone, so fexit by name cannot attach;
- * a kretprobe on the clone sees the return value but no arguments. */
-SEC("kretprobe/ib_resolve_unicast_gid_dmac.constprop.0")
 int pg_16(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
@@ -360,40 +359,39 @@ int pg_16(struct pt_regs *ctx)
 	return pg_exit(16, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
-/* 18: ib_uverbs:ib_umem_dmabuf_get (ptr; drivers/infiniband/core/umem_dmabuf.c:112) */
-SEC("fexit/ib_umem_dmabuf_get")
-int pg_18(unsigned long long *ctx)
+/* 17: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:752)
+ * FALLBACK: ib_resolve_unicast_gid_dmac exists only as a compiler clone, so fexit by name cannot attach;
+ * a kretprobe on the clone sees the return value but no arguments. */
+SEC("kretprobe/ib_resolve_unicast_gid_dmac.constprop.0")
+int pg_17(struct pt_regs *ctx)
 {
-	__u64 raw = 0;
+	long ret = (int)PT_REGS_RC(ctx);
 
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(18, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
+	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
-/* 19: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:164) */
-SEC("fexit/ib_umem_get")
+/* 19: ib_uverbs:ib_umem_dmabuf_get (ptr; drivers/infiniband/core/umem_dmabuf.c:112) */
+SEC("fexit/ib_umem_dmabuf_get")
 int pg_19(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(19, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
+	return pg_exit(19, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
-/* 20: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
-SEC("fexit/ib_uverbs_alloc_pd")
+/* 20: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:164) */
+SEC("fexit/ib_umem_get")
 int pg_20(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(20, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(20, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
 }
 
-/* 21: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
-SEC("fexit/ib_uverbs_create_cq")
+/* 21: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
+SEC("fexit/ib_uverbs_alloc_pd")
 int pg_21(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -404,8 +402,8 @@ int pg_21(unsigned long long *ctx)
 	return pg_exit(21, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 22: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
-SEC("fexit/ib_uverbs_create_qp")
+/* 22: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
+SEC("fexit/ib_uverbs_create_cq")
 int pg_22(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -416,8 +414,8 @@ int pg_22(unsigned long long *ctx)
 	return pg_exit(22, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 23: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
-SEC("fexit/ib_uverbs_ex_create_cq")
+/* 23: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
+SEC("fexit/ib_uverbs_create_qp")
 int pg_23(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -428,8 +426,8 @@ int pg_23(unsigned long long *ctx)
 	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 24: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
-SEC("fexit/ib_uverbs_ex_create_qp")
+/* 24: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
+SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_24(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -440,8 +438,8 @@ int pg_24(unsigned long long *ctx)
 	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 25: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
-SEC("fexit/ib_uverbs_ex_modify_cq")
+/* 25: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
+SEC("fexit/ib_uverbs_ex_create_qp")
 int pg_25(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -452,8 +450,8 @@ int pg_25(unsigned long long *ctx)
 	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 26: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
-SEC("fexit/ib_uverbs_ex_modify_qp")
+/* 26: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
+SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_26(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -464,8 +462,8 @@ int pg_26(unsigned long long *ctx)
 	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 27: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+/* 27: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
+SEC("fexit/ib_uverbs_ex_modify_qp")
 int pg_27(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -476,8 +474,8 @@ int pg_27(unsigned long long *ctx)
 	return pg_exit(27, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 28: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+/* 28: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_28(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -488,8 +486,8 @@ int pg_28(unsigned long long *ctx)
 	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 29: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+/* 29: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_29(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -500,8 +498,8 @@ int pg_29(unsigned long long *ctx)
 	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 30: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+/* 30: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_30(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -512,8 +510,8 @@ int pg_30(unsigned long long *ctx)
 	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 31: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
-SEC("fexit/ib_uverbs_modify_qp")
+/* 31: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_31(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -524,8 +522,8 @@ int pg_31(unsigned long long *ctx)
 	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 32: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
-SEC("fexit/ib_uverbs_reg_mr")
+/* 32: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
+SEC("fexit/ib_uverbs_modify_qp")
 int pg_32(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -536,8 +534,8 @@ int pg_32(unsigned long long *ctx)
 	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 33: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
-SEC("fexit/ib_uverbs_rereg_mr")
+/* 33: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
+SEC("fexit/ib_uverbs_reg_mr")
 int pg_33(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -548,8 +546,8 @@ int pg_33(unsigned long long *ctx)
 	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 34: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
-SEC("fexit/ib_uverbs_resize_cq")
+/* 34: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
+SEC("fexit/ib_uverbs_rereg_mr")
 int pg_34(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -560,8 +558,8 @@ int pg_34(unsigned long long *ctx)
 	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 35: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:229) */
-SEC("fexit/mlx5_core_create_dct")
+/* 35: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
+SEC("fexit/ib_uverbs_resize_cq")
 int pg_35(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -569,11 +567,11 @@ int pg_35(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x28 /* args 3,5 */);
+	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 36: mlx5_ib:mlx5_core_create_rq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:575) */
-SEC("fexit/mlx5_core_create_rq_tracked")
+/* 36: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:229) */
+SEC("fexit/mlx5_core_create_dct")
 int pg_36(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -581,11 +579,11 @@ int pg_36(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x28 /* args 3,5 */);
 }
 
-/* 37: mlx5_ib:mlx5_core_create_sq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:628) */
-SEC("fexit/mlx5_core_create_sq_tracked")
+/* 37: mlx5_ib:mlx5_core_create_rq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:575) */
+SEC("fexit/mlx5_core_create_rq_tracked")
 int pg_37(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -596,8 +594,8 @@ int pg_37(unsigned long long *ctx)
 	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 38: mlx5_ib:mlx5_core_qp_modify (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:477) */
-SEC("fexit/mlx5_core_qp_modify")
+/* 38: mlx5_ib:mlx5_core_create_sq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:628) */
+SEC("fexit/mlx5_core_create_sq_tracked")
 int pg_38(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -605,11 +603,11 @@ int pg_38(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 39: mlx5_ib:mlx5_ib_alloc_pd (int, 4 bytes; drivers/infiniband/hw/mlx5/main.c:2356) */
-SEC("fexit/mlx5_ib_alloc_pd")
+/* 39: mlx5_ib:mlx5_core_qp_modify (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:477) */
+SEC("fexit/mlx5_core_qp_modify")
 int pg_39(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -617,11 +615,11 @@ int pg_39(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
 }
 
-/* 40: mlx5_ib:mlx5_ib_counter_bind_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/counters.c:443) */
-SEC("fexit/mlx5_ib_counter_bind_qp")
+/* 40: mlx5_ib:mlx5_ib_alloc_pd (int, 4 bytes; drivers/infiniband/hw/mlx5/main.c:2356) */
+SEC("fexit/mlx5_ib_alloc_pd")
 int pg_40(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -632,8 +630,8 @@ int pg_40(unsigned long long *ctx)
 	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 41: mlx5_ib:mlx5_ib_create_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:942) */
-SEC("fexit/mlx5_ib_create_cq")
+/* 41: mlx5_ib:mlx5_ib_counter_bind_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/counters.c:443) */
+SEC("fexit/mlx5_ib_counter_bind_qp")
 int pg_41(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -644,8 +642,8 @@ int pg_41(unsigned long long *ctx)
 	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 42: mlx5_ib:mlx5_ib_create_mkey (int, 4 bytes; drivers/infiniband/hw/mlx5/mr.c:93) */
-SEC("fexit/mlx5_ib_create_mkey")
+/* 42: mlx5_ib:mlx5_ib_create_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:942) */
+SEC("fexit/mlx5_ib_create_cq")
 int pg_42(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -653,11 +651,11 @@ int pg_42(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
+	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 43: mlx5_ib:mlx5_ib_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:3203) */
-SEC("fexit/mlx5_ib_create_qp")
+/* 43: mlx5_ib:mlx5_ib_create_mkey (int, 4 bytes; drivers/infiniband/hw/mlx5/mr.c:93) */
+SEC("fexit/mlx5_ib_create_mkey")
 int pg_43(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -665,11 +663,11 @@ int pg_43(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
-/* 44: mlx5_ib:mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG (int, 4 bytes; drivers/infiniband/hw/mlx5/devx.c:2331) */
-SEC("fexit/mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG")
+/* 44: mlx5_ib:mlx5_ib_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:3203) */
+SEC("fexit/mlx5_ib_create_qp")
 int pg_44(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -680,8 +678,8 @@ int pg_44(unsigned long long *ctx)
 	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 45: mlx5_ib:mlx5_ib_modify_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1133) */
-SEC("fexit/mlx5_ib_modify_cq")
+/* 45: mlx5_ib:mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG (int, 4 bytes; drivers/infiniband/hw/mlx5/devx.c:2331) */
+SEC("fexit/mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG")
 int pg_45(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -689,11 +687,11 @@ int pg_45(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 46: mlx5_ib:mlx5_ib_modify_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4619) */
-SEC("fexit/mlx5_ib_modify_qp")
+/* 46: mlx5_ib:mlx5_ib_modify_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1133) */
+SEC("fexit/mlx5_ib_modify_cq")
 int pg_46(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -701,43 +699,43 @@ int pg_46(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
 }
 
-/* 47: mlx5_ib:mlx5_ib_reg_dm_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1290) */
-SEC("fexit/mlx5_ib_reg_dm_mr")
+/* 47: mlx5_ib:mlx5_ib_modify_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4619) */
+SEC("fexit/mlx5_ib_modify_qp")
 int pg_47(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(47, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
-}
-
-/* 48: mlx5_ib:mlx5_ib_reg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1424) */
-SEC("fexit/mlx5_ib_reg_user_mr")
-int pg_48(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(48, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
-}
-
-/* 51: mlx5_ib:mlx5_ib_resize_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1263) */
-SEC("fexit/mlx5_ib_resize_cq")
-int pg_51(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(51, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+	return pg_exit(47, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 52: mlx5_ib:mlx5_qpc_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:254) */
-SEC("fexit/mlx5_qpc_create_qp")
+/* 48: mlx5_ib:mlx5_ib_reg_dm_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1290) */
+SEC("fexit/mlx5_ib_reg_dm_mr")
+int pg_48(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(48, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 49: mlx5_ib:mlx5_ib_reg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1424) */
+SEC("fexit/mlx5_ib_reg_user_mr")
+int pg_49(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(49, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 52: mlx5_ib:mlx5_ib_resize_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1263) */
+SEC("fexit/mlx5_ib_resize_cq")
 int pg_52(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -745,11 +743,11 @@ int pg_52(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(52, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
+	return pg_exit(52, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
-/* 53: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
-SEC("fexit/modify_qp")
+/* 53: mlx5_ib:mlx5_qpc_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:254) */
+SEC("fexit/mlx5_qpc_create_qp")
 int pg_53(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -757,53 +755,65 @@ int pg_53(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(53, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(53, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
-/* 58: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
+/* 54: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
+SEC("fexit/modify_qp")
+int pg_54(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(54, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 60: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
 SEC("fexit/rdma_counter_bind_qp_auto")
-int pg_58(unsigned long long *ctx)
+int pg_60(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(58, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+	return pg_exit(60, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
-/* 59: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:441) */
+/* 61: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:441) */
 SEC("fexit/rdma_fill_sgid_attr")
-int pg_59(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-	long ret;
-
-	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(59, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
-}
-
-/* 61: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:109) */
-SEC("fexit/rdma_lag_get_ah_roce_slave")
 int pg_61(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(61, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+	ret = (int)raw;
+	return pg_exit(61, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 62: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2101) */
+/* 63: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:109) */
+SEC("fexit/rdma_lag_get_ah_roce_slave")
+int pg_63(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(63, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 64: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2101) */
 SEC("fexit/rdma_set_cq_moderation")
-int pg_62(unsigned long long *ctx)
+int pg_64(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(62, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+	return pg_exit(64, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
 }
 
 char LICENSE[] SEC("license") = "GPL";

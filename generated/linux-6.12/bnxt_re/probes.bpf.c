@@ -4,8 +4,8 @@
  * DO NOT EDIT: regenerate with
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.12> --vendor bnxt_re --out DIR)
  *
- * Programs: 42 fexit, 3 kretprobe (fallback for clone-only functions).
- * Manifest probes without a program (cannot be attached): 4.
+ * Programs: 43 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Manifest probes without a program (cannot be attached): 5.
  *
  * Observe only: every program counts its calls; on failure it also counts the failure and its
  * errno and emits one struct pg_record into the `events` ring buffer. Nothing is modified
@@ -34,7 +34,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#define PG_NPROBES 49
+#define PG_NPROBES 51
 #define PG_MAX_ERRNO 4095
 #define PG_ERRNO_ENTRIES 4096
 #define PG_NARGS 4
@@ -209,42 +209,40 @@ static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *c
 	return 0;
 }
 
-/* 1: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1774) */
-SEC("fexit/_ib_modify_qp")
-int pg_1(unsigned long long *ctx)
+/* 0: ib_core:__ib_open_qp (ptr; drivers/infiniband/core/verbs.c:1133) */
+SEC("fexit/__ib_open_qp")
+int pg_0(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
-/* 2: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
-SEC("fexit/alloc_and_bind")
+/* 2: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1774) */
+SEC("fexit/_ib_modify_qp")
 int pg_2(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(2, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
-}
-
-/* 3: bnxt_re:bnxt_qplib_alloc_mrw (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:546) */
-SEC("fexit/bnxt_qplib_alloc_mrw")
-int pg_3(unsigned long long *ctx)
-{
-	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(2, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 4: bnxt_re:bnxt_qplib_create_ah (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:438) */
-SEC("fexit/bnxt_qplib_create_ah")
+/* 3: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
+SEC("fexit/alloc_and_bind")
+int pg_3(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(3, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
+}
+
+/* 4: bnxt_re:bnxt_qplib_alloc_mrw (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:546) */
+SEC("fexit/bnxt_qplib_alloc_mrw")
 int pg_4(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -252,11 +250,11 @@ int pg_4(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(4, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(4, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 5: bnxt_re:bnxt_qplib_create_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:2126) */
-SEC("fexit/bnxt_qplib_create_cq")
+/* 5: bnxt_re:bnxt_qplib_create_ah (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:438) */
+SEC("fexit/bnxt_qplib_create_ah")
 int pg_5(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -264,11 +262,11 @@ int pg_5(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(5, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(5, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 6: bnxt_re:bnxt_qplib_create_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:957) */
-SEC("fexit/bnxt_qplib_create_qp")
+/* 6: bnxt_re:bnxt_qplib_create_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:2126) */
+SEC("fexit/bnxt_qplib_create_cq")
 int pg_6(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -279,8 +277,8 @@ int pg_6(unsigned long long *ctx)
 	return pg_exit(6, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 7: bnxt_re:bnxt_qplib_create_qp1 (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:815) */
-SEC("fexit/bnxt_qplib_create_qp1")
+/* 7: bnxt_re:bnxt_qplib_create_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:957) */
+SEC("fexit/bnxt_qplib_create_qp")
 int pg_7(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -291,8 +289,8 @@ int pg_7(unsigned long long *ctx)
 	return pg_exit(7, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 8: bnxt_re:bnxt_qplib_modify_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:1264) */
-SEC("fexit/bnxt_qplib_modify_qp")
+/* 8: bnxt_re:bnxt_qplib_create_qp1 (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:815) */
+SEC("fexit/bnxt_qplib_create_qp1")
 int pg_8(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -303,8 +301,8 @@ int pg_8(unsigned long long *ctx)
 	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 9: bnxt_re:bnxt_qplib_reg_mr (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:614) */
-SEC("fexit/bnxt_qplib_reg_mr")
+/* 9: bnxt_re:bnxt_qplib_modify_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:1264) */
+SEC("fexit/bnxt_qplib_modify_qp")
 int pg_9(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -312,11 +310,11 @@ int pg_9(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0x38 /* args 3,4,5 */);
+	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 10: bnxt_re:bnxt_qplib_resize_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:2208) */
-SEC("fexit/bnxt_qplib_resize_cq")
+/* 10: bnxt_re:bnxt_qplib_reg_mr (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:614) */
+SEC("fexit/bnxt_qplib_reg_mr")
 int pg_10(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -324,11 +322,11 @@ int pg_10(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0x38 /* args 3,4,5 */);
 }
 
-/* 11: bnxt_re:bnxt_re_alloc_pd (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:635) */
-SEC("fexit/bnxt_re_alloc_pd")
+/* 11: bnxt_re:bnxt_qplib_resize_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:2208) */
+SEC("fexit/bnxt_qplib_resize_cq")
 int pg_11(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -336,11 +334,11 @@ int pg_11(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(11, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(11, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 12: bnxt_re:bnxt_re_create_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:2993) */
-SEC("fexit/bnxt_re_create_cq")
+/* 12: bnxt_re:bnxt_re_alloc_pd (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:635) */
+SEC("fexit/bnxt_re_alloc_pd")
 int pg_12(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -351,8 +349,8 @@ int pg_12(unsigned long long *ctx)
 	return pg_exit(12, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 13: bnxt_re:bnxt_re_create_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:1547) */
-SEC("fexit/bnxt_re_create_qp")
+/* 13: bnxt_re:bnxt_re_create_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:2993) */
+SEC("fexit/bnxt_re_create_cq")
 int pg_13(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -363,8 +361,8 @@ int pg_13(unsigned long long *ctx)
 	return pg_exit(13, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 14: bnxt_re:bnxt_re_modify_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:1978) */
-SEC("fexit/bnxt_re_modify_qp")
+/* 14: bnxt_re:bnxt_re_create_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:1547) */
+SEC("fexit/bnxt_re_create_qp")
 int pg_14(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -372,21 +370,23 @@ int pg_14(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(14, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(14, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 15: bnxt_re:bnxt_re_reg_user_mr (ptr; drivers/infiniband/hw/bnxt_re/ib_verbs.c:4161) */
-SEC("fexit/bnxt_re_reg_user_mr")
+/* 15: bnxt_re:bnxt_re_modify_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:1978) */
+SEC("fexit/bnxt_re_modify_qp")
 int pg_15(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(15, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
+	ret = (int)raw;
+	return pg_exit(15, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 16: bnxt_re:bnxt_re_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/bnxt_re/ib_verbs.c:4180) */
-SEC("fexit/bnxt_re_reg_user_mr_dmabuf")
+/* 16: bnxt_re:bnxt_re_reg_user_mr (ptr; drivers/infiniband/hw/bnxt_re/ib_verbs.c:4161) */
+SEC("fexit/bnxt_re_reg_user_mr")
 int pg_16(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -395,20 +395,18 @@ int pg_16(unsigned long long *ctx)
 	return pg_exit(16, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
-/* 17: bnxt_re:bnxt_re_resize_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:3131) */
-SEC("fexit/bnxt_re_resize_cq")
+/* 17: bnxt_re:bnxt_re_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/bnxt_re/ib_verbs.c:4180) */
+SEC("fexit/bnxt_re_reg_user_mr_dmabuf")
 int pg_17(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+	return pg_exit(17, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
-/* 18: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
-SEC("fexit/create_cq")
+/* 18: bnxt_re:bnxt_re_resize_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:3131) */
+SEC("fexit/bnxt_re_resize_cq")
 int pg_18(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -416,71 +414,72 @@ int pg_18(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(18, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(18, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
-/* 19: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1217)
+/* 19: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
+SEC("fexit/create_cq")
+int pg_19(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(19, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 20: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1217)
  * FALLBACK: create_qp exists only as a compiler clone, so fexit by name cannot attach;
  * a kretprobe on the clone sees the return value but no arguments. */
 SEC("kretprobe/create_qp.part.0")
-int pg_19(struct pt_regs *ctx)
+int pg_20(struct pt_regs *ctx)
 {
 	__u64 raw = PT_REGS_RC(ctx);
 
-	return pg_exit(19, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+	return pg_exit(20, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
-/* 20: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1284)
+/* 21: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1284)
  * AMBIGUOUS NAME: create_qp is also a probe in ib_core; the loader must resolve the
  * target in ib_uverbs's BTF (libbpf >= 1.3 accepts "ib_uverbs:create_qp"). */
 SEC("fexit/create_qp")
-int pg_20(unsigned long long *ctx)
+int pg_21(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(20, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(21, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 22: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1296) */
+/* 23: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1296) */
 SEC("fexit/ib_create_qp_user")
-int pg_22(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(22, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
-}
-
-/* 23: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1898) */
-SEC("fexit/ib_modify_qp_with_udata")
 int pg_23(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(23, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 24: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1898) */
+SEC("fexit/ib_modify_qp_with_udata")
+int pg_24(unsigned long long *ctx)
+{
+	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 24: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1742)
+/* 25: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1742)
  * FALLBACK: ib_resolve_eth_dmac exists only as a compiler clone, so fexit by name cannot attach;
  * a kretprobe on the clone sees the return value but no arguments. */
 SEC("kretprobe/ib_resolve_eth_dmac.isra.0")
-int pg_24(struct pt_regs *ctx)
-{
-	long ret = (int)PT_REGS_RC(ctx);
-
-	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0);
-}
-
-/* 25: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:755)
- * FALLBACK: ib_resolve_unicast_gid_dmac exists only as a compiler clone, so fexit by name cannot attach;
- * a kretprobe on the clone sees the return value but no arguments. */
-SEC("kretprobe/ib_resolve_unicast_gid_dmac.constprop.0")
 int pg_25(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
@@ -488,30 +487,29 @@ int pg_25(struct pt_regs *ctx)
 	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
-/* 27: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:164) */
-SEC("fexit/ib_umem_get")
-int pg_27(unsigned long long *ctx)
+/* 26: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:755)
+ * FALLBACK: ib_resolve_unicast_gid_dmac exists only as a compiler clone, so fexit by name cannot attach;
+ * a kretprobe on the clone sees the return value but no arguments. */
+SEC("kretprobe/ib_resolve_unicast_gid_dmac.constprop.0")
+int pg_26(struct pt_regs *ctx)
 {
-	__u64 raw = 0;
+	long ret = (int)PT_REGS_RC(ctx);
 
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(27, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
+	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
-/* 28: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
-SEC("fexit/ib_uverbs_alloc_pd")
+/* 28: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:164) */
+SEC("fexit/ib_umem_get")
 int pg_28(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(28, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
 }
 
-/* 29: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
-SEC("fexit/ib_uverbs_create_cq")
+/* 29: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
+SEC("fexit/ib_uverbs_alloc_pd")
 int pg_29(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -522,8 +520,8 @@ int pg_29(unsigned long long *ctx)
 	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 30: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
-SEC("fexit/ib_uverbs_create_qp")
+/* 30: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
+SEC("fexit/ib_uverbs_create_cq")
 int pg_30(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -534,8 +532,8 @@ int pg_30(unsigned long long *ctx)
 	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 31: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
-SEC("fexit/ib_uverbs_ex_create_cq")
+/* 31: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
+SEC("fexit/ib_uverbs_create_qp")
 int pg_31(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -546,8 +544,8 @@ int pg_31(unsigned long long *ctx)
 	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 32: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
-SEC("fexit/ib_uverbs_ex_create_qp")
+/* 32: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
+SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_32(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -558,8 +556,8 @@ int pg_32(unsigned long long *ctx)
 	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 33: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
-SEC("fexit/ib_uverbs_ex_modify_cq")
+/* 33: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
+SEC("fexit/ib_uverbs_ex_create_qp")
 int pg_33(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -570,8 +568,8 @@ int pg_33(unsigned long long *ctx)
 	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 34: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
-SEC("fexit/ib_uverbs_ex_modify_qp")
+/* 34: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
+SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_34(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -582,8 +580,8 @@ int pg_34(unsigned long long *ctx)
 	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 35: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+/* 35: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
+SEC("fexit/ib_uverbs_ex_modify_qp")
 int pg_35(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -594,8 +592,8 @@ int pg_35(unsigned long long *ctx)
 	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 36: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+/* 36: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_36(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -606,8 +604,8 @@ int pg_36(unsigned long long *ctx)
 	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 37: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+/* 37: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_37(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -618,8 +616,8 @@ int pg_37(unsigned long long *ctx)
 	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 38: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+/* 38: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_38(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -630,8 +628,8 @@ int pg_38(unsigned long long *ctx)
 	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 39: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
-SEC("fexit/ib_uverbs_modify_qp")
+/* 39: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_39(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -642,8 +640,8 @@ int pg_39(unsigned long long *ctx)
 	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 40: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
-SEC("fexit/ib_uverbs_reg_mr")
+/* 40: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
+SEC("fexit/ib_uverbs_modify_qp")
 int pg_40(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -654,8 +652,8 @@ int pg_40(unsigned long long *ctx)
 	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 41: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
-SEC("fexit/ib_uverbs_rereg_mr")
+/* 41: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
+SEC("fexit/ib_uverbs_reg_mr")
 int pg_41(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -666,8 +664,8 @@ int pg_41(unsigned long long *ctx)
 	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 42: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
-SEC("fexit/ib_uverbs_resize_cq")
+/* 42: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
+SEC("fexit/ib_uverbs_rereg_mr")
 int pg_42(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -678,8 +676,8 @@ int pg_42(unsigned long long *ctx)
 	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 43: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
-SEC("fexit/modify_qp")
+/* 43: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
+SEC("fexit/ib_uverbs_resize_cq")
 int pg_43(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -690,8 +688,8 @@ int pg_43(unsigned long long *ctx)
 	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 44: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
-SEC("fexit/rdma_counter_bind_qp_auto")
+/* 44: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
+SEC("fexit/modify_qp")
 int pg_44(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -699,41 +697,53 @@ int pg_44(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 45: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
-SEC("fexit/rdma_fill_sgid_attr")
-int pg_45(unsigned long long *ctx)
+/* 46: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
+SEC("fexit/rdma_counter_bind_qp_auto")
+int pg_46(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
-/* 47: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
-SEC("fexit/rdma_lag_get_ah_roce_slave")
+/* 47: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
+SEC("fexit/rdma_fill_sgid_attr")
 int pg_47(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(47, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+	ret = (int)raw;
+	return pg_exit(47, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 48: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
+/* 49: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
+SEC("fexit/rdma_lag_get_ah_roce_slave")
+int pg_49(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(49, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 50: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
 SEC("fexit/rdma_set_cq_moderation")
-int pg_48(unsigned long long *ctx)
+int pg_50(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(48, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+	return pg_exit(50, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
 }
 
 char LICENSE[] SEC("license") = "GPL";

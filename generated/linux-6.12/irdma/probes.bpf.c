@@ -4,8 +4,8 @@
  * DO NOT EDIT: regenerate with
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.12> --vendor irdma --out DIR)
  *
- * Programs: 41 fexit, 3 kretprobe (fallback for clone-only functions).
- * Manifest probes without a program (cannot be attached): 5.
+ * Programs: 42 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Manifest probes without a program (cannot be attached): 6.
  *
  * Observe only: every program counts its calls; on failure it also counts the failure and its
  * errno and emits one struct pg_record into the `events` ring buffer. Nothing is modified
@@ -34,7 +34,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#define PG_NPROBES 49
+#define PG_NPROBES 51
 #define PG_MAX_ERRNO 4095
 #define PG_ERRNO_ENTRIES 4096
 #define PG_NARGS 4
@@ -209,102 +209,101 @@ static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *c
 	return 0;
 }
 
-/* 1: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1774) */
-SEC("fexit/_ib_modify_qp")
-int pg_1(unsigned long long *ctx)
+/* 0: ib_core:__ib_open_qp (ptr; drivers/infiniband/core/verbs.c:1133) */
+SEC("fexit/__ib_open_qp")
+int pg_0(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
-/* 2: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
-SEC("fexit/alloc_and_bind")
+/* 2: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1774) */
+SEC("fexit/_ib_modify_qp")
 int pg_2(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(2, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
+	ret = (int)raw;
+	return pg_exit(2, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 3: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
-SEC("fexit/create_cq")
+/* 3: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
+SEC("fexit/alloc_and_bind")
 int pg_3(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(3, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
+}
+
+/* 4: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
+SEC("fexit/create_cq")
+int pg_4(unsigned long long *ctx)
+{
+	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(4, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 4: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1217)
+/* 5: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1217)
  * FALLBACK: create_qp exists only as a compiler clone, so fexit by name cannot attach;
  * a kretprobe on the clone sees the return value but no arguments. */
 SEC("kretprobe/create_qp.part.0")
-int pg_4(struct pt_regs *ctx)
+int pg_5(struct pt_regs *ctx)
 {
 	__u64 raw = PT_REGS_RC(ctx);
 
-	return pg_exit(4, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+	return pg_exit(5, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
-/* 5: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1284)
+/* 6: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1284)
  * AMBIGUOUS NAME: create_qp is also a probe in ib_core; the loader must resolve the
  * target in ib_uverbs's BTF (libbpf >= 1.3 accepts "ib_uverbs:create_qp"). */
 SEC("fexit/create_qp")
-int pg_5(unsigned long long *ctx)
+int pg_6(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(5, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(6, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 7: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1296) */
+/* 8: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1296) */
 SEC("fexit/ib_create_qp_user")
-int pg_7(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(7, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
-}
-
-/* 8: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1898) */
-SEC("fexit/ib_modify_qp_with_udata")
 int pg_8(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(8, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 9: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1898) */
+SEC("fexit/ib_modify_qp_with_udata")
+int pg_9(unsigned long long *ctx)
+{
+	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 9: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1742)
+/* 10: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1742)
  * FALLBACK: ib_resolve_eth_dmac exists only as a compiler clone, so fexit by name cannot attach;
  * a kretprobe on the clone sees the return value but no arguments. */
 SEC("kretprobe/ib_resolve_eth_dmac.isra.0")
-int pg_9(struct pt_regs *ctx)
-{
-	long ret = (int)PT_REGS_RC(ctx);
-
-	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0);
-}
-
-/* 10: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:755)
- * FALLBACK: ib_resolve_unicast_gid_dmac exists only as a compiler clone, so fexit by name cannot attach;
- * a kretprobe on the clone sees the return value but no arguments. */
-SEC("kretprobe/ib_resolve_unicast_gid_dmac.constprop.0")
 int pg_10(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
@@ -312,30 +311,29 @@ int pg_10(struct pt_regs *ctx)
 	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
-/* 12: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:164) */
-SEC("fexit/ib_umem_get")
-int pg_12(unsigned long long *ctx)
+/* 11: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:755)
+ * FALLBACK: ib_resolve_unicast_gid_dmac exists only as a compiler clone, so fexit by name cannot attach;
+ * a kretprobe on the clone sees the return value but no arguments. */
+SEC("kretprobe/ib_resolve_unicast_gid_dmac.constprop.0")
+int pg_11(struct pt_regs *ctx)
 {
-	__u64 raw = 0;
+	long ret = (int)PT_REGS_RC(ctx);
 
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(12, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
+	return pg_exit(11, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
-/* 13: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
-SEC("fexit/ib_uverbs_alloc_pd")
+/* 13: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:164) */
+SEC("fexit/ib_umem_get")
 int pg_13(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(13, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(13, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
 }
 
-/* 14: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
-SEC("fexit/ib_uverbs_create_cq")
+/* 14: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
+SEC("fexit/ib_uverbs_alloc_pd")
 int pg_14(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -346,8 +344,8 @@ int pg_14(unsigned long long *ctx)
 	return pg_exit(14, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 15: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
-SEC("fexit/ib_uverbs_create_qp")
+/* 15: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
+SEC("fexit/ib_uverbs_create_cq")
 int pg_15(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -358,8 +356,8 @@ int pg_15(unsigned long long *ctx)
 	return pg_exit(15, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 16: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
-SEC("fexit/ib_uverbs_ex_create_cq")
+/* 16: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
+SEC("fexit/ib_uverbs_create_qp")
 int pg_16(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -370,8 +368,8 @@ int pg_16(unsigned long long *ctx)
 	return pg_exit(16, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 17: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
-SEC("fexit/ib_uverbs_ex_create_qp")
+/* 17: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
+SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_17(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -382,8 +380,8 @@ int pg_17(unsigned long long *ctx)
 	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 18: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
-SEC("fexit/ib_uverbs_ex_modify_cq")
+/* 18: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
+SEC("fexit/ib_uverbs_ex_create_qp")
 int pg_18(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -394,8 +392,8 @@ int pg_18(unsigned long long *ctx)
 	return pg_exit(18, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 19: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
-SEC("fexit/ib_uverbs_ex_modify_qp")
+/* 19: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
+SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_19(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -406,8 +404,8 @@ int pg_19(unsigned long long *ctx)
 	return pg_exit(19, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 20: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+/* 20: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
+SEC("fexit/ib_uverbs_ex_modify_qp")
 int pg_20(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -418,8 +416,8 @@ int pg_20(unsigned long long *ctx)
 	return pg_exit(20, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 21: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+/* 21: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_21(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -430,8 +428,8 @@ int pg_21(unsigned long long *ctx)
 	return pg_exit(21, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 22: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+/* 22: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_22(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -442,8 +440,8 @@ int pg_22(unsigned long long *ctx)
 	return pg_exit(22, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 23: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+/* 23: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_23(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -454,8 +452,8 @@ int pg_23(unsigned long long *ctx)
 	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 24: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
-SEC("fexit/ib_uverbs_modify_qp")
+/* 24: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_24(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -466,8 +464,8 @@ int pg_24(unsigned long long *ctx)
 	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 25: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
-SEC("fexit/ib_uverbs_reg_mr")
+/* 25: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
+SEC("fexit/ib_uverbs_modify_qp")
 int pg_25(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -478,8 +476,8 @@ int pg_25(unsigned long long *ctx)
 	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 26: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
-SEC("fexit/ib_uverbs_rereg_mr")
+/* 26: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
+SEC("fexit/ib_uverbs_reg_mr")
 int pg_26(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -490,8 +488,8 @@ int pg_26(unsigned long long *ctx)
 	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 27: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
-SEC("fexit/ib_uverbs_resize_cq")
+/* 27: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
+SEC("fexit/ib_uverbs_rereg_mr")
 int pg_27(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -502,8 +500,8 @@ int pg_27(unsigned long long *ctx)
 	return pg_exit(27, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 28: irdma:irdma_alloc_pd (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:372) */
-SEC("fexit/irdma_alloc_pd")
+/* 28: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
+SEC("fexit/ib_uverbs_resize_cq")
 int pg_28(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -514,27 +512,27 @@ int pg_28(unsigned long long *ctx)
 	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 29: irdma:irdma_alloc_push_page (void, calls only; drivers/infiniband/hw/irdma/verbs.c:229) */
-SEC("fexit/irdma_alloc_push_page")
+/* 29: irdma:irdma_alloc_pd (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:372) */
+SEC("fexit/irdma_alloc_pd")
 int pg_29(unsigned long long *ctx)
-{
-	return pg_exit(29, 0, 0, ctx, 0);
-}
-
-/* 31: irdma:irdma_create_cq (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:2041) */
-SEC("fexit/irdma_create_cq")
-int pg_31(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 32: irdma:irdma_create_qp (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:874) */
-SEC("fexit/irdma_create_qp")
+/* 30: irdma:irdma_alloc_push_page (void, calls only; drivers/infiniband/hw/irdma/verbs.c:229) */
+SEC("fexit/irdma_alloc_push_page")
+int pg_30(unsigned long long *ctx)
+{
+	return pg_exit(30, 0, 0, ctx, 0);
+}
+
+/* 32: irdma:irdma_create_cq (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:2041) */
+SEC("fexit/irdma_create_cq")
 int pg_32(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -545,27 +543,27 @@ int pg_32(unsigned long long *ctx)
 	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 33: irdma:irdma_gen_ae (void, calls only; drivers/infiniband/hw/irdma/hw.c:2693) */
-SEC("fexit/irdma_gen_ae")
+/* 33: irdma:irdma_create_qp (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:874) */
+SEC("fexit/irdma_create_qp")
 int pg_33(unsigned long long *ctx)
-{
-	return pg_exit(33, 0, 0, ctx, 0);
-}
-
-/* 34: irdma:irdma_hw_modify_qp (int, 4 bytes; drivers/infiniband/hw/irdma/utils.c:1214) */
-SEC("fexit/irdma_hw_modify_qp")
-int pg_34(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
+	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 35: irdma:irdma_hwreg_mr (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:2790) */
-SEC("fexit/irdma_hwreg_mr")
+/* 34: irdma:irdma_gen_ae (void, calls only; drivers/infiniband/hw/irdma/hw.c:2693) */
+SEC("fexit/irdma_gen_ae")
+int pg_34(unsigned long long *ctx)
+{
+	return pg_exit(34, 0, 0, ctx, 0);
+}
+
+/* 35: irdma:irdma_hw_modify_qp (int, 4 bytes; drivers/infiniband/hw/irdma/utils.c:1214) */
+SEC("fexit/irdma_hw_modify_qp")
 int pg_35(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -573,30 +571,30 @@ int pg_35(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
-/* 36: irdma:irdma_manage_arp_cache (void, calls only; drivers/infiniband/hw/irdma/hw.c:2394) */
-SEC("fexit/irdma_manage_arp_cache")
+/* 36: irdma:irdma_hwreg_mr (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:2790) */
+SEC("fexit/irdma_hwreg_mr")
 int pg_36(unsigned long long *ctx)
-{
-	return pg_exit(36, 0, 0, ctx, 0);
-}
-
-/* 37: irdma:irdma_modify_qp (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:1540) */
-SEC("fexit/irdma_modify_qp")
-int pg_37(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 38: irdma:irdma_modify_qp_roce (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:1184) */
-SEC("fexit/irdma_modify_qp_roce")
+/* 37: irdma:irdma_manage_arp_cache (void, calls only; drivers/infiniband/hw/irdma/hw.c:2394) */
+SEC("fexit/irdma_manage_arp_cache")
+int pg_37(unsigned long long *ctx)
+{
+	return pg_exit(37, 0, 0, ctx, 0);
+}
+
+/* 38: irdma:irdma_modify_qp (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:1540) */
+SEC("fexit/irdma_modify_qp")
 int pg_38(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -607,18 +605,20 @@ int pg_38(unsigned long long *ctx)
 	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 39: irdma:irdma_reg_user_mr (ptr; drivers/infiniband/hw/irdma/verbs.c:3023) */
-SEC("fexit/irdma_reg_user_mr")
+/* 39: irdma:irdma_modify_qp_roce (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:1184) */
+SEC("fexit/irdma_modify_qp_roce")
 int pg_39(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(39, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
+	ret = (int)raw;
+	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 40: irdma:irdma_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/irdma/verbs.c:3090) */
-SEC("fexit/irdma_reg_user_mr_dmabuf")
+/* 40: irdma:irdma_reg_user_mr (ptr; drivers/infiniband/hw/irdma/verbs.c:3023) */
+SEC("fexit/irdma_reg_user_mr")
 int pg_40(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -627,30 +627,28 @@ int pg_40(unsigned long long *ctx)
 	return pg_exit(40, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
-/* 41: irdma:irdma_rereg_user_mr (ptr; drivers/infiniband/hw/irdma/verbs.c:3239) */
-SEC("fexit/irdma_rereg_user_mr")
+/* 41: irdma:irdma_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/irdma/verbs.c:3090) */
+SEC("fexit/irdma_reg_user_mr_dmabuf")
 int pg_41(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(41, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x1e /* args 1,2,3,4 */);
+	return pg_exit(41, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
-/* 42: irdma:irdma_resize_cq (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:1884) */
-SEC("fexit/irdma_resize_cq")
+/* 42: irdma:irdma_rereg_user_mr (ptr; drivers/infiniband/hw/irdma/verbs.c:3239) */
+SEC("fexit/irdma_rereg_user_mr")
 int pg_42(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+	return pg_exit(42, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
-/* 43: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
-SEC("fexit/modify_qp")
+/* 43: irdma:irdma_resize_cq (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:1884) */
+SEC("fexit/irdma_resize_cq")
 int pg_43(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -658,11 +656,11 @@ int pg_43(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
-/* 44: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
-SEC("fexit/rdma_counter_bind_qp_auto")
+/* 44: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
+SEC("fexit/modify_qp")
 int pg_44(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -670,41 +668,53 @@ int pg_44(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 45: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
-SEC("fexit/rdma_fill_sgid_attr")
-int pg_45(unsigned long long *ctx)
+/* 46: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
+SEC("fexit/rdma_counter_bind_qp_auto")
+int pg_46(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
-/* 47: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
-SEC("fexit/rdma_lag_get_ah_roce_slave")
+/* 47: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
+SEC("fexit/rdma_fill_sgid_attr")
 int pg_47(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(47, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+	ret = (int)raw;
+	return pg_exit(47, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 48: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
+/* 49: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
+SEC("fexit/rdma_lag_get_ah_roce_slave")
+int pg_49(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(49, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 50: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
 SEC("fexit/rdma_set_cq_moderation")
-int pg_48(unsigned long long *ctx)
+int pg_50(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(48, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+	return pg_exit(50, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
 }
 
 char LICENSE[] SEC("license") = "GPL";

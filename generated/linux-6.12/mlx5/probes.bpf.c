@@ -4,8 +4,8 @@
  * DO NOT EDIT: regenerate with
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.12> --vendor mlx5 --out DIR)
  *
- * Programs: 49 fexit, 3 kretprobe (fallback for clone-only functions).
- * Manifest probes without a program (cannot be attached): 11.
+ * Programs: 50 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Manifest probes without a program (cannot be attached): 12.
  *
  * Observe only: every program counts its calls; on failure it also counts the failure and its
  * errno and emits one struct pg_record into the `events` ring buffer. Nothing is modified
@@ -34,7 +34,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#define PG_NPROBES 63
+#define PG_NPROBES 65
 #define PG_MAX_ERRNO 4095
 #define PG_ERRNO_ENTRIES 4096
 #define PG_NARGS 4
@@ -209,20 +209,18 @@ static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *c
 	return 0;
 }
 
-/* 0: mlx5_ib:__mlx5_ib_qp_set_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4077) */
-SEC("fexit/__mlx5_ib_qp_set_counter")
+/* 0: ib_core:__ib_open_qp (ptr; drivers/infiniband/core/verbs.c:1133) */
+SEC("fexit/__ib_open_qp")
 int pg_0(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(0, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
-/* 1: mlx5_ib:__mlx5_ib_qp_set_raw_qp_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4053) */
-SEC("fexit/__mlx5_ib_qp_set_raw_qp_counter")
+/* 1: mlx5_ib:__mlx5_ib_qp_set_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4077) */
+SEC("fexit/__mlx5_ib_qp_set_counter")
 int pg_1(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -230,82 +228,82 @@ int pg_1(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 3: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1774) */
-SEC("fexit/_ib_modify_qp")
-int pg_3(unsigned long long *ctx)
+/* 2: mlx5_ib:__mlx5_ib_qp_set_raw_qp_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4053) */
+SEC("fexit/__mlx5_ib_qp_set_raw_qp_counter")
+int pg_2(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(2, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
-/* 4: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
-SEC("fexit/alloc_and_bind")
+/* 4: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1774) */
+SEC("fexit/_ib_modify_qp")
 int pg_4(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(4, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
+	ret = (int)raw;
+	return pg_exit(4, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 7: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
+/* 5: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
+SEC("fexit/alloc_and_bind")
+int pg_5(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(5, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
+}
+
+/* 8: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
 SEC("fexit/create_cq")
-int pg_7(unsigned long long *ctx)
+int pg_8(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(7, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 8: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1217)
+/* 9: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1217)
  * FALLBACK: create_qp exists only as a compiler clone, so fexit by name cannot attach;
  * a kretprobe on the clone sees the return value but no arguments. */
 SEC("kretprobe/create_qp.part.0")
-int pg_8(struct pt_regs *ctx)
+int pg_9(struct pt_regs *ctx)
 {
 	__u64 raw = PT_REGS_RC(ctx);
 
-	return pg_exit(8, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+	return pg_exit(9, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
-/* 9: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1284)
+/* 10: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1284)
  * AMBIGUOUS NAME: create_qp is also a probe in ib_core; the loader must resolve the
  * target in ib_uverbs's BTF (libbpf >= 1.3 accepts "ib_uverbs:create_qp"). */
 SEC("fexit/create_qp")
-int pg_9(unsigned long long *ctx)
+int pg_10(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 11: mlx5_ib:create_raw_packet_qp_tis (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1240) */
+/* 12: mlx5_ib:create_raw_packet_qp_tis (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1240) */
 SEC("fexit/create_raw_packet_qp_tis")
-int pg_11(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-	long ret;
-
-	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(11, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
-}
-
-/* 12: mlx5_ib:create_rss_raw_qp_tir (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1725) */
-SEC("fexit/create_rss_raw_qp_tir")
 int pg_12(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -313,46 +311,47 @@ int pg_12(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(12, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(12, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
-/* 14: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1296) */
-SEC("fexit/ib_create_qp_user")
-int pg_14(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(14, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
-}
-
-/* 15: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1898) */
-SEC("fexit/ib_modify_qp_with_udata")
-int pg_15(unsigned long long *ctx)
+/* 13: mlx5_ib:create_rss_raw_qp_tir (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1725) */
+SEC("fexit/create_rss_raw_qp_tir")
+int pg_13(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(15, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(13, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 16: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1742)
+/* 15: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1296) */
+SEC("fexit/ib_create_qp_user")
+int pg_15(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(15, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 16: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1898) */
+SEC("fexit/ib_modify_qp_with_udata")
+int pg_16(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(16, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 17: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1742)
  * FALLBACK: ib_resolve_eth_dmac exists only as a compiler clone, so fexit by name cannot attach;
  * a kretprobe on the clone sees the return value but no arguments. */
 SEC("kretprobe/ib_resolve_eth_dmac.isra.0")
-int pg_16(struct pt_regs *ctx)
-{
-	long ret = (int)PT_REGS_RC(ctx);
-
-	return pg_exit(16, PG_ERRNO(ret), ret < 0, ctx, 0);
-}
-
-/* 17: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:755)
- * FALLBACK: ib_resolve_unicast_gid_dmac exists only as a compiler clone, so fexit by name cannot attach;
- * a kretprobe on the clone sees the return value but no arguments. */
-SEC("kretprobe/ib_resolve_unicast_gid_dmac.constprop.0")
 int pg_17(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
@@ -360,30 +359,29 @@ int pg_17(struct pt_regs *ctx)
 	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
-/* 19: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:164) */
-SEC("fexit/ib_umem_get")
-int pg_19(unsigned long long *ctx)
+/* 18: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:755)
+ * FALLBACK: ib_resolve_unicast_gid_dmac exists only as a compiler clone, so fexit by name cannot attach;
+ * a kretprobe on the clone sees the return value but no arguments. */
+SEC("kretprobe/ib_resolve_unicast_gid_dmac.constprop.0")
+int pg_18(struct pt_regs *ctx)
 {
-	__u64 raw = 0;
+	long ret = (int)PT_REGS_RC(ctx);
 
-	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(19, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
+	return pg_exit(18, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
-/* 20: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
-SEC("fexit/ib_uverbs_alloc_pd")
+/* 20: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:164) */
+SEC("fexit/ib_umem_get")
 int pg_20(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(20, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(20, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
 }
 
-/* 21: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
-SEC("fexit/ib_uverbs_create_cq")
+/* 21: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
+SEC("fexit/ib_uverbs_alloc_pd")
 int pg_21(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -394,8 +392,8 @@ int pg_21(unsigned long long *ctx)
 	return pg_exit(21, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 22: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
-SEC("fexit/ib_uverbs_create_qp")
+/* 22: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
+SEC("fexit/ib_uverbs_create_cq")
 int pg_22(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -406,8 +404,8 @@ int pg_22(unsigned long long *ctx)
 	return pg_exit(22, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 23: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
-SEC("fexit/ib_uverbs_ex_create_cq")
+/* 23: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
+SEC("fexit/ib_uverbs_create_qp")
 int pg_23(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -418,8 +416,8 @@ int pg_23(unsigned long long *ctx)
 	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 24: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
-SEC("fexit/ib_uverbs_ex_create_qp")
+/* 24: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
+SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_24(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -430,8 +428,8 @@ int pg_24(unsigned long long *ctx)
 	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 25: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
-SEC("fexit/ib_uverbs_ex_modify_cq")
+/* 25: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
+SEC("fexit/ib_uverbs_ex_create_qp")
 int pg_25(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -442,8 +440,8 @@ int pg_25(unsigned long long *ctx)
 	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 26: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
-SEC("fexit/ib_uverbs_ex_modify_qp")
+/* 26: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
+SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_26(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -454,8 +452,8 @@ int pg_26(unsigned long long *ctx)
 	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 27: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+/* 27: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
+SEC("fexit/ib_uverbs_ex_modify_qp")
 int pg_27(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -466,8 +464,8 @@ int pg_27(unsigned long long *ctx)
 	return pg_exit(27, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 28: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+/* 28: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_28(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -478,8 +476,8 @@ int pg_28(unsigned long long *ctx)
 	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 29: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+/* 29: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_29(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -490,8 +488,8 @@ int pg_29(unsigned long long *ctx)
 	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 30: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
-SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+/* 30: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_30(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -502,8 +500,8 @@ int pg_30(unsigned long long *ctx)
 	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 31: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
-SEC("fexit/ib_uverbs_modify_qp")
+/* 31: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_31(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -514,8 +512,8 @@ int pg_31(unsigned long long *ctx)
 	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 32: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
-SEC("fexit/ib_uverbs_reg_mr")
+/* 32: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
+SEC("fexit/ib_uverbs_modify_qp")
 int pg_32(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -526,8 +524,8 @@ int pg_32(unsigned long long *ctx)
 	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 33: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
-SEC("fexit/ib_uverbs_rereg_mr")
+/* 33: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
+SEC("fexit/ib_uverbs_reg_mr")
 int pg_33(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -538,8 +536,8 @@ int pg_33(unsigned long long *ctx)
 	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 34: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
-SEC("fexit/ib_uverbs_resize_cq")
+/* 34: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
+SEC("fexit/ib_uverbs_rereg_mr")
 int pg_34(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -550,8 +548,8 @@ int pg_34(unsigned long long *ctx)
 	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 35: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:221) */
-SEC("fexit/mlx5_core_create_dct")
+/* 35: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
+SEC("fexit/ib_uverbs_resize_cq")
 int pg_35(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -559,11 +557,11 @@ int pg_35(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x28 /* args 3,5 */);
+	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 36: mlx5_ib:mlx5_core_create_rq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:599) */
-SEC("fexit/mlx5_core_create_rq_tracked")
+/* 36: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:221) */
+SEC("fexit/mlx5_core_create_dct")
 int pg_36(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -571,11 +569,11 @@ int pg_36(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x28 /* args 3,5 */);
 }
 
-/* 37: mlx5_ib:mlx5_core_create_sq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:652) */
-SEC("fexit/mlx5_core_create_sq_tracked")
+/* 37: mlx5_ib:mlx5_core_create_rq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:599) */
+SEC("fexit/mlx5_core_create_rq_tracked")
 int pg_37(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -586,8 +584,8 @@ int pg_37(unsigned long long *ctx)
 	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 38: mlx5_ib:mlx5_core_qp_modify (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:495) */
-SEC("fexit/mlx5_core_qp_modify")
+/* 38: mlx5_ib:mlx5_core_create_sq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:652) */
+SEC("fexit/mlx5_core_create_sq_tracked")
 int pg_38(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -595,11 +593,11 @@ int pg_38(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 39: mlx5_ib:mlx5_ib_alloc_pd (int, 4 bytes; drivers/infiniband/hw/mlx5/main.c:2535) */
-SEC("fexit/mlx5_ib_alloc_pd")
+/* 39: mlx5_ib:mlx5_core_qp_modify (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:495) */
+SEC("fexit/mlx5_core_qp_modify")
 int pg_39(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -607,11 +605,11 @@ int pg_39(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
 }
 
-/* 40: mlx5_ib:mlx5_ib_counter_bind_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/counters.c:545) */
-SEC("fexit/mlx5_ib_counter_bind_qp")
+/* 40: mlx5_ib:mlx5_ib_alloc_pd (int, 4 bytes; drivers/infiniband/hw/mlx5/main.c:2535) */
+SEC("fexit/mlx5_ib_alloc_pd")
 int pg_40(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -622,8 +620,8 @@ int pg_40(unsigned long long *ctx)
 	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 41: mlx5_ib:mlx5_ib_create_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:953) */
-SEC("fexit/mlx5_ib_create_cq")
+/* 41: mlx5_ib:mlx5_ib_counter_bind_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/counters.c:545) */
+SEC("fexit/mlx5_ib_counter_bind_qp")
 int pg_41(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -634,8 +632,8 @@ int pg_41(unsigned long long *ctx)
 	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 42: mlx5_ib:mlx5_ib_create_mkey (int, 4 bytes; drivers/infiniband/hw/mlx5/mr.c:100) */
-SEC("fexit/mlx5_ib_create_mkey")
+/* 42: mlx5_ib:mlx5_ib_create_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:953) */
+SEC("fexit/mlx5_ib_create_cq")
 int pg_42(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -643,11 +641,11 @@ int pg_42(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
+	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 43: mlx5_ib:mlx5_ib_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:3241) */
-SEC("fexit/mlx5_ib_create_qp")
+/* 43: mlx5_ib:mlx5_ib_create_mkey (int, 4 bytes; drivers/infiniband/hw/mlx5/mr.c:100) */
+SEC("fexit/mlx5_ib_create_mkey")
 int pg_43(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -655,11 +653,11 @@ int pg_43(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
-/* 44: mlx5_ib:mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG (int, 4 bytes; drivers/infiniband/hw/mlx5/devx.c:2329) */
-SEC("fexit/mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG")
+/* 44: mlx5_ib:mlx5_ib_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:3241) */
+SEC("fexit/mlx5_ib_create_qp")
 int pg_44(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -670,8 +668,8 @@ int pg_44(unsigned long long *ctx)
 	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 45: mlx5_ib:mlx5_ib_modify_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1145) */
-SEC("fexit/mlx5_ib_modify_cq")
+/* 45: mlx5_ib:mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG (int, 4 bytes; drivers/infiniband/hw/mlx5/devx.c:2329) */
+SEC("fexit/mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG")
 int pg_45(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -679,11 +677,11 @@ int pg_45(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 46: mlx5_ib:mlx5_ib_modify_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4662) */
-SEC("fexit/mlx5_ib_modify_qp")
+/* 46: mlx5_ib:mlx5_ib_modify_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1145) */
+SEC("fexit/mlx5_ib_modify_cq")
 int pg_46(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -691,31 +689,33 @@ int pg_46(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
 }
 
-/* 47: mlx5_ib:mlx5_ib_reg_dm_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1392) */
-SEC("fexit/mlx5_ib_reg_dm_mr")
+/* 47: mlx5_ib:mlx5_ib_modify_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4662) */
+SEC("fexit/mlx5_ib_modify_qp")
 int pg_47(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(47, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+	ret = (int)raw;
+	return pg_exit(47, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
-/* 48: mlx5_ib:mlx5_ib_reg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1530) */
-SEC("fexit/mlx5_ib_reg_user_mr")
+/* 48: mlx5_ib:mlx5_ib_reg_dm_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1392) */
+SEC("fexit/mlx5_ib_reg_dm_mr")
 int pg_48(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(48, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
+	return pg_exit(48, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
-/* 49: mlx5_ib:mlx5_ib_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/mlx5/mr.c:1693) */
-SEC("fexit/mlx5_ib_reg_user_mr_dmabuf")
+/* 49: mlx5_ib:mlx5_ib_reg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1530) */
+SEC("fexit/mlx5_ib_reg_user_mr")
 int pg_49(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -724,30 +724,28 @@ int pg_49(unsigned long long *ctx)
 	return pg_exit(49, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
-/* 50: mlx5_ib:mlx5_ib_rereg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1816) */
-SEC("fexit/mlx5_ib_rereg_user_mr")
+/* 50: mlx5_ib:mlx5_ib_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/mlx5/mr.c:1693) */
+SEC("fexit/mlx5_ib_reg_user_mr_dmabuf")
 int pg_50(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(50, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x1e /* args 1,2,3,4 */);
+	return pg_exit(50, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
-/* 51: mlx5_ib:mlx5_ib_resize_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1275) */
-SEC("fexit/mlx5_ib_resize_cq")
+/* 51: mlx5_ib:mlx5_ib_rereg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1816) */
+SEC("fexit/mlx5_ib_rereg_user_mr")
 int pg_51(unsigned long long *ctx)
 {
 	__u64 raw = 0;
-	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(51, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+	return pg_exit(51, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
-/* 52: mlx5_ib:mlx5_qpc_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:246) */
-SEC("fexit/mlx5_qpc_create_qp")
+/* 52: mlx5_ib:mlx5_ib_resize_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1275) */
+SEC("fexit/mlx5_ib_resize_cq")
 int pg_52(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -755,11 +753,11 @@ int pg_52(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(52, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
+	return pg_exit(52, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
-/* 53: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
-SEC("fexit/modify_qp")
+/* 53: mlx5_ib:mlx5_qpc_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:246) */
+SEC("fexit/mlx5_qpc_create_qp")
 int pg_53(unsigned long long *ctx)
 {
 	__u64 raw = 0;
@@ -767,53 +765,65 @@ int pg_53(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(53, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+	return pg_exit(53, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
-/* 58: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
+/* 54: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
+SEC("fexit/modify_qp")
+int pg_54(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(54, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 60: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
 SEC("fexit/rdma_counter_bind_qp_auto")
-int pg_58(unsigned long long *ctx)
+int pg_60(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(58, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+	return pg_exit(60, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
-/* 59: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
+/* 61: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
 SEC("fexit/rdma_fill_sgid_attr")
-int pg_59(unsigned long long *ctx)
-{
-	__u64 raw = 0;
-	long ret;
-
-	bpf_get_func_ret(ctx, &raw);
-	ret = (int)raw;
-	return pg_exit(59, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
-}
-
-/* 61: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
-SEC("fexit/rdma_lag_get_ah_roce_slave")
 int pg_61(unsigned long long *ctx)
 {
 	__u64 raw = 0;
+	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
-	return pg_exit(61, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+	ret = (int)raw;
+	return pg_exit(61, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
-/* 62: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
+/* 63: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
+SEC("fexit/rdma_lag_get_ah_roce_slave")
+int pg_63(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(63, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 64: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
 SEC("fexit/rdma_set_cq_moderation")
-int pg_62(unsigned long long *ctx)
+int pg_64(unsigned long long *ctx)
 {
 	__u64 raw = 0;
 	long ret;
 
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
-	return pg_exit(62, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+	return pg_exit(64, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
 }
 
 char LICENSE[] SEC("license") = "GPL";

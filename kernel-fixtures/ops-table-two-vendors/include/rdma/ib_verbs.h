@@ -10,6 +10,14 @@ struct ib_device_ops {
 			 struct ib_udata *udata);
 	int (*post_send)(struct ib_qp *qp, const struct ib_send_wr *wr,
 			 const struct ib_send_wr **bad_wr);
+	int (*modify_qp)(struct ib_qp *qp, struct ib_qp_attr *attr, int mask,
+			 struct ib_udata *udata);
+	int (*destroy_qp)(struct ib_qp *qp, struct ib_udata *udata);
+	int (*create_cq)(struct ib_cq *cq, const struct ib_cq_init_attr *attr,
+			 struct ib_udata *udata);
+	struct ib_mr *(*reg_user_mr)(struct ib_pd *pd, u64 start, u64 length,
+				     u64 virt_addr, int access, struct ib_udata *udata);
+	int (*counter_bind_qp)(struct rdma_counter *counter, struct ib_qp *qp);
 	unsigned long size_ib_pd;
 	unsigned long size_ib_qp;
 };
