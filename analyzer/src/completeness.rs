@@ -162,6 +162,15 @@ pub fn file_gaps(
             detail: "`#else`/`#endif` without `#if`".into(),
         });
     }
+    if facts.parse_abandoned {
+        out.push(Degradation {
+            kind: DegradedKind::ParseErrors,
+            file: path.clone(),
+            line: 0,
+            detail: "the parser gave up on the file (its time limit ran out): every definition in it is lost".into(),
+        });
+        return out;
+    }
     let lost = lost_definitions(facts, preprocessed);
     let lines = bytes.iter().filter(|b| **b == b'\n').count().max(1);
     if lost.len() > MAX_LOST_DEFINITIONS {

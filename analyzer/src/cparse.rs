@@ -24,6 +24,15 @@ pub fn new_parser() -> Parser {
     parser
 }
 
+/// Longest a file's parse may take. tree-sitter's error recovery can go quadratic on
+/// pathological text (20,000 `->ops.` in a parameter list: 17 s for 209 KB, with few parser
+/// operations, so an operation count does not bound it). Real files parse at about 5 MB/s (the
+/// 14 MB of the 6.12 tree in 3 s); the limit, 1 s plus 10 ms per KB, is a 100-fold margin.
+/// A file that hits it is reported as degraded (`parse-errors`), never silently dropped.
+fn parse_time_limit(len: usize) -> std::time::Duration {
+    std::time::Duration::from_millis(1000 + len as u64 / 100)
+}
+
 /// Parse `text` (already preprocessed) and extract its facts.
 pub fn extract(parser: &mut Parser, path: &str, text: &str) -> FileFacts {
     let mut facts = FileFacts {
@@ -32,18 +41,29 @@ pub fn extract(parser: &mut Parser, path: &str, text: &str) -> FileFacts {
     };
     let src = text.as_bytes();
     let t0 = std::time::Instant::now();
-    let parsed = parser.parse(src, None);
+    // Checked by tree-sitter every ~100 parser operations (milliseconds apart at worst).
+    let limit = parse_time_limit(src.len());
+    let mut progress = |_: &tree_sitter::ParseState| t0.elapsed() > limit;
+    let parsed = parser.parse_with_options(
+        &mut |i, _| src.get(i..).unwrap_or(&[]),
+        None,
+        Some(tree_sitter::ParseOptions::new().progress_callback(&mut progress)),
+    );
     PARSE_NS.fetch_add(
         t0.elapsed().as_nanos() as u64,
         std::sync::atomic::Ordering::Relaxed,
     );
     let Some(tree) = parsed else {
+        parser.reset();
         facts.warnings.push(Warning {
             file: path.into(),
             line: 0,
-            message: "tree-sitter returned no tree".into(),
+            message: format!(
+                "tree-sitter gave up after {limit:?} (pathological text): nothing in the file was read"
+            ),
         });
         facts.parse_errors += 1;
+        facts.parse_abandoned = true;
         return facts;
     };
     let root = tree.root_node();
@@ -782,6 +802,22 @@ mod tests {
         assert_eq!(f.warnings.len(), MAX_ERROR_WARNINGS_PER_FILE + 1);
         assert_eq!(f.warnings[1].line, 2);
         assert!(f.warnings[5].message.starts_with("19995 more unclosed"));
+    }
+
+    #[test]
+    fn pathological_error_recovery_is_cut_off_and_reported() {
+        // Found by tests/fuzz_mutations.rs: tree-sitter's recovery took 17 s on this.
+        let src = format!(
+            "static int uverbs_response(struct uverbs_attr_bundle *attrs, {})\n{{\n}}\n",
+            "->ops.".repeat(20_000)
+        );
+        let t0 = std::time::Instant::now();
+        let f = facts(&src);
+        let took = t0.elapsed();
+        assert!(took < parse_time_limit(src.len()) * 3, "{took:?}");
+        if took >= parse_time_limit(src.len()) {
+            assert!(f.parse_abandoned && f.warnings[0].message.contains("gave up"));
+        }
     }
 
     #[test]

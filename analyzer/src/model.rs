@@ -134,6 +134,8 @@ pub struct FileFacts {
     pub parse_errors: usize,
     /// Bytes of the file inside tree-sitter ERROR ranges (outermost ones).
     pub error_bytes: usize,
+    /// tree-sitter gave up on the file (its parse budget ran out): no fact was extracted.
+    pub parse_abandoned: bool,
     pub warnings: Vec<crate::error::Warning>,
 }
 
