@@ -69,9 +69,25 @@ fn one_error_line(o: &Output) -> String {
     lines[0].to_string()
 }
 
+/// A damaged copy of a tree, removed when the test ends (each copy of the real tree is 15 MB).
+struct TempTree(PathBuf);
+
+impl std::ops::Deref for TempTree {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempTree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A copy of the real 6.12 tree's sources, `.config` and version, with `vmlinux` and every
 /// `modules/*.ko` linked (so a test can remove modules from the copy without touching the cache).
-fn real_copy(tag: &str) -> PathBuf {
+fn real_copy(tag: &str) -> TempTree {
     let real = common::kernel_dir("6.12");
     let dir = common::temp_dir(&format!("bad-{tag}"));
     for d in ["drivers", "include"] {
@@ -87,7 +103,7 @@ fn real_copy(tag: &str) -> PathBuf {
         std::os::unix::fs::symlink(e.path(), dir.join("modules").join(e.file_name()))
             .expect("link");
     }
-    dir
+    TempTree(dir)
 }
 
 fn generate(tree: &Path, vendor: &str, out: &Path, extra: &[&str]) -> Output {
