@@ -3,6 +3,7 @@
 #
 # Usage: scripts/fetch-kernel.sh [--flavor FLAVOR] [--suite SUITE] SPEC
 #        scripts/fetch-kernel.sh --list [SERIES]
+#        scripts/fetch-kernel.sh --debs DIR [--flavor FLAVOR] [--suite SUITE] SPEC
 #
 #   SPEC     a series (7.2, 6.12, 6.1) or an exact Debian version of linux-source-<series>
 #            (7.2.13-1, 6.12.117-1~deb12u1).
@@ -11,6 +12,8 @@
 #   SUITE    only look in this suite (bookworm-security, trixie-backports, sid, ...).
 #   --list   every linux-source version apt can reach, with its suite; `*` marks what SERIES
 #            alone would fetch.
+#   --debs   only download the binary packages of SPEC (image, or binary + modules + base)
+#            into DIR and print their paths, one per line: the qemu testbed boots them.
 #
 # Which version a series means: the newest one Debian ships for this machine's own release
 # (VERSION_CODENAME of /etc/os-release with its -updates, -security and -backports suites):
@@ -61,6 +64,7 @@ FLAVOR=amd64
 SUITE=""
 LIST=0
 SPEC=""
+DEBS_DIR=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --flavor) [[ $# -ge 2 ]] || usage_error "--flavor needs a value (${FLAVORS[*]})"; FLAVOR=$2; shift 2 ;;
@@ -68,6 +72,7 @@ while [[ $# -gt 0 ]]; do
     --suite) [[ $# -ge 2 ]] || usage_error "--suite needs a value"; SUITE=$2; shift 2 ;;
     --suite=*) SUITE=${1#--suite=}; shift ;;
     --list) LIST=1; shift ;;
+    --debs) [[ $# -ge 2 ]] || usage_error "--debs needs a directory"; DEBS_DIR=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     -*) usage; usage_error "unknown option $1" ;;
     *) [[ -z ${SPEC} ]] || usage_error "one SPEC expected, got '${SPEC}' and '$1'"; SPEC=$1; shift ;;
@@ -405,6 +410,24 @@ if [[ ${#image_pkgs[@]} -eq 0 ]]; then
   usage_error "no ${FLAVOR} binary packages of version ${SRC_VERSION} (linux-image-*-${FLAVOR_SUFFIX}-unsigned or linux-binary/modules/base-*-${FLAVOR_SUFFIX}); flavors built for ${SERIES}: ${have:-none}"
 fi
 log "source: ${SOURCE_PKG} ${SRC_VERSION}; binaries (${PACKAGING}): ${image_pkgs[*]}"
+
+if [[ -n ${DEBS_DIR} ]]; then
+  mkdir -p "${DEBS_DIR}" || die "cannot create ${DEBS_DIR}"
+  for pkg in "${image_pkgs[@]}"; do
+    have=$(compgen -G "${DEBS_DIR}/${pkg}_*.deb" | head -n 1) || true
+    if [[ -n ${have} && $(dpkg-deb -f "${have}" Version 2>/dev/null) == "${SRC_VERSION}" ]]; then
+      printf '%s\n' "${have}"
+      continue
+    fi
+    log "apt-get download ${pkg}=${SRC_VERSION}"
+    (cd "${DEBS_DIR}" && apt-get "${APT_OPTS[@]}" download -q "${pkg}=${SRC_VERSION}" >"${DEBS_DIR}/.download.log" 2>&1) \
+      || { tail -n 3 "${DEBS_DIR}/.download.log" >&2; die "download of ${pkg}=${SRC_VERSION} failed"; }
+    have=$(compgen -G "${DEBS_DIR}/${pkg}_*.deb" | head -n 1) || true
+    [[ -n ${have} ]] || die "download of ${pkg}=${SRC_VERSION} left no .deb in ${DEBS_DIR}"
+    printf '%s\n' "${have}"
+  done
+  exit 0
+fi
 
 # ---------------------------------------------------------------------------- fast path
 

@@ -153,7 +153,12 @@ fn rules_drift(
             functions.push(("hardware-function".to_string(), f.clone()));
         }
     }
-    for o in rules.overrides.include.iter().chain(&rules.overrides.exclude) {
+    for o in rules
+        .overrides
+        .include
+        .iter()
+        .chain(&rules.overrides.exclude)
+    {
         functions.push(("override".to_string(), o.function.clone()));
     }
     let names = codegen::compare::RulesNames {

@@ -220,13 +220,17 @@ pub fn rules_drift(
             .map(|s| s.to_string())
             .collect();
     }
-    d.missing.sort_by(|a, b| (&a.kind, &a.name).cmp(&(&b.kind, &b.name)));
+    d.missing
+        .sort_by(|a, b| (&a.kind, &a.name).cmp(&(&b.kind, &b.name)));
     d
 }
 
 /// Replace similarity-based renames (and removals) of probes gone from the source by the
 /// successor the new graph shows: `successor(removed function)` gives (new function, why).
-pub fn apply_successors(d: &mut Drift, successor: &dyn Fn(&ProbeSummary) -> Option<(String, String)>) {
+pub fn apply_successors(
+    d: &mut Drift,
+    successor: &dyn Fn(&ProbeSummary) -> Option<(String, String)>,
+) {
     let mut renamed = Vec::new();
     for r in std::mem::take(&mut d.renamed) {
         match successor(&r.from) {
@@ -267,7 +271,8 @@ pub fn apply_successors(d: &mut Drift, successor: &dyn Fn(&ProbeSummary) -> Opti
     d.renamed = renamed;
     d.added
         .sort_by(|a, b| (&a.function, &a.module).cmp(&(&b.function, &b.module)));
-    d.renamed.sort_by(|a, b| a.from.function.cmp(&b.from.function));
+    d.renamed
+        .sort_by(|a, b| a.from.function.cmp(&b.from.function));
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
