@@ -37,8 +37,7 @@ E2E_EXTRA_DIR=$STAGE bash scripts/e2e.sh "$VER" || rc=$?
 log "scripts/e2e.sh exited $rc"
 
 log "checking target/e2e/$VER/snapshots.jsonl"
-tver=${VER//./_}
 check=0
-PROBEGEN_E2E_MANIFEST=$STAGE/manifest.yaml cargo test --release --test collector_e2e -- --ignored --exact \
-	"e2e_collect_$tver" --nocapture || check=$?
+PROBEGEN_E2E_SERIES=$VER PROBEGEN_E2E_MANIFEST=$STAGE/manifest.yaml \
+	cargo test --release --test collector_e2e -- --ignored --exact e2e_collect_series --nocapture || check=$?
 [ $rc -eq 0 ] && [ $check -eq 0 ]

@@ -411,20 +411,31 @@ if [[ ${#image_pkgs[@]} -eq 0 ]]; then
 fi
 log "source: ${SOURCE_PKG} ${SRC_VERSION}; binaries (${PACKAGING}): ${image_pkgs[*]}"
 
+# download PKG [DIR]: PKG=SRC_VERSION into DIR (default WORK), reusing a .deb of that version
+# already there; prints its path.
+download() {
+  local pkg=$1 dir=${2:-${WORK}} f
+  f=$(compgen -G "${dir}/${pkg}_*.deb" | head -n 1) || true
+  if [[ -n ${f} && $(dpkg-deb -f "${f}" Version 2>/dev/null) == "${SRC_VERSION}" ]]; then
+    printf '%s' "${f}"
+    return 0
+  fi
+  rm -f -- "${dir}/${pkg}"_*.deb
+  log "apt-get download ${pkg}=${SRC_VERSION}"
+  (cd "${dir}" && apt-get "${APT_OPTS[@]}" download -q "${pkg}=${SRC_VERSION}" >"${dir}/.download-${pkg}.log" 2>&1) \
+    || { tail -n 3 "${dir}/.download-${pkg}.log" >&2; die "download of ${pkg}=${SRC_VERSION} failed"; }
+  f=$(compgen -G "${dir}/${pkg}_*.deb" | head -n 1) || true
+  [[ -n ${f} ]] || die "download of ${pkg}=${SRC_VERSION} left no .deb in ${dir}"
+  [[ $(dpkg-deb -f "${f}" Version) == "${SRC_VERSION}" ]] || die "${f##*/} is not version ${SRC_VERSION}"
+  printf '%s' "${f}"
+}
+
+# Binary packages are kept here between runs: the testbed boots the same ones (--debs).
+BIN_DEBS="${CACHE_ROOT}/debs"
 if [[ -n ${DEBS_DIR} ]]; then
   mkdir -p "${DEBS_DIR}" || die "cannot create ${DEBS_DIR}"
   for pkg in "${image_pkgs[@]}"; do
-    have=$(compgen -G "${DEBS_DIR}/${pkg}_*.deb" | head -n 1) || true
-    if [[ -n ${have} && $(dpkg-deb -f "${have}" Version 2>/dev/null) == "${SRC_VERSION}" ]]; then
-      printf '%s\n' "${have}"
-      continue
-    fi
-    log "apt-get download ${pkg}=${SRC_VERSION}"
-    (cd "${DEBS_DIR}" && apt-get "${APT_OPTS[@]}" download -q "${pkg}=${SRC_VERSION}" >"${DEBS_DIR}/.download.log" 2>&1) \
-      || { tail -n 3 "${DEBS_DIR}/.download.log" >&2; die "download of ${pkg}=${SRC_VERSION} failed"; }
-    have=$(compgen -G "${DEBS_DIR}/${pkg}_*.deb" | head -n 1) || true
-    [[ -n ${have} ]] || die "download of ${pkg}=${SRC_VERSION} left no .deb in ${DEBS_DIR}"
-    printf '%s\n' "${have}"
+    printf '%s\n' "$(download "${pkg}" "${DEBS_DIR}")"
   done
   exit 0
 fi
@@ -461,16 +472,6 @@ TREE="${TMP}/tree"
 WORK="${TMP}/work"
 mkdir -p "${TREE}/modules" "${WORK}"
 
-download() {
-  local pkg=$1 f
-  log "apt-get download ${pkg}=${SRC_VERSION}"
-  (cd "${WORK}" && apt-get "${APT_OPTS[@]}" download -q "${pkg}=${SRC_VERSION}" >"${WORK}/download.log" 2>&1) \
-    || { tail -n 3 "${WORK}/download.log" >&2; die "download of ${pkg}=${SRC_VERSION} failed"; }
-  f=$(compgen -G "${WORK}/${pkg}_*.deb" | head -n 1) || true
-  [[ -n ${f} ]] || die "download of ${pkg}=${SRC_VERSION} left no .deb in ${WORK}"
-  [[ $(dpkg-deb -f "${f}" Version) == "${SRC_VERSION}" ]] || die "${f##*/} is not version ${SRC_VERSION}"
-  printf '%s' "${f}"
-}
 
 # 1. linux-source-X: the tarball inside the .deb, then only the paths we analyse.
 src_deb=$(download "${SOURCE_PKG}")
@@ -511,14 +512,14 @@ patterns=('./boot/config-*' './boot/vmlinuz-*' './boot/System.map-*'
   './usr/lib/modules/*/config' './usr/lib/modules/*/vmlinuz' './usr/lib/modules/*/System.map'
   './lib/modules/*/config' './lib/modules/*/vmlinuz' './lib/modules/*/System.map')
 for m in "${MODULES[@]}"; do patterns+=("*/${m}.ko" "*/${m}.ko.xz" "*/${m}.ko.zst"); done
+mkdir -p "${BIN_DEBS}"
 for pkg in "${image_pkgs[@]}"; do
-  deb=$(download "${pkg}")
+  deb=$(download "${pkg}" "${BIN_DEBS}")
   log "unpacking boot files and modules from ${deb##*/}"
   # tar exits non-zero for patterns without a match (each package has only some files).
   dpkg-deb --fsys-tarfile "${deb}" \
     | tar -x -C "${IMG}" --no-same-owner --wildcards --wildcards-match-slash -f - "${patterns[@]}" 2>"${WORK}/tar.err" \
     || { grep -v 'Not found in archive\|Exiting with failure status' "${WORK}/tar.err" >&2 || true; }
-  rm -f -- "${deb}"
 done
 
 # The 7.x layout keeps config and vmlinuz under usr/lib/modules/<krel>/; older ones in boot/.

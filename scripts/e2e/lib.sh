@@ -46,7 +46,9 @@ ensure_packages() {
 # Sets KREL (uname -r), KROOT (extracted tree), KMODDIR, BZIMAGE.
 prepare_kernel() {
 	local stamp=$CACHE/kernel.env debs spec=${E2E_KERNEL_VERSION:-$E2E_VER}
-	mapfile -t debs < <(bash "$REPO/scripts/fetch-kernel.sh" --debs "$CACHE/debs" "$spec") ||
+	# the binary packages fetch-kernel.sh keeps for the analysis are the ones booted here
+	mapfile -t debs < <(bash "$REPO/scripts/fetch-kernel.sh" --debs \
+		"${PROBEGEN_CACHE:-$HOME/.cache/probegen}/debs" "$spec") ||
 		die "scripts/fetch-kernel.sh --debs $spec failed"
 	[ ${#debs[@]} -gt 0 ] || die "scripts/fetch-kernel.sh --debs $spec gave no packages"
 	local want
