@@ -342,6 +342,11 @@ pub fn run(opts: &Options) -> Result<Summary, String> {
 
 // ------------------------------------------------------------------- replay ---
 
+/// The replay stopped by SIGINT/SIGTERM (the reader prefixes the line number): a clean end.
+fn is_interruption(e: &str) -> bool {
+    e == "interrupted" || e.ends_with(": interrupted")
+}
+
 /// `--replay-pace`: sleeps between windows, in short steps so a signal stops it at once.
 fn pace(d: Option<Duration>) {
     let Some(d) = d else { return };
@@ -417,7 +422,7 @@ fn run_replay(opts: &Options, table: Arc<ProbeTable>, file: &Path) -> Result<Sum
         Ok(())
     });
     if let Err(e) = &res {
-        if e != "interrupted" {
+        if !is_interruption(e) {
             eprintln!("probegen collect: replay {}: {e}", file.display());
         }
     }
@@ -440,7 +445,7 @@ fn run_replay(opts: &Options, table: Arc<ProbeTable>, file: &Path) -> Result<Sum
     }
     let sum = summary(&pipe, &k, &mut outputs, ok, opts.clickhouse_flush);
     match res {
-        Err(e) if e != "interrupted" => Err(format!("replay {}: {e}", file.display())),
+        Err(e) if !is_interruption(&e) => Err(format!("replay {}: {e}", file.display())),
         _ => Ok(sum),
     }
 }

@@ -200,10 +200,18 @@ pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
         }
         s.push_str(";\n");
         if let Some(c) = &o.cluster {
+            // `time` is an ALIAS here: a Distributed table forwards its MATERIALIZED columns
+            // on insert, and the local table refuses them
             s.push_str(&format!(
-                "\nCREATE TABLE IF NOT EXISTS {db}.{name} AS {db}.{local}\n\
-                 ENGINE = Distributed({c}, {db}, {local}, cityHash64(host));\n",
-                name = t.name
+                "\nCREATE TABLE IF NOT EXISTS {db}.{}\n(\n",
+                t.name
+            ));
+            for (c, ty) in t.columns {
+                s.push_str(&format!("    {c} {ty},\n"));
+            }
+            s.push_str(&format!(
+                "    time DateTime ALIAS toDateTime(intDiv(time_ns, 1000000000))\n)\n\
+                 ENGINE = Distributed({c}, {db}, {local}, cityHash64(host));\n"
             ));
         }
     }
@@ -259,8 +267,9 @@ mod tests {
         let st = statements(&d);
         assert_eq!(st.len(), 9, "{d}");
         assert!(d.contains("CREATE TABLE IF NOT EXISTS fleet.chains_local\n("));
+        assert!(d.contains("CREATE TABLE IF NOT EXISTS fleet.chains\n("));
         assert!(d.contains(
-            "CREATE TABLE IF NOT EXISTS fleet.chains AS fleet.chains_local\nENGINE = Distributed(gpu, fleet, chains_local, cityHash64(host))"
+            "    time DateTime ALIAS toDateTime(intDiv(time_ns, 1000000000))\n)\nENGINE = Distributed(gpu, fleet, chains_local, cityHash64(host));"
         ));
         assert_eq!(d.matches("TTL time + INTERVAL 90 DAY").count(), 4);
         assert!(ddl(&SchemaOptions {
