@@ -206,7 +206,7 @@ fn server_stopped_mid_run_every_record_once() {
     assert_eq!(records, produced);
     let rows = count(&ch);
     let keys = ch.count(
-        "SELECT uniqExact(boot_id, seq, idx) FROM probegen.records WHERE host = 'gpu-outage'",
+        "SELECT uniqExact(boot_id, run_id, seq, idx) FROM probegen.records WHERE host = 'gpu-outage'",
     );
     let raw = ch.count("SELECT count() FROM probegen.records WHERE host = 'gpu-outage'");
     let (sent, left, peak_batches, peak_bytes, errors) = clickhouse_line(&lines);
@@ -377,4 +377,172 @@ fn cluster_schema_inserts_through_distributed_tables() {
         ch.count("SELECT count() FROM fleet.records"),
         records as u64
     );
+}
+
+/// `deploy/clickhouse/<name>.sql` with `{job_id:String}` bound to `job` (18.16 has no query
+/// parameters), run as TSV.
+fn fleet_question(ch: &ClickHouse, name: &str, job: &str) -> Vec<Vec<String>> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy/clickhouse")
+        .join(format!("{name}.sql"));
+    let sql = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let sql = sql.replace("{job_id:String}", &format!("'{job}'"));
+    let out = ch
+        .query(&format!("{}\nFORMAT TSV", sql.trim_end()))
+        .unwrap_or_else(|e| panic!("{name}.sql: {e}"));
+    let rows: Vec<Vec<String>> = out
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect();
+    eprintln!("{name}.sql: {} rows\n{out}", rows.len());
+    rows
+}
+
+#[test]
+fn fleet_questions_on_loaded_data() {
+    let mut g = Guard::new("pg-fleet-ch-questions");
+    let ch = ClickHouse::start(&mut g);
+    ch.create_tables(&[]);
+    let storm = g.dir.join("storm.jsonl");
+    write_storm(&storm, 100);
+    let guest = path(&data("rxe-6.12.replay.jsonl"));
+    let url = ch.url();
+    let collect = |g: &mut Guard, host: &str, job: &str, replay: &str, extra: &[&str]| {
+        let proc_root = g.dir.join(format!("proc-{job}"));
+        common::replays::write_proc_root(&proc_root, job);
+        let out = path(&g.dir.join(format!("{host}-{job}.jsonl")));
+        let pr = path(&proc_root);
+        let mut args = vec![
+            "--manifest",
+            &*manifest(),
+            "--replay",
+            replay,
+            "--host",
+            host,
+            "--proc-root",
+            &pr,
+            "--out",
+            &out,
+            "--clickhouse",
+            &url,
+            "--clickhouse-flush",
+            "60s",
+        ]
+        .into_iter()
+        .map(str::to_string)
+        .collect::<Vec<_>>();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        spawn_collector(g, host, &args)
+    };
+    // three healthy hosts (one job each, the recording over ~5 s), one host in a failure
+    // storm (the recording 100 times over ~5 s), all at once
+    let mut running = Vec::new();
+    for (host, job) in [("gpu-01", "101"), ("gpu-02", "102"), ("gpu-03", "103")] {
+        running.push(collect(&mut g, host, job, &guest, &["--replay-pace", "1s"]));
+    }
+    let storm_s = path(&storm);
+    running.push(collect(
+        &mut g,
+        "gpu-04",
+        "200",
+        &storm_s,
+        &["--replay-window", "26", "--replay-pace", "50ms"],
+    ));
+    // a host whose three consecutive jobs fail the same way at start
+    for job in ["301", "302", "303"] {
+        let (i, rx) = collect(&mut g, "gpu-05", job, &guest, &["--replay-pace", "300ms"]);
+        wait_exit(&mut g, i, &rx, Duration::from_secs(120));
+    }
+    for (i, rx) in running {
+        wait_exit(&mut g, i, &rx, Duration::from_secs(120));
+    }
+    let n = |s: &str| {
+        s.parse::<u64>()
+            .unwrap_or_else(|_| panic!("not a number: {s}"))
+    };
+
+    // top origins over the fleet: each of the recording's three origins, 2 chains per
+    // replay (two processes), 200 in the storm; 5 hosts, 7 jobs
+    let top = fleet_question(&ch, "fleet_top_origins", "");
+    let mut got: Vec<(String, String, String, u64, u64, u64)> = top
+        .iter()
+        .map(|r| {
+            (
+                r[0].clone(),
+                r[2].clone(),
+                r[3].clone(),
+                n(&r[4]),
+                n(&r[5]),
+                n(&r[6]),
+            )
+        })
+        .collect();
+    got.sort();
+    let want = |o: &str, f: &str, e: &str| {
+        (
+            o.to_string(),
+            f.to_string(),
+            e.to_string(),
+            2 * 6 + 200,
+            5,
+            7,
+        )
+    };
+    assert_eq!(
+        got,
+        [
+            want("application", "ib_umem_get", "EFAULT"),
+            want("vendor-driver", "rxe_qp_chk_init", "EINVAL"),
+            want("vendor-driver", "rxe_qp_from_attr", "EINVAL"),
+        ]
+    );
+    // per job: the storm's job has 200 of each, a healthy job 2
+    let per_job = fleet_question(&ch, "job_top_origins", "");
+    assert_eq!(per_job.len(), 7 * 3);
+    for r in &per_job {
+        let want = if r[0] == "200" { 200 } else { 2 };
+        assert_eq!(n(&r[4]), want, "{r:?}");
+    }
+    // early warning: only the storm host, for each origin
+    let warn = fleet_question(&ch, "early_warning", "");
+    let hosts: Vec<(&str, &str)> = warn
+        .iter()
+        .map(|r| (r[0].as_str(), r[2].as_str()))
+        .collect();
+    assert_eq!(
+        hosts,
+        [
+            ("gpu-04", "ib_umem_get"),
+            ("gpu-04", "rxe_qp_chk_init"),
+            ("gpu-04", "rxe_qp_from_attr")
+        ]
+    );
+    for r in &warn {
+        assert!(r[6].parse::<f64>().is_ok_and(|x| x >= 10.0), "{r:?}");
+    }
+    // crash loop: gpu-05's three jobs all start with the reg_mr EFAULT
+    let loops = fleet_question(&ch, "crash_loop", "");
+    assert_eq!(
+        loops,
+        [vec![
+            "gpu-05".to_string(),
+            "ib_umem_get EFAULT".into(),
+            "3".into(),
+            "['301','302','303']".into()
+        ]]
+    );
+    // the records of one job, each with its chain's owner
+    let recs = fleet_question(&ch, "job_records", "302");
+    assert_eq!(recs.len(), 26);
+    for r in &recs {
+        assert_eq!(r[1], "gpu-05");
+        let want = match r[6].as_str() {
+            "ib_umem_get" | "rxe_mr_init_user" | "rxe_reg_user_mr" | "ib_uverbs_reg_mr" => {
+                "application"
+            }
+            _ => "vendor-driver",
+        };
+        assert_eq!(r[8], want, "{r:?}");
+    }
 }

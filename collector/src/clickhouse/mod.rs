@@ -8,7 +8,7 @@
 //! removes a batch once every table took it; a failure leaves it first in line and the thread
 //! retries with a backoff. The collection loop never waits for the network.
 //!
-//! Idempotency: rows are keyed by (host, boot id, batch sequence, position) in
+//! Idempotency: rows are keyed by (host, boot id, run id, batch sequence, position) in
 //! `ReplacingMergeTree` tables ([`schema`]); a batch resent after a timeout whose insert did
 //! in fact succeed collapses on merge (`FINAL` gives exact counts before).
 
@@ -103,6 +103,7 @@ pub struct ClickhouseSink {
     shared: Arc<Shared>,
     sender: Option<JoinHandle<()>>,
     boot_id: String,
+    run_id: u64,
     clock: ChainClock,
     jobs: PidJobs,
 }
@@ -144,6 +145,7 @@ impl ClickhouseSink {
             shared,
             sender: Some(sender),
             boot_id: o.boot_id,
+            run_id: crate::timefmt::unix_ns(std::time::SystemTime::now()),
             clock: o.clock,
             jobs: PidJobs::default(),
         })
@@ -156,6 +158,7 @@ impl ClickhouseSink {
         let key = BatchKey {
             host: &snap.host,
             boot_id: &self.boot_id,
+            run_id: self.run_id,
             seq,
             kernel: &snap.kernel,
             manifest_hash: &snap.manifest_hash,
@@ -233,36 +236,56 @@ impl Drop for ClickhouseSink {
     }
 }
 
-/// Sends one batch file: every non-empty table part, in order.
-fn send_batch(endpoint: &Endpoint, path: &Path) -> Result<u64, String> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        // dropped past the limit between listing and reading: nothing to send
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
-    };
-    let (_, parts) = match rows::parse_batch(&bytes) {
-        Ok(p) => p,
-        Err(e) => {
-            // a corrupt batch would block the queue forever: report and skip it
-            eprintln!(
-                "probegen collect: clickhouse: {}: {e}: skipped",
-                path.display()
-            );
-            return Ok(0);
+/// Batches sent together at most (a backlog after an outage): one insert per table for all
+/// of them, since ClickHouse makes one part per insert.
+const MAX_BATCHES_PER_SEND: usize = 64;
+const MAX_BYTES_PER_SEND: u64 = 16 << 20;
+
+/// Sends batch files: per table, the parts of all of them in one insert, tables in order.
+fn send_batches(endpoint: &Endpoint, paths: &[PathBuf]) -> Result<u64, String> {
+    let mut files = Vec::with_capacity(paths.len());
+    for path in paths {
+        match std::fs::read(path) {
+            Ok(b) => files.push((path, b)),
+            // dropped past the limit between listing and reading: nothing to send
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("{}: {e}", path.display())),
         }
-    };
+    }
+    let mut bodies: Vec<Vec<u8>> = vec![Vec::new(); schema::TABLES.len()];
+    for (path, bytes) in &files {
+        let parts = match rows::parse_batch(bytes) {
+            Ok((_, p)) => p,
+            Err(e) => {
+                // a corrupt batch would block the queue forever: report and skip it
+                eprintln!(
+                    "probegen collect: clickhouse: {}: {e}: skipped",
+                    path.display()
+                );
+                continue;
+            }
+        };
+        for (table, body) in parts {
+            match schema::TABLES.iter().position(|t| t.name == table) {
+                Some(i) => bodies[i].extend_from_slice(body),
+                None => eprintln!(
+                    "probegen collect: clickhouse: {}: unknown table `{table}` skipped",
+                    path.display()
+                ),
+            }
+        }
+    }
     let mut records = 0;
-    for (table, body) in parts {
+    for (t, body) in schema::TABLES.iter().zip(&bodies) {
         if body.is_empty() {
             continue;
         }
         let q = format!(
-            "INSERT INTO {}.{table} FORMAT JSONEachRow",
-            endpoint.database
+            "INSERT INTO {}.{} FORMAT JSONEachRow",
+            endpoint.database, t.name
         );
         endpoint.post(&q, body)?;
-        if table == schema::RECORDS.name {
+        if t.name == schema::RECORDS.name {
             records += body.iter().filter(|&&b| b == b'\n').count() as u64;
         }
     }
@@ -280,7 +303,10 @@ fn send_loop(shared: &Shared, endpoint: &Endpoint, min_backoff: Duration, max_ba
                 if st.stop && (st.spool.batches() == 0 || past_flush) {
                     return;
                 }
-                if let Some(n) = st.spool.next() {
+                let n = st
+                    .spool
+                    .next_up_to(MAX_BATCHES_PER_SEND, MAX_BYTES_PER_SEND);
+                if !n.is_empty() {
                     break n;
                 }
                 st = shared
@@ -290,13 +316,15 @@ fn send_loop(shared: &Shared, endpoint: &Endpoint, min_backoff: Duration, max_ba
                     .unwrap_or_else(|e| e.into_inner().0);
             }
         };
-        let (seq, path) = next;
-        let res = send_batch(endpoint, &path);
+        let paths: Vec<PathBuf> = next.iter().map(|(_, p)| p.clone()).collect();
+        let res = send_batches(endpoint, &paths);
         let mut st = shared.lock();
         match res {
             Ok(records) => {
-                st.spool.done(seq);
-                st.status.sent_batches += 1;
+                for &(seq, _) in &next {
+                    st.spool.done(seq);
+                }
+                st.status.sent_batches += next.len() as u64;
                 st.status.sent_records += records;
                 st.status.spool_batches = st.spool.batches() as u64;
                 st.status.spool_bytes = st.spool.bytes();

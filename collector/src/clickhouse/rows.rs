@@ -31,6 +31,9 @@ pub const JOB_ID_VARS: [&str; 3] = ["SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "JOB_
 pub struct BatchKey<'a> {
     pub host: &'a str,
     pub boot_id: &'a str,
+    /// the collector run that made the batch (its start, unix ns): batch sequences restart
+    /// when a collector on the same host and boot uses another spool
+    pub run_id: u64,
     pub seq: u64,
     pub kernel: &'a str,
     pub manifest_hash: &'a str,
@@ -414,6 +417,7 @@ mod tests {
         let key = BatchKey {
             host: "h",
             boot_id: "b",
+            run_id: 7,
             seq: 42,
             kernel: "k",
             manifest_hash: "m",

@@ -20,9 +20,10 @@ pub struct Table {
 }
 
 /// Columns every row carries: where and which batch it came from.
-const BATCH: [(&str, &str); 7] = [
+const BATCH: [(&str, &str); 8] = [
     ("host", "String"),
     ("boot_id", "String"),
+    ("run_id", "UInt64"),
     ("seq", "UInt64"),
     ("kernel", "String"),
     ("manifest_hash", "String"),
@@ -32,7 +33,7 @@ const BATCH: [(&str, &str); 7] = [
 
 macro_rules! with_batch {
     ($($c:expr),* $(,)?) => {
-        &[BATCH[0], BATCH[1], BATCH[2], BATCH[3], BATCH[4], BATCH[5], BATCH[6], $($c),*]
+        &[BATCH[0], BATCH[1], BATCH[2], BATCH[3], BATCH[4], BATCH[5], BATCH[6], BATCH[7], $($c),*]
     };
 }
 
@@ -58,7 +59,7 @@ pub const RECORDS: Table = Table {
         ("cpu", "UInt32"),
         ("rec_seq", "UInt64"),
     ],
-    key: "host, boot_id, seq, idx",
+    key: "host, boot_id, run_id, seq, idx",
 };
 
 pub const CHAINS: Table = Table {
@@ -89,7 +90,7 @@ pub const CHAINS: Table = Table {
         ("job_keys", "Array(String)"),
         ("job_values", "Array(String)"),
     ],
-    key: "host, boot_id, seq, idx",
+    key: "host, boot_id, run_id, seq, idx",
 };
 
 pub const COUNTERS: Table = Table {
@@ -105,7 +106,7 @@ pub const COUNTERS: Table = Table {
         ("received", "UInt64"),
         ("dropped_userspace", "UInt64"),
     ],
-    key: "host, boot_id, seq, probe",
+    key: "host, boot_id, run_id, seq, probe",
 };
 
 /// One row per snapshot, written last: a batch with its `snapshots` row is complete.
@@ -123,7 +124,7 @@ pub const SNAPSHOTS: Table = Table {
         ("spool_dropped", "UInt64"),
         ("invariant_ok", "UInt8"),
     ],
-    key: "host, boot_id, seq",
+    key: "host, boot_id, run_id, seq",
 };
 
 /// Insert order of a batch (snapshots last).
@@ -156,7 +157,7 @@ pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
     let mut s = String::new();
     s.push_str(&format!(
         "-- probegen fleet tables (probegen schema --clickhouse{}{}).\n\
-         -- ReplacingMergeTree keyed by (host, boot_id, seq, position): a batch the collector\n\
+         -- ReplacingMergeTree keyed by (host, boot_id, run_id, seq, position): a batch the collector\n\
          -- sent twice (a retry after a timeout) is one row per key after a merge; query with\n\
          -- FINAL for exact counts before it.\n",
         o.cluster

@@ -22,8 +22,8 @@ pub struct Spool {
     queue: VecDeque<(u64, u64)>,
     bytes: u64,
     next_seq: u64,
-    /// the batch the sender is sending (never dropped)
-    in_flight: Option<u64>,
+    /// the batches the sender is sending (never dropped)
+    in_flight: Vec<u64>,
     /// batches dropped past the limit, this run
     pub dropped: u64,
     /// largest size reached, this run
@@ -84,7 +84,7 @@ impl Spool {
             queue: found.into(),
             bytes,
             next_seq,
-            in_flight: None,
+            in_flight: Vec::new(),
             dropped: 0,
             peak_bytes: bytes,
             peak_batches: n,
@@ -122,7 +122,7 @@ impl Spool {
             let Some(i) = self
                 .queue
                 .iter()
-                .position(|&(s, _)| Some(s) != self.in_flight && s != seq)
+                .position(|&(s, _)| !self.in_flight.contains(&s) && s != seq)
             else {
                 break;
             };
@@ -141,9 +141,23 @@ impl Spool {
     /// The oldest batch, marked in flight (not dropped until [`Spool::done`] or
     /// [`Spool::release`]).
     pub fn next(&mut self) -> Option<(u64, PathBuf)> {
-        let &(seq, _) = self.queue.front()?;
-        self.in_flight = Some(seq);
-        Some((seq, self.dir.join(name(seq))))
+        self.next_up_to(1, u64::MAX).into_iter().next()
+    }
+
+    /// The oldest batches, at most `n` of them and `bytes` in all (at least one), marked in
+    /// flight: a backlog is sent with one insert per table for many batches.
+    pub fn next_up_to(&mut self, n: usize, bytes: u64) -> Vec<(u64, PathBuf)> {
+        let mut out = Vec::new();
+        let mut total = 0;
+        for &(seq, b) in self.queue.iter().take(n.max(1)) {
+            if !out.is_empty() && total + b > bytes {
+                break;
+            }
+            total += b;
+            out.push((seq, self.dir.join(name(seq))));
+        }
+        self.in_flight = out.iter().map(|&(s, _)| s).collect();
+        out
     }
 
     /// Batch `seq` is in ClickHouse: remove it.
@@ -155,12 +169,12 @@ impl Spool {
         }
         let _ = std::fs::remove_file(self.dir.join(name(seq)));
         sync_dir(&self.dir);
-        self.in_flight = None;
+        self.in_flight.retain(|&s| s != seq);
     }
 
-    /// Sending failed: keep it, first in line.
+    /// Sending failed: keep them, first in line.
     pub fn release(&mut self) {
-        self.in_flight = None;
+        self.in_flight.clear();
     }
 
     pub fn batches(&self) -> usize {
@@ -231,6 +245,16 @@ mod tests {
         s.done(0);
         assert_eq!(s.next().map(|(q, _)| q), Some(2));
         assert_eq!((s.batches(), s.bytes(), s.peak_bytes), (1, 10, 20));
+        s.release();
+        // a backlog goes out several batches at a time, bounded by count and bytes
+        for _ in 0..3 {
+            let q = s.take_seq().expect("seq");
+            s.push(q, &[b'y'; 4]).expect("push");
+        }
+        let seqs = |v: Vec<(u64, PathBuf)>| v.into_iter().map(|(q, _)| q).collect::<Vec<_>>();
+        assert_eq!(seqs(s.next_up_to(8, 18)), [2, 3, 4]);
+        assert_eq!(seqs(s.next_up_to(2, 1000)), [2, 3]);
+        assert_eq!(seqs(s.next_up_to(8, 1)), [2], "at least one");
         let _ = std::fs::remove_dir_all(&d);
     }
 }
