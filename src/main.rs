@@ -81,7 +81,7 @@ enum Command {
     /// Print the manifest's JSON Schema (--clickhouse: the fleet tables' DDL)
     Schema(cmd_fleet::SchemaArgs),
     /// Load a probe set, attach it, write a snapshot of failures every --interval
-    Collect(cmd_collect::CollectArgs),
+    Collect(Box<cmd_collect::CollectArgs>),
     /// Shortest call path between two functions, one hop per line; exit 1 when none
     Path {
         #[command(flatten)]

@@ -341,8 +341,11 @@ pub fn batch(
     out
 }
 
-/// The parts of a batch: (seq, [(table, JSONEachRow body)]).
-pub fn parse_batch(bytes: &[u8]) -> Result<(u64, Vec<(String, &[u8])>), String> {
+/// A batch read back: its sequence number and its (table, JSONEachRow body) parts.
+pub type ParsedBatch<'a> = (u64, Vec<(String, &'a [u8])>);
+
+/// The parts of a batch.
+pub fn parse_batch(bytes: &[u8]) -> Result<ParsedBatch<'_>, String> {
     let line = |b: &[u8]| -> Option<(String, usize)> {
         let nl = b.iter().position(|&c| c == b'\n')?;
         Some((String::from_utf8_lossy(&b[..nl]).into_owned(), nl + 1))

@@ -140,7 +140,7 @@ impl Spool {
 
     /// The oldest batch, marked in flight (not dropped until [`Spool::done`] or
     /// [`Spool::release`]).
-    pub fn next(&mut self) -> Option<(u64, PathBuf)> {
+    pub fn oldest(&mut self) -> Option<(u64, PathBuf)> {
         self.next_up_to(1, u64::MAX).into_iter().next()
     }
 
@@ -205,7 +205,7 @@ mod tests {
             assert_eq!(seq, i);
             s.push(seq, format!("batch {i}").as_bytes()).expect("push");
         }
-        let (seq, path) = s.next().expect("front");
+        let (seq, path) = s.oldest().expect("front");
         assert_eq!(seq, 0);
         assert_eq!(std::fs::read(&path).expect("read"), b"batch 0");
         s.done(seq);
@@ -214,7 +214,7 @@ mod tests {
         drop(s);
         let mut s = Spool::open(&d, 1 << 20).expect("reopen");
         assert_eq!((s.batches(), s.bytes()), (2, 14));
-        assert_eq!(s.next().map(|(q, _)| q), Some(1));
+        assert_eq!(s.oldest().map(|(q, _)| q), Some(1));
         s.release();
         // numbering continues after the last run's
         assert_eq!(s.take_seq().expect("seq"), 3);
@@ -239,11 +239,11 @@ mod tests {
         };
         assert_eq!(push(&mut s), 0);
         assert_eq!(push(&mut s), 0);
-        assert_eq!(s.next().map(|(q, _)| q), Some(0)); // 0 in flight
+        assert_eq!(s.oldest().map(|(q, _)| q), Some(0)); // 0 in flight
         assert_eq!(push(&mut s), 1); // 30 > 25: batch 1 goes, 0 is being sent
         assert_eq!(s.dropped, 1);
         s.done(0);
-        assert_eq!(s.next().map(|(q, _)| q), Some(2));
+        assert_eq!(s.oldest().map(|(q, _)| q), Some(2));
         assert_eq!((s.batches(), s.bytes(), s.peak_bytes), (1, 10, 20));
         s.release();
         // a backlog goes out several batches at a time, bounded by count and bytes
