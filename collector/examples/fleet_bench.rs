@@ -221,6 +221,14 @@ fn main() {
     );
     let at = |i: usize| c.rss.get(i).copied().unwrap_or(0);
     let last = c.rss.last().copied().unwrap_or(0);
+    let n = c.rss.len();
+    println!(
+        "   RSS KiB at 25/50/75% of the outage: {} {} {}; max {}",
+        at(n / 4),
+        at(n / 2),
+        at(3 * n / 4),
+        c.rss.iter().max().copied().unwrap_or(0)
+    );
     println!(
         "3. outage, {outage_windows} windows ({:.0} min of records): RSS {} KiB after 1, {} KiB after 10, {} KiB at the end (ratio end/first {:.2}); spool {} MiB on disk, {} batches dropped past 256 MiB",
         outage_windows as f64 * WINDOW_S / 60.0,
