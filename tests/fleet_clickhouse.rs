@@ -546,3 +546,54 @@ fn fleet_questions_on_loaded_data() {
         assert_eq!(r[8], want, "{r:?}");
     }
 }
+
+#[test]
+fn bad_fleet_arguments_are_one_line_and_exit_2() {
+    let g = Guard::new("pg-fleet-ch-bad");
+    let out = path(&g.dir.join("s.jsonl"));
+    let guest = path(&data("rxe-6.12.replay.jsonl"));
+    let m = manifest();
+    let base = [
+        "collect",
+        "--manifest",
+        &m,
+        "--replay",
+        &guest,
+        "--out",
+        &out,
+    ];
+    for (extra, want) in [
+        (
+            vec!["--clickhouse", "ftp://h"],
+            "scheme `ftp`: expected http",
+        ),
+        (vec!["--clickhouse", "http://h:port"], "port `port`"),
+        (
+            vec!["--clickhouse", "http://h/?database=a;b"],
+            "the database name",
+        ),
+        (
+            vec![
+                "--clickhouse",
+                "http://127.0.0.1:1",
+                "--clickhouse-spool",
+                "/proc/nope",
+            ],
+            "spool /proc/nope",
+        ),
+        (
+            vec!["--clickhouse-timeout", "0s"],
+            "--clickhouse-timeout must be positive",
+        ),
+    ] {
+        let args: Vec<&str> = base.iter().copied().chain(extra.iter().copied()).collect();
+        let o = common::probegen(&args);
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{extra:?}: {err}");
+        assert!(err.contains(want), "{extra:?}: {err}");
+    }
+    let o = common::probegen(&["schema", "--clickhouse", "--database", "a;b"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(common::stderr(&o).lines().count(), 1);
+}
