@@ -72,6 +72,8 @@ pub struct CollectArgs {
     /// Where to read /proc/<pid>/{environ,cgroup} (default /proc live, off for replay)
     #[arg(long, value_name = "DIR")]
     pub proc_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub fleet: crate::cmd_fleet::FleetArgs,
 }
 
 pub fn collect(a: &CollectArgs) -> Result<ExitCode, String> {
@@ -83,6 +85,7 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, String> {
     if a.interval.is_zero() {
         return Err("--interval must be positive".into());
     }
+    let fleet = a.fleet.resolve()?;
     let opts = Options {
         manifest: a.manifest.clone(),
         object: a.object.clone(),
@@ -111,6 +114,12 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, String> {
             (None, Some(_)) => None,
             (None, None) => Some(PathBuf::from("/proc")),
         },
+        clickhouse: fleet.endpoint,
+        clickhouse_spool: a.fleet.clickhouse_spool.clone(),
+        clickhouse_spool_bytes: a.fleet.clickhouse_spool_bytes,
+        clickhouse_flush: a.fleet.clickhouse_flush,
+        host: a.fleet.host.clone(),
+        replay_pace: a.fleet.replay_pace,
     };
     let s = run::run(&opts)?;
     eprintln!(
@@ -126,5 +135,6 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, String> {
         s.sink_errors,
         s.signal.map(|n| format!("; stopped by signal {n}")).unwrap_or_default()
     );
+    crate::cmd_fleet::report(&s);
     Ok(ExitCode::SUCCESS)
 }
