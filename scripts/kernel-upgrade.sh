@@ -18,6 +18,7 @@
 #      every attachable probe must attach and the induced failures must be caught
 #      (scripts/e2e-collect.sh); skip with KERNEL_UPGRADE_BOOT=0.
 # Report: target/kernel-upgrade/<series>/report.md (its path is the last line of stdout).
+# KERNEL_UPGRADE_OUT: where the regenerated sets go (default generated/, the checked-in ones).
 # Exit: 0 everything passed (drift is expected and reported, not a failure); 1 a step failed;
 # 2 bad arguments.
 set -euo pipefail
@@ -67,10 +68,11 @@ case ${check_rc} in
   *) check_line="check failed: $(tr '\n' ' ' <"${OUT}/check.err")"; fail "probegen check exited ${check_rc}" ;;
 esac
 
-log "3. regenerate ${VENDORS[*]} for linux-${SERIES}"
+GEN_ROOT=${KERNEL_UPGRADE_OUT:-generated}
+log "3. regenerate ${VENDORS[*]} for linux-${SERIES} in ${GEN_ROOT}"
 declare -A GEN
 for v in "${VENDORS[@]}"; do
-  dest=generated/linux-${SERIES}/${v}
+  dest=${GEN_ROOT}/linux-${SERIES}/${v}
   if line=$("${PG}" generate --kernel-src "${NEW_SRC}" --vendor "${v}" --out "${dest}" 2>"${OUT}/generate-${v}.err"); then
     GEN[$v]=${line%%; wrote*}
   else
@@ -82,7 +84,7 @@ done
 log "4. compile the BPF programs"
 declare -A CC
 for v in "${VENDORS[@]}"; do
-  src=generated/linux-${SERIES}/${v}/probes.bpf.c
+  src=${GEN_ROOT}/linux-${SERIES}/${v}/probes.bpf.c
   [[ -f ${src} ]] || { CC[$v]="no probes.bpf.c"; continue; }
   if clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu \
       -c "${src}" -o "${OUT}/${v}.bpf.o" 2>"${OUT}/clang-${v}.err"; then
@@ -98,7 +100,7 @@ boot_summary=""
 if [[ ${KERNEL_UPGRADE_BOOT:-1} != 0 ]]; then
   log "5. boot ${SERIES} in the qemu testbed with the rxe set"
   boot_rc=0
-  bash scripts/e2e-collect.sh "${SERIES}" >"${OUT}/e2e.log" 2>&1 || boot_rc=$?
+  bash scripts/e2e-collect.sh "${SERIES}" 2>&1 | tee "${OUT}/e2e.log" >&2 || boot_rc=${PIPESTATUS[0]}
   boot_summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$|^(PASS|FAIL) |TB_STEP|attached|^test result' "${OUT}/e2e.log" | tail -n 20 || true)
   if [[ ${boot_rc} -eq 0 ]]; then
     boot_line="passed"

@@ -27,7 +27,15 @@ cargo clippy --workspace --all-targets --release -- -D warnings
 step "cargo test (unit, fixtures, real 7.2, 6.12 and 6.1 trees)"
 cargo test --workspace --release
 
-step "end to end: the collector on Soft-RoCE under qemu (Debian 7.2, 6.12 and 6.1 stock kernels)"
-bash scripts/e2e-collect.sh 7.2
+step "kernel-upgrade job 6.12 -> 7.2: check, regenerate, compile, boot the stock 7.2 kernel with the collector"
+rm -rf target/kernel-upgrade
+KERNEL_UPGRADE_OUT=target/kernel-upgrade/generated \
+  bash scripts/kernel-upgrade.sh generated/linux-6.12/rxe/manifest.yaml 7.2 rxe
+# The job regenerates exactly the checked-in 7.2 set and reports the rules drift.
+diff -r target/kernel-upgrade/generated/linux-7.2/rxe generated/linux-7.2/rxe
+grep -q '`resize_cq` | `resize_user_cq`' target/kernel-upgrade/7.2/report.md
+grep -q '| boot the stock kernel, rxe set attached, induced failures | passed |' target/kernel-upgrade/7.2/report.md
+
+step "end to end: the collector on Soft-RoCE under qemu (Debian 6.12 and 6.1 stock kernels)"
 bash scripts/e2e-collect.sh 6.12
 bash scripts/e2e-collect.sh 6.1
