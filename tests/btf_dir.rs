@@ -48,8 +48,11 @@ fn btf_dir_of_ko_files_gives_the_same_set() {
     std::fs::create_dir_all(&bins).expect("mkdir");
     std::fs::copy(k.join("vmlinux"), bins.join("vmlinux")).expect("vmlinux");
     for m in ["ib_core", "ib_uverbs", "rdma_rxe"] {
-        std::fs::copy(k.join(format!("modules/{m}.ko")), bins.join(format!("{m}.ko")))
-            .expect("module");
+        std::fs::copy(
+            k.join(format!("modules/{m}.ko")),
+            bins.join(format!("{m}.ko")),
+        )
+        .expect("module");
     }
     let plain = generate(&k, None, &tmp.join("plain"));
     let apart = generate(&k, Some(&bins), &tmp.join("apart"));

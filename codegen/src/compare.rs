@@ -317,6 +317,38 @@ pub struct Drift {
     pub removed: Vec<Removed>,
     pub renamed: Vec<Renamed>,
     pub changed: Vec<Change>,
+    /// Source files whose probes live in another module now (`umem.c`: ib_uverbs -> ib_core
+    /// in 7.x), whatever became of the probes themselves.
+    pub file_moves: Vec<FileMove>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileMove {
+    pub file: String,
+    pub old_module: String,
+    pub new_module: String,
+}
+
+/// Files with probes in both sets whose module differs.
+fn file_moves(old: &Manifest, new: &Manifest) -> Vec<FileMove> {
+    let modules = |m: &Manifest| -> BTreeMap<String, String> {
+        m.probes
+            .iter()
+            .filter(|p| p.module != "inline")
+            .map(|p| (p.file.clone(), p.module.clone()))
+            .collect()
+    };
+    let (o, n) = (modules(old), modules(new));
+    o.iter()
+        .filter_map(|(file, om)| {
+            let nm = n.get(file)?;
+            (nm != om).then(|| FileMove {
+                file: file.clone(),
+                old_module: om.clone(),
+                new_module: nm.clone(),
+            })
+        })
+        .collect()
 }
 
 impl Drift {
@@ -531,6 +563,7 @@ pub fn drift(old: &Manifest, new: &Manifest, defined: Option<&dyn Fn(&str) -> bo
         removed,
         renamed,
         changed,
+        file_moves: file_moves(old, new),
     }
 }
 
@@ -549,6 +582,14 @@ fn count(n: usize, what: &str) -> String {
 
 /// Markdown sections shared by `check` and `diff`: added, removed, renamed, changed.
 fn drift_sections(d: &Drift, out: &mut String) {
+    if !d.file_moves.is_empty() {
+        let _ = writeln!(out, "\n## Module moves ({})\n", d.file_moves.len());
+        let _ = writeln!(out, "| file | old module | new module |");
+        let _ = writeln!(out, "|---|---|---|");
+        for m in &d.file_moves {
+            let _ = writeln!(out, "| {} | {} | {} |", m.file, m.old_module, m.new_module);
+        }
+    }
     if !d.added.is_empty() {
         let _ = writeln!(out, "\n## Added probes ({})\n", d.added.len());
         let _ = writeln!(
