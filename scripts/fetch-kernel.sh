@@ -42,9 +42,12 @@
 # PROBEGEN_APT_UPDATE=1 forces a refresh of the apt lists (otherwise refreshed after 7 days).
 set -euo pipefail
 
-readonly FORMAT=1 # bump when the cache layout changes: forces a rebuild
-# Modules whose BTF and symbols give the attach verdicts. ib_uverbs_support is new in 7.x.
-readonly MODULES=(ib_core ib_uverbs ib_uverbs_support mlx5_ib mlx5_core bnxt_re irdma rdma_rxe)
+readonly FORMAT=2 # bump when the cache layout changes: forces a rebuild (2: every vendor module of the rules)
+# Modules whose BTF and symbols give the attach verdicts: the core and every vendor of
+# heuristics/rules.yaml (ib_uverbs_support is new in 7.x; one the config does not build is
+# listed in modules/MISSING).
+readonly MODULES=(ib_core ib_uverbs ib_uverbs_support mlx5_ib mlx5_core bnxt_re irdma rdma_rxe
+  mlx4_ib efa hns_roce_hw_v2 siw)
 # Modules every kernel of the supported range builds (a missing one is an error).
 readonly REQUIRED_MODULES=(ib_core ib_uverbs rdma_rxe)
 readonly SOURCE_PATHS=(drivers/infiniband include/rdma include/uapi/rdma include/linux/mlx5 Makefile)

@@ -5,17 +5,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The sets that are checked in: "<kernel> <vendor>".
-SETS=("7.2 mlx5" "7.2 bnxt_re" "7.2 irdma" "7.2 rxe"
-      "6.12 mlx5" "6.12 bnxt_re" "6.12 irdma" "6.12 rxe"
-      "6.1 mlx5" "6.1 bnxt_re" "6.1 irdma" "6.1 rxe")
+# The sets that are checked in: vendors per kernel, each kernel's vendors from one parse
+# (`generate --vendor a,b,c` writes generated/linux-<kernel>/<vendor>/).
+KERNELS=(7.2 6.12 6.1)
+VENDORS=mlx5,bnxt_re,irdma,rxe
 
 cargo build --release --quiet
-for set in "${SETS[@]}"; do
-  read -r ver vendor <<<"${set}"
+for ver in "${KERNELS[@]}"; do
   src=$(bash scripts/fetch-kernel.sh "${ver}" | tail -n 1)
-  ./target/release/probegen generate --kernel-src "${src}" --vendor "${vendor}" \
-    --out "generated/linux-${ver}/${vendor}"
+  ./target/release/probegen generate --kernel-src "${src}" --vendor "${VENDORS}" \
+    --out "generated/linux-${ver}"
 done
 ./target/release/probegen schema > generated/manifest.schema.json.tmp
 mv generated/manifest.schema.json.tmp generated/manifest.schema.json

@@ -24,9 +24,13 @@ pub struct CollectArgs {
     /// Snapshot interval
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub interval: std::time::Duration,
-    /// Ring buffer drain period (the probes do not wake the collector per record)
+    /// Ring buffer drain period while records keep coming (the probes do not wake the
+    /// collector per record)
     #[arg(long, default_value = "10ms", value_parser = parse_duration)]
     pub drain: std::time::Duration,
+    /// Longest sleep while no record arrives (a burst wakes the collector at once)
+    #[arg(long, default_value = "250ms", value_parser = parse_duration)]
+    pub idle_wait: std::time::Duration,
     /// JSON Lines output (`-`: stdout)
     #[arg(
         long,
@@ -93,6 +97,7 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, String> {
         replay_window: a.replay_window,
         interval: a.interval,
         drain: a.drain.max(std::time::Duration::from_millis(1)),
+        idle_wait: a.idle_wait,
         out: a.out.clone(),
         rotate_bytes: a.rotate_bytes,
         rotate_keep: a.rotate_keep,

@@ -271,6 +271,28 @@ fn check(ver: &str) {
         None => problems.push(format!("no pid in vf-job.log: {job_log}")),
     }
 
+    // 6a. the idle collector sleeps: 10 s without traffic cost at most 2 ticks (one tenth of
+    // the 22 a 10 ms drain timer cost) and a few wake-ups a second (interval 1 s here).
+    let idle = std::fs::read_to_string(out.join("idle.txt")).unwrap_or_default();
+    let field = |k: &str| -> Option<u64> {
+        idle.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(k)?.strip_prefix('=')?.parse().ok())
+    };
+    match (field("ticks"), field("wakeups")) {
+        (Some(t), Some(w)) => {
+            println!("{ver}: idle 10 s: {t} CPU ticks, {w} wake-ups");
+            if t > 2 {
+                problems.push(format!("idle collector used {t} ticks in 10 s (want <= 2)"));
+            }
+            if w > 60 {
+                problems.push(format!(
+                    "idle collector woke {w} times in 10 s (want <= 60)"
+                ));
+            }
+        }
+        _ => problems.push(format!("no idle measurement in idle.txt: {idle:?}")),
+    }
+
     // 6. the metrics scrape in the guest
     let metrics = std::fs::read_to_string(out.join("metrics.txt")).unwrap_or_default();
     let line = "probegen_failures_total{function=\"ib_uverbs_reg_mr\",module=\"ib_uverbs\"} ";

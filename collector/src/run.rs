@@ -29,8 +29,12 @@ pub struct Options {
     /// replay without counters: records per window (0: one window)
     pub replay_window: usize,
     pub interval: Duration,
-    /// ring buffer drain period
+    /// ring buffer drain period while records keep coming
     pub drain: Duration,
+    /// longest sleep while idle: records are submitted without a wake-up until the ring holds
+    /// `wakeup_threshold` bytes (a burst wakes the collector at once), so an idle collector
+    /// sleeps this long between checks instead of waking every `drain`
+    pub idle_wait: Duration,
     /// JSONL path, `-` for stdout
     pub out: PathBuf,
     pub rotate_bytes: u64,
@@ -69,6 +73,7 @@ impl Default for Options {
             replay_window: 0,
             interval: Duration::from_secs(5),
             drain: Duration::from_millis(10),
+            idle_wait: Duration::from_millis(250),
             out: PathBuf::from("probegen-snapshots.jsonl"),
             rotate_bytes: 64 << 20,
             rotate_keep: 5,
@@ -456,10 +461,13 @@ struct Ingest {
     pipe: Pipeline,
     recorder: Option<Recorder<std::fs::File>>,
     record_errors: u64,
+    /// Records read so far (tells a busy drain from an idle one).
+    samples: u64,
 }
 
 impl Ingest {
     fn sample(&mut self, b: &[u8]) {
+        self.samples += 1;
         self.pipe.ingest(b);
         if let Some(r) = &mut self.recorder {
             if r.record(b).is_err() {
@@ -537,6 +545,7 @@ fn run_live(opts: &Options, table: Arc<ProbeTable>, object: &Path) -> Result<Sum
         pipe,
         recorder,
         record_errors: 0,
+        samples: 0,
     }));
     let rb = {
         let events = loaded
@@ -580,14 +589,33 @@ fn run_live(opts: &Options, table: Arc<ProbeTable>, object: &Path) -> Result<Sum
             outputs.emit(&mut i.pipe, &mut s, k);
             ok
         };
+    // Fast draining only while records keep coming; idle, sleep up to `idle_wait` (bounded by
+    // the next snapshot and the deadline): a burst crosses the wake-up threshold and ends the
+    // sleep at once.
+    let mut busy = false;
     while !stop_requested() {
+        let before = ingest.borrow().samples;
+        let wait = if busy {
+            opts.drain
+        } else {
+            let now = Instant::now();
+            let mut w = opts
+                .idle_wait
+                .max(opts.drain)
+                .min(next.saturating_duration_since(now));
+            if let Some(d) = deadline {
+                w = w.min(d.saturating_duration_since(now));
+            }
+            w.max(Duration::from_millis(1))
+        };
         // threshold wake-ups end the poll early; NO_WAKEUP records need the consume
-        if let Err(e) = rb.poll(opts.drain) {
+        if let Err(e) = rb.poll(wait) {
             if e.kind() != libbpf_rs::ErrorKind::Interrupted {
                 eprintln!("probegen collect: ring buffer poll: {e}");
             }
         }
         consume(&rb);
+        busy = ingest.borrow().samples > before;
         let now = Instant::now();
         if deadline.is_some_and(|d| now >= d) {
             break;
