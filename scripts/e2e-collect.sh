@@ -3,16 +3,16 @@
 # (scripts/e2e.sh) through the guest hook scripts/e2e/collect-hook.sh, then checks its
 # snapshots on the host (tests/collector_e2e.rs, ignored in a plain `cargo test`).
 #
-#   scripts/e2e-collect.sh 6.12|6.1
+#   scripts/e2e-collect.sh 7.2|6.12|6.1
 #
 # Packs at /extra: the release probegen (its shared libraries come via ldd), the rxe
 # manifest of that kernel and its probes.bpf.c compiled with clang, the hook.
 # Outputs: target/e2e/<ver>/{snapshots.jsonl,replay.jsonl,collect.log,metrics.txt,...}.
 # Environment: E2E_* knobs of scripts/e2e.sh; PROBEGEN_VENDOR (default rxe).
 set -euo pipefail
-[ $# -eq 1 ] || { echo "usage: $0 6.12|6.1" >&2; exit 2; }
+[ $# -eq 1 ] || { echo "usage: $0 SERIES (7.2, 6.12, 6.1)" >&2; exit 2; }
 VER=$1
-case "$VER" in 6.12 | 6.1) ;; *) echo "usage: $0 6.12|6.1" >&2; exit 2 ;; esac
+case "$VER" in [0-9]*.[0-9]* ) ;; *) echo "usage: $0 SERIES (7.2, 6.12, 6.1)" >&2; exit 2 ;; esac
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 VENDOR=${PROBEGEN_VENDOR:-rxe}
@@ -37,8 +37,7 @@ E2E_EXTRA_DIR=$STAGE bash scripts/e2e.sh "$VER" || rc=$?
 log "scripts/e2e.sh exited $rc"
 
 log "checking target/e2e/$VER/snapshots.jsonl"
-tver=${VER//./_}
 check=0
-PROBEGEN_E2E_MANIFEST=$STAGE/manifest.yaml cargo test --release --test collector_e2e -- --ignored --exact \
-	"e2e_collect_$tver" --nocapture || check=$?
+PROBEGEN_E2E_SERIES=$VER PROBEGEN_E2E_MANIFEST=$STAGE/manifest.yaml \
+	cargo test --release --test collector_e2e -- --ignored --exact e2e_collect_series --nocapture || check=$?
 [ $rc -eq 0 ] && [ $check -eq 0 ]

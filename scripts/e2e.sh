@@ -2,7 +2,7 @@
 # Soft-RoCE end-to-end testbed: boots Debian's stock kernel under qemu (TCG),
 # loads rdma_rxe, runs ibv_rc_pingpong and tests/e2e/verbs_fail in the guest.
 #
-#   scripts/e2e.sh 6.12|6.1
+#   scripts/e2e.sh 7.2|6.12|6.1   (any series scripts/fetch-kernel.sh resolves)
 #
 # Environment:
 #   PROBEGEN_CACHE      cache root (default ~/.cache/probegen); kernels go to <cache>/e2e/<ver>/
@@ -20,10 +20,10 @@
 # Artifacts: target/e2e/<ver>/{console.log,dmesg.txt,<hook files>}.
 set -euo pipefail
 
-usage() { echo "usage: $0 6.12|6.1" >&2; exit 2; }
+usage() { echo "usage: $0 SERIES (7.2, 6.12, 6.1)" >&2; exit 2; }
 [ $# -eq 1 ] || usage
 E2E_VER=$1
-case "$E2E_VER" in 6.12 | 6.1) ;; *) usage ;; esac
+case "$E2E_VER" in [0-9]*.[0-9]* ) ;; *) usage ;; esac
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 E2E_DIR=$REPO/scripts/e2e
@@ -120,7 +120,7 @@ extract_files "$OUT/console.log" "$OUT"
 # ------------------------------------------------------------------ verdict ---
 passed=0
 failed=0
-echo "== e2e $E2E_VER: $KPKG $KPKG_VERSION ($KREL)"
+echo "== e2e $E2E_VER: $DEBS($KREL)"
 grep -a '^TB_STEP ' "$OUT/console.log" >"$CACHE/steps.txt" || true
 while read -r _ _ result _; do
 	case "$result" in

@@ -3,6 +3,7 @@
 #
 # Usage: scripts/fetch-kernel.sh [--flavor FLAVOR] [--suite SUITE] SPEC
 #        scripts/fetch-kernel.sh --list [SERIES]
+#        scripts/fetch-kernel.sh --debs DIR [--flavor FLAVOR] [--suite SUITE] SPEC
 #
 #   SPEC     a series (7.2, 6.12, 6.1) or an exact Debian version of linux-source-<series>
 #            (7.2.13-1, 6.12.117-1~deb12u1).
@@ -11,6 +12,8 @@
 #   SUITE    only look in this suite (bookworm-security, trixie-backports, sid, ...).
 #   --list   every linux-source version apt can reach, with its suite; `*` marks what SERIES
 #            alone would fetch.
+#   --debs   only download the binary packages of SPEC (image, or binary + modules + base)
+#            into DIR and print their paths, one per line: the qemu testbed boots them.
 #
 # Which version a series means: the newest one Debian ships for this machine's own release
 # (VERSION_CODENAME of /etc/os-release with its -updates, -security and -backports suites):
@@ -39,9 +42,12 @@
 # PROBEGEN_APT_UPDATE=1 forces a refresh of the apt lists (otherwise refreshed after 7 days).
 set -euo pipefail
 
-readonly FORMAT=1 # bump when the cache layout changes: forces a rebuild
-# Modules whose BTF and symbols give the attach verdicts. ib_uverbs_support is new in 7.x.
-readonly MODULES=(ib_core ib_uverbs ib_uverbs_support mlx5_ib mlx5_core bnxt_re irdma rdma_rxe)
+readonly FORMAT=2 # bump when the cache layout changes: forces a rebuild (2: every vendor module of the rules)
+# Modules whose BTF and symbols give the attach verdicts: the core and every vendor of
+# heuristics/rules.yaml (ib_uverbs_support is new in 7.x; one the config does not build is
+# listed in modules/MISSING).
+readonly MODULES=(ib_core ib_uverbs ib_uverbs_support mlx5_ib mlx5_core bnxt_re irdma rdma_rxe
+  mlx4_ib efa hns_roce_hw_v2 siw)
 # Modules every kernel of the supported range builds (a missing one is an error).
 readonly REQUIRED_MODULES=(ib_core ib_uverbs rdma_rxe)
 readonly SOURCE_PATHS=(drivers/infiniband include/rdma include/uapi/rdma include/linux/mlx5 Makefile)
@@ -61,6 +67,7 @@ FLAVOR=amd64
 SUITE=""
 LIST=0
 SPEC=""
+DEBS_DIR=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --flavor) [[ $# -ge 2 ]] || usage_error "--flavor needs a value (${FLAVORS[*]})"; FLAVOR=$2; shift 2 ;;
@@ -68,6 +75,7 @@ while [[ $# -gt 0 ]]; do
     --suite) [[ $# -ge 2 ]] || usage_error "--suite needs a value"; SUITE=$2; shift 2 ;;
     --suite=*) SUITE=${1#--suite=}; shift ;;
     --list) LIST=1; shift ;;
+    --debs) [[ $# -ge 2 ]] || usage_error "--debs needs a directory"; DEBS_DIR=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     -*) usage; usage_error "unknown option $1" ;;
     *) [[ -z ${SPEC} ]] || usage_error "one SPEC expected, got '${SPEC}' and '$1'"; SPEC=$1; shift ;;
@@ -406,6 +414,35 @@ if [[ ${#image_pkgs[@]} -eq 0 ]]; then
 fi
 log "source: ${SOURCE_PKG} ${SRC_VERSION}; binaries (${PACKAGING}): ${image_pkgs[*]}"
 
+# download PKG [DIR]: PKG=SRC_VERSION into DIR (default WORK), reusing a .deb of that version
+# already there; prints its path.
+download() {
+  local pkg=$1 dir=${2:-${WORK}} f
+  f=$(compgen -G "${dir}/${pkg}_*.deb" | head -n 1) || true
+  if [[ -n ${f} && $(dpkg-deb -f "${f}" Version 2>/dev/null) == "${SRC_VERSION}" ]]; then
+    printf '%s' "${f}"
+    return 0
+  fi
+  rm -f -- "${dir}/${pkg}"_*.deb
+  log "apt-get download ${pkg}=${SRC_VERSION}"
+  (cd "${dir}" && apt-get "${APT_OPTS[@]}" download -q "${pkg}=${SRC_VERSION}" >"${dir}/.download-${pkg}.log" 2>&1) \
+    || { tail -n 3 "${dir}/.download-${pkg}.log" >&2; die "download of ${pkg}=${SRC_VERSION} failed"; }
+  f=$(compgen -G "${dir}/${pkg}_*.deb" | head -n 1) || true
+  [[ -n ${f} ]] || die "download of ${pkg}=${SRC_VERSION} left no .deb in ${dir}"
+  [[ $(dpkg-deb -f "${f}" Version) == "${SRC_VERSION}" ]] || die "${f##*/} is not version ${SRC_VERSION}"
+  printf '%s' "${f}"
+}
+
+# Binary packages are kept here between runs: the testbed boots the same ones (--debs).
+BIN_DEBS="${CACHE_ROOT}/debs"
+if [[ -n ${DEBS_DIR} ]]; then
+  mkdir -p "${DEBS_DIR}" || die "cannot create ${DEBS_DIR}"
+  for pkg in "${image_pkgs[@]}"; do
+    printf '%s\n' "$(download "${pkg}" "${DEBS_DIR}")"
+  done
+  exit 0
+fi
+
 # ---------------------------------------------------------------------------- fast path
 
 # One run per cache directory at a time.
@@ -438,16 +475,6 @@ TREE="${TMP}/tree"
 WORK="${TMP}/work"
 mkdir -p "${TREE}/modules" "${WORK}"
 
-download() {
-  local pkg=$1 f
-  log "apt-get download ${pkg}=${SRC_VERSION}"
-  (cd "${WORK}" && apt-get "${APT_OPTS[@]}" download -q "${pkg}=${SRC_VERSION}" >"${WORK}/download.log" 2>&1) \
-    || { tail -n 3 "${WORK}/download.log" >&2; die "download of ${pkg}=${SRC_VERSION} failed"; }
-  f=$(compgen -G "${WORK}/${pkg}_*.deb" | head -n 1) || true
-  [[ -n ${f} ]] || die "download of ${pkg}=${SRC_VERSION} left no .deb in ${WORK}"
-  [[ $(dpkg-deb -f "${f}" Version) == "${SRC_VERSION}" ]] || die "${f##*/} is not version ${SRC_VERSION}"
-  printf '%s' "${f}"
-}
 
 # 1. linux-source-X: the tarball inside the .deb, then only the paths we analyse.
 src_deb=$(download "${SOURCE_PKG}")
@@ -488,14 +515,14 @@ patterns=('./boot/config-*' './boot/vmlinuz-*' './boot/System.map-*'
   './usr/lib/modules/*/config' './usr/lib/modules/*/vmlinuz' './usr/lib/modules/*/System.map'
   './lib/modules/*/config' './lib/modules/*/vmlinuz' './lib/modules/*/System.map')
 for m in "${MODULES[@]}"; do patterns+=("*/${m}.ko" "*/${m}.ko.xz" "*/${m}.ko.zst"); done
+mkdir -p "${BIN_DEBS}"
 for pkg in "${image_pkgs[@]}"; do
-  deb=$(download "${pkg}")
+  deb=$(download "${pkg}" "${BIN_DEBS}")
   log "unpacking boot files and modules from ${deb##*/}"
   # tar exits non-zero for patterns without a match (each package has only some files).
   dpkg-deb --fsys-tarfile "${deb}" \
     | tar -x -C "${IMG}" --no-same-owner --wildcards --wildcards-match-slash -f - "${patterns[@]}" 2>"${WORK}/tar.err" \
     || { grep -v 'Not found in archive\|Exiting with failure status' "${WORK}/tar.err" >&2 || true; }
-  rm -f -- "${deb}"
 done
 
 # The 7.x layout keeps config and vmlinuz under usr/lib/modules/<krel>/; older ones in boot/.

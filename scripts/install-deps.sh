@@ -15,7 +15,7 @@ readonly PACKAGES=(
   clang llvm libbpf-dev bpftool cflow xz-utils zstd dpkg-dev kmod cpio
   busybox-static qemu-system-x86 rdma-core ibverbs-utils ibverbs-providers
   libibverbs-dev libelf-dev zlib1g-dev pkg-config time iproute2 libc6-dev
-  binutils gcc prometheus
+  binutils gcc prometheus prometheus-alertmanager clickhouse-server clickhouse-client
 )
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every probegen test on a fresh Debian 12 machine: installs the Debian packages, fetches
-# the real Debian 6.12 and 6.1 kernel sources and binaries into the cache (outside git), then
-# runs lint, the Rust test suite (unit, fixtures, real-tree tests) and the qemu end-to-end runs.
+# the real Debian 7.2 (sid), 6.12 and 6.1 kernel sources and binaries into the cache (outside
+# git), then runs lint, the Rust test suite (unit, fixtures, real-tree tests) and the qemu
+# end-to-end runs on the three stock kernels.
 #
 # Usage: scripts/test-all.sh            (as root; what CI runs)
 set -euo pipefail
@@ -15,14 +16,25 @@ step "kernel 6.12"
 PROBEGEN_KERNEL_6_12=$(bash scripts/fetch-kernel.sh 6.12 | tail -n 1)
 step "kernel 6.1"
 PROBEGEN_KERNEL_6_1=$(bash scripts/fetch-kernel.sh 6.1 | tail -n 1)
-export PROBEGEN_KERNEL_6_12 PROBEGEN_KERNEL_6_1
+step "kernel 7.2"
+PROBEGEN_KERNEL_7_2=$(bash scripts/fetch-kernel.sh 7.2 | tail -n 1)
+export PROBEGEN_KERNEL_6_12 PROBEGEN_KERNEL_6_1 PROBEGEN_KERNEL_7_2
 
 step "format and lint"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --release -- -D warnings
 
-step "cargo test (unit, fixtures, real 6.12 and 6.1 trees)"
+step "cargo test (unit, fixtures, real 7.2, 6.12 and 6.1 trees)"
 cargo test --workspace --release
+
+step "kernel-upgrade job 6.12 -> 7.2: check, regenerate, compile, boot the stock 7.2 kernel with the collector"
+rm -rf target/kernel-upgrade
+KERNEL_UPGRADE_OUT=target/kernel-upgrade/generated \
+  bash scripts/kernel-upgrade.sh generated/linux-6.12/rxe/manifest.yaml 7.2 rxe
+# The job regenerates exactly the checked-in 7.2 set and reports the rules drift.
+diff -r target/kernel-upgrade/generated/linux-7.2/rxe generated/linux-7.2/rxe
+grep -q '| focus-member | `resize_cq` | `resize_user_cq`' target/kernel-upgrade/7.2/report.md
+grep -q '| boot the stock kernel, rxe set attached, induced failures | passed |' target/kernel-upgrade/7.2/report.md
 
 step "end to end: the collector on Soft-RoCE under qemu (Debian 6.12 and 6.1 stock kernels)"
 bash scripts/e2e-collect.sh 6.12

@@ -24,9 +24,13 @@ pub struct CollectArgs {
     /// Snapshot interval
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub interval: std::time::Duration,
-    /// Ring buffer drain period (the probes do not wake the collector per record)
+    /// Ring buffer drain period while records keep coming (the probes do not wake the
+    /// collector per record)
     #[arg(long, default_value = "10ms", value_parser = parse_duration)]
     pub drain: std::time::Duration,
+    /// Longest sleep while no record arrives (a burst wakes the collector at once)
+    #[arg(long, default_value = "250ms", value_parser = parse_duration)]
+    pub idle_wait: std::time::Duration,
     /// JSON Lines output (`-`: stdout)
     #[arg(
         long,
@@ -72,6 +76,8 @@ pub struct CollectArgs {
     /// Where to read /proc/<pid>/{environ,cgroup} (default /proc live, off for replay)
     #[arg(long, value_name = "DIR")]
     pub proc_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub fleet: crate::cmd_fleet::FleetArgs,
 }
 
 pub fn collect(a: &CollectArgs) -> Result<ExitCode, String> {
@@ -83,6 +89,7 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, String> {
     if a.interval.is_zero() {
         return Err("--interval must be positive".into());
     }
+    let fleet = a.fleet.resolve()?;
     let opts = Options {
         manifest: a.manifest.clone(),
         object: a.object.clone(),
@@ -90,6 +97,7 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, String> {
         replay_window: a.replay_window,
         interval: a.interval,
         drain: a.drain.max(std::time::Duration::from_millis(1)),
+        idle_wait: a.idle_wait,
         out: a.out.clone(),
         rotate_bytes: a.rotate_bytes,
         rotate_keep: a.rotate_keep,
@@ -111,6 +119,12 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, String> {
             (None, Some(_)) => None,
             (None, None) => Some(PathBuf::from("/proc")),
         },
+        clickhouse: fleet.endpoint,
+        clickhouse_spool: a.fleet.clickhouse_spool.clone(),
+        clickhouse_spool_bytes: a.fleet.clickhouse_spool_bytes,
+        clickhouse_flush: a.fleet.clickhouse_flush,
+        host: a.fleet.host.clone(),
+        replay_pace: a.fleet.replay_pace,
     };
     let s = run::run(&opts)?;
     eprintln!(
@@ -126,5 +140,6 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, String> {
         s.sink_errors,
         s.signal.map(|n| format!("; stopped by signal {n}")).unwrap_or_default()
     );
+    crate::cmd_fleet::report(&s);
     Ok(ExitCode::SUCCESS)
 }

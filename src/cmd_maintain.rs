@@ -100,7 +100,7 @@ pub fn check(src: &SourceArgs, against: &Path, format: ReportFormat) -> CmdResul
     let mut d = codegen::compare::drift(&old, &new, Some(&defined));
     codegen::compare::apply_successors(&mut d, &|r| successor(g, &old, &new, &s.rules, r));
     let rd = rules_drift(&src, &s, &old, &new);
-    let drifted = !d.is_empty() || !rd.missing.is_empty();
+    let drifted = !d.is_empty() || rd.breaking() > 0;
     match format {
         ReportFormat::Markdown => {
             let mut text = codegen::compare::check_markdown(&d, &against.display().to_string());

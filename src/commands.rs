@@ -12,7 +12,8 @@ use crate::{Format, SourceArgs};
 pub type CmdResult = Result<ExitCode, String>;
 
 pub struct Loaded {
-    pub tree: SourceTree,
+    /// Shared by the vendors of one `generate --vendor a,b` run (one parse).
+    pub tree: std::sync::Arc<SourceTree>,
     pub graph: CallGraph,
 }
 
@@ -62,6 +63,7 @@ pub fn load(src: &SourceArgs, rules: &heuristics::Rules) -> Result<Loaded, Strin
     .map_err(|e| e.to_string())?;
     let t1 = t0.elapsed();
     let graph = CallGraph::build(&tree, &scope);
+    let tree = std::sync::Arc::new(tree);
     if std::env::var_os("PROBEGEN_TIMINGS").is_some() {
         eprintln!(
             "timings: load {:?} (tree-sitter parse {:?} summed over threads), graph {:?}",
@@ -233,7 +235,7 @@ pub struct Selected {
     /// The rules of this run (parsed once).
     pub rules: heuristics::Rules,
     pub selection: heuristics::Selection,
-    pub binaries: Option<analyzer::traceability::Binaries>,
+    pub binaries: Option<std::sync::Arc<analyzer::traceability::Binaries>>,
     pub entries: Vec<String>,
     /// What the analysis could not read or evaluate (sources, config, binaries).
     pub degraded: Vec<analyzer::completeness::Degradation>,
@@ -269,6 +271,19 @@ pub fn select_from(src: &SourceArgs, entries: &[String]) -> Result<Selected, Str
         ));
     }
     let loaded = load(src, &rules)?;
+    let binaries = binaries_of(src)?.map(std::sync::Arc::new);
+    select_loaded(src, rules, loaded, binaries, &vendor, entries)
+}
+
+/// The selection of `vendor` on a tree already loaded (and binaries already read).
+fn select_loaded(
+    src: &SourceArgs,
+    rules: heuristics::Rules,
+    loaded: Loaded,
+    binaries: Option<std::sync::Arc<analyzer::traceability::Binaries>>,
+    vendor: &str,
+    entries: &[String],
+) -> Result<Selected, String> {
     let named_by_user = !entries.is_empty();
     let entries = entry_names(entries);
     let ids = loaded
@@ -278,12 +293,11 @@ pub fn select_from(src: &SourceArgs, entries: &[String]) -> Result<Selected, Str
     // A degraded tree (a truncated .config) fails on that first, unless allowed: it is the
     // cause, an unbuilt vendor only its consequence.
     if let Some(v) = rules
-        .vendor(&vendor)
+        .vendor(vendor)
         .filter(|_| loaded.tree.degraded.is_empty() || src.allow_degraded)
     {
-        crate::degraded::vendor_present(src, &vendor, v, &loaded.tree)?;
+        crate::degraded::vendor_present(src, vendor, v, &loaded.tree)?;
     }
-    let binaries = binaries_of(src)?;
     let g = &loaded.graph;
     // Functions the binary inlined are wrappers for the selection's depth limits.
     let inlined = |id: analyzer::FnId| {
@@ -295,12 +309,12 @@ pub fn select_from(src: &SourceArgs, entries: &[String]) -> Result<Selected, Str
         })
     };
     let selection =
-        heuristics::select_with(g, &rules, &vendor, &ids, &inlined).map_err(|e| e.to_string())?;
+        heuristics::select_with(g, &rules, vendor, &ids, &inlined).map_err(|e| e.to_string())?;
     let mut degraded = loaded.tree.degraded.clone();
     degraded.extend(analyzer::completeness::module_gaps(
         &src.kernel_src,
         &loaded.tree.build,
-        binaries.as_ref(),
+        binaries.as_deref(),
         selection
             .verdicts
             .iter()
@@ -331,7 +345,7 @@ fn manifest_without_gaps(src: &SourceArgs, s: &Selected) -> codegen::Manifest {
     codegen::build_manifest(
         &s.loaded.graph,
         &s.selection,
-        s.binaries.as_ref(),
+        s.binaries.as_deref(),
         codegen::manifest::KernelInfo {
             version: s
                 .loaded
@@ -345,8 +359,114 @@ fn manifest_without_gaps(src: &SourceArgs, s: &Selected) -> codegen::Manifest {
     )
 }
 
+/// `--vendor a,b,c` or `--vendor all` (every vendor of the rules whose driver the config
+/// builds): the vendors, or `None` for one plain vendor.
+fn vendor_list(src: &SourceArgs, rules: &heuristics::Rules) -> Result<Option<Vec<String>>, String> {
+    let Some(v) = src.vendor.as_deref() else {
+        return Ok(None);
+    };
+    if v != "all" && !v.contains(',') {
+        return Ok(None);
+    }
+    let names: Vec<String> = if v == "all" {
+        rules.vendor_names()
+    } else {
+        v.split(',').map(|s| s.trim().to_string()).collect()
+    };
+    for n in &names {
+        if n.is_empty() || rules.vendor(n).is_none() {
+            return Err(format!(
+                "unknown vendor `{n}` in --vendor {v}: known vendors are {}",
+                rules.vendor_names().join(", ")
+            ));
+        }
+    }
+    Ok(Some(names))
+}
+
 pub fn generate(src: &SourceArgs, out: &std::path::Path, entries: &[String]) -> CmdResult {
+    let rules = rules_of(src)?;
+    if let Some(vendors) = vendor_list(src, &rules)? {
+        return generate_many(src, rules, &vendors, out, entries);
+    }
     let s = select_from(src, entries)?;
+    let line = write_set(src, &s, out)?;
+    println!("{line}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Several vendors from one parse of the tree and one read of the binaries: one directory
+/// per vendor under `out`, each byte-identical to a single-vendor run. `all` keeps the
+/// vendors whose driver the config builds.
+fn generate_many(
+    src: &SourceArgs,
+    rules: heuristics::Rules,
+    vendors: &[String],
+    out: &std::path::Path,
+    entries: &[String],
+) -> CmdResult {
+    let all = src.vendor.as_deref() == Some("all");
+    let dirs: Vec<String> = vendors
+        .iter()
+        .filter_map(|v| rules.vendor(v))
+        .flat_map(|v| v.dirs.iter().cloned())
+        .collect();
+    let t0 = std::time::Instant::now();
+    let tree = SourceTree::load(
+        &src.kernel_src,
+        &LoadOptions {
+            kconfig: src.kconfig.clone(),
+            // `all` asks for what the config builds; a list names vendors to report even
+            // when not built (bnxt_re on 6.1: its probes are `not-built`).
+            unbuilt_dirs: if all { Vec::new() } else { dirs },
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let tree = std::sync::Arc::new(tree);
+    let binaries = binaries_of(src)?.map(std::sync::Arc::new);
+    if std::env::var_os("PROBEGEN_TIMINGS").is_some() {
+        eprintln!(
+            "timings: load {:?} (once for {} vendors)",
+            t0.elapsed(),
+            vendors.len()
+        );
+    }
+    let mut written = 0;
+    for v in vendors {
+        let vd = rules.vendor(v).map(|x| x.dirs.clone()).unwrap_or_default();
+        let built = tree.files.iter().any(|f| {
+            vd.iter().any(|d| f.path.starts_with(d.as_str()))
+                && tree.build.module_of(&f.path).is_some()
+        });
+        if all && !built {
+            eprintln!("probegen: {v}: not built by this config, skipped (--vendor all)");
+            continue;
+        }
+        let src_v = SourceArgs {
+            vendor: Some(v.clone()),
+            ..src.clone()
+        };
+        let loaded = Loaded {
+            tree: tree.clone(),
+            graph: CallGraph::build(&tree, &VendorScope::only(&vd)),
+        };
+        let s = select_loaded(&src_v, rules.clone(), loaded, binaries.clone(), v, entries)?;
+        let line = write_set(&src_v, &s, &out.join(v))?;
+        println!("{line}");
+        written += 1;
+    }
+    if written == 0 {
+        return Err(format!(
+            "--vendor {}: no vendor's driver is built by this config",
+            src.vendor.as_deref().unwrap_or("")
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Validate one selection against the binaries, render its set and write it to `out`;
+/// returns the summary line.
+fn write_set(src: &SourceArgs, s: &Selected, out: &std::path::Path) -> Result<String, String> {
     crate::degraded::enforce(src, &s.degraded, true)?;
     if s.binaries.is_none() {
         eprintln!(
@@ -354,7 +474,7 @@ pub fn generate(src: &SourceArgs, out: &std::path::Path, entries: &[String]) -> 
             src.kernel_src.display()
         );
     }
-    let manifest = manifest_of(src, &s);
+    let manifest = manifest_of(src, s);
     let g = &s.loaded.graph;
     if let Some(b) = &s.binaries {
         let mismatches = codegen::build::validate(&manifest, g, &s.selection, b);
@@ -383,7 +503,7 @@ pub fn generate(src: &SourceArgs, out: &std::path::Path, entries: &[String]) -> 
     let files = codegen::render_all(&manifest, &cx).map_err(|e| e.to_string())?;
     codegen::output::write_set_atomic(out, &files)?;
     let st = &manifest.stats;
-    println!(
+    Ok(format!(
         "{}: {} probes ({} core, {} vendor, {} attachable) from {} reachable functions; wrote {}",
         manifest.vendor,
         st.probes,
@@ -396,8 +516,7 @@ pub fn generate(src: &SourceArgs, out: &std::path::Path, entries: &[String]) -> 
             .map(|(n, _)| n.as_str())
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    Ok(ExitCode::SUCCESS)
+    ))
 }
 
 pub fn explain(src: &SourceArgs, function: &str) -> CmdResult {

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod cmd_collect;
+mod cmd_fleet;
 mod cmd_maintain;
 mod commands;
 mod degraded;
@@ -88,10 +89,10 @@ enum Command {
         src: SourceArgs,
         function: String,
     },
-    /// Print the manifest's JSON Schema
-    Schema,
+    /// Print the manifest's JSON Schema (--clickhouse: the fleet tables' DDL)
+    Schema(cmd_fleet::SchemaArgs),
     /// Load a probe set, attach it, write a snapshot of failures every --interval
-    Collect(cmd_collect::CollectArgs),
+    Collect(Box<cmd_collect::CollectArgs>),
     /// Shortest call path between two functions, one hop per line; exit 1 when none
     Path {
         #[command(flatten)]
@@ -204,10 +205,7 @@ fn main() -> ExitCode {
             lenient,
         } => cmd_maintain::coverage(&manifest, &failures, format, lenient),
         Command::Collect(args) => cmd_collect::collect(&args),
-        Command::Schema => {
-            print!("{}", codegen::json_schema());
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Schema(args) => cmd_fleet::schema(&args),
     };
     match result {
         Ok(code) => code,

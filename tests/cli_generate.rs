@@ -156,3 +156,35 @@ fn two_vendor_fixture_probe_set_snapshot() {
     let report = std::fs::read_to_string(out.join("report.md")).expect("read");
     insta::assert_snapshot!("ops_table_two_vendors_mlx5_report", report);
 }
+
+/// A tree whose headers do not define `struct ib_device_ops`: the focus members cannot be
+/// derived, so generate says so and exits 2 instead of writing an empty set.
+#[test]
+fn a_tree_without_the_ops_struct_is_an_error_not_an_empty_set() {
+    let dir = common::temp_dir("no-ops-struct");
+    common::copy_dir(&common::fixture("ops-table-two-vendors"), &dir);
+    let header = dir.join("include/rdma/ib_verbs.h");
+    let text = std::fs::read_to_string(&header).expect("read header");
+    let start = text
+        .find("struct ib_device_ops {")
+        .expect("struct in fixture");
+    let end = start + text[start..].find("};").expect("end of struct") + 2;
+    std::fs::write(&header, format!("{}{}", &text[..start], &text[end..])).expect("write");
+    let out = dir.join("out");
+    let o = probegen(&[
+        "generate",
+        "--kernel-src",
+        s(&dir),
+        "--vendor",
+        "mlx5",
+        "--entry",
+        "ib_uverbs_ioctl",
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("struct ib_device_ops"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!out.join("manifest.yaml").exists());
+}

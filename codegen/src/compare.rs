@@ -124,6 +124,10 @@ pub struct MissingName {
     pub name: String,
     /// The new tree's nearest names of the same kind, best first.
     pub candidates: Vec<String>,
+    /// The checked-in set relied on it (a focus member it was derived with, a name in a
+    /// probe's evidence or rule): losing it changes the set, and `check` exits 1. Rules
+    /// names the set never used are listed for the rules' upkeep only.
+    pub used_by_set: bool,
 }
 
 /// What an upgrade changes under the rules themselves.
@@ -137,6 +141,11 @@ pub struct RulesDrift {
 impl RulesDrift {
     pub fn is_empty(&self) -> bool {
         self.missing.is_empty() && self.new_focus_members.is_empty()
+    }
+
+    /// Missing names the checked-in set relied on.
+    pub fn breaking(&self) -> usize {
+        self.missing.iter().filter(|m| m.used_by_set).count()
     }
 }
 
@@ -157,7 +166,8 @@ pub fn nearest_names(name: &str, pool: &[String]) -> Vec<String> {
         .iter()
         .filter(|p| p.as_str() != name)
         .map(|p| (similarity(name, p), p))
-        .filter(|(s, _)| *s * 2 >= name.len().min(8))
+        // Half the name shared at its ends: `resize_cq` ~ `resize_user_cq`.
+        .filter(|(s, _)| *s * 2 >= name.len())
         .collect();
     scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
     scored.into_iter().take(3).map(|(_, p)| p.clone()).collect()
@@ -176,6 +186,19 @@ pub fn rules_drift(
     dir_exists: &dyn Fn(&str) -> bool,
 ) -> RulesDrift {
     let mut d = RulesDrift::default();
+    // Whether the checked-in set names `x` in a probe's evidence (`calls mlx5_cmd_exec`) or
+    // kept it by an override.
+    let used = |x: &str| {
+        old.probes.iter().any(|p| {
+            p.evidence
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .any(|w| w == x)
+                || (p.rule == "override" && p.function == x)
+        }) || old
+            .excluded
+            .iter()
+            .any(|e| e.rule == "override" && e.function == x)
+    };
     let focus_new: BTreeSet<&str> = new.focus_ops.iter().map(|f| f.member.as_str()).collect();
     let focus_old: BTreeSet<&str> = old.focus_ops.iter().map(|f| f.member.as_str()).collect();
     for f in &old.focus_ops {
@@ -184,6 +207,7 @@ pub fn rules_drift(
                 kind: "focus-member".into(),
                 name: f.member.clone(),
                 candidates: nearest_names(&f.member, ops_members),
+                used_by_set: true,
             });
         }
     }
@@ -193,6 +217,7 @@ pub fn rules_drift(
                 kind: "focus-override".into(),
                 name: m.clone(),
                 candidates: nearest_names(m, ops_members),
+                used_by_set: old.focus_ops.iter().any(|f| &f.member == m),
             });
         }
     }
@@ -202,6 +227,7 @@ pub fn rules_drift(
                 kind: kind.clone(),
                 name: f.clone(),
                 candidates: nearest_names(f, function_pool),
+                used_by_set: used(f),
             });
         }
     }
@@ -211,6 +237,7 @@ pub fn rules_drift(
                 kind: "vendor-dir".into(),
                 name: dir.clone(),
                 candidates: Vec::new(),
+                used_by_set: old.probes.iter().any(|p| p.file.starts_with(dir.as_str())),
             });
         }
     }
@@ -220,8 +247,10 @@ pub fn rules_drift(
             .map(|s| s.to_string())
             .collect();
     }
-    d.missing
-        .sort_by(|a, b| (&a.kind, &a.name).cmp(&(&b.kind, &b.name)));
+    // What the set relied on first.
+    d.missing.sort_by(|a, b| {
+        (!a.used_by_set, &a.kind, &a.name).cmp(&(!b.used_by_set, &b.kind, &b.name))
+    });
     d
 }
 
@@ -317,6 +346,38 @@ pub struct Drift {
     pub removed: Vec<Removed>,
     pub renamed: Vec<Renamed>,
     pub changed: Vec<Change>,
+    /// Source files whose probes live in another module now (`umem.c`: ib_uverbs -> ib_core
+    /// in 7.x), whatever became of the probes themselves.
+    pub file_moves: Vec<FileMove>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileMove {
+    pub file: String,
+    pub old_module: String,
+    pub new_module: String,
+}
+
+/// Files with probes in both sets whose module differs.
+fn file_moves(old: &Manifest, new: &Manifest) -> Vec<FileMove> {
+    let modules = |m: &Manifest| -> BTreeMap<String, String> {
+        m.probes
+            .iter()
+            .filter(|p| p.module != "inline")
+            .map(|p| (p.file.clone(), p.module.clone()))
+            .collect()
+    };
+    let (o, n) = (modules(old), modules(new));
+    o.iter()
+        .filter_map(|(file, om)| {
+            let nm = n.get(file)?;
+            (nm != om).then(|| FileMove {
+                file: file.clone(),
+                old_module: om.clone(),
+                new_module: nm.clone(),
+            })
+        })
+        .collect()
 }
 
 impl Drift {
@@ -531,6 +592,7 @@ pub fn drift(old: &Manifest, new: &Manifest, defined: Option<&dyn Fn(&str) -> bo
         removed,
         renamed,
         changed,
+        file_moves: file_moves(old, new),
     }
 }
 
@@ -549,6 +611,14 @@ fn count(n: usize, what: &str) -> String {
 
 /// Markdown sections shared by `check` and `diff`: added, removed, renamed, changed.
 fn drift_sections(d: &Drift, out: &mut String) {
+    if !d.file_moves.is_empty() {
+        let _ = writeln!(out, "\n## Module moves ({})\n", d.file_moves.len());
+        let _ = writeln!(out, "| file | old module | new module |");
+        let _ = writeln!(out, "|---|---|---|");
+        for m in &d.file_moves {
+            let _ = writeln!(out, "| {} | {} | {} |", m.file, m.old_module, m.new_module);
+        }
+    }
     if !d.added.is_empty() {
         let _ = writeln!(out, "\n## Added probes ({})\n", d.added.len());
         let _ = writeln!(
@@ -635,14 +705,17 @@ pub fn rules_drift_markdown(r: &RulesDrift) -> String {
         );
         return out;
     }
-    if !r.missing.is_empty() {
+    let (relied, upkeep): (Vec<&MissingName>, Vec<&MissingName>) =
+        r.missing.iter().partition(|m| m.used_by_set);
+    let gap = if relied.is_empty() { "" } else { "\n" };
+    if !relied.is_empty() {
         let _ = writeln!(
             out,
-            "Names the rules or the checked-in set rely on that the new tree lacks:\n"
+            "Names the checked-in set relied on that the new tree lacks (the set changes):\n"
         );
         let _ = writeln!(out, "| kind | name | nearest in the new tree |");
         let _ = writeln!(out, "|---|---|---|");
-        for m in &r.missing {
+        for m in relied {
             let cands = if m.candidates.is_empty() {
                 "-".to_string()
             } else {
@@ -654,6 +727,17 @@ pub fn rules_drift_markdown(r: &RulesDrift) -> String {
             };
             let _ = writeln!(out, "| {} | `{}` | {} |", m.kind, m.name, cands);
         }
+    }
+    if !upkeep.is_empty() {
+        let _ = writeln!(
+            out,
+            "{gap}Rules names this tree lacks that the set did not use (rules upkeep): {}",
+            upkeep
+                .iter()
+                .map(|m| format!("`{}` ({})", m.name, m.kind))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     if !r.new_focus_members.is_empty() {
         let _ = writeln!(

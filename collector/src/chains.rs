@@ -31,6 +31,7 @@ use codegen::manifest::Manifest;
 
 use crate::decode::comm_str;
 use crate::errno::errno_label;
+use crate::owner::Owner;
 use crate::probes::ProbeTable;
 use crate::record::PgRecord;
 
@@ -512,6 +513,30 @@ impl<'a> ChainView<'a> {
         }
     }
 
+    /// Who gets the ticket: decided from the origin probe and the origin's errno
+    /// ([`crate::owner::decide`]).
+    pub fn owner(&self) -> Owner {
+        match self.inner() {
+            Some(l) => crate::owner::decide_for(self.table.get(l.probe), l.err),
+            None => Owner::VerbsCore,
+        }
+    }
+
+    /// The origin (innermost) link.
+    pub fn origin(&self) -> Option<&'a Link> {
+        self.inner()
+    }
+
+    /// The outermost link (its errno is the syscall's).
+    pub fn outermost(&self) -> Option<&'a Link> {
+        self.outer()
+    }
+
+    /// Function and module of a link's probe (`?` when the table lacks it).
+    pub fn names_of(&self, l: &Link) -> (&'a str, &'a str) {
+        self.name(l)
+    }
+
     /// The stderr line: `pid=.. tid=.. comm=..: <summary>`.
     pub fn log_line(&self) -> String {
         match self.outer() {
@@ -564,7 +589,7 @@ impl Serialize for ChainView<'_> {
         let (Some(inner), Some(outer)) = (self.inner(), self.outer()) else {
             return s.serialize_none();
         };
-        let mut st = s.serialize_struct("Chain", 13)?;
+        let mut st = s.serialize_struct("Chain", 14)?;
         st.serialize_field("errno", &outer.err)?;
         st.serialize_field("errno_name", &errno_label(outer.err))?;
         st.serialize_field("pid", &outer.pid)?;
@@ -573,6 +598,7 @@ impl Serialize for ChainView<'_> {
         st.serialize_field("functions", &Names(*self, false))?;
         st.serialize_field("modules", &Names(*self, true))?;
         st.serialize_field("origin", &OriginOut(*self, inner))?;
+        st.serialize_field("owner", &self.owner())?;
         st.serialize_field("start_ns", &inner.ts_ns)?;
         st.serialize_field("end_ns", &outer.ts_ns)?;
         st.serialize_field("count", &self.count)?;
@@ -608,6 +634,9 @@ mod tests {
             (RXE_MODIFY, "rxe_modify_qp", "rdma_rxe"),
             (OTHER, "rdma_set_cq_moderation", "ib_core"),
         ]);
+        let t = t
+            .with_focus(HANDLER, "handler")
+            .with_focus(MODIFY, "handler");
         Arc::new(t.with_calls(8, &[(0, 1), (1, 2), (2, 3), (4, 5), (5, 6)]))
     }
 
@@ -703,6 +732,7 @@ mod tests {
                 "modules": ["ib_uverbs", "rdma_rxe", "rdma_rxe", "ib_uverbs"],
                 "origin": {"function": "ib_umem_get", "module": "ib_uverbs", "probe": 3,
                     "errno": 14, "errno_name": "EFAULT"},
+                "owner": "application",
                 "start_ns": 1000,
                 "end_ns": 2100,
                 "count": 1,
@@ -778,6 +808,16 @@ mod tests {
             (Some(2), Some(150))
         );
         assert_eq!(c[1]["count"], 1);
+        // who gets the ticket: the caller's bad address, exhaustion, the driver's check
+        let owners: Vec<_> = c.iter().map(|c| c["owner"].as_str()).collect();
+        assert_eq!(
+            owners,
+            [
+                Some("application"),
+                Some("resources"),
+                Some("vendor-driver")
+            ]
+        );
     }
 
     #[test]
@@ -833,6 +873,9 @@ mod tests {
         );
         assert_eq!(c[0]["errno_name"], "ENOMEM");
         assert_eq!(c[0]["origin"]["errno_name"], "EFAULT");
+        // the owner follows the origin's errno (EFAULT while pinning), not the syscall's
+        assert_eq!(c[0]["owner"], "application");
+        assert_eq!(c[1]["owner"], "application");
     }
 
     #[test]

@@ -10,10 +10,12 @@
 //! (`PROBEGEN_BLESS=1 cargo test -p collector record_layout` rewrites it).
 
 pub mod chains;
+pub mod clickhouse;
 pub mod decode;
 pub mod errno;
 pub mod live;
 pub mod metrics;
+pub mod owner;
 pub mod pipeline;
 pub mod probes;
 pub mod procinfo;

@@ -13,7 +13,9 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::clickhouse::SinkStatus;
 use crate::errno::errno_label;
+use crate::owner::Owner;
 use crate::pipeline::{AttachStatus, KernelTotals};
 use crate::probes::ProbeTable;
 
@@ -26,6 +28,12 @@ pub struct MetricsInput<'a> {
     pub attached: &'a [AttachStatus],
     pub sink_errors: u64,
     pub snapshots: u64,
+    /// chains reported so far, per (owner, origin probe id, origin errno)
+    pub chains: &'a std::collections::BTreeMap<(Owner, u32, u32), u64>,
+    /// the ClickHouse sink (with `--clickhouse`)
+    pub clickhouse: Option<SinkStatus>,
+    /// end of the last snapshot's window (0: none yet)
+    pub last_snapshot_unix_ns: u64,
 }
 
 /// Label value escaping per the exposition format.
@@ -121,7 +129,87 @@ pub fn render(m: &MetricsInput<'_>) -> String {
     ] {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
     }
+    render_chains(&mut o, m);
+    let _ = writeln!(
+        o,
+        "# HELP probegen_last_snapshot_timestamp_seconds End of the last snapshot's window.\n\
+         # TYPE probegen_last_snapshot_timestamp_seconds gauge\n\
+         probegen_last_snapshot_timestamp_seconds {}.{:03}",
+        m.last_snapshot_unix_ns / 1_000_000_000,
+        m.last_snapshot_unix_ns % 1_000_000_000 / 1_000_000
+    );
+    if let Some(c) = &m.clickhouse {
+        for (name, kind, help, v) in [
+            (
+                "probegen_clickhouse_batches_sent_total",
+                "counter",
+                "Snapshot batches ClickHouse took.",
+                c.sent_batches,
+            ),
+            (
+                "probegen_clickhouse_records_sent_total",
+                "counter",
+                "Record rows ClickHouse took.",
+                c.sent_records,
+            ),
+            (
+                "probegen_clickhouse_send_errors_total",
+                "counter",
+                "Failed ClickHouse send attempts.",
+                c.send_errors,
+            ),
+            (
+                "probegen_clickhouse_spool_dropped_total",
+                "counter",
+                "Batches dropped, oldest first, past the spool limit.",
+                c.spool_dropped,
+            ),
+            (
+                "probegen_clickhouse_spool_batches",
+                "gauge",
+                "Batches waiting in the on-disk spool.",
+                c.spool_batches,
+            ),
+            (
+                "probegen_clickhouse_spool_bytes",
+                "gauge",
+                "Bytes waiting in the on-disk spool.",
+                c.spool_bytes,
+            ),
+        ] {
+            let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+        }
+    }
     o
+}
+
+/// `probegen_chains_total{owner,origin,errno}`: failure chains by who gets the ticket, the
+/// origin function and the origin's errno (one series per distinct label set; an origin
+/// function present in two modules is summed).
+fn render_chains(o: &mut String, m: &MetricsInput<'_>) {
+    let _ = writeln!(
+        o,
+        "# HELP probegen_chains_total Failure chains (failed syscalls) by owner, origin function and errno.\n\
+         # TYPE probegen_chains_total counter"
+    );
+    let mut by_label: std::collections::BTreeMap<
+        (Owner, &str, std::borrow::Cow<'static, str>),
+        u64,
+    > = Default::default();
+    for (&(owner, probe, err), &n) in m.chains {
+        let origin = m.table.get(probe).map_or("?", |p| p.function.as_str());
+        *by_label
+            .entry((owner, origin, errno_label(err)))
+            .or_default() += n;
+    }
+    for ((owner, origin, errno), n) in by_label {
+        let _ = writeln!(
+            o,
+            "probegen_chains_total{{owner=\"{owner}\",origin=\"{}\",errno=\"{}\"}} {n}",
+            esc(origin),
+            esc(&errno)
+        );
+    }
 }
 
 /// The exposition text shared with the server thread.
@@ -230,6 +318,17 @@ mod tests {
             attached: &attached,
             sink_errors: 0,
             snapshots: 1,
+            chains: &[
+                ((Owner::Application, 1, 14), 3),
+                ((Owner::VendorDriver, 2, 22), 1),
+            ]
+            .into(),
+            clickhouse: Some(SinkStatus {
+                spool_batches: 2,
+                spool_dropped: 1,
+                ..Default::default()
+            }),
+            last_snapshot_unix_ns: 1_700_000_000_250_000_000,
         })
     }
 
@@ -250,10 +349,19 @@ mod tests {
         assert!(s.contains("probegen_probe_attached{function=\"x\",module=\"m\"} 0\n"));
         assert!(s.contains("probegen_ring_drops_total 4\n"));
         assert!(s.contains("# TYPE probegen_failures_total counter\n"));
+        assert!(s.contains(
+            "probegen_chains_total{owner=\"application\",origin=\"ib_uverbs_reg_mr\",errno=\"EFAULT\"} 3\n"
+        ));
+        assert!(s.contains(
+            "probegen_chains_total{owner=\"vendor-driver\",origin=\"x\",errno=\"EINVAL\"} 1\n"
+        ));
+        assert!(s.contains("probegen_clickhouse_spool_batches 2\n"));
+        assert!(s.contains("probegen_clickhouse_spool_dropped_total 1\n"));
+        assert!(s.contains("probegen_last_snapshot_timestamp_seconds 1700000000.250\n"));
         // every sample line: name{labels} value
         for line in s.lines().filter(|l| !l.starts_with('#')) {
             let (_, v) = line.rsplit_once(' ').expect("value");
-            v.parse::<u64>().expect("integer value");
+            v.parse::<f64>().expect("numeric value");
         }
     }
 

@@ -23,6 +23,7 @@ use serde::{Serialize, Serializer};
 use crate::chains::{ChainBuilder, ChainClock, ChainsOut};
 use crate::decode::{comm_str, decode};
 use crate::errno::errno_label;
+use crate::owner::Owner;
 use crate::probes::ProbeTable;
 use crate::procinfo::{ProcCache, ProcInfo};
 use crate::record::PgRecord;
@@ -184,6 +185,8 @@ pub struct Pipeline {
     /// sink errors so far (the run loop adds to it)
     pub sink_errors: u64,
     snapshots: u64,
+    /// chains reported so far (occurrences), per (owner, origin probe id, origin errno)
+    chain_totals: BTreeMap<(Owner, u32, u32), u64>,
 }
 
 impl Pipeline {
@@ -224,7 +227,13 @@ impl Pipeline {
             attached,
             sink_errors: 0,
             snapshots: 0,
+            chain_totals: BTreeMap::new(),
         }
+    }
+
+    /// Chains reported so far (occurrences), per (owner, origin probe id, origin errno).
+    pub fn chain_totals(&self) -> &BTreeMap<(Owner, u32, u32), u64> {
+        &self.chain_totals
     }
 
     pub fn table(&self) -> &Arc<ProbeTable> {
@@ -378,6 +387,14 @@ impl Pipeline {
             chains: self.chains.take(&table.relation, is_final),
             table: table.clone(),
         };
+        for c in chains.iter() {
+            if let Some(o) = c.origin() {
+                *self
+                    .chain_totals
+                    .entry((c.owner(), o.probe, o.err))
+                    .or_default() += u64::from(c.count);
+            }
+        }
         let snap = Snapshot {
             host: self.cfg.host.clone(),
             kernel: self.cfg.kernel.clone(),
@@ -410,6 +427,7 @@ impl Pipeline {
                 sink: self.sink_errors,
             },
             invariant: check_invariant(&table, k, &self.tot_received, &self.tot_dropped, is_final),
+            clickhouse: None,
         };
         self.seq_gaps_prev = gaps;
         self.prev = k.clone();
@@ -443,6 +461,9 @@ pub struct Snapshot {
     pub attached: Vec<AttachStatus>,
     pub errors: Errors,
     pub invariant: Invariant,
+    /// The ClickHouse sink's spool after this snapshot was queued (with `--clickhouse`)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clickhouse: Option<crate::clickhouse::SinkStatus>,
 }
 
 impl Snapshot {

@@ -26,6 +26,11 @@ pub struct ProbeInfo {
     /// Names of the arguments the probe records, in record order (the manifest's `args`,
     /// ascending position); empty when the manifest names none.
     pub arg_names: Vec<String>,
+    /// `core` or `vendor` (the manifest's `layer`; owner decision).
+    pub layer: String,
+    /// R4 focus evidence (`handler`, `ops-caller`, `ops-impl`, `hardware`, `helper`; empty
+    /// for an override; owner decision).
+    pub focus: String,
 }
 
 impl ProbeInfo {
@@ -89,7 +94,8 @@ impl ProbeTable {
         Ok(t)
     }
 
-    /// A table from (id, function, module) triples, all fexit (tests, benchmarks).
+    /// A table from (id, function, module) triples, all fexit (tests, benchmarks); the layer
+    /// is `core` for `ib_*` and `inline` modules, else `vendor`, without focus.
     pub fn from_triples(triples: &[(u32, &str, &str)]) -> Self {
         let mut t = ProbeTable {
             probes: triples
@@ -101,6 +107,12 @@ impl ProbeTable {
                     kind: AttachKind::Fexit,
                     nargs: 0,
                     arg_names: Vec::new(),
+                    layer: if m.starts_with("ib_") || m == "inline" {
+                        "core".into()
+                    } else {
+                        "vendor".into()
+                    },
+                    focus: String::new(),
                 })
                 .collect(),
             ..Default::default()
@@ -115,6 +127,14 @@ impl ProbeTable {
     pub fn with_calls(mut self, n: usize, edges: &[(u32, u32)]) -> Self {
         let attachable: Vec<u32> = self.probes.iter().map(|p| p.id).collect();
         self.relation = CallRelation::from_edges(n, edges, &attachable);
+        self
+    }
+
+    /// The same table with `focus` set on probe `id` (tests of the owner decision).
+    pub fn with_focus(mut self, id: u32, focus: &str) -> Self {
+        if let Some(p) = self.probes.iter_mut().find(|p| p.id == id) {
+            p.focus = focus.to_string();
+        }
         self
     }
 
@@ -168,6 +188,8 @@ fn info(p: &Probe) -> Result<ProbeInfo, String> {
             a.sort();
             a.into_iter().map(|(_, n)| n).collect()
         },
+        layer: p.layer.clone(),
+        focus: p.focus.clone().unwrap_or_default(),
     })
 }
 

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use libbpf_rs::MapCore;
 
+use crate::chains::ChainClock;
+use crate::clickhouse::{ClickhouseSink, SinkOptions, SinkStatus};
 use crate::metrics::{self, MetricsInput};
 use crate::pipeline::{KernelTotals, Pipeline, PipelineConfig, Snapshot};
 use crate::probes::ProbeTable;
@@ -27,8 +29,12 @@ pub struct Options {
     /// replay without counters: records per window (0: one window)
     pub replay_window: usize,
     pub interval: Duration,
-    /// ring buffer drain period
+    /// ring buffer drain period while records keep coming
     pub drain: Duration,
+    /// longest sleep while idle: records are submitted without a wake-up until the ring holds
+    /// `wakeup_threshold` bytes (a burst wakes the collector at once), so an idle collector
+    /// sleeps this long between checks instead of waking every `drain`
+    pub idle_wait: Duration,
     /// JSONL path, `-` for stdout
     pub out: PathBuf,
     pub rotate_bytes: u64,
@@ -45,6 +51,17 @@ pub struct Options {
     pub linger: Option<Duration>,
     /// /proc for job correlation (None: off; the default for replay)
     pub proc_root: Option<PathBuf>,
+    /// also send every snapshot to ClickHouse (through the spool)
+    pub clickhouse: Option<crate::clickhouse::Endpoint>,
+    /// the spool directory (default: next to `out`)
+    pub clickhouse_spool: Option<PathBuf>,
+    pub clickhouse_spool_bytes: u64,
+    /// at exit, how long to keep sending what is spooled
+    pub clickhouse_flush: Duration,
+    /// the host name the snapshots carry (default: this host's, or the recording's)
+    pub host: Option<String>,
+    /// replay: pause this long after each window (a recording played out over time)
+    pub replay_pace: Option<Duration>,
 }
 
 impl Default for Options {
@@ -56,6 +73,7 @@ impl Default for Options {
             replay_window: 0,
             interval: Duration::from_secs(5),
             drain: Duration::from_millis(10),
+            idle_wait: Duration::from_millis(250),
             out: PathBuf::from("probegen-snapshots.jsonl"),
             rotate_bytes: 64 << 20,
             rotate_keep: 5,
@@ -71,6 +89,12 @@ impl Default for Options {
             record: None,
             linger: None,
             proc_root: Some(PathBuf::from("/proc")),
+            clickhouse: None,
+            clickhouse_spool: None,
+            clickhouse_spool_bytes: 256 << 20,
+            clickhouse_flush: Duration::from_secs(5),
+            host: None,
+            replay_pace: None,
         }
     }
 }
@@ -88,6 +112,10 @@ pub struct Summary {
     pub attached: usize,
     pub probes: usize,
     pub signal: Option<i32>,
+    /// the ClickHouse sink at exit (with `--clickhouse`)
+    pub clickhouse: Option<crate::clickhouse::SinkStatus>,
+    /// the spool's largest size this run: (bytes, batches)
+    pub spool_peak: Option<(u64, usize)>,
 }
 
 // ------------------------------------------------------------------ signals ---
@@ -128,10 +156,28 @@ pub struct Outputs {
     sink: JsonlSink,
     metrics: Option<metrics::Shared>,
     snapshots: u64,
+    clickhouse: Option<ClickhouseSink>,
+    clickhouse_status: Option<SinkStatus>,
+    last_snapshot_unix_ns: u64,
 }
 
 impl Outputs {
-    pub fn new(opts: &Options) -> Result<(Self, Option<SocketAddr>), String> {
+    pub fn new(opts: &Options, clock: ChainClock) -> Result<(Self, Option<SocketAddr>), String> {
+        let clickhouse = match &opts.clickhouse {
+            Some(endpoint) => Some(ClickhouseSink::start(SinkOptions {
+                endpoint: endpoint.clone(),
+                spool_dir: opts
+                    .clickhouse_spool
+                    .clone()
+                    .unwrap_or_else(|| crate::clickhouse::default_spool_dir(&opts.out)),
+                spool_limit_bytes: opts.clickhouse_spool_bytes,
+                boot_id: crate::clickhouse::boot_id(),
+                clock,
+                min_backoff: Duration::from_millis(250),
+                max_backoff: Duration::from_secs(5),
+            })?),
+            None => None,
+        };
         let mut bound = None;
         let metrics = match opts.metrics {
             Some(addr) => {
@@ -149,9 +195,25 @@ impl Outputs {
                 sink: JsonlSink::new(&opts.out, opts.rotate_bytes, opts.rotate_keep),
                 metrics,
                 snapshots: 0,
+                clickhouse_status: clickhouse.as_ref().map(|c| c.status()),
+                clickhouse,
+                last_snapshot_unix_ns: 0,
             },
             bound,
         ))
+    }
+
+    /// Stops the ClickHouse sender after at most `flush` of sending what is spooled.
+    fn finish(&mut self, flush: Duration) -> (Option<SinkStatus>, Option<(u64, usize)>) {
+        match self.clickhouse.take() {
+            Some(c) => {
+                let peak = c.spool_peak();
+                let st = c.finish(flush);
+                self.clickhouse_status = Some(st.clone());
+                (Some(st), Some(peak))
+            }
+            None => (None, None),
+        }
     }
 
     /// Renders the exposition (also before the first snapshot, for `probe_attached`).
@@ -165,6 +227,13 @@ impl Outputs {
                 attached: pipe.attached(),
                 sink_errors: pipe.sink_errors,
                 snapshots: self.snapshots,
+                chains: pipe.chain_totals(),
+                clickhouse: self
+                    .clickhouse
+                    .as_ref()
+                    .map(|c| c.status())
+                    .or_else(|| self.clickhouse_status.clone()),
+                last_snapshot_unix_ns: self.last_snapshot_unix_ns,
             });
             if let Ok(mut t) = m.lock() {
                 *t = text;
@@ -174,7 +243,7 @@ impl Outputs {
 
     /// Writes a snapshot; a sink error is counted and reported, never fatal. Its failure
     /// chains are logged on stderr, one line each (at most [`MAX_CHAIN_LINES`] per snapshot).
-    pub fn emit(&mut self, pipe: &mut Pipeline, snap: &Snapshot, k: &KernelTotals) {
+    pub fn emit(&mut self, pipe: &mut Pipeline, snap: &mut Snapshot, k: &KernelTotals) {
         for c in snap.chains.iter().take(MAX_CHAIN_LINES) {
             eprintln!("probegen collect: chain {}", c.log_line());
         }
@@ -185,6 +254,21 @@ impl Outputs {
                 snap.snapshot
             );
         }
+        if let Some(c) = &mut self.clickhouse {
+            // spooled (durable) before the JSONL line: its status names this snapshot's batch
+            match c.enqueue(snap) {
+                Ok(st) => snap.clickhouse = Some(st),
+                Err(e) => {
+                    pipe.sink_errors += 1;
+                    eprintln!(
+                        "probegen collect: clickhouse: snapshot {} not spooled: {e}",
+                        snap.snapshot
+                    );
+                    snap.clickhouse = Some(c.status());
+                }
+            }
+        }
+        self.last_snapshot_unix_ns = snap.window.end_unix_ns;
         let line = snap.to_line();
         if let Err(e) = self.sink.write(&line) {
             pipe.sink_errors += 1;
@@ -217,8 +301,17 @@ fn kernel_release() -> String {
         .unwrap_or_default()
 }
 
-fn summary(pipe: &Pipeline, k: &KernelTotals, outputs: &Outputs, inv_ok: bool) -> Summary {
+fn summary(
+    pipe: &Pipeline,
+    k: &KernelTotals,
+    outputs: &mut Outputs,
+    inv_ok: bool,
+    flush: Duration,
+) -> Summary {
+    let (clickhouse, spool_peak) = outputs.finish(flush);
     Summary {
+        clickhouse,
+        spool_peak,
         snapshots: outputs.snapshots,
         received: pipe.received_totals().iter().sum(),
         dropped_kernel: k.drops,
@@ -257,6 +350,24 @@ pub fn run(opts: &Options) -> Result<Summary, String> {
 
 // ------------------------------------------------------------------- replay ---
 
+/// The replay stopped by SIGINT/SIGTERM (the reader prefixes the line number): a clean end.
+fn is_interruption(e: &str) -> bool {
+    e == "interrupted" || e.ends_with(": interrupted")
+}
+
+/// `--replay-pace`: sleeps between windows, in short steps so a signal stops it at once.
+fn pace(d: Option<Duration>) {
+    let Some(d) = d else { return };
+    let until = Instant::now() + d;
+    while Instant::now() < until && !stop_requested() {
+        std::thread::sleep(
+            until
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(20)),
+        );
+    }
+}
+
 fn run_replay(opts: &Options, table: Arc<ProbeTable>, file: &Path) -> Result<Summary, String> {
     let input = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let procs = match &opts.proc_root {
@@ -268,7 +379,7 @@ fn run_replay(opts: &Options, table: Arc<ProbeTable>, file: &Path) -> Result<Sum
         table,
         PipelineConfig {
             batch_cap: opts.batch_cap,
-            host: host_name(),
+            host: opts.host.clone().unwrap_or_else(host_name),
             kernel: kernel_release(),
             seq_from_zero: false,
             derive_counters: true,
@@ -276,7 +387,7 @@ fn run_replay(opts: &Options, table: Arc<ProbeTable>, file: &Path) -> Result<Sum
         procs,
     );
     pipe.set_attached(Vec::new());
-    let (mut outputs, bound) = Outputs::new(opts)?;
+    let (mut outputs, bound) = Outputs::new(opts, ChainClock::LastRecord)?;
     if let Some(a) = bound {
         eprintln!("probegen collect: metrics on http://{a}/metrics");
     }
@@ -289,7 +400,7 @@ fn run_replay(opts: &Options, table: Arc<ProbeTable>, file: &Path) -> Result<Sum
         }
         match ev {
             Event::Header(h) => {
-                pipe.set_origin(&h.host, &h.kernel);
+                pipe.set_origin(opts.host.as_deref().unwrap_or(&h.host), &h.kernel);
                 if !h.manifest_hash.is_empty() && h.manifest_hash != manifest_hash {
                     eprintln!(
                         "probegen collect: warning: replay recorded with manifest {}, replayed with {manifest_hash}",
@@ -302,23 +413,25 @@ fn run_replay(opts: &Options, table: Arc<ProbeTable>, file: &Path) -> Result<Sum
                 since_window += 1;
                 if last.is_none() && opts.replay_window > 0 && since_window >= opts.replay_window {
                     let k = pipe.derived();
-                    let s = pipe.snapshot(&k, SystemTime::now(), false);
-                    outputs.emit(&mut pipe, &s, &k);
+                    let mut s = pipe.snapshot(&k, SystemTime::now(), false);
+                    outputs.emit(&mut pipe, &mut s, &k);
                     since_window = 0;
+                    pace(opts.replay_pace);
                 }
             }
             Event::Counters(k) => {
-                let s = pipe.snapshot(&k, SystemTime::now(), false);
-                outputs.emit(&mut pipe, &s, &k);
+                let mut s = pipe.snapshot(&k, SystemTime::now(), false);
+                outputs.emit(&mut pipe, &mut s, &k);
                 last = Some(k);
                 since_window = 0;
+                pace(opts.replay_pace);
             }
         }
         Ok(())
     });
     // A replay error is returned below (and printed once, by the caller).
     let k = last.unwrap_or_else(|| pipe.derived());
-    let s = pipe.snapshot(&k, SystemTime::now(), true);
+    let mut s = pipe.snapshot(&k, SystemTime::now(), true);
     let ok = s.invariant.ok;
     if !ok {
         eprintln!(
@@ -326,7 +439,7 @@ fn run_replay(opts: &Options, table: Arc<ProbeTable>, file: &Path) -> Result<Sum
             serde_json::to_string(&s.invariant).unwrap_or_default()
         );
     }
-    outputs.emit(&mut pipe, &s, &k);
+    outputs.emit(&mut pipe, &mut s, &k);
     drop(s);
     if let Some(l) = opts.linger.filter(|_| outputs.metrics.is_some()) {
         let until = Instant::now() + l;
@@ -334,9 +447,9 @@ fn run_replay(opts: &Options, table: Arc<ProbeTable>, file: &Path) -> Result<Sum
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    let sum = summary(&pipe, &k, &outputs, ok);
+    let sum = summary(&pipe, &k, &mut outputs, ok, opts.clickhouse_flush);
     match res {
-        Err(e) if e != "interrupted" => Err(format!("replay {}: {e}", file.display())),
+        Err(e) if !is_interruption(&e) => Err(format!("replay {}: {e}", file.display())),
         _ => Ok(sum),
     }
 }
@@ -347,10 +460,13 @@ struct Ingest {
     pipe: Pipeline,
     recorder: Option<Recorder<std::fs::File>>,
     record_errors: u64,
+    /// Records read so far (tells a busy drain from an idle one).
+    samples: u64,
 }
 
 impl Ingest {
     fn sample(&mut self, b: &[u8]) {
+        self.samples += 1;
         self.pipe.ingest(b);
         if let Some(r) = &mut self.recorder {
             if r.record(b).is_err() {
@@ -381,7 +497,7 @@ fn run_live(opts: &Options, table: Arc<ProbeTable>, object: &Path) -> Result<Sum
             .with_cgroup_root(PathBuf::from("/sys/fs/cgroup")),
         None => ProcCache::disabled(),
     };
-    let host = host_name();
+    let host = opts.host.clone().unwrap_or_else(host_name);
     let kernel = kernel_release();
     let mut pipe = Pipeline::new(
         table.clone(),
@@ -419,7 +535,7 @@ fn run_live(opts: &Options, table: Arc<ProbeTable>, object: &Path) -> Result<Sum
         ),
         None => None,
     };
-    let (mut outputs, bound) = Outputs::new(opts)?;
+    let (mut outputs, bound) = Outputs::new(opts, ChainClock::Monotonic)?;
     if let Some(a) = bound {
         eprintln!("probegen collect: metrics on http://{a}/metrics");
     }
@@ -428,6 +544,7 @@ fn run_live(opts: &Options, table: Arc<ProbeTable>, object: &Path) -> Result<Sum
         pipe,
         recorder,
         record_errors: 0,
+        samples: 0,
     }));
     let rb = {
         let events = loaded
@@ -461,24 +578,43 @@ fn run_live(opts: &Options, table: Arc<ProbeTable>, object: &Path) -> Result<Sum
     let snapshot =
         |ingest: &Rc<RefCell<Ingest>>, k: &KernelTotals, outputs: &mut Outputs, is_final: bool| {
             let mut i = ingest.borrow_mut();
-            let s = i.pipe.snapshot(k, SystemTime::now(), is_final);
+            let mut s = i.pipe.snapshot(k, SystemTime::now(), is_final);
             if let Some(r) = &mut i.recorder {
                 if r.counters(k).is_err() {
                     i.record_errors += 1;
                 }
             }
             let ok = s.invariant.ok;
-            outputs.emit(&mut i.pipe, &s, k);
+            outputs.emit(&mut i.pipe, &mut s, k);
             ok
         };
+    // Fast draining only while records keep coming; idle, sleep up to `idle_wait` (bounded by
+    // the next snapshot and the deadline): a burst crosses the wake-up threshold and ends the
+    // sleep at once.
+    let mut busy = false;
     while !stop_requested() {
+        let before = ingest.borrow().samples;
+        let wait = if busy {
+            opts.drain
+        } else {
+            let now = Instant::now();
+            let mut w = opts
+                .idle_wait
+                .max(opts.drain)
+                .min(next.saturating_duration_since(now));
+            if let Some(d) = deadline {
+                w = w.min(d.saturating_duration_since(now));
+            }
+            w.max(Duration::from_millis(1))
+        };
         // threshold wake-ups end the poll early; NO_WAKEUP records need the consume
-        if let Err(e) = rb.poll(opts.drain) {
+        if let Err(e) = rb.poll(wait) {
             if e.kind() != libbpf_rs::ErrorKind::Interrupted {
                 eprintln!("probegen collect: ring buffer poll: {e}");
             }
         }
         consume(&rb);
+        busy = ingest.borrow().samples > before;
         let now = Instant::now();
         if deadline.is_some_and(|d| now >= d) {
             break;
@@ -522,7 +658,7 @@ fn run_live(opts: &Options, table: Arc<ProbeTable>, object: &Path) -> Result<Sum
             i.record_errors
         );
     }
-    let sum = summary(&i.pipe, &k, &outputs, ok);
+    let sum = summary(&i.pipe, &k, &mut outputs, ok, opts.clickhouse_flush);
     drop(i);
     drop(rb);
     Ok(sum)

@@ -51,6 +51,15 @@ stop)
 	# two drain periods + a snapshot interval: everything is in the collector
 	sleep 1.5
 	wget -q -O /out/metrics.txt http://127.0.0.1:9464/metrics || echo "collect-hook: scrape failed"
+	# idle: 10 s without RDMA traffic. CPU ticks (utime + stime, fields 14 and 15 of
+	# /proc/<pid>/stat, at USER_HZ) and voluntary context switches (the collector's wake-ups).
+	ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+	wakeups() { awk '/^voluntary_ctxt_switches/ {print $2}' "/proc/$pid/status"; }
+	t0=$(ticks) w0=$(wakeups)
+	sleep 10
+	t1=$(ticks) w1=$(wakeups)
+	echo "seconds=10 ticks=$((t1 - t0)) wakeups=$((w1 - w0)) hz=$(getconf CLK_TCK 2>/dev/null || echo 100)" >/out/idle.txt
+	cat /out/idle.txt
 	kill -TERM "$pid"
 	i=0
 	while kill -0 "$pid" 2>/dev/null && [ $i -lt 300 ]; do

@@ -6,9 +6,10 @@ E2E_PACKAGES=(qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-pro
 	libibverbs-dev iproute2 kmod cpio xz-utils zstd gcc libc6-dev binutils)
 
 # The modules init loads; their dependencies are resolved from modules.dep.
-# crc32_pclmul is optional (rxe's request_module("crc32") may pick it: pitfall 5).
-E2E_MODULES=(rdma_rxe ib_uverbs ib_core crc32_generic dummy rdma_ucm)
-E2E_MODULES_OPTIONAL=(crc32_pclmul)
+# crc32_generic and crc32_pclmul are optional: 6.x rxe's request_module("crc32") needs one
+# (pitfall 5); 7.x has neither (rxe uses the crc32 library).
+E2E_MODULES=(rdma_rxe ib_uverbs ib_core dummy rdma_ucm)
+E2E_MODULES_OPTIONAL=(crc32_generic crc32_pclmul)
 
 # Binaries packed into the initramfs (their shared libraries come via ldd).
 E2E_BINARIES=(/usr/bin/ibv_rc_pingpong /usr/bin/ibv_devinfo /usr/sbin/ip /usr/bin/rdma)
@@ -36,91 +37,53 @@ ensure_packages() {
 }
 
 # ------------------------------------------------------------------ kernel ---
-# Sets KPKG and KPKG_VERSION for $E2E_VER (overridable: E2E_KERNEL_PKG, E2E_KERNEL_VERSION).
-select_kernel_pkg() {
-	KPKG=${E2E_KERNEL_PKG:-}
-	KPKG_VERSION=${E2E_KERNEL_VERSION:-}
-	apt_has_lists || apt-get update -qq >&2 || die "apt-get update failed"
-	case "$E2E_VER" in
-	6.12)
-		KPKG=${KPKG:-linux-image-6.12.117+deb12-amd64-unsigned}
-		;;
-	6.1)
-		KPKG_VERSION=${KPKG_VERSION:-6.1.192-3}
-		if [ -z "$KPKG" ]; then
-			local p
-			# newest ABI name (6.1.0-N) that offers the wanted version
-			for p in $(apt-cache pkgnames linux-image-6.1.0- |
-				grep -E '^linux-image-6\.1\.0-[0-9]+-amd64-unsigned$' | sort -V -r); do
-				if apt-cache madison "$p" | awk -F'|' '{ gsub(/ /, "", $2); print $2 }' |
-					grep -qxF "$KPKG_VERSION"; then
-					KPKG=$p
-					break
-				fi
-			done
-			[ -n "$KPKG" ] || die "no linux-image-6.1.0-N-amd64-unsigned with version $KPKG_VERSION"
-		fi
-		;;
-	esac
-	if [ -z "$KPKG_VERSION" ]; then
-		KPKG_VERSION=$(apt-cache policy "$KPKG" | awk '/Candidate:/ { print $2 }')
-		[ -n "$KPKG_VERSION" ] && [ "$KPKG_VERSION" != "(none)" ] || die "$KPKG: no candidate version"
-	fi
-}
+# The kernel's binary packages come from scripts/fetch-kernel.sh --debs: the same Debian
+# version the analysis uses, from any suite (7.x from sid through probegen's own apt lists),
+# in either packaging (linux-image-*-unsigned, or linux-binary + linux-modules + linux-base).
+# E2E_KERNEL_VERSION picks an exact Debian version instead of the series' default.
 
 # Downloads + extracts + depmods the kernel into $CACHE (idempotent).
 # Sets KREL (uname -r), KROOT (extracted tree), KMODDIR, BZIMAGE.
 prepare_kernel() {
-	local stamp=$CACHE/kernel.env
-	if [ -f "$stamp" ] && [ -z "${E2E_KERNEL_PKG:-}${E2E_KERNEL_VERSION:-}" ]; then
-		# shellcheck disable=SC1090
-		. "$stamp"
-	else
-		select_kernel_pkg
-		if [ -f "$stamp" ] && grep -qxF "KPKG=$KPKG" "$stamp" &&
-			grep -qxF "KPKG_VERSION=$KPKG_VERSION" "$stamp"; then
-			# shellcheck disable=SC1090
-			. "$stamp"
-		else
-			rm -f "$stamp"
-		fi
-	fi
-	# a stamp without its tree (cache partly deleted) means: extract again
+	local stamp=$CACHE/kernel.env debs spec=${E2E_KERNEL_VERSION:-$E2E_VER}
+	# the binary packages fetch-kernel.sh keeps for the analysis are the ones booted here
+	mapfile -t debs < <(bash "$REPO/scripts/fetch-kernel.sh" --debs \
+		"${PROBEGEN_CACHE:-$HOME/.cache/probegen}/debs" "$spec") ||
+		die "scripts/fetch-kernel.sh --debs $spec failed"
+	[ ${#debs[@]} -gt 0 ] || die "scripts/fetch-kernel.sh --debs $spec gave no packages"
+	local want
+	want=$(for d in "${debs[@]}"; do basename "$d"; done | tr '\n' ' ')
 	if [ -f "$stamp" ]; then
 		# shellcheck disable=SC1090
 		. "$stamp"
-		[ -f "$BZIMAGE" ] && [ -f "$CACHE/root/lib/modules/$KREL/modules.dep" ] || rm -f "$stamp"
+		if [ "${DEBS:-}" != "$want" ] || [ ! -f "${BZIMAGE:-}" ] ||
+			[ ! -f "$CACHE/root/lib/modules/${KREL:-none}/modules.dep" ]; then
+			rm -f "$stamp"
+		fi
 	fi
 	if [ ! -f "$stamp" ]; then
-		[ -n "${KPKG_VERSION:-}" ] || select_kernel_pkg
-		local t0 deb
+		local t0 deb md
 		t0=$(now)
-		rm -rf "$CACHE/root" "$CACHE/vmlinux" "$CACHE/vmlinux.none" "$CACHE"/*.deb
-		log "downloading $KPKG=$KPKG_VERSION"
-		(cd "$CACHE" && apt-get download -q "$KPKG=$KPKG_VERSION" 2>&1 |
-			grep -v 'Download is performed unsandboxed' >&2) || true
-		deb=$(ls "$CACHE"/"${KPKG}"_*.deb 2>/dev/null | head -1 || true)
-		[ -f "$deb" ] || die "apt-get download $KPKG=$KPKG_VERSION failed"
-		log "extracting $(basename "$deb") ($(du -h "$deb" | cut -f1))"
-		dpkg-deb -x "$deb" "$CACHE/root"
-		local md
+		rm -rf "$CACHE/root" "$CACHE/vmlinux" "$CACHE/vmlinux.none"
+		for deb in "${debs[@]}"; do
+			log "extracting $(basename "$deb") ($(du -h "$deb" | cut -f1))"
+			dpkg-deb -x "$deb" "$CACHE/root" || die "dpkg-deb -x $deb failed"
+		done
 		for md in "$CACHE/root/lib/modules" "$CACHE/root/usr/lib/modules"; do
 			[ -d "$md" ] && [ ! -L "$md" ] && break
 		done
 		KREL=$(ls "$md" | head -1)
-		[ -n "$KREL" ] || die "no modules directory in $deb"
+		[ -n "$KREL" ] || die "no modules directory in ${debs[*]}"
 		if [ "$md" = "$CACHE/root/usr/lib/modules" ] && [ ! -e "$CACHE/root/lib/modules" ]; then
 			mkdir -p "$CACHE/root/lib" && ln -s ../usr/lib/modules "$CACHE/root/lib/modules"
 		fi
 		# the .deb ships no modules.dep (generated by postinst: pitfall 2)
 		depmod -b "$CACHE/root" "$KREL" || die "depmod failed"
-		BZIMAGE=$(ls "$CACHE"/root/boot/vmlinuz-* | head -1)
-		[ -f "$BZIMAGE" ] || die "no vmlinuz in $deb"
-		# the .deb itself is no longer needed
-		rm -f "$deb"
+		# 6.x: boot/vmlinuz-<krel>; 7.x (linux-binary): usr/lib/modules/<krel>/vmlinuz
+		BZIMAGE=$(ls "$CACHE"/root/boot/vmlinuz-* "$md/$KREL/vmlinuz" 2>/dev/null | head -1 || true)
+		[ -f "$BZIMAGE" ] || die "no vmlinuz in ${debs[*]}"
 		cat >"$stamp" <<-EOF
-			KPKG=$KPKG
-			KPKG_VERSION=$KPKG_VERSION
+			DEBS="$want"
 			KREL=$KREL
 			BZIMAGE=$BZIMAGE
 		EOF

@@ -2,6 +2,9 @@
 //! and small graph queries.
 #![allow(dead_code)]
 
+pub mod replays;
+pub mod servers;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

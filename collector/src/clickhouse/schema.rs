@@ -1,0 +1,289 @@
+//! The ClickHouse tables (`probegen schema --clickhouse`): one row source of truth for the
+//! DDL and for the rows the sink writes (a unit test checks that every row carries exactly the
+//! insertable columns).
+//!
+//! Works on Debian bookworm's ClickHouse 18.16 and on current releases: no `DateTime64`
+//! (nanoseconds are `UInt64` `time_ns`, the `DateTime` `time` beside it is `MATERIALIZED`
+//! from them), no `LowCardinality` (experimental in 18.16), `ReplacingMergeTree` keyed by
+//! (host, boot id, batch sequence, position) so a batch sent twice collapses to one
+//! (`SELECT ... FINAL` is exact before the merge), partitions by day. `TTL` needs 19.6: it is
+//! written only with `ttl_days > 0`.
+
+/// One table: its name and its columns. `time` is added to every table as
+/// `DateTime MATERIALIZED toDateTime(intDiv(time_ns, 1000000000))`.
+pub struct Table {
+    pub name: &'static str,
+    /// (column, type): the columns a row carries, in order
+    pub columns: &'static [(&'static str, &'static str)],
+    /// the ReplacingMergeTree sorting key (the idempotency key)
+    pub key: &'static str,
+}
+
+/// Columns every row carries: where and which batch it came from.
+const BATCH: [(&str, &str); 8] = [
+    ("host", "String"),
+    ("boot_id", "String"),
+    ("run_id", "UInt64"),
+    ("seq", "UInt64"),
+    ("kernel", "String"),
+    ("manifest_hash", "String"),
+    ("snapshot", "UInt64"),
+    ("time_ns", "UInt64"),
+];
+
+macro_rules! with_batch {
+    ($($c:expr),* $(,)?) => {
+        &[BATCH[0], BATCH[1], BATCH[2], BATCH[3], BATCH[4], BATCH[5], BATCH[6], BATCH[7], $($c),*]
+    };
+}
+
+pub const RECORDS: Table = Table {
+    name: "records",
+    columns: with_batch![
+        ("idx", "UInt32"),
+        ("probe", "UInt32"),
+        ("function", "String"),
+        ("module", "String"),
+        ("errno", "UInt32"),
+        ("errno_name", "String"),
+        ("pid", "UInt32"),
+        ("tid", "UInt32"),
+        ("comm", "String"),
+        ("cgroup", "String"),
+        ("cgroup_id", "UInt64"),
+        ("job_id", "String"),
+        ("job_keys", "Array(String)"),
+        ("job_values", "Array(String)"),
+        ("args", "Array(UInt64)"),
+        ("ts_ns", "UInt64"),
+        ("cpu", "UInt32"),
+        ("rec_seq", "UInt64"),
+    ],
+    key: "host, boot_id, run_id, seq, idx",
+};
+
+pub const CHAINS: Table = Table {
+    name: "chains",
+    columns: with_batch![
+        ("idx", "UInt32"),
+        ("owner", "String"),
+        ("errno", "UInt32"),
+        ("errno_name", "String"),
+        ("pid", "UInt32"),
+        ("tid", "UInt32"),
+        ("comm", "String"),
+        ("origin_function", "String"),
+        ("origin_module", "String"),
+        ("origin_probe", "UInt32"),
+        ("origin_errno", "UInt32"),
+        ("origin_errno_name", "String"),
+        ("functions", "Array(String)"),
+        ("modules", "Array(String)"),
+        ("link_probes", "Array(UInt32)"),
+        ("link_errnos", "Array(UInt32)"),
+        ("start_ns", "UInt64"),
+        ("end_ns", "UInt64"),
+        ("count", "UInt32"),
+        ("last_end_ns", "UInt64"),
+        ("summary", "String"),
+        ("job_id", "String"),
+        ("job_keys", "Array(String)"),
+        ("job_values", "Array(String)"),
+    ],
+    key: "host, boot_id, run_id, seq, idx",
+};
+
+pub const COUNTERS: Table = Table {
+    name: "counters",
+    columns: with_batch![
+        ("probe", "UInt32"),
+        ("function", "String"),
+        ("module", "String"),
+        ("calls", "UInt64"),
+        ("failures", "UInt64"),
+        ("errno_names", "Array(String)"),
+        ("errno_counts", "Array(UInt64)"),
+        ("received", "UInt64"),
+        ("dropped_userspace", "UInt64"),
+    ],
+    key: "host, boot_id, run_id, seq, probe",
+};
+
+/// One row per snapshot, written last: a batch with its `snapshots` row is complete.
+pub const SNAPSHOTS: Table = Table {
+    name: "snapshots",
+    columns: with_batch![
+        ("is_final", "UInt8"),
+        ("window_start_ns", "UInt64"),
+        ("records", "UInt32"),
+        ("chains", "UInt32"),
+        ("drops_kernel", "UInt64"),
+        ("drops_userspace", "UInt64"),
+        ("seq_gaps", "UInt64"),
+        ("decode_errors", "UInt64"),
+        ("spool_dropped", "UInt64"),
+        ("invariant_ok", "UInt8"),
+    ],
+    key: "host, boot_id, run_id, seq",
+};
+
+/// Insert order of a batch (snapshots last).
+pub const TABLES: [&Table; 4] = [&RECORDS, &CHAINS, &COUNTERS, &SNAPSHOTS];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaOptions {
+    pub database: String,
+    /// `Distributed` tables over `<name>_local` on this cluster (`remote_servers`)
+    pub cluster: Option<String>,
+    /// retention in days (0: no TTL, required for ClickHouse older than 19.6)
+    pub ttl_days: u32,
+}
+
+fn ident_ok(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// The DDL, statements separated by `;\n\n` (feed it to `clickhouse-client --multiquery`).
+pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
+    if !ident_ok(&o.database) {
+        return Err(format!("database `{}`: expected [A-Za-z0-9_]+", o.database));
+    }
+    if let Some(c) = &o.cluster {
+        if !ident_ok(c) {
+            return Err(format!("cluster `{c}`: expected [A-Za-z0-9_]+"));
+        }
+    }
+    let db = &o.database;
+    let mut s = String::new();
+    s.push_str(&format!(
+        "-- probegen fleet tables (probegen schema --clickhouse{}{}).\n\
+         -- ReplacingMergeTree keyed by (host, boot_id, run_id, seq, position): a batch the collector\n\
+         -- sent twice (a retry after a timeout) is one row per key after a merge; query with\n\
+         -- FINAL for exact counts before it.\n",
+        o.cluster
+            .as_deref()
+            .map(|c| format!(" --cluster {c}"))
+            .unwrap_or_default(),
+        if o.ttl_days > 0 {
+            format!(" --ttl-days {}", o.ttl_days)
+        } else {
+            " --ttl-days 0".into()
+        }
+    ));
+    if o.cluster.is_some() {
+        s.push_str(
+            "-- Cluster: run this on every node (no ON CLUSTER: that needs ZooKeeper); the\n\
+             -- collectors insert into the Distributed tables, sharded by host.\n",
+        );
+    }
+    if o.ttl_days == 0 {
+        s.push_str(
+            "-- No TTL (ClickHouse older than 19.6 has none): drop old partitions by day.\n",
+        );
+    }
+    s.push_str(&format!("\nCREATE DATABASE IF NOT EXISTS {db};\n"));
+    for t in TABLES {
+        let local = match &o.cluster {
+            Some(_) => format!("{}_local", t.name),
+            None => t.name.to_string(),
+        };
+        s.push_str(&format!("\nCREATE TABLE IF NOT EXISTS {db}.{local}\n(\n"));
+        for (c, ty) in t.columns {
+            s.push_str(&format!("    {c} {ty},\n"));
+        }
+        s.push_str(
+            "    time DateTime MATERIALIZED toDateTime(intDiv(time_ns, 1000000000))\n)\n\
+             ENGINE = ReplacingMergeTree()\nPARTITION BY toYYYYMMDD(time)\n",
+        );
+        s.push_str(&format!("ORDER BY ({})\n", t.key));
+        if o.ttl_days > 0 {
+            s.push_str(&format!("TTL time + INTERVAL {} DAY\n", o.ttl_days));
+        }
+        s.push_str(";\n");
+        if let Some(c) = &o.cluster {
+            // `time` is an ALIAS here: a Distributed table forwards its MATERIALIZED columns
+            // on insert, and the local table refuses them
+            s.push_str(&format!(
+                "\nCREATE TABLE IF NOT EXISTS {db}.{}\n(\n",
+                t.name
+            ));
+            for (c, ty) in t.columns {
+                s.push_str(&format!("    {c} {ty},\n"));
+            }
+            s.push_str(&format!(
+                "    time DateTime ALIAS toDateTime(intDiv(time_ns, 1000000000))\n)\n\
+                 ENGINE = Distributed({c}, {db}, {local}, cityHash64(host));\n"
+            ));
+        }
+    }
+    Ok(s)
+}
+
+/// The statements of a DDL text, one by one (the HTTP interface takes one per request).
+pub fn statements(ddl: &str) -> Vec<String> {
+    ddl.split(";\n")
+        .map(|st| {
+            st.lines()
+                .filter(|l| !l.trim_start().starts_with("--"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .map(|st| st.trim().to_string())
+        .filter(|st| !st.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_server_ddl() {
+        let d = ddl(&SchemaOptions {
+            database: "probegen".into(),
+            cluster: None,
+            ttl_days: 0,
+        })
+        .expect("ddl");
+        let st = statements(&d);
+        assert_eq!(st.len(), 5, "{d}");
+        assert_eq!(st[0], "CREATE DATABASE IF NOT EXISTS probegen");
+        assert!(st[1].starts_with("CREATE TABLE IF NOT EXISTS probegen.records\n("));
+        assert!(!d.contains("TTL time") && !d.contains("Distributed"));
+        for t in TABLES {
+            assert!(d.contains(&format!("ORDER BY ({})", t.key)));
+            // every table starts with the batch columns: the idempotency key is in them
+            assert!(t.columns.starts_with(&BATCH));
+        }
+    }
+
+    #[test]
+    fn cluster_and_ttl_ddl() {
+        let d = ddl(&SchemaOptions {
+            database: "fleet".into(),
+            cluster: Some("gpu".into()),
+            ttl_days: 90,
+        })
+        .expect("ddl");
+        let st = statements(&d);
+        assert_eq!(st.len(), 9, "{d}");
+        assert!(d.contains("CREATE TABLE IF NOT EXISTS fleet.chains_local\n("));
+        assert!(d.contains("CREATE TABLE IF NOT EXISTS fleet.chains\n("));
+        assert!(d.contains(
+            "    time DateTime ALIAS toDateTime(intDiv(time_ns, 1000000000))\n)\nENGINE = Distributed(gpu, fleet, chains_local, cityHash64(host));"
+        ));
+        assert_eq!(d.matches("TTL time + INTERVAL 90 DAY").count(), 4);
+        assert!(ddl(&SchemaOptions {
+            database: "a;b".into(),
+            cluster: None,
+            ttl_days: 0
+        })
+        .is_err());
+        assert!(ddl(&SchemaOptions {
+            database: "a".into(),
+            cluster: Some("x y".into()),
+            ttl_days: 0
+        })
+        .is_err());
+    }
+}

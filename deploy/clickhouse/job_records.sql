@@ -1,0 +1,29 @@
+-- The failure records of one job with the owner of the chain each belongs to (a record's
+-- chain is found by host, boot, process, thread, probe and errno: a retry storm's repeated
+-- chains share them). Parameter job_id: `clickhouse-client --param_job_id=1234` on
+-- ClickHouse >= 19.4; on older servers replace {job_id:String} by a quoted literal.
+SELECT
+    time,
+    host,
+    pid,
+    tid,
+    comm,
+    module,
+    function,
+    errno_name,
+    owner
+FROM
+(
+    SELECT time, time_ns, idx, host, boot_id, pid, tid, comm, probe AS l_probe,
+        errno AS l_errno, module, function, errno_name
+    FROM probegen.records FINAL
+    WHERE job_id = {job_id:String}
+)
+ANY LEFT JOIN
+(
+    SELECT DISTINCT host, boot_id, pid, tid, l_probe, l_errno, owner
+    FROM probegen.chains FINAL
+    ARRAY JOIN link_probes AS l_probe, link_errnos AS l_errno
+    WHERE job_id = {job_id:String}
+) USING (host, boot_id, pid, tid, l_probe, l_errno)
+ORDER BY time_ns, host, idx

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The kernel-upgrade job: follow a checked-in probe set to a new Debian kernel and write one
+# markdown report that can be the body of a merge request.
+#
+# Usage: scripts/kernel-upgrade.sh OLD_MANIFEST NEW_SPEC [VENDOR...]
+#
+#   OLD_MANIFEST  a checked-in set, e.g. generated/linux-6.12/mlx5/manifest.yaml
+#   NEW_SPEC      what scripts/fetch-kernel.sh takes: a series (7.2) or a Debian version
+#   VENDOR...     the sets to regenerate for the new kernel (default: the vendors checked in
+#                 next to OLD_MANIFEST, and rxe, which the testbed runs)
+#
+# Steps, each reported:
+#   1. fetch the new kernel (sources, config, vmlinux, modules) into the cache;
+#   2. `probegen check` of OLD_MANIFEST against the new source (drift and rules drift);
+#   3. regenerate generated/linux-<series>/<vendor>/ for every VENDOR;
+#   4. compile every probes.bpf.c with clang;
+#   5. boot Debian's stock new kernel in the qemu testbed (Soft-RoCE) with the rxe set:
+#      every attachable probe must attach and the induced failures must be caught
+#      (scripts/e2e-collect.sh); skip with KERNEL_UPGRADE_BOOT=0.
+# Report: target/kernel-upgrade/<series>/report.md (its path is the last line of stdout).
+# KERNEL_UPGRADE_OUT: where the regenerated sets go (default generated/, the checked-in ones).
+# Exit: 0 everything passed (drift is expected and reported, not a failure); 1 a step failed;
+# 2 bad arguments.
+set -euo pipefail
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+
+usage() { sed -n '5,11p' "$0" | sed 's/^# \{0,1\}//' >&2; }
+if [[ $# -lt 2 ]]; then
+  usage
+  printf 'kernel-upgrade: expected OLD_MANIFEST NEW_SPEC [VENDOR...]\n' >&2
+  exit 2
+fi
+OLD=$1
+SPEC=$2
+shift 2
+[[ -f ${OLD} ]] || { printf 'kernel-upgrade: %s: no such manifest\n' "${OLD}" >&2; exit 2; }
+
+log() { printf '[kernel-upgrade] %s\n' "$*" >&2; }
+failed=0
+fail() { log "FAILED: $*"; failed=1; }
+
+# Vendors: given, else the old kernel's checked-in sets plus rxe.
+if [[ $# -gt 0 ]]; then
+  VENDORS=("$@")
+else
+  mapfile -t VENDORS < <({ ls "$(dirname "$(dirname "${OLD}")")"; echo rxe; } | sort -u)
+fi
+
+log "1. fetch ${SPEC}"
+NEW_SRC=$(bash scripts/fetch-kernel.sh "${SPEC}" | tail -n 1) || { log "fetch-kernel.sh ${SPEC} failed"; exit 1; }
+SERIES=$(awk -F= '$1 == "series" {print $2}' "${NEW_SRC}/.complete")
+KVER=$(cat "${NEW_SRC}/KERNEL_VERSION")
+PKGS=$(tr '\n' ';' <"${NEW_SRC}/DEBIAN_PACKAGES" | sed 's/;$//; s/;/, /g')
+OUT=target/kernel-upgrade/${SERIES}
+mkdir -p "${OUT}"
+REPORT=${OUT}/report.md
+
+cargo build --release --quiet --bin probegen
+PG=target/release/probegen
+
+log "2. check ${OLD} against ${KVER}"
+check_rc=0
+"${PG}" check --kernel-src "${NEW_SRC}" --against "${OLD}" >"${OUT}/check.md" 2>"${OUT}/check.err" || check_rc=$?
+case ${check_rc} in
+  0) check_line="no drift" ;;
+  1) check_line="drift to review (below)" ;;
+  *) check_line="check failed: $(tr '\n' ' ' <"${OUT}/check.err")"; fail "probegen check exited ${check_rc}" ;;
+esac
+
+GEN_ROOT=${KERNEL_UPGRADE_OUT:-generated}
+log "3. regenerate ${VENDORS[*]} for linux-${SERIES} in ${GEN_ROOT}"
+declare -A GEN
+for v in "${VENDORS[@]}"; do
+  dest=${GEN_ROOT}/linux-${SERIES}/${v}
+  if line=$("${PG}" generate --kernel-src "${NEW_SRC}" --vendor "${v}" --out "${dest}" 2>"${OUT}/generate-${v}.err"); then
+    GEN[$v]=${line%%; wrote*}
+  else
+    GEN[$v]="FAILED: $(tr '\n' ' ' <"${OUT}/generate-${v}.err")"
+    fail "generate ${v}"
+  fi
+done
+
+log "4. compile the BPF programs"
+declare -A CC
+for v in "${VENDORS[@]}"; do
+  src=${GEN_ROOT}/linux-${SERIES}/${v}/probes.bpf.c
+  [[ -f ${src} ]] || { CC[$v]="no probes.bpf.c"; continue; }
+  if clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu \
+      -c "${src}" -o "${OUT}/${v}.bpf.o" 2>"${OUT}/clang-${v}.err"; then
+    CC[$v]="compiled ($(stat -c %s "${OUT}/${v}.bpf.o") bytes)"
+  else
+    CC[$v]="FAILED: $(head -n 3 "${OUT}/clang-${v}.err" | tr '\n' ' ')"
+    fail "clang ${v}"
+  fi
+done
+
+boot_line="skipped (KERNEL_UPGRADE_BOOT=0)"
+boot_summary=""
+if [[ ${KERNEL_UPGRADE_BOOT:-1} != 0 ]]; then
+  log "5. boot ${SERIES} in the qemu testbed with the rxe set"
+  boot_rc=0
+  bash scripts/e2e-collect.sh "${SERIES}" 2>&1 | tee "${OUT}/e2e.log" >&2 || boot_rc=${PIPESTATUS[0]}
+  boot_summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$|^(PASS|FAIL) |TB_STEP|attached|^test result' "${OUT}/e2e.log" | tail -n 20 || true)
+  if [[ ${boot_rc} -eq 0 ]]; then
+    boot_line="passed"
+  else
+    boot_line="FAILED (exit ${boot_rc}; log: ${OUT}/e2e.log)"
+    fail "testbed"
+  fi
+fi
+
+{
+  printf '# Kernel upgrade: probe sets for Linux %s\n\n' "${KVER}"
+  printf 'Debian packages: %s.\n\n' "${PKGS}"
+  printf '| step | result |\n|---|---|\n'
+  printf '| check `%s` | %s |\n' "${OLD}" "${check_line}"
+  for v in "${VENDORS[@]}"; do
+    printf '| generate %s | %s |\n' "${v}" "${GEN[$v]}"
+    printf '| compile %s | %s |\n' "${v}" "${CC[$v]:-not run}"
+  done
+  printf '| boot the stock kernel, rxe set attached, induced failures | %s |\n' "${boot_line}"
+  if [[ -n ${boot_summary} ]]; then
+    printf '\n<details><summary>testbed</summary>\n\n```\n%s\n```\n</details>\n' "${boot_summary}"
+  fi
+  printf '\n---\n\n'
+  # The check report, one heading level down.
+  sed 's/^#/##/' "${OUT}/check.md"
+} >"${REPORT}.tmp"
+mv "${REPORT}.tmp" "${REPORT}"
+log "report: ${REPORT}"
+printf '%s\n' "${REPORT}"
+exit "${failed}"

@@ -1,0 +1,113 @@
+//! Replay files for the fleet tests, made from the guest recording's records (real kernel
+//! bytes): a failure storm (the recording's records repeated, renumbered and shifted in time)
+//! and a fake /proc giving the recording's processes a job.
+#![allow(dead_code)]
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::servers::data;
+
+/// Offsets in the 96-byte record (`codegen::bpf::RECORD_FIELDS`).
+const SEQ: usize = 0;
+const TS: usize = 8;
+const PID: usize = 24;
+const CPU: usize = 40;
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// The guest recording's header line and records (bytes).
+pub fn guest_records() -> (String, Vec<Vec<u8>>) {
+    let text = std::fs::read_to_string(data("rxe-6.12.replay.jsonl")).expect("guest recording");
+    let mut lines = text.lines();
+    let header = lines.next().expect("header").to_string();
+    let recs = lines
+        .filter_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            Some(unhex(v["rec"].as_str()?))
+        })
+        .collect();
+    (header, recs)
+}
+
+/// Writes a replay of the guest records repeated `copies` times, each copy 1 s after the
+/// previous one (so no chain spans two copies), with per-CPU sequence numbers continuing.
+/// No counters lines: the collector derives them (`--replay-window` cuts the windows).
+/// Returns the number of records.
+pub fn write_storm(path: &Path, copies: usize) -> usize {
+    let (header, recs) = guest_records();
+    let mut out = String::with_capacity(copies * recs.len() * 210 + header.len() + 1);
+    out.push_str(&header);
+    out.push('\n');
+    let mut next_seq = std::collections::HashMap::<u32, u64>::new();
+    for c in 0..copies {
+        for r in &recs {
+            let mut r = r.clone();
+            let cpu = u32::from_le_bytes(r[CPU..CPU + 4].try_into().expect("cpu"));
+            let seq = next_seq.entry(cpu).or_insert(0);
+            r[SEQ..SEQ + 8].copy_from_slice(&seq.to_le_bytes());
+            *seq += 1;
+            let ts = u64::from_le_bytes(r[TS..TS + 8].try_into().expect("ts"));
+            let ts = ts + c as u64 * 1_000_000_000;
+            r[TS..TS + 8].copy_from_slice(&ts.to_le_bytes());
+            out.push_str(&format!("{{\"rec\":\"{}\"}}\n", hex(&r)));
+        }
+    }
+    std::fs::write(path, out).expect("write storm replay");
+    copies * recs.len()
+}
+
+/// A /proc with `<pid>/environ` (`SLURM_JOB_ID=<job>`) and `<pid>/cgroup` for every process
+/// of the guest recording (`--proc-root`).
+pub fn write_proc_root(dir: &Path, job: &str) {
+    let (_, recs) = guest_records();
+    let pids: BTreeSet<u32> = recs
+        .iter()
+        .map(|r| u32::from_le_bytes(r[PID..PID + 4].try_into().expect("pid")))
+        .collect();
+    for pid in pids {
+        let p = dir.join(pid.to_string());
+        std::fs::create_dir_all(&p).expect("mkdir proc");
+        std::fs::write(
+            p.join("environ"),
+            format!("PATH=/usr/bin\0SLURM_JOB_ID={job}\0RANK=0\0"),
+        )
+        .expect("environ");
+        std::fs::write(p.join("cgroup"), format!("0::/slurm/job{job}\n")).expect("cgroup");
+        std::fs::write(p.join("comm"), "verbs_fail\n").expect("comm");
+    }
+}
+
+/// Records in a JSONL output (every snapshot's `records`), and the snapshots.
+pub fn jsonl_records(path: &Path) -> (usize, Vec<serde_json::Value>) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let snaps: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("snapshot json"))
+        .collect();
+    let n = snaps
+        .iter()
+        .map(|s| s["records"].as_array().map_or(0, Vec::len))
+        .sum();
+    (n, snaps)
+}
+
+/// Batch files left in a spool directory.
+pub fn spooled(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".batch"))
+                .count()
+        })
+        .unwrap_or(0)
+}

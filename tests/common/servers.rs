@@ -1,0 +1,460 @@
+//! Real servers for the integration tests (Debian's `prometheus`, `clickhouse-server`): found
+//! on `$PATH` or in the Debian location (a missing binary fails the test, naming the package),
+//! started on loopback with their own config, data directory and free port, stopped by a drop
+//! guard on every path. Plus the small HTTP client the tests talk to them with.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// `collector/tests/data/<name>`.
+pub fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("collector/tests/data")
+        .join(name)
+}
+
+/// Children and a temporary directory; killed, reaped and removed on drop (any path,
+/// including a failed assertion).
+pub struct Guard {
+    pub dir: PathBuf,
+    pub children: Vec<(String, Child)>,
+}
+
+impl Guard {
+    /// A fresh directory `$TMPDIR/<tag>-<pid>`.
+    pub fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        Guard {
+            dir,
+            children: Vec::new(),
+        }
+    }
+
+    pub fn add(&mut self, name: &str, c: Child) -> usize {
+        self.children.push((name.to_string(), c));
+        self.children.len() - 1
+    }
+
+    /// Kills and reaps one child by index, keeping the others' indices valid.
+    pub fn kill(&mut self, i: usize) {
+        let c = &mut self.children[i].1;
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+
+    /// Sends SIGTERM to child `i` and waits for it (at most `within`); its exit status.
+    pub fn terminate(&mut self, i: usize, within: Duration) -> std::process::ExitStatus {
+        let pid = self.children[i].1.id();
+        let st = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(st.success(), "kill -TERM {pid}");
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = self.exited(i) {
+                return s;
+            }
+            assert!(
+                t0.elapsed() < within,
+                "{} did not exit within {within:?} of SIGTERM",
+                self.children[i].0
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn exited(&mut self, i: usize) -> Option<std::process::ExitStatus> {
+        self.children[i].1.try_wait().ok().flatten()
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if std::env::var_os("PROBEGEN_KEEP_TEST_DIRS").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// `$<env>`, else `name` on `$PATH`, else in `fallback_dir`. Panics (never skips) naming the
+/// Debian package and the script that installs it.
+pub fn server_bin(name: &str, env: &str, fallback_dir: &str, package: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(env).filter(|v| !v.is_empty()) {
+        let p = PathBuf::from(p);
+        assert!(
+            p.is_file(),
+            "${env}={} is not a file (the Debian package `{package}` is installed by \
+             `bash scripts/install-deps.sh`)",
+            p.display()
+        );
+        return p;
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from(fallback_dir)])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "`{name}` was not found on $PATH or in {fallback_dir}: install the Debian package \
+                 `{package}` with `bash scripts/install-deps.sh` (as root), or point ${env} at it"
+            )
+        })
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind 127.0.0.1:0")
+        .port()
+}
+
+/// Percent-encoding of a query parameter value.
+pub fn urlencode(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() * 3);
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            o.push(b as char);
+        } else {
+            o.push_str(&format!("%{b:02X}"));
+        }
+    }
+    o
+}
+
+/// One HTTP/1.0 request (no chunked encoding in the reply): status and body.
+pub fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &[u8],
+) -> Result<(u16, String), String> {
+    let mut c = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    c.set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(|e| e.to_string())?;
+    c.set_write_timeout(Some(Duration::from_secs(10)))
+        .map_err(|e| e.to_string())?;
+    write!(
+        c,
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .and_then(|_| c.write_all(body))
+    .map_err(|e| format!("send: {e}"))?;
+    let mut raw = Vec::new();
+    c.read_to_end(&mut raw).map_err(|e| format!("read: {e}"))?;
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("no header end in {raw:?}"))?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("bad status line in {head:?}"))?;
+    Ok((status, body.to_string()))
+}
+
+pub fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String), String> {
+    http(addr, "GET", path, "", b"")
+}
+
+/// The last 20 lines of a log file.
+pub fn tail(p: &Path) -> String {
+    let s = std::fs::read_to_string(p).unwrap_or_default();
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+// --------------------------------------------------------------- prometheus ---
+
+pub fn prometheus_bin() -> PathBuf {
+    server_bin(
+        "prometheus",
+        "PROBEGEN_PROMETHEUS",
+        "/usr/bin",
+        "prometheus",
+    )
+}
+
+/// Starts `prometheus` with `config` on a free loopback port (3 attempts: a port taken
+/// between the probe and the bind); its address once `/-/ready` answers.
+pub fn start_prometheus(g: &mut Guard, config: &Path) -> SocketAddr {
+    let bin = prometheus_bin();
+    let log = g.dir.join("prometheus.log");
+    for attempt in 0..3 {
+        let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let tsdb = g.dir.join(format!("tsdb-{attempt}"));
+        let c = Command::new(&bin)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", tsdb.display()))
+            .arg(format!("--web.listen-address={addr}"))
+            .arg("--log.level=warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("prometheus.log"))
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+        let i = g.add("prometheus", c);
+        let t0 = Instant::now();
+        let ready = loop {
+            if matches!(http_get(addr, "/-/ready"), Ok((200, _))) {
+                break true;
+            }
+            if g.exited(i).is_some() || t0.elapsed() > Duration::from_secs(30) {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        if ready {
+            return addr;
+        }
+        eprintln!(
+            "prometheus on {addr} not ready (attempt {}): {}",
+            attempt + 1,
+            tail(&log)
+        );
+        g.kill(i);
+    }
+    panic!(
+        "prometheus did not become ready in 3 attempts; last log:\n{}",
+        tail(&log)
+    )
+}
+
+/// `/api/v1/query?query=Q`: the result vector of a successful instant query.
+pub fn prom_query(prom: SocketAddr, q: &str) -> Result<Vec<Value>, String> {
+    let (status, body) = http_get(prom, &format!("/api/v1/query?query={}", urlencode(q)))?;
+    if status != 200 {
+        return Err(format!("HTTP {status}: {body}"));
+    }
+    let v: Value = serde_json::from_str(&body).map_err(|e| format!("{e}: {body}"))?;
+    if v["status"] != "success" || v["data"]["resultType"] != "vector" {
+        return Err(format!("unexpected reply {body}"));
+    }
+    Ok(v["data"]["result"].as_array().cloned().unwrap_or_default())
+}
+
+pub fn sample_value(s: &Value) -> f64 {
+    s["value"][1]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no sample value in {s}"))
+}
+
+// ---------------------------------------------------------------- collector ---
+
+/// Spawns `probegen collect ARGS` with stderr piped into a channel of lines.
+pub fn spawn_collector(
+    g: &mut Guard,
+    name: &str,
+    args: &[&str],
+) -> (usize, mpsc::Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_probegen"))
+        .arg("collect")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn probegen collect");
+    let stderr = child.stderr.take().expect("stderr");
+    let i = g.add(name, child);
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    (i, rx)
+}
+
+/// The collector's metrics address (its `metrics on http://ADDR/metrics` line).
+pub fn metrics_address(rx: &mpsc::Receiver<String>) -> SocketAddr {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(
+            !left.is_zero(),
+            "no metrics address from the collector in 30 s: {seen:?}"
+        );
+        match rx.recv_timeout(left) {
+            Ok(l) => {
+                if let Some(a) = l
+                    .strip_prefix("probegen collect: metrics on http://")
+                    .and_then(|r| r.strip_suffix("/metrics"))
+                {
+                    return a.parse().expect("metrics address");
+                }
+                seen.push(l);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                panic!("the collector exited before serving metrics: {seen:?}")
+            }
+        }
+    }
+}
+
+// --------------------------------------------------------------- clickhouse ---
+
+pub fn clickhouse_bin() -> PathBuf {
+    server_bin(
+        "clickhouse-server",
+        "PROBEGEN_CLICKHOUSE_SERVER",
+        "/usr/sbin",
+        "clickhouse-server",
+    )
+}
+
+/// A ClickHouse server of the test: its own config, data directory and ports on loopback,
+/// the `default` user with a password; stopped and started again on the same data.
+pub struct ClickHouse {
+    pub http: SocketAddr,
+    pub password: String,
+    dir: PathBuf,
+    child: Option<usize>,
+}
+
+impl ClickHouse {
+    /// Writes the config into `g.dir/clickhouse` and starts the server.
+    pub fn start(g: &mut Guard) -> Self {
+        let dir = g.dir.join("clickhouse");
+        std::fs::create_dir_all(&dir).expect("mkdir clickhouse");
+        let (http_port, tcp_port) = (free_port(), free_port());
+        let d = dir.display();
+        let config = format!(
+            "<yandex>\n  <logger><level>warning</level><log>{d}/server.log</log>\
+             <errorlog>{d}/error.log</errorlog><console>0</console></logger>\n  \
+             <http_port>{http_port}</http_port>\n  <tcp_port>{tcp_port}</tcp_port>\n  \
+             <listen_host>127.0.0.1</listen_host>\n  <path>{d}/data/</path>\n  \
+             <tmp_path>{d}/tmp/</tmp_path>\n  <user_files_path>{d}/user_files/</user_files_path>\n  \
+             <format_schema_path>{d}/format_schemas/</format_schema_path>\n  \
+             <users_config>{d}/users.xml</users_config>\n  <default_profile>default</default_profile>\n  \
+             <default_database>default</default_database>\n  <mark_cache_size>268435456</mark_cache_size>\n  \
+             <remote_servers><probegen_test><shard><replica><host>127.0.0.1</host>\
+             <port>{tcp_port}</port><password>pg-test-secret</password></replica></shard>\
+             </probegen_test></remote_servers>\n</yandex>\n"
+        );
+        std::fs::write(dir.join("config.xml"), config).expect("config.xml");
+        std::fs::write(
+            dir.join("users.xml"),
+            "<yandex>\n  <profiles><default/></profiles>\n  <users><default>\
+             <password>pg-test-secret</password><networks><ip>127.0.0.1</ip></networks>\
+             <profile>default</profile><quota>default</quota></default></users>\n  \
+             <quotas><default/></quotas>\n</yandex>\n",
+        )
+        .expect("users.xml");
+        let mut ch = ClickHouse {
+            http: SocketAddr::from(([127, 0, 0, 1], http_port)),
+            password: "pg-test-secret".into(),
+            dir,
+            child: None,
+        };
+        ch.restart(g);
+        ch
+    }
+
+    /// (Re)starts the server on the same config and data; returns once it answers.
+    pub fn restart(&mut self, g: &mut Guard) {
+        assert!(self.child.is_none(), "clickhouse already running");
+        let bin = clickhouse_bin();
+        let c = Command::new(&bin)
+            .arg(format!(
+                "--config-file={}",
+                self.dir.join("config.xml").display()
+            ))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(self.dir.join("stderr.log")).expect("stderr.log"))
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
+        let i = g.add("clickhouse-server", c);
+        self.child = Some(i);
+        let t0 = Instant::now();
+        loop {
+            if matches!(self.query("SELECT 1"), Ok(s) if s.trim() == "1") {
+                return;
+            }
+            if let Some(st) = g.exited(i) {
+                panic!(
+                    "clickhouse-server exited ({st}): {}\n{}",
+                    tail(&self.dir.join("error.log")),
+                    tail(&self.dir.join("stderr.log"))
+                );
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "clickhouse-server not answering on {} after 60 s: {}",
+                self.http,
+                tail(&self.dir.join("error.log"))
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Stops the server (SIGTERM, then waits for it).
+    pub fn stop(&mut self, g: &mut Guard) {
+        let i = self.child.take().expect("clickhouse not running");
+        let st = g.terminate(i, Duration::from_secs(60));
+        eprintln!("clickhouse-server stopped ({st})");
+    }
+
+    /// The collector's URL for this server.
+    pub fn url(&self) -> String {
+        format!(
+            "http://default:{}@{}/?database=probegen",
+            self.password, self.http
+        )
+    }
+
+    /// Runs one statement; the answer's body.
+    pub fn query(&self, q: &str) -> Result<String, String> {
+        let path = format!("/?user=default&password={}", urlencode(&self.password));
+        match http(self.http, "POST", &path, "", q.as_bytes())? {
+            (200, body) => Ok(body),
+            (s, body) => Err(format!("HTTP {s}: {body}")),
+        }
+    }
+
+    /// A query whose answer is one number.
+    pub fn count(&self, q: &str) -> u64 {
+        let a = self.query(q).unwrap_or_else(|e| panic!("{q}: {e}"));
+        a.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{q}: not a number: {a:?}"))
+    }
+
+    /// Creates the fleet tables with `probegen schema --clickhouse EXTRA`.
+    pub fn create_tables(&self, extra: &[&str]) {
+        let o = Command::new(env!("CARGO_BIN_EXE_probegen"))
+            .args(["schema", "--clickhouse"])
+            .args(extra)
+            .output()
+            .expect("probegen schema");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let ddl = String::from_utf8_lossy(&o.stdout);
+        for st in collector::clickhouse::schema::statements(&ddl) {
+            self.query(&st).unwrap_or_else(|e| panic!("{st}\n-> {e}"));
+        }
+    }
+}

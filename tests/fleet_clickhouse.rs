@@ -1,0 +1,599 @@
+//! The ClickHouse sink against Debian bookworm's real `clickhouse-server` (18.16), started by
+//! each test on loopback with its own config, data directory, ports and password:
+//!
+//! * a replay of the guest recording: rows == records, chains with their owner;
+//! * the server stopped mid-run while the collector keeps producing, then restarted: every
+//!   record arrives exactly once and the spool empties;
+//! * SIGTERM while the server is down: the spool persists, the next start sends it.
+//!
+//! Without `clickhouse-server` (installed by `scripts/install-deps.sh`) the tests fail; they
+//! never skip. `PROBEGEN_KEEP_TEST_DIRS=1` keeps the directories (logs, JSONL, spool).
+
+mod common;
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::replays::{jsonl_records, spooled, write_storm};
+use common::servers::{data, spawn_collector, ClickHouse, Guard};
+
+fn manifest() -> String {
+    data("rxe-6.12.manifest.yaml").display().to_string()
+}
+
+fn path(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Waits for the collector to exit by itself; its stderr lines.
+fn wait_exit(
+    g: &mut Guard,
+    i: usize,
+    rx: &mpsc::Receiver<String>,
+    within: Duration,
+) -> Vec<String> {
+    let t0 = Instant::now();
+    let mut lines = Vec::new();
+    loop {
+        while let Ok(l) = rx.try_recv() {
+            lines.push(l);
+        }
+        if let Some(st) = g.exited(i) {
+            // the reader thread may still hold the last lines
+            std::thread::sleep(Duration::from_millis(100));
+            lines.extend(rx.try_iter());
+            assert!(st.success(), "collector failed ({st}): {lines:#?}");
+            return lines;
+        }
+        assert!(t0.elapsed() < within, "collector still running: {lines:#?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The collector's closing ClickHouse line: (sent records, spool batches left, peak batches,
+/// peak bytes, send errors).
+fn clickhouse_line(lines: &[String]) -> (u64, u64, u64, u64, u64) {
+    let l = lines
+        .iter()
+        .find(|l| l.starts_with("probegen collect: clickhouse: sent "))
+        .unwrap_or_else(|| panic!("no clickhouse summary line in {lines:#?}"));
+    let nums: Vec<u64> = l
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    // sent B batches, R records; spool N batches (Y bytes) left, peak P batches (Q bytes),
+    // dropped D; send errors E
+    assert_eq!(nums.len(), 8, "{l}");
+    (nums[1], nums[2], nums[4], nums[5], nums[7])
+}
+
+#[test]
+fn replay_rows_equal_records() {
+    let mut g = Guard::new("pg-fleet-ch-replay");
+    let ch = ClickHouse::start(&mut g);
+    ch.create_tables(&[]);
+    let out = g.dir.join("snapshots.jsonl");
+    let (i, rx) = spawn_collector(
+        &mut g,
+        "collect",
+        &[
+            "--manifest",
+            &manifest(),
+            "--replay",
+            &path(&data("rxe-6.12.replay.jsonl")),
+            "--out",
+            &path(&out),
+            "--host",
+            "gpu-replay",
+            "--clickhouse",
+            &ch.url(),
+        ],
+    );
+    let lines = wait_exit(&mut g, i, &rx, Duration::from_secs(60));
+    let (records, snaps) = jsonl_records(&out);
+    assert!(records > 0, "the recording has records");
+    let q = |s: &str| ch.count(s);
+    let rows = q("SELECT count() FROM probegen.records FINAL WHERE host = 'gpu-replay'");
+    let raw = q("SELECT count() FROM probegen.records WHERE host = 'gpu-replay'");
+    eprintln!(
+        "replay: {records} records in the JSONL, {rows} rows in ClickHouse ({raw} before FINAL)"
+    );
+    assert_eq!(rows, records as u64);
+    assert_eq!(raw, records as u64, "no batch sent twice without a failure");
+    assert_eq!(
+        q("SELECT count() FROM probegen.snapshots FINAL WHERE host = 'gpu-replay'"),
+        snaps.len() as u64
+    );
+    // every chain of the JSONL, with its owner
+    let mut want: Vec<String> = snaps
+        .iter()
+        .flat_map(|s| s["chains"].as_array().cloned().unwrap_or_default())
+        .map(|c| {
+            format!(
+                "{}\t{}\t{}",
+                c["owner"].as_str().expect("owner"),
+                c["origin"]["function"].as_str().expect("origin"),
+                c["count"]
+            )
+        })
+        .collect();
+    want.sort();
+    let got = ch
+        .query(
+            "SELECT owner, origin_function, count FROM probegen.chains FINAL \
+             WHERE host = 'gpu-replay' ORDER BY owner, origin_function, count",
+        )
+        .expect("chains");
+    assert_eq!(got.lines().collect::<Vec<_>>(), want);
+    assert!(
+        want.iter()
+            .any(|c| c.starts_with("application\tib_umem_get")),
+        "{want:?}"
+    );
+    assert!(
+        want.iter().any(|c| c.starts_with("vendor-driver\t")),
+        "{want:?}"
+    );
+    // the records' wall time is now-ish: the day partition is today's
+    assert_eq!(
+        q("SELECT count() FROM probegen.records FINAL WHERE host = 'gpu-replay' AND toDate(time) >= yesterday()"),
+        records as u64
+    );
+    let (sent, left, ..) = clickhouse_line(&lines);
+    assert_eq!((sent, left), (records as u64, 0));
+    assert_eq!(spooled(&g.dir.join("snapshots.jsonl.clickhouse-spool")), 0);
+}
+
+#[test]
+fn server_stopped_mid_run_every_record_once() {
+    let mut g = Guard::new("pg-fleet-ch-outage");
+    let mut ch = ClickHouse::start(&mut g);
+    ch.create_tables(&[]);
+    let storm = g.dir.join("storm.jsonl");
+    let produced = write_storm(&storm, 60);
+    let out = g.dir.join("snapshots.jsonl");
+    // 60 windows of 26 records, one every 150 ms: 9 s of production
+    let (i, rx) = spawn_collector(
+        &mut g,
+        "collect",
+        &[
+            "--manifest",
+            &manifest(),
+            "--replay",
+            &path(&storm),
+            "--replay-window",
+            "26",
+            "--replay-pace",
+            "150ms",
+            "--out",
+            &path(&out),
+            "--host",
+            "gpu-outage",
+            "--clickhouse",
+            &ch.url(),
+            "--clickhouse-timeout",
+            "2s",
+            "--clickhouse-flush",
+            "60s",
+        ],
+    );
+    let count = |ch: &ClickHouse| {
+        ch.count("SELECT count() FROM probegen.records FINAL WHERE host = 'gpu-outage'")
+    };
+    // let some batches arrive, then stop the server while the collector goes on
+    let t0 = Instant::now();
+    while count(&ch) == 0 {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no rows arrived");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let before = count(&ch);
+    ch.stop(&mut g);
+    let stopped_at = Instant::now();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        g.exited(i).is_none(),
+        "the collector must still be producing"
+    );
+    ch.restart(&mut g);
+    eprintln!(
+        "outage: {before} rows before the stop, server down {:.1} s",
+        stopped_at.elapsed().as_secs_f64()
+    );
+    let lines = wait_exit(&mut g, i, &rx, Duration::from_secs(120));
+    let (records, snaps) = jsonl_records(&out);
+    assert_eq!(records, produced);
+    let rows = count(&ch);
+    let keys = ch.count(
+        "SELECT uniqExact(boot_id, run_id, seq, idx) FROM probegen.records WHERE host = 'gpu-outage'",
+    );
+    let raw = ch.count("SELECT count() FROM probegen.records WHERE host = 'gpu-outage'");
+    let (sent, left, peak_batches, peak_bytes, errors) = clickhouse_line(&lines);
+    // the snapshots written while the server was down saw batches pile up
+    let max_spooled = snaps
+        .iter()
+        .filter_map(|s| s["clickhouse"]["spool_batches"].as_u64())
+        .max()
+        .unwrap_or(0);
+    eprintln!(
+        "outage: produced {produced} records, JSONL {records}, ClickHouse {rows} rows \
+         ({keys} distinct keys, {raw} before FINAL), sent {sent}; spool peak {peak_batches} \
+         batches ({peak_bytes} bytes), {max_spooled} in a snapshot, {left} left; {errors} \
+         failed sends"
+    );
+    assert_eq!(rows, records as u64, "every record exactly once");
+    assert_eq!(keys, records as u64);
+    assert!(errors > 0, "the outage was seen: {lines:#?}");
+    assert!(max_spooled >= 2, "batches were spooled during the outage");
+    assert_eq!(left, 0);
+    assert_eq!(spooled(&g.dir.join("snapshots.jsonl.clickhouse-spool")), 0);
+    assert_eq!(
+        ch.count("SELECT count() FROM probegen.snapshots FINAL WHERE host = 'gpu-outage'"),
+        snaps.len() as u64
+    );
+}
+
+#[test]
+fn sigterm_while_down_keeps_the_spool_for_the_next_start() {
+    let mut g = Guard::new("pg-fleet-ch-sigterm");
+    let mut ch = ClickHouse::start(&mut g);
+    ch.create_tables(&[]);
+    ch.stop(&mut g);
+    let storm = g.dir.join("storm.jsonl");
+    write_storm(&storm, 200);
+    let spool = g.dir.join("spool");
+    let out1 = g.dir.join("run1.jsonl");
+    let (i, rx) = spawn_collector(
+        &mut g,
+        "collect run 1",
+        &[
+            "--manifest",
+            &manifest(),
+            "--replay",
+            &path(&storm),
+            "--replay-window",
+            "26",
+            "--replay-pace",
+            "100ms",
+            "--out",
+            &path(&out1),
+            "--host",
+            "gpu-sigterm",
+            "--clickhouse",
+            &ch.url(),
+            "--clickhouse-spool",
+            &path(&spool),
+            "--clickhouse-flush",
+            "1s",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let st = g.terminate(i, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(100));
+    let lines: Vec<String> = rx.try_iter().collect();
+    assert!(st.success(), "SIGTERM: exit 0, got {st}: {lines:#?}");
+    let (records1, snaps1) = jsonl_records(&out1);
+    assert!(
+        snaps1.last().is_some_and(|s| s["final"] == true),
+        "final snapshot written"
+    );
+    let left = spooled(&spool);
+    eprintln!(
+        "sigterm: run 1 wrote {records1} records in {} snapshots; {left} batches spooled",
+        snaps1.len()
+    );
+    assert_eq!(
+        left,
+        snaps1.len(),
+        "every snapshot is in the spool: {lines:#?}"
+    );
+    assert!(records1 > 0 && records1 < 200 * 26, "stopped mid-replay");
+
+    ch.restart(&mut g);
+    let out2 = g.dir.join("run2.jsonl");
+    let (i, rx) = spawn_collector(
+        &mut g,
+        "collect run 2",
+        &[
+            "--manifest",
+            &manifest(),
+            "--replay",
+            &path(&data("rxe-6.12.replay.jsonl")),
+            "--out",
+            &path(&out2),
+            "--host",
+            "gpu-sigterm",
+            "--clickhouse",
+            &ch.url(),
+            "--clickhouse-spool",
+            &path(&spool),
+            "--clickhouse-flush",
+            "60s",
+        ],
+    );
+    let lines = wait_exit(&mut g, i, &rx, Duration::from_secs(120));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("left in") && l.contains("by an earlier run")),
+        "{lines:#?}"
+    );
+    let (records2, _) = jsonl_records(&out2);
+    let rows = ch.count("SELECT count() FROM probegen.records FINAL WHERE host = 'gpu-sigterm'");
+    let raw = ch.count("SELECT count() FROM probegen.records WHERE host = 'gpu-sigterm'");
+    eprintln!(
+        "sigterm: run 1 {records1} + run 2 {records2} records; ClickHouse {rows} rows ({raw} before FINAL); spool {} left",
+        spooled(&spool)
+    );
+    assert_eq!(rows, (records1 + records2) as u64);
+    assert_eq!(spooled(&spool), 0);
+    // the runs' batch numbers do not collide: one snapshots row per snapshot of both runs
+    let (_, snaps2) = jsonl_records(&out2);
+    assert_eq!(
+        ch.count("SELECT count() FROM probegen.snapshots FINAL WHERE host = 'gpu-sigterm'"),
+        (snaps1.len() + snaps2.len()) as u64
+    );
+}
+
+#[test]
+fn cluster_schema_inserts_through_distributed_tables() {
+    // a one-shard cluster (`probegen_test` in the test's remote_servers) on the same server
+    let mut g = Guard::new("pg-fleet-ch-cluster");
+    let ch = ClickHouse::start(&mut g);
+    ch.create_tables(&["--cluster", "probegen_test", "--database", "fleet"]);
+    let out = g.dir.join("snapshots.jsonl");
+    let url = ch.url().replace("database=probegen", "database=fleet");
+    let (i, rx) = spawn_collector(
+        &mut g,
+        "collect",
+        &[
+            "--manifest",
+            &manifest(),
+            "--replay",
+            &path(&data("rxe-6.12.replay.jsonl")),
+            "--out",
+            &path(&out),
+            "--clickhouse",
+            &url,
+        ],
+    );
+    wait_exit(&mut g, i, &rx, Duration::from_secs(60));
+    let (records, _) = jsonl_records(&out);
+    // Distributed inserts are asynchronous: wait for them to reach the local table
+    let t0 = Instant::now();
+    loop {
+        let n = ch.count("SELECT count() FROM fleet.records_local FINAL");
+        if n == records as u64 {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{n} of {records} rows in fleet.records_local"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        ch.count("SELECT count() FROM fleet.records"),
+        records as u64
+    );
+}
+
+/// `deploy/clickhouse/<name>.sql` with `{job_id:String}` bound to `job` (18.16 has no query
+/// parameters), run as TSV.
+fn fleet_question(ch: &ClickHouse, name: &str, job: &str) -> Vec<Vec<String>> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy/clickhouse")
+        .join(format!("{name}.sql"));
+    let sql = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let sql = sql.replace("{job_id:String}", &format!("'{job}'"));
+    let out = ch
+        .query(&format!("{}\nFORMAT TSV", sql.trim_end()))
+        .unwrap_or_else(|e| panic!("{name}.sql: {e}"));
+    let rows: Vec<Vec<String>> = out
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect();
+    eprintln!("{name}.sql: {} rows\n{out}", rows.len());
+    rows
+}
+
+#[test]
+fn fleet_questions_on_loaded_data() {
+    let mut g = Guard::new("pg-fleet-ch-questions");
+    let ch = ClickHouse::start(&mut g);
+    ch.create_tables(&[]);
+    let storm = g.dir.join("storm.jsonl");
+    write_storm(&storm, 100);
+    let guest = path(&data("rxe-6.12.replay.jsonl"));
+    let url = ch.url();
+    let collect = |g: &mut Guard, host: &str, job: &str, replay: &str, extra: &[&str]| {
+        let proc_root = g.dir.join(format!("proc-{job}"));
+        common::replays::write_proc_root(&proc_root, job);
+        let out = path(&g.dir.join(format!("{host}-{job}.jsonl")));
+        let pr = path(&proc_root);
+        let mut args = vec![
+            "--manifest",
+            &*manifest(),
+            "--replay",
+            replay,
+            "--host",
+            host,
+            "--proc-root",
+            &pr,
+            "--out",
+            &out,
+            "--clickhouse",
+            &url,
+            "--clickhouse-flush",
+            "60s",
+        ]
+        .into_iter()
+        .map(str::to_string)
+        .collect::<Vec<_>>();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        spawn_collector(g, host, &args)
+    };
+    // three healthy hosts (one job each, the recording over ~5 s), one host in a failure
+    // storm (the recording 100 times over ~5 s), all at once
+    let mut running = Vec::new();
+    for (host, job) in [("gpu-01", "101"), ("gpu-02", "102"), ("gpu-03", "103")] {
+        running.push(collect(&mut g, host, job, &guest, &["--replay-pace", "1s"]));
+    }
+    let storm_s = path(&storm);
+    running.push(collect(
+        &mut g,
+        "gpu-04",
+        "200",
+        &storm_s,
+        &["--replay-window", "26", "--replay-pace", "50ms"],
+    ));
+    // a host whose three consecutive jobs fail the same way at start
+    for job in ["301", "302", "303"] {
+        let (i, rx) = collect(&mut g, "gpu-05", job, &guest, &["--replay-pace", "300ms"]);
+        wait_exit(&mut g, i, &rx, Duration::from_secs(120));
+    }
+    for (i, rx) in running {
+        wait_exit(&mut g, i, &rx, Duration::from_secs(120));
+    }
+    let n = |s: &str| {
+        s.parse::<u64>()
+            .unwrap_or_else(|_| panic!("not a number: {s}"))
+    };
+
+    // top origins over the fleet: each of the recording's three origins, 2 chains per
+    // replay (two processes), 200 in the storm; 5 hosts, 7 jobs
+    let top = fleet_question(&ch, "fleet_top_origins", "");
+    let mut got: Vec<(String, String, String, u64, u64, u64)> = top
+        .iter()
+        .map(|r| {
+            (
+                r[0].clone(),
+                r[2].clone(),
+                r[3].clone(),
+                n(&r[4]),
+                n(&r[5]),
+                n(&r[6]),
+            )
+        })
+        .collect();
+    got.sort();
+    let want = |o: &str, f: &str, e: &str| {
+        (
+            o.to_string(),
+            f.to_string(),
+            e.to_string(),
+            2 * 6 + 200,
+            5,
+            7,
+        )
+    };
+    assert_eq!(
+        got,
+        [
+            want("application", "ib_umem_get", "EFAULT"),
+            want("vendor-driver", "rxe_qp_chk_init", "EINVAL"),
+            want("vendor-driver", "rxe_qp_from_attr", "EINVAL"),
+        ]
+    );
+    // per job: the storm's job has 200 of each, a healthy job 2
+    let per_job = fleet_question(&ch, "job_top_origins", "");
+    assert_eq!(per_job.len(), 7 * 3);
+    for r in &per_job {
+        let want = if r[0] == "200" { 200 } else { 2 };
+        assert_eq!(n(&r[4]), want, "{r:?}");
+    }
+    // early warning: only the storm host, for each origin
+    let warn = fleet_question(&ch, "early_warning", "");
+    let hosts: Vec<(&str, &str)> = warn
+        .iter()
+        .map(|r| (r[0].as_str(), r[2].as_str()))
+        .collect();
+    assert_eq!(
+        hosts,
+        [
+            ("gpu-04", "ib_umem_get"),
+            ("gpu-04", "rxe_qp_chk_init"),
+            ("gpu-04", "rxe_qp_from_attr")
+        ]
+    );
+    for r in &warn {
+        assert!(r[6].parse::<f64>().is_ok_and(|x| x >= 10.0), "{r:?}");
+    }
+    // crash loop: gpu-05's three jobs all start with the reg_mr EFAULT
+    let loops = fleet_question(&ch, "crash_loop", "");
+    assert_eq!(
+        loops,
+        [vec![
+            "gpu-05".to_string(),
+            "ib_umem_get EFAULT".into(),
+            "3".into(),
+            "['301','302','303']".into()
+        ]]
+    );
+    // the records of one job, each with its chain's owner
+    let recs = fleet_question(&ch, "job_records", "302");
+    assert_eq!(recs.len(), 26);
+    for r in &recs {
+        assert_eq!(r[1], "gpu-05");
+        let want = match r[6].as_str() {
+            "ib_umem_get" | "rxe_mr_init_user" | "rxe_reg_user_mr" | "ib_uverbs_reg_mr" => {
+                "application"
+            }
+            _ => "vendor-driver",
+        };
+        assert_eq!(r[8], want, "{r:?}");
+    }
+}
+
+#[test]
+fn bad_fleet_arguments_are_one_line_and_exit_2() {
+    let g = Guard::new("pg-fleet-ch-bad");
+    let out = path(&g.dir.join("s.jsonl"));
+    let guest = path(&data("rxe-6.12.replay.jsonl"));
+    let m = manifest();
+    let base = [
+        "collect",
+        "--manifest",
+        &m,
+        "--replay",
+        &guest,
+        "--out",
+        &out,
+    ];
+    for (extra, want) in [
+        (
+            vec!["--clickhouse", "ftp://h"],
+            "scheme `ftp`: expected http",
+        ),
+        (vec!["--clickhouse", "http://h:port"], "port `port`"),
+        (
+            vec!["--clickhouse", "http://h/?database=a;b"],
+            "the database name",
+        ),
+        (
+            vec![
+                "--clickhouse",
+                "http://127.0.0.1:1",
+                "--clickhouse-spool",
+                "/proc/nope",
+            ],
+            "spool /proc/nope",
+        ),
+        (
+            vec!["--clickhouse-timeout", "0s"],
+            "--clickhouse-timeout must be positive",
+        ),
+    ] {
+        let args: Vec<&str> = base.iter().copied().chain(extra.iter().copied()).collect();
+        let o = common::probegen(&args);
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{extra:?}: {err}");
+        assert!(err.contains(want), "{extra:?}: {err}");
+    }
+    let o = common::probegen(&["schema", "--clickhouse", "--database", "a;b"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(common::stderr(&o).lines().count(), 1);
+}
