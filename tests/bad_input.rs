@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::write;
+
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -622,10 +624,6 @@ fn failed_generate_leaves_the_earlier_set_whole() {
 }
 
 // ---------------------------------------------------------------- smaller ones
-
-fn write(path: &Path, text: &str) {
-    std::fs::write(path, text).expect("write");
-}
 
 #[test]
 fn manifests_are_validated_by_every_command() {

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{probegen, stderr, stdout};
+use common::{append, probegen, stderr, stdout, write};
 
 use std::path::{Path, PathBuf};
 
@@ -13,15 +13,6 @@ use codegen::Manifest;
 
 fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-}
-
-fn append(path: &Path, text: &str) {
-    let old = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    write(path, &(old + text));
 }
 
 /// The two-vendor fixture with both uverbs entries, a CQ verb only mlx5 implements (through a

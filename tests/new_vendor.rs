@@ -5,24 +5,12 @@
 
 mod common;
 
-use common::{probegen, stderr, stdout};
+use common::{append, probegen, stderr, stdout, write};
 
 use std::path::{Path, PathBuf};
 
 fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
-}
-
-fn write(path: &Path, text: &str) {
-    if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
-    }
-    std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-}
-
-fn append(path: &Path, text: &str) {
-    let old = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    write(path, &(old + text));
 }
 
 /// The fixture with an `acme` driver: create_qp through a firmware command of its own.

@@ -289,3 +289,17 @@ pub fn generated_set_with(ver: &str, vendor: &str, extra: &[&str]) -> PathBuf {
     done.insert(key, out.clone());
     out
 }
+
+/// Write a test file (its directory created), panicking with the path on failure.
+pub fn write(path: &Path, text: &str) {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
+    }
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+/// Append to a test file.
+pub fn append(path: &Path, text: &str) {
+    let old = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    write(path, &(old + text));
+}
