@@ -1,11 +1,15 @@
 //! A small, line-preserving C preprocessor pass run before tree-sitter.
 //!
-//! It does two things and nothing more:
+//! It
 //! 1. evaluates `#if/#ifdef/#ifndef/#elif/#else/#endif` against the kernel config and blanks the
 //!    inactive branches (and the directive lines themselves), so that config stubs such as the
-//!    `ib_security_modify_qp` inline in core_priv.h appear exactly when the kernel compiles them;
+//!    `ib_security_modify_qp` inline in core_priv.h appear exactly when the kernel compiles them,
+//!    and reports unbalanced conditionals and expressions nested deeper than the limit;
 //! 2. blanks kernel annotations (`__user`, `__must_check`, `__printf(1, 2)`, ...) that the C
-//!    grammar does not know and that otherwise derail tree-sitter.
+//!    grammar does not know and that otherwise derail tree-sitter;
+//! 3. rewrites macro idioms tree-sitter cannot parse (`list_for_each_entry(...)` loops,
+//!    `container_of(p, struct T, m)`) into C of the same length (`rewrite_macro_idioms`);
+//! 4. for headers, blanks type bodies (`blank_type_bodies`), whose fields are not calls.
 //!
 //! Blanking replaces bytes with spaces, never removes them, so every line number and byte
 //! offset reported later is the one in the real file.
