@@ -242,14 +242,7 @@ fn successor(
         let n = g.node(id);
         n.external_calls
             .iter()
-            .find(|c| {
-                rules
-                    .state_changing_prefixes
-                    .iter()
-                    .any(|p| c.starts_with(p.as_str()))
-                    || rules.allocation_calls.contains(c)
-                    || hw.contains(c)
-            })
+            .find(|c| rules.is_state_changing_call(c) || hw.contains(c))
             .map(|c| format!("calls `{c}`"))
     };
     let mut candidates: Vec<(bool, usize, analyzer::FnId)> = depth_of

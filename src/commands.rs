@@ -260,10 +260,18 @@ pub fn binaries_of(src: &SourceArgs) -> Result<Option<analyzer::traceability::Bi
 
 /// [`select`] from explicit entry functions (none: the uverbs entries).
 pub fn select_from(src: &SourceArgs, entries: &[String]) -> Result<Selected, String> {
+    select_with_rules(src, rules_of(src)?, entries)
+}
+
+/// [`select_from`] with the rules of this run already parsed.
+fn select_with_rules(
+    src: &SourceArgs,
+    rules: heuristics::Rules,
+    entries: &[String],
+) -> Result<Selected, String> {
     let Some(vendor) = src.vendor.clone() else {
         return Err("--vendor is required (mlx5, bnxt_re, irdma, rxe, ...)".into());
     };
-    let rules = rules_of(src)?;
     if rules.vendor(&vendor).is_none() {
         return Err(format!(
             "unknown --vendor `{vendor}`: known vendors are {}",
@@ -389,7 +397,7 @@ pub fn generate(src: &SourceArgs, out: &std::path::Path, entries: &[String]) -> 
     if let Some(vendors) = vendor_list(src, &rules)? {
         return generate_many(src, rules, &vendors, out, entries);
     }
-    let s = select_from(src, entries)?;
+    let s = select_with_rules(src, rules, entries)?;
     let line = write_set(src, &s, out)?;
     println!("{line}");
     Ok(ExitCode::SUCCESS)

@@ -190,6 +190,18 @@ impl Rules {
         self.vendors.keys().cloned().collect()
     }
 
+    /// A call that pins user memory (`pin_user_pages_fast`, `get_user_pages_remote`).
+    pub fn is_pinning_call(&self, call: &str) -> bool {
+        self.state_changing_prefixes
+            .iter()
+            .any(|p| call.starts_with(p.as_str()))
+    }
+
+    /// A call that changes state: an allocation or pinning user memory.
+    pub fn is_state_changing_call(&self, call: &str) -> bool {
+        self.allocation_calls.iter().any(|a| a == call) || self.is_pinning_call(call)
+    }
+
     /// The vendor whose directories hold `file`, if any.
     pub fn vendor_of_file(&self, file: &str) -> Option<&str> {
         self.vendors

@@ -178,24 +178,16 @@ impl Ctx<'_> {
 
     /// A call that changes state: an allocation or a state-changing call (pinning pages).
     fn state_changing_call<'n>(&self, n: &'n FnNode) -> Option<&'n String> {
-        n.external_calls.iter().find(|c| {
-            self.rules.allocation_calls.contains(c)
-                || self
-                    .rules
-                    .state_changing_prefixes
-                    .iter()
-                    .any(|p| c.starts_with(p.as_str()))
-        })
+        n.external_calls
+            .iter()
+            .find(|c| self.rules.is_state_changing_call(c))
     }
 
     /// The user-memory pinning call a body makes (`pin_user_pages_fast`), if any.
     fn pins_user_memory<'n>(&self, n: &'n FnNode) -> Option<&'n String> {
-        n.external_calls.iter().find(|c| {
-            self.rules
-                .state_changing_prefixes
-                .iter()
-                .any(|p| c.starts_with(p.as_str()))
-        })
+        n.external_calls
+            .iter()
+            .find(|c| self.rules.is_pinning_call(c))
     }
 
     /// A hardware command of the selected vendor called by `id` (defined or external).
