@@ -1,8 +1,10 @@
 //! Subcommand bodies: load, call the pipeline crates, print.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use analyzer::facts_cache::CacheLocation;
 use analyzer::graph::DEFAULT_ENTRIES;
 use analyzer::source::{LoadOptions, SourceTree};
 use analyzer::{CallGraph, VendorScope};
@@ -50,6 +52,38 @@ pub fn vendor_dirs(
     Ok(Some(vendor.dirs.clone()))
 }
 
+/// Where the per-file facts cache lives: `$PROBEGEN_CACHE/facts` (the kernel cache's root),
+/// else `$XDG_CACHE_HOME/probegen/facts`, else `~/.cache/probegen/facts`; none with `--no-cache`
+/// or without a home directory.
+pub fn facts_cache(src: &SourceArgs) -> Result<Option<CacheLocation>, String> {
+    if src.no_cache {
+        return Ok(None);
+    }
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let root = env("PROBEGEN_CACHE")
+        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("probegen")))
+        .or_else(|| env("HOME").map(|d| d.join(".cache").join("probegen")));
+    let max_bytes = match std::env::var("PROBEGEN_FACTS_CACHE_MB") {
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(mb) if mb > 0 => mb.saturating_mul(1024 * 1024),
+            _ => {
+                return Err(format!(
+                    "PROBEGEN_FACTS_CACHE_MB=`{v}`: expected a positive number of megabytes"
+                ))
+            }
+        },
+        Err(_) => analyzer::facts_cache::DEFAULT_MAX_BYTES,
+    };
+    Ok(root.map(|r| CacheLocation {
+        dir: r.join("facts"),
+        max_bytes,
+    }))
+}
+
 pub fn load(src: &SourceArgs, rules: &heuristics::Rules) -> Result<Loaded, String> {
     let t0 = std::time::Instant::now();
     let scope = vendor_scope(rules, src.vendor.as_deref())?;
@@ -58,6 +92,7 @@ pub fn load(src: &SourceArgs, rules: &heuristics::Rules) -> Result<Loaded, Strin
         &LoadOptions {
             kconfig: src.kconfig.clone(),
             unbuilt_dirs: vendor_dirs(rules, src.vendor.as_deref())?.unwrap_or_default(),
+            facts_cache: facts_cache(src)?,
         },
     )
     .map_err(|e| e.to_string())?;
@@ -98,6 +133,9 @@ pub fn graph(
         for w in &warnings {
             eprintln!("warning: {w}");
         }
+    }
+    if let Some(stats) = &tree.cache_stats {
+        eprintln!("facts cache: {stats}");
     }
     crate::degraded::enforce(src, &tree.degraded, false)?;
     let ids = graph
@@ -427,6 +465,7 @@ fn generate_many(
             // `all` asks for what the config builds; a list names vendors to report even
             // when not built (bnxt_re on 6.1: its probes are `not-built`).
             unbuilt_dirs: if all { Vec::new() } else { dirs },
+            facts_cache: facts_cache(src)?,
         },
     )
     .map_err(|e| e.to_string())?;

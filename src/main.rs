@@ -55,6 +55,10 @@ pub struct SourceArgs {
     /// vmlinux and the RDMA modules (*.ko, or modules/*.ko)
     #[arg(long, value_name = "DIR")]
     pub btf: Option<PathBuf>,
+    /// Parse every file instead of reusing the per-file facts cache
+    /// ($PROBEGEN_CACHE/facts, default ~/.cache/probegen/facts; bound: $PROBEGEN_FACTS_CACHE_MB, 512)
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 #[derive(Subcommand)]

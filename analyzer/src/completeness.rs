@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::kbuild::BuildMap;
 use crate::kconfig::{ConfigValue, KernelConfig};
@@ -22,7 +22,7 @@ use crate::source::{SourceTree, KBUILD_TOP, SCAN_DIRS};
 use crate::traceability::Binaries;
 
 /// What kind of input was lost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DegradedKind {
     /// A source file or directory that could not be read.
@@ -74,7 +74,7 @@ impl DegradedKind {
 }
 
 /// One gap in the input.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Degradation {
     pub kind: DegradedKind,
     /// The file that lost something (relative to the source root when inside it).

@@ -33,7 +33,7 @@ impl AnalyzerError {
 }
 
 /// A problem that does not stop the analysis (parse error range, lossy decode, unreadable file).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Warning {
     pub file: String,
     pub line: usize,

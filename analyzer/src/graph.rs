@@ -303,7 +303,12 @@ impl CallGraph {
         let mut uapi_methods = Vec::new();
         for file in &tree.files {
             let module = tree.build.module_or_unbuilt(&file.path);
-            let uverbs_name = handler_module_name(file, &nodes);
+            // Only files declaring methods need the prefix (the sibling fallback scans nodes).
+            let uverbs_name = if file.uapi_methods.is_empty() {
+                None
+            } else {
+                handler_module_name(file, &nodes)
+            };
             for t in &file.ops_tables {
                 let mut members = Vec::new();
                 for (member, func, _line) in &t.members {

@@ -9,6 +9,7 @@ pub mod btf;
 pub mod completeness;
 pub mod cparse;
 pub mod error;
+pub mod facts_cache;
 pub mod graph;
 pub mod kbuild;
 pub mod kconfig;

@@ -1,9 +1,9 @@
 //! Facts extracted from one source file, before any cross-file resolution.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How a function returns, as far as a fexit probe cares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RetKind {
     Int,
@@ -24,7 +24,7 @@ impl RetKind {
 }
 
 /// What a call expression calls, syntactically.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum CallTarget {
     /// `foo(...)`: a function, a function-like macro, or something outside the analysed tree.
     Named(String),
@@ -36,14 +36,14 @@ pub enum CallTarget {
     LocalPointer(String),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallSite {
     pub target: CallTarget,
     pub line: usize,
 }
 
 /// One parameter of a function definition.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Param {
     pub name: String,
     /// An integer-like value (not a pointer, array or struct by value): worth recording on
@@ -52,7 +52,7 @@ pub struct Param {
 }
 
 /// One function definition.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FunctionDef {
     pub name: String,
     /// Set for `UVERBS_HANDLER(X)` definitions; `name` is fixed up once the file's
@@ -80,7 +80,7 @@ pub struct FunctionDef {
 }
 
 /// `#define NAME(params) body`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MacroDef {
     pub name: String,
     pub line: usize,
@@ -89,7 +89,7 @@ pub struct MacroDef {
 }
 
 /// One designated initializer of `struct ib_device_ops`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OpsTable {
     pub name: String,
     pub line: usize,
@@ -98,7 +98,7 @@ pub struct OpsTable {
 }
 
 /// `DECLARE_UVERBS_WRITE(_EX)(cmd, func, ...)`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WriteCommand {
     pub command: String,
     pub handler: String,
@@ -108,7 +108,7 @@ pub struct WriteCommand {
 
 /// `DECLARE_UVERBS_NAMED_METHOD(id, ...)` (handler `UVERBS_HANDLER(id)`) or its `_DESTROY`
 /// form (handler `uverbs_destroy_def_handler`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct UapiMethod {
     pub id: String,
     pub destroy: bool,
@@ -116,7 +116,7 @@ pub struct UapiMethod {
 }
 
 /// Everything one file contributes.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct FileFacts {
     /// Path relative to the source root, with `/`.
     pub path: String,

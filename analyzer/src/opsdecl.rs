@@ -6,10 +6,10 @@
 //! Read from the config-evaluated text of the header before its type bodies are blanked; a
 //! declaration list needs no parser: members are `;`-separated function-pointer declarators.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One function-pointer member of `struct ib_device_ops`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpsMemberDecl {
     pub name: String,
     /// 1-based line in the header.

@@ -9,6 +9,7 @@ use walkdir::WalkDir;
 use crate::completeness::{self, Degradation, DegradedKind};
 use crate::cparse;
 use crate::error::{AnalyzerError, Warning};
+use crate::facts_cache::{CacheLocation, CacheStats, FactsCache, FileEntry};
 use crate::kbuild::{read_build_map, BuildMap};
 use crate::kconfig::KernelConfig;
 use crate::model::FileFacts;
@@ -34,6 +35,8 @@ pub struct LoadOptions {
     /// (their functions are marked not built): the selected vendor's driver on a kernel whose
     /// config leaves it out, so the set can say `not-built` instead of being silently empty.
     pub unbuilt_dirs: Vec<String>,
+    /// Reuse and keep per-file facts here (None: parse every file).
+    pub facts_cache: Option<CacheLocation>,
 }
 
 #[derive(Debug)]
@@ -52,29 +55,13 @@ pub struct SourceTree {
     pub degraded: Vec<Degradation>,
     /// The `.config` as the user named it (`.config` when it is the tree's own).
     config_name: String,
+    /// What the facts cache did in this load (None without a cache).
+    pub cache_stats: Option<CacheStats>,
 }
 
 impl SourceTree {
     pub fn load(root: &Path, opts: &LoadOptions) -> Result<Self, AnalyzerError> {
-        if !root.is_dir() {
-            return Err(AnalyzerError::NotKernelTree(
-                root.to_path_buf(),
-                "an existing directory (the output of scripts/fetch-kernel.sh)",
-            ));
-        }
-        if !root.join(KBUILD_TOP).join("core").is_dir() {
-            return Err(AnalyzerError::NotKernelTree(
-                root.to_path_buf(),
-                "drivers/infiniband/core/ inside it",
-            ));
-        }
-        let config_path = opts.kconfig.clone().unwrap_or_else(|| root.join(".config"));
-        if !config_path.is_file() {
-            return Err(AnalyzerError::NotKernelTree(
-                config_path,
-                "a kernel .config file (scripts/fetch-kernel.sh places Debian's; or pass --kconfig)",
-            ));
-        }
+        let config_path = check_tree(root, opts)?;
         let config = KernelConfig::load(&config_path)?;
         let config_name = match &opts.kconfig {
             Some(p) => p.display().to_string(),
@@ -83,146 +70,14 @@ impl SourceTree {
         let mut warnings = Vec::new();
         let build = read_build_map(root, KBUILD_TOP, &config, &mut warnings);
         let mut degraded = completeness::config_gaps(root, &config, &config_name);
-
-        let mut paths: Vec<(String, PathBuf)> = Vec::new();
-        let mut skipped_unbuilt = 0;
-        for dir in SCAN_DIRS {
-            let base = root.join(dir);
-            if !base.is_dir() {
-                continue;
-            }
-            for entry in WalkDir::new(&base).follow_links(true).sort_by_file_name() {
-                let entry = match entry {
-                    Ok(e) => e,
-                    Err(e) => {
-                        // Symlink loops and unreadable directories: report and go on.
-                        warnings.push(Warning {
-                            file: e
-                                .path()
-                                .map(|p| p.display().to_string())
-                                .unwrap_or_else(|| base.display().to_string()),
-                            line: 0,
-                            message: format!("skipped: {e}"),
-                        });
-                        continue;
-                    }
-                };
-                if !entry.file_type().is_file() {
-                    continue;
-                }
-                let rel = match entry.path().strip_prefix(root) {
-                    Ok(r) => r.to_string_lossy().replace('\\', "/"),
-                    Err(_) => continue,
-                };
-                let wanted_unbuilt = opts
-                    .unbuilt_dirs
-                    .iter()
-                    .any(|d| rel.starts_with(d.as_str()));
-                if rel.ends_with(".c") {
-                    if build.module_of(&rel).is_none()
-                        && !(wanted_unbuilt && build.unbuilt.contains_key(&rel))
-                    {
-                        skipped_unbuilt += 1;
-                        continue;
-                    }
-                } else if !rel.ends_with(".h") {
-                    continue;
-                } else if rel.starts_with(KBUILD_TOP) {
-                    // A driver header is compiled only with its directory: the inlines of a
-                    // driver the config does not build (bnxt_re on 6.1) must not enter the graph.
-                    let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
-                    let dir_parsed = build.dirs.contains(dir)
-                        || (wanted_unbuilt && build.unbuilt_dirs.contains(dir));
-                    if !dir_parsed {
-                        skipped_unbuilt += 1;
-                        continue;
-                    }
-                }
-                paths.push((rel, entry.path().to_path_buf()));
-            }
-        }
-
-        // Per file: its facts and gaps, a warning when unreadable, or a fatal error.
-        type Parsed = Result<(FileFacts, Vec<Degradation>), Warning>;
-        let results: Vec<Result<Parsed, AnalyzerError>> = paths
-            .par_iter()
-            .map_init(cparse::new_parser, |parser, (rel, path)| {
-                let bytes = match std::fs::read(path) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        return Ok(Err(Warning {
-                            file: rel.clone(),
-                            line: 0,
-                            message: format!("unreadable, skipped: {e}"),
-                        }))
-                    }
-                };
-                let (text, lossy) = match std::str::from_utf8(&bytes) {
-                    Ok(s) => (s.to_string(), None),
-                    Err(e) => {
-                        let valid = e.valid_up_to();
-                        let line = bytes[..valid].iter().filter(|b| **b == b'\n').count() + 1;
-                        (String::from_utf8_lossy(&bytes).into_owned(), Some(line))
-                    }
-                };
-                let mut pre = preprocess(&text, &config);
-                if let Some(line) = pre.too_deep {
-                    return Err(AnalyzerError::Syntax {
-                        file: rel.clone(),
-                        line,
-                        message: format!(
-                            "#if expression nested deeper than {} levels: expected a kernel source file",
-                            crate::limits::MAX_NESTING
-                        ),
-                    });
-                }
-                // The ops struct is read before header type bodies are blanked.
-                let ops_struct = rel
-                    .ends_with(".h")
-                    .then(|| crate::opsdecl::ops_struct_members(&pre.text))
-                    .flatten();
-                if rel.ends_with(".h") {
-                    crate::preproc::blank_type_bodies(&mut pre.text);
-                }
-                let mut facts = cparse::extract(parser, rel, &pre.text);
-                facts.ops_struct = ops_struct;
-                if let Some(line) = lossy {
-                    facts.warnings.push(Warning {
-                        file: rel.clone(),
-                        line,
-                        message: "not valid UTF-8: decoded lossily".into(),
-                    });
-                }
-                for &l in &pre.unbalanced {
-                    facts.warnings.push(Warning {
-                        file: rel.clone(),
-                        line: l,
-                        message: "unbalanced #else/#endif".into(),
-                    });
-                }
-                for &l in &pre.unterminated {
-                    facts.warnings.push(Warning {
-                        file: rel.clone(),
-                        line: l,
-                        message: "unterminated #if: no #endif before the end of the file".into(),
-                    });
-                }
-                let gaps = completeness::file_gaps(
-                    &facts,
-                    &bytes,
-                    &pre.text,
-                    &pre.unterminated,
-                    &pre.unbalanced,
-                );
-                Ok(Ok((facts, gaps)))
-            })
-            .collect();
-        let mut files = Vec::with_capacity(results.len());
-        for r in results {
+        let (paths, skipped_unbuilt) = list_files(root, &build, opts, &mut warnings);
+        let cache = opts.facts_cache.as_ref().map(FactsCache::open);
+        let mut files = Vec::with_capacity(paths.len());
+        for r in extract_files(&paths, &config, cache.as_ref()) {
             match r? {
-                Ok((f, gaps)) => {
-                    files.push(f);
-                    degraded.extend(gaps);
+                Ok(entry) => {
+                    files.push(entry.facts);
+                    degraded.extend(entry.gaps);
                 }
                 Err(w) => {
                     degraded.push(Degradation {
@@ -251,6 +106,7 @@ impl SourceTree {
             skipped_unbuilt,
             degraded,
             config_name,
+            cache_stats: cache.map(|c| c.finish()),
         })
     }
 
@@ -269,6 +125,217 @@ impl SourceTree {
             .iter()
             .chain(self.files.iter().flat_map(|f| f.warnings.iter()))
     }
+}
+
+/// The `.config` path once `root` looks like a kernel tree.
+fn check_tree(root: &Path, opts: &LoadOptions) -> Result<PathBuf, AnalyzerError> {
+    if !root.is_dir() {
+        return Err(AnalyzerError::NotKernelTree(
+            root.to_path_buf(),
+            "an existing directory (the output of scripts/fetch-kernel.sh)",
+        ));
+    }
+    if !root.join(KBUILD_TOP).join("core").is_dir() {
+        return Err(AnalyzerError::NotKernelTree(
+            root.to_path_buf(),
+            "drivers/infiniband/core/ inside it",
+        ));
+    }
+    let config_path = opts.kconfig.clone().unwrap_or_else(|| root.join(".config"));
+    if !config_path.is_file() {
+        return Err(AnalyzerError::NotKernelTree(
+            config_path,
+            "a kernel .config file (scripts/fetch-kernel.sh places Debian's; or pass --kconfig)",
+        ));
+    }
+    Ok(config_path)
+}
+
+/// The files to parse, sorted by path (relative, absolute), and how many were left out
+/// because the config does not build them.
+fn list_files(
+    root: &Path,
+    build: &BuildMap,
+    opts: &LoadOptions,
+    warnings: &mut Vec<Warning>,
+) -> (Vec<(String, PathBuf)>, usize) {
+    let mut paths: Vec<(String, PathBuf)> = Vec::new();
+    let mut skipped_unbuilt = 0;
+    for dir in SCAN_DIRS {
+        let base = root.join(dir);
+        if !base.is_dir() {
+            continue;
+        }
+        for entry in WalkDir::new(&base).follow_links(true).sort_by_file_name() {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    // Symlink loops and unreadable directories: report and go on.
+                    warnings.push(Warning {
+                        file: e
+                            .path()
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_else(|| base.display().to_string()),
+                        line: 0,
+                        message: format!("skipped: {e}"),
+                    });
+                    continue;
+                }
+            };
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let Ok(rel) = entry.path().strip_prefix(root) else {
+                continue;
+            };
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            match file_role(&rel, build, opts) {
+                FileRole::Parsed => paths.push((rel, entry.path().to_path_buf())),
+                FileRole::NotBuilt => skipped_unbuilt += 1,
+                FileRole::NotSource => {}
+            }
+        }
+    }
+    (paths, skipped_unbuilt)
+}
+
+enum FileRole {
+    Parsed,
+    NotBuilt,
+    NotSource,
+}
+
+/// Whether the config builds `rel` (a `.c` file, or a driver header compiled with its directory).
+fn file_role(rel: &str, build: &BuildMap, opts: &LoadOptions) -> FileRole {
+    let wanted_unbuilt = opts
+        .unbuilt_dirs
+        .iter()
+        .any(|d| rel.starts_with(d.as_str()));
+    if rel.ends_with(".c") {
+        let built =
+            build.module_of(rel).is_some() || (wanted_unbuilt && build.unbuilt.contains_key(rel));
+        return if built {
+            FileRole::Parsed
+        } else {
+            FileRole::NotBuilt
+        };
+    }
+    if !rel.ends_with(".h") {
+        return FileRole::NotSource;
+    }
+    if rel.starts_with(KBUILD_TOP) {
+        // A driver header is compiled only with its directory: the inlines of a driver the
+        // config does not build (bnxt_re on 6.1) must not enter the graph.
+        let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);
+        let dir_parsed =
+            build.dirs.contains(dir) || (wanted_unbuilt && build.unbuilt_dirs.contains(dir));
+        if !dir_parsed {
+            return FileRole::NotBuilt;
+        }
+    }
+    FileRole::Parsed
+}
+
+/// Per file: its facts and gaps, a warning when unreadable, or a fatal error. In parallel;
+/// through the facts cache when there is one.
+fn extract_files(
+    paths: &[(String, PathBuf)],
+    config: &KernelConfig,
+    cache: Option<&FactsCache>,
+) -> Vec<Result<Result<FileEntry, Warning>, AnalyzerError>> {
+    paths
+        .par_iter()
+        .map_init(cparse::new_parser, |parser, (rel, path)| {
+            let bytes = match std::fs::read(path) {
+                Ok(b) => b,
+                Err(e) => {
+                    return Ok(Err(Warning {
+                        file: rel.clone(),
+                        line: 0,
+                        message: format!("unreadable, skipped: {e}"),
+                    }))
+                }
+            };
+            let (text, lossy) = decode_text(&bytes);
+            let Some(cache) = cache else {
+                return extract_file(parser, rel, &bytes, text, lossy, config).map(Ok);
+            };
+            let key = FactsCache::key(rel, &bytes, &text, config);
+            if let Some(entry) = cache.get(&key, rel) {
+                return Ok(Ok(entry));
+            }
+            let entry = extract_file(parser, rel, &bytes, text, lossy, config)?;
+            cache.put(&key, &entry);
+            Ok(Ok(entry))
+        })
+        .collect()
+}
+
+/// The text of a file, and the line of its first invalid UTF-8 byte (decoded lossily).
+fn decode_text(bytes: &[u8]) -> (String, Option<usize>) {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => (s.to_string(), None),
+        Err(e) => {
+            let valid = e.valid_up_to();
+            let line = bytes[..valid].iter().filter(|b| **b == b'\n').count() + 1;
+            (String::from_utf8_lossy(bytes).into_owned(), Some(line))
+        }
+    }
+}
+
+/// One file's facts and gaps: preprocess against the config, parse, check completeness.
+fn extract_file(
+    parser: &mut tree_sitter::Parser,
+    rel: &str,
+    bytes: &[u8],
+    text: String,
+    lossy: Option<usize>,
+    config: &KernelConfig,
+) -> Result<FileEntry, AnalyzerError> {
+    let mut pre = preprocess(&text, config);
+    drop(text);
+    if let Some(line) = pre.too_deep {
+        return Err(AnalyzerError::Syntax {
+            file: rel.to_string(),
+            line,
+            message: format!(
+                "#if expression nested deeper than {} levels: expected a kernel source file",
+                crate::limits::MAX_NESTING
+            ),
+        });
+    }
+    // The ops struct is read before header type bodies are blanked.
+    let is_header = rel.ends_with(".h");
+    let ops_struct = is_header
+        .then(|| crate::opsdecl::ops_struct_members(&pre.text))
+        .flatten();
+    if is_header {
+        crate::preproc::blank_type_bodies(&mut pre.text);
+    }
+    let mut facts = cparse::extract(parser, rel, &pre.text);
+    facts.ops_struct = ops_struct;
+    let warn = |line: usize, message: &str| Warning {
+        file: rel.to_string(),
+        line,
+        message: message.to_string(),
+    };
+    if let Some(line) = lossy {
+        facts
+            .warnings
+            .push(warn(line, "not valid UTF-8: decoded lossily"));
+    }
+    for &l in &pre.unbalanced {
+        facts.warnings.push(warn(l, "unbalanced #else/#endif"));
+    }
+    for &l in &pre.unterminated {
+        facts.warnings.push(warn(
+            l,
+            "unterminated #if: no #endif before the end of the file",
+        ));
+    }
+    let gaps =
+        completeness::file_gaps(&facts, bytes, &pre.text, &pre.unterminated, &pre.unbalanced);
+    Ok(FileEntry { facts, gaps })
 }
 
 /// `UVERBS_HANDLER(X)` is `UVERBS_MODULE_NAME ## _handler_ ## X`; the module name is defined
