@@ -242,33 +242,58 @@ fn extract_files(
     paths: &[(String, PathBuf)],
     config: &KernelConfig,
     cache: Option<&FactsCache>,
-) -> Vec<Result<Result<FileEntry, Warning>, AnalyzerError>> {
-    paths
+) -> Vec<FileResult> {
+    // Largest first, one file per task: the last file a thread takes is a small one, so the
+    // threads finish together (hfi1's chip.c alone is 3% of the 6.12 tree).
+    let mut order: Vec<(u64, usize)> = paths
+        .iter()
+        .enumerate()
+        .map(|(i, (_, p))| (std::fs::metadata(p).map_or(0, |m| m.len()), i))
+        .collect();
+    order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut results: Vec<(usize, FileResult)> = order
         .par_iter()
-        .map_init(cparse::new_parser, |parser, (rel, path)| {
-            let bytes = match std::fs::read(path) {
-                Ok(b) => b,
-                Err(e) => {
-                    return Ok(Err(Warning {
-                        file: rel.clone(),
-                        line: 0,
-                        message: format!("unreadable, skipped: {e}"),
-                    }))
-                }
-            };
-            let (text, lossy) = decode_text(&bytes);
-            let Some(cache) = cache else {
-                return extract_file(parser, rel, &bytes, text, lossy, config).map(Ok);
-            };
-            let key = FactsCache::key(rel, &bytes, &text, config);
-            if let Some(entry) = cache.get(&key, rel) {
-                return Ok(Ok(entry));
-            }
-            let entry = extract_file(parser, rel, &bytes, text, lossy, config)?;
-            cache.put(&key, &entry);
-            Ok(Ok(entry))
+        .with_max_len(1)
+        .map_init(cparse::new_parser, |parser, &(_, i)| {
+            let (rel, path) = &paths[i];
+            (i, extract_or_reuse(parser, rel, path, config, cache))
         })
-        .collect()
+        .collect();
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
+type FileResult = Result<Result<FileEntry, Warning>, AnalyzerError>;
+
+/// One file: its entry from the cache, else extracted (and stored); a warning when unreadable.
+fn extract_or_reuse(
+    parser: &mut tree_sitter::Parser,
+    rel: &str,
+    path: &Path,
+    config: &KernelConfig,
+    cache: Option<&FactsCache>,
+) -> FileResult {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            return Ok(Err(Warning {
+                file: rel.to_string(),
+                line: 0,
+                message: format!("unreadable, skipped: {e}"),
+            }))
+        }
+    };
+    let (text, lossy) = decode_text(&bytes);
+    let Some(cache) = cache else {
+        return extract_file(parser, rel, &bytes, text, lossy, config).map(Ok);
+    };
+    let key = FactsCache::key(rel, &bytes, &text, config);
+    if let Some(entry) = cache.get(&key, rel) {
+        return Ok(Ok(entry));
+    }
+    let entry = extract_file(parser, rel, &bytes, text, lossy, config)?;
+    cache.put(&key, &entry);
+    Ok(Ok(entry))
 }
 
 /// The text of a file, and the line of its first invalid UTF-8 byte (decoded lossily).
