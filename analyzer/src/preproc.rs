@@ -117,115 +117,15 @@ struct Frame {
 
 pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
     let mut out = String::with_capacity(src.len());
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut local_defines: HashMap<String, String> = HashMap::new();
-    let mut unknown_conditions = Vec::new();
-    let mut unbalanced = Vec::new();
-    let mut too_deep = None;
+    let mut cond = Conditionals::new(config);
     let lines: Vec<&str> = src.split_inclusive('\n').collect();
     let mut i = 0;
     while i < lines.len() {
-        let line_no = i + 1;
-        // Join backslash continuations of a directive into one logical line.
-        let first = lines[i];
-        let is_directive = first.trim_start().starts_with('#');
-        let mut logical = String::new();
-        let mut span = 1;
-        if is_directive {
-            logical.push_str(first.trim_end_matches(['\n', '\r']));
-            while logical.ends_with('\\') && i + span < lines.len() {
-                logical.pop();
-                logical.push(' ');
-                logical.push_str(lines[i + span].trim_end_matches(['\n', '\r']));
-                span += 1;
-            }
-        }
-        let active = stack.last().is_none_or(|f| f.active);
-        let mut keep = active;
-        if is_directive {
-            let body = strip_comments(logical.trim_start().trim_start_matches('#')).to_string();
-            let body = body.trim();
-            let (word, rest) = split_word(body);
-            let mut cond = |expr: &str| {
-                let mut ev = Evaluator {
-                    config,
-                    defines: &local_defines,
-                    unknown: false,
-                    depth: 0,
-                    too_deep: false,
-                };
-                let v = ev.eval(expr) != 0;
-                if ev.too_deep && too_deep.is_none() {
-                    too_deep = Some(line_no);
-                }
-                if ev.unknown {
-                    unknown_conditions.push((line_no, expr.to_string()));
-                }
-                v
-            };
-            match word {
-                "if" | "ifdef" | "ifndef" => {
-                    let value = if !active {
-                        false
-                    } else {
-                        match word {
-                            "if" => cond(rest),
-                            "ifdef" => is_defined(split_word(rest).0, config, &local_defines),
-                            _ => !is_defined(split_word(rest).0, config, &local_defines),
-                        }
-                    };
-                    stack.push(Frame {
-                        line: line_no,
-                        parent_active: active,
-                        taken: value,
-                        active: value,
-                    });
-                    keep = false;
-                }
-                "elif" | "elifdef" | "elifndef" => {
-                    if let Some(top) = stack.last().copied() {
-                        let value = top.parent_active
-                            && !top.taken
-                            && match word {
-                                "elif" => cond(rest),
-                                "elifdef" => is_defined(split_word(rest).0, config, &local_defines),
-                                _ => !is_defined(split_word(rest).0, config, &local_defines),
-                            };
-                        if let Some(f) = stack.last_mut() {
-                            f.active = value;
-                            f.taken |= value;
-                        }
-                    } else {
-                        unbalanced.push(line_no);
-                    }
-                    keep = false;
-                }
-                "else" => {
-                    if let Some(f) = stack.last_mut() {
-                        f.active = f.parent_active && !f.taken;
-                        f.taken = true;
-                    } else {
-                        unbalanced.push(line_no);
-                    }
-                    keep = false;
-                }
-                "endif" => {
-                    if stack.pop().is_none() {
-                        unbalanced.push(line_no);
-                    }
-                    keep = false;
-                }
-                "define" if active => {
-                    let (name, value) = split_word(rest);
-                    let name = name.split('(').next().unwrap_or(name);
-                    local_defines.insert(name.to_string(), value.trim().to_string());
-                }
-                "undef" if active => {
-                    local_defines.remove(split_word(rest).0);
-                }
-                _ => {}
-            }
-        }
+        let (directive, span) = logical_directive(&lines, i);
+        let keep = match directive {
+            Some(logical) => cond.directive(&logical, i + 1),
+            None => cond.active(),
+        };
         for l in &lines[i..i + span] {
             if keep {
                 out.push_str(l);
@@ -239,10 +139,146 @@ pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
     rewrite_macro_idioms(&mut out);
     Preprocessed {
         text: out,
-        unknown_conditions,
-        unbalanced,
-        unterminated: stack.iter().map(|f| f.line).collect(),
-        too_deep,
+        unknown_conditions: cond.unknown_conditions,
+        unbalanced: cond.unbalanced,
+        unterminated: cond.stack.iter().map(|f| f.line).collect(),
+        too_deep: cond.too_deep,
+    }
+}
+
+/// The directive starting at `lines[i]` with its backslash continuations joined into one
+/// logical line, and how many physical lines it spans (1 for a line that is not a directive).
+fn logical_directive(lines: &[&str], i: usize) -> (Option<String>, usize) {
+    let first = lines[i];
+    if !first.trim_start().starts_with('#') {
+        return (None, 1);
+    }
+    let mut logical = first.trim_end_matches(['\n', '\r']).to_string();
+    let mut span = 1;
+    while logical.ends_with('\\') && i + span < lines.len() {
+        logical.pop();
+        logical.push(' ');
+        logical.push_str(lines[i + span].trim_end_matches(['\n', '\r']));
+        span += 1;
+    }
+    (Some(logical), span)
+}
+
+/// The `#if` nesting of one file as its directives are read in order, the file's own
+/// `#define`s, and what could not be evaluated.
+struct Conditionals<'a> {
+    config: &'a KernelConfig,
+    stack: Vec<Frame>,
+    local_defines: HashMap<String, String>,
+    unknown_conditions: Vec<(usize, String)>,
+    unbalanced: Vec<usize>,
+    too_deep: Option<usize>,
+}
+
+impl<'a> Conditionals<'a> {
+    fn new(config: &'a KernelConfig) -> Self {
+        Self {
+            config,
+            stack: Vec::new(),
+            local_defines: HashMap::new(),
+            unknown_conditions: Vec::new(),
+            unbalanced: Vec::new(),
+            too_deep: None,
+        }
+    }
+
+    /// Whether the current region is compiled.
+    fn active(&self) -> bool {
+        self.stack.last().is_none_or(|f| f.active)
+    }
+
+    /// Applies one directive (1-based `line_no`); whether its lines are kept in the output
+    /// (conditionals never are; `#define` and others are when active).
+    fn directive(&mut self, logical: &str, line_no: usize) -> bool {
+        let active = self.active();
+        let body = strip_comments(logical.trim_start().trim_start_matches('#'));
+        let (word, rest) = split_word(body.trim());
+        match word {
+            "if" | "ifdef" | "ifndef" => {
+                let value = active && self.condition(word, rest, line_no);
+                self.stack.push(Frame {
+                    line: line_no,
+                    parent_active: active,
+                    taken: value,
+                    active: value,
+                });
+                false
+            }
+            "elif" | "elifdef" | "elifndef" => {
+                match self.stack.last().copied() {
+                    Some(top) => {
+                        let value =
+                            top.parent_active && !top.taken && self.condition(word, rest, line_no);
+                        if let Some(f) = self.stack.last_mut() {
+                            f.active = value;
+                            f.taken |= value;
+                        }
+                    }
+                    None => self.unbalanced.push(line_no),
+                }
+                false
+            }
+            "else" => {
+                match self.stack.last_mut() {
+                    Some(f) => {
+                        f.active = f.parent_active && !f.taken;
+                        f.taken = true;
+                    }
+                    None => self.unbalanced.push(line_no),
+                }
+                false
+            }
+            "endif" => {
+                if self.stack.pop().is_none() {
+                    self.unbalanced.push(line_no);
+                }
+                false
+            }
+            "define" if active => {
+                let (name, value) = split_word(rest);
+                let name = name.split('(').next().unwrap_or(name);
+                self.local_defines
+                    .insert(name.to_string(), value.trim().to_string());
+                true
+            }
+            "undef" if active => {
+                self.local_defines.remove(split_word(rest).0);
+                true
+            }
+            _ => active,
+        }
+    }
+
+    /// The value of a conditional directive (`if`/`elif` expression, `[el]ifdef`, `[el]ifndef`).
+    fn condition(&mut self, word: &str, rest: &str, line_no: usize) -> bool {
+        match word {
+            "if" | "elif" => self.eval(rest, line_no),
+            "ifdef" | "elifdef" => is_defined(split_word(rest).0, self.config, &self.local_defines),
+            _ => !is_defined(split_word(rest).0, self.config, &self.local_defines),
+        }
+    }
+
+    fn eval(&mut self, expr: &str, line_no: usize) -> bool {
+        let mut ev = Evaluator {
+            config: self.config,
+            defines: &self.local_defines,
+            unknown: false,
+            depth: 0,
+            too_deep: false,
+        };
+        let v = ev.eval(expr) != 0;
+        if ev.too_deep && self.too_deep.is_none() {
+            self.too_deep = Some(line_no);
+        }
+        if ev.unknown {
+            self.unknown_conditions.push((line_no, expr.to_string()));
+        }
+        v
     }
 }
 
@@ -429,6 +465,75 @@ impl Evaluator<'_> {
         lhs
     }
 
+    /// `defined NAME` or `defined(NAME)`, the operator already read.
+    fn defined_operator(&mut self, t: &[Tok], p: &mut usize) -> i64 {
+        let paren = t.get(*p) == Some(&Tok::Op("("));
+        if paren {
+            *p += 1;
+        }
+        let v = match t.get(*p) {
+            Some(Tok::Ident(n)) => is_defined(n, self.config, self.defines) as i64,
+            _ => {
+                self.unknown = true;
+                0
+            }
+        };
+        *p += 1;
+        if paren && t.get(*p) == Some(&Tok::Op(")")) {
+            *p += 1;
+        }
+        v
+    }
+
+    /// `IS_ENABLED(CONFIG_X)` and its siblings, the `(` already read; skips to the matching `)`.
+    fn config_helper(&mut self, name: &str, t: &[Tok], p: &mut usize) -> i64 {
+        let arg = match t.get(*p) {
+            Some(Tok::Ident(a)) => a.clone(),
+            _ => String::new(),
+        };
+        let mut depth = 1;
+        while let Some(tk) = t.get(*p) {
+            *p += 1;
+            match tk {
+                Tok::Op("(") => depth += 1,
+                Tok::Op(")") => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let c = self.config;
+        match name {
+            "IS_ENABLED" | "IS_REACHABLE" => c.is_enabled(&arg) as i64,
+            "IS_BUILTIN" => c.defines(&arg) as i64,
+            "IS_MODULE" => c.defines(&format!("{arg}_MODULE")) as i64,
+            _ => {
+                self.unknown = true;
+                0
+            }
+        }
+    }
+
+    /// A bare identifier: a config symbol, a local `#define` with a number, else 0 (unknown
+    /// unless the kernel build predefines it).
+    fn identifier(&mut self, name: &str) -> i64 {
+        if name.starts_with("CONFIG_") {
+            return self.config.int_value(name);
+        }
+        match self.defines.get(name).and_then(|v| parse_c_int(v)) {
+            Some(v) => v,
+            None => {
+                if !PREDEFINED.contains(&name) {
+                    self.unknown = true;
+                }
+                0
+            }
+        }
+    }
+
     fn unary_inner(&mut self, t: &[Tok], p: &mut usize) -> i64 {
         let Some(tok) = t.get(*p).cloned() else {
             self.unknown = true;
@@ -448,71 +553,13 @@ impl Evaluator<'_> {
                 }
                 v
             }
-            Tok::Ident(name) if name == "defined" => {
-                let paren = t.get(*p) == Some(&Tok::Op("("));
-                if paren {
-                    *p += 1;
-                }
-                let v = match t.get(*p) {
-                    Some(Tok::Ident(n)) => is_defined(n, self.config, self.defines) as i64,
-                    _ => {
-                        self.unknown = true;
-                        0
-                    }
-                };
+            Tok::Ident(name) if name == "defined" => self.defined_operator(t, p),
+            Tok::Ident(name) if t.get(*p) == Some(&Tok::Op("(")) => {
+                // Function-like macro in a condition: the kconfig.h helpers.
                 *p += 1;
-                if paren && t.get(*p) == Some(&Tok::Op(")")) {
-                    *p += 1;
-                }
-                v
+                self.config_helper(&name, t, p)
             }
-            Tok::Ident(name) => {
-                if t.get(*p) == Some(&Tok::Op("(")) {
-                    // Function-like macro in a condition: the kconfig.h helpers.
-                    *p += 1;
-                    let arg = match t.get(*p) {
-                        Some(Tok::Ident(a)) => a.clone(),
-                        _ => String::new(),
-                    };
-                    // Skip to the matching parenthesis.
-                    let mut depth = 1;
-                    while let Some(tk) = t.get(*p) {
-                        *p += 1;
-                        match tk {
-                            Tok::Op("(") => depth += 1,
-                            Tok::Op(")") => {
-                                depth -= 1;
-                                if depth == 0 {
-                                    break;
-                                }
-                            }
-                            _ => {}
-                        }
-                    }
-                    let c = self.config;
-                    return match name.as_str() {
-                        "IS_ENABLED" | "IS_REACHABLE" => c.is_enabled(&arg) as i64,
-                        "IS_BUILTIN" => c.defines(&arg) as i64,
-                        "IS_MODULE" => c.defines(&format!("{arg}_MODULE")) as i64,
-                        _ => {
-                            self.unknown = true;
-                            0
-                        }
-                    };
-                }
-                if name.starts_with("CONFIG_") {
-                    return self.config.int_value(&name);
-                }
-                match self.defines.get(&name).and_then(|v| parse_c_int(v)) {
-                    Some(v) => v,
-                    None => {
-                        if !PREDEFINED.contains(&name.as_str()) {
-                            self.unknown = true;
-                        }
-                        0
-                    }
-                }
-            }
+            Tok::Ident(name) => self.identifier(&name),
             Tok::Op(_) => {
                 self.unknown = true;
                 0
@@ -700,6 +747,47 @@ fn rewrite_macro_idioms(text: &mut String) {
     *text = String::from_utf8(bytes).unwrap_or_default();
 }
 
+/// The index after the comment, string or character literal (or, when `directives`, the
+/// preprocessor line with its continuations) that starts at `i`; None when code starts there.
+fn skip_non_code(bytes: &[u8], i: usize, directives: bool) -> Option<usize> {
+    let n = bytes.len();
+    match bytes[i] {
+        b'/' if bytes.get(i + 1) == Some(&b'*') => Some(
+            bytes[i + 2..]
+                .windows(2)
+                .position(|w| w == b"*/")
+                .map_or(n, |p| i + 2 + p + 2),
+        ),
+        b'/' if bytes.get(i + 1) == Some(&b'/') => Some(
+            bytes[i..]
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(n, |p| i + p),
+        ),
+        q @ (b'"' | b'\'') => {
+            let mut j = i + 1;
+            while j < n && bytes[j] != q && bytes[j] != b'\n' {
+                if bytes[j] == b'\\' {
+                    j += 1;
+                }
+                j += 1;
+            }
+            Some(j + 1)
+        }
+        b'#' if directives => {
+            let mut j = i;
+            while j < n && bytes[j] != b'\n' {
+                if bytes[j] == b'\\' && bytes.get(j + 1) == Some(&b'\n') {
+                    j += 1;
+                }
+                j += 1;
+            }
+            Some(j)
+        }
+        _ => None,
+    }
+}
+
 /// In a header, the bodies of top-level `struct`/`union`/`enum` definitions hold no calls the
 /// graph needs, yet they are most of the bytes (mlx5_ifc.h: 300 KB of field layouts). Blank them
 /// (newlines kept) so tree-sitter parses only what matters: inline functions and macros.
@@ -713,43 +801,11 @@ pub fn blank_type_bodies(text: &mut String) {
     let mut pending_type = false;
     while i < n {
         let c = bytes[i];
+        if let Some(next) = skip_non_code(&bytes, i, blanking.is_none()) {
+            i = next;
+            continue;
+        }
         match c {
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                i = bytes[i + 2..]
-                    .windows(2)
-                    .position(|w| w == b"*/")
-                    .map_or(n, |p| i + 2 + p + 2);
-                continue;
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'/') => {
-                i = bytes[i..]
-                    .iter()
-                    .position(|b| *b == b'\n')
-                    .map_or(n, |p| i + p);
-                continue;
-            }
-            b'"' | b'\'' => {
-                let q = c;
-                i += 1;
-                while i < n && bytes[i] != q && bytes[i] != b'\n' {
-                    if bytes[i] == b'\\' {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                i += 1;
-                continue;
-            }
-            b'#' if blanking.is_none() => {
-                // Skip a directive line (with continuations).
-                while i < n && bytes[i] != b'\n' {
-                    if bytes[i] == b'\\' && bytes.get(i + 1) == Some(&b'\n') {
-                        i += 1;
-                    }
-                    i += 1;
-                }
-                continue;
-            }
             b'{' => {
                 if depth == 0 && pending_type && blanking.is_none() {
                     blanking = Some((i + 1, depth));
