@@ -134,9 +134,6 @@ pub fn graph(
             eprintln!("warning: {w}");
         }
     }
-    if let Some(stats) = &tree.cache_stats {
-        eprintln!("facts cache: {stats}");
-    }
     crate::degraded::enforce(src, &tree.degraded, false)?;
     let ids = graph
         .entries(&names)
@@ -205,6 +202,9 @@ pub fn graph(
                 println!("  {m:<18}{n}");
             }
         }
+    }
+    if let Some(stats) = &tree.cache_stats {
+        eprintln!("facts cache: {stats}");
     }
     Ok(ExitCode::SUCCESS)
 }
