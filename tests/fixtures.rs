@@ -473,7 +473,10 @@ fn kconfig_stub() {
     );
     let reach = reach_from(&g, &["ib_uverbs_modify_qp"]);
     assert!(reach.contains_key(&one(&g, "check_qp_port_pkey_settings")));
-    assert!(g.nodes().iter().all(|n| n.file != priv_h), "no stub when on");
+    assert!(
+        g.nodes().iter().all(|n| n.file != priv_h),
+        "no stub when on"
+    );
 }
 
 #[test]
@@ -542,8 +545,7 @@ fn macro_hidden_call() {
         (main_c, line_of(&root, main_c, "mlx5_cmd_exec_inout("))
     );
     assert!(
-        g.edges()
-            .all(|e| e.via.as_deref() != Some("MLX5_SET")),
+        g.edges().all(|e| e.via.as_deref() != Some("MLX5_SET")),
         "MLX5_SET produced an edge"
     );
     assert_eq!(g.stats().edges_by_kind["macro"], 5);

@@ -310,7 +310,9 @@ mod tests {
             .position(|l| l.starts_with("vendor_walk_depth:"))
             .expect("key line");
         assert!(
-            msg.starts_with(&format!("r.yaml:{line}: `vendor_walk_depth: 80`: expected at most")),
+            msg.starts_with(&format!(
+                "r.yaml:{line}: `vendor_walk_depth: 80`: expected at most"
+            )),
             "{msg}"
         );
         assert_eq!(msg.lines().count(), 1, "{msg}");
@@ -321,7 +323,10 @@ mod tests {
         let r = Rules::builtin().expect("builtin rules");
         for (key, value) in r.depth_limits() {
             assert!(value <= MAX_DEPTH_LIMIT, "{key}: {value}");
-            assert!(line_of_top_level_key(BUILTIN_RULES, key) > 0, "{key} is a block key");
+            assert!(
+                line_of_top_level_key(BUILTIN_RULES, key) > 0,
+                "{key} is a block key"
+            );
         }
     }
 

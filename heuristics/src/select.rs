@@ -11,6 +11,10 @@
 //! - a core function that can fail, called by a kept function (up to `helper_depth` below it).
 //!
 //! Functions not kept whose every caller is on a cleanup (read-only) path inherit R3 (R1).
+//!
+//! The passes, in order: seed (overrides, drop rules and R4 evidence of each function on its
+//! own) -> walk down (helpers and hardware commands below every kept function) -> inherit
+//! (R3/R1 from the callers). Every depth limit they use is in `rules.yaml`.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -717,12 +721,7 @@ fn walk_callee(
 /// fail, it is not a header inline, and it is within `helper_depth` calls below a kept chain
 /// (at any depth when it pins user memory, a failure layer of its own: EFAULT, ENOMEM on
 /// ibv_reg_mr). `None` when it is not.
-fn core_helper_evidence(
-    ctx: &Ctx,
-    from: &WalkStep,
-    kept_here: bool,
-    c: FnId,
-) -> Option<String> {
+fn core_helper_evidence(ctx: &Ctx, from: &WalkStep, kept_here: bool, c: FnId) -> Option<String> {
     let rules = ctx.rules;
     let cn = ctx.node(c);
     let can_fail = ctx.can_fail(c, rules.failure_depth);
