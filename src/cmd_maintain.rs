@@ -143,14 +143,13 @@ fn rules_drift(
     let g = &s.loaded.graph;
     let rules = &s.rules;
     let ops_members: Vec<String> = g
-        .ops_struct
-        .as_ref()
+        .ops_struct()
         .map(|(_, ms)| ms.iter().map(|m| m.name.clone()).collect())
         .unwrap_or_default();
     // A function is known when the tree defines it or calls it (mlx5_cmd_exec lives in
     // mlx5_core, outside the analysed directories).
     let mut pool: BTreeSet<String> = BTreeSet::new();
-    for n in &g.nodes {
+    for n in g.nodes() {
         pool.insert(n.name.clone());
         pool.extend(n.external_calls.iter().cloned());
     }

@@ -148,7 +148,7 @@ pub fn graph(
             .unwrap_or_else(|| "(header inline)".into());
         *per_module.entry(m).or_default() += 1;
     }
-    let s = &graph.stats;
+    let s = graph.stats();
     match format {
         Format::Json => {
             let v = serde_json::json!({

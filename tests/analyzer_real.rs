@@ -80,9 +80,9 @@ impl Kernel {
             "[{}] {what} graph in {:.2}s: {} functions, {} edges {:?}",
             self.version,
             t.elapsed().as_secs_f64(),
-            g.stats.functions,
-            g.stats.edges,
-            g.stats.edges_by_kind
+            g.stats().functions,
+            g.stats().edges,
+            g.stats().edges_by_kind
         );
         g
     }
@@ -250,22 +250,22 @@ fn check_counts(k: &Kernel, mlx5_ops_tables: usize) {
     let g = k.mlx5();
 
     let resolved = g
-        .write_commands
+        .write_commands()
         .iter()
         .filter(|w| w.handler_id.is_some())
         .count();
     let ex = g
-        .write_commands
+        .write_commands()
         .iter()
         .filter(|w| w.id.contains("_EX_CMD_"))
         .count();
     eprintln!(
         "[{v}] write commands {} ({} _EX, {} handlers resolved)",
-        g.write_commands.len(),
+        g.write_commands().len(),
         ex,
         resolved
     );
-    assert_eq!(g.write_commands.len(), 47);
+    assert_eq!(g.write_commands().len(), 47);
     assert_eq!(resolved, 47);
     assert_eq!(ex, 12);
     for (cmd, handler) in [
@@ -274,7 +274,7 @@ fn check_counts(k: &Kernel, mlx5_ops_tables: usize) {
         ("IB_USER_VERBS_CMD_ALLOC_PD", "ib_uverbs_alloc_pd"),
     ] {
         assert!(
-            g.write_commands
+            g.write_commands()
                 .iter()
                 .any(|w| w.id == cmd && w.handler == handler),
             "{cmd} -> {handler}"
@@ -282,7 +282,7 @@ fn check_counts(k: &Kernel, mlx5_ops_tables: usize) {
     }
 
     let mlx5_tables: Vec<&str> = g
-        .ops_tables
+        .ops_tables()
         .iter()
         .filter(|t| t.file.starts_with("drivers/infiniband/hw/mlx5/"))
         .map(|t| t.name.as_str())
@@ -295,7 +295,7 @@ fn check_counts(k: &Kernel, mlx5_ops_tables: usize) {
     assert_eq!(mlx5_tables.len(), mlx5_ops_tables, "{mlx5_tables:?}");
     assert!(mlx5_tables.contains(&"mlx5_ib_dev_ops"));
     let dev_ops = g
-        .ops_tables
+        .ops_tables()
         .iter()
         .find(|t| t.name == "mlx5_ib_dev_ops")
         .expect("mlx5_ib_dev_ops");
@@ -324,8 +324,8 @@ fn check_counts(k: &Kernel, mlx5_ops_tables: usize) {
         reach.len(),
         names.join("+"),
         ioctl_only,
-        g.uapi_methods.len(),
-        g.stats.edges
+        g.uapi_methods().len(),
+        g.stats().edges
     );
     assert!(
         (700..=2000).contains(&reach.len()),
@@ -438,11 +438,11 @@ fn v6_12_bnxt_re_scope() {
         "[6.12] reachable with bnxt_re: {} ({} in hw/bnxt_re); bnxt_re ops tables {}",
         reach.len(),
         bnxt,
-        g.ops_tables.len()
+        g.ops_tables().len()
     );
     assert!(mlx5.is_empty(), "mlx5 functions reachable: {mlx5:?}");
     assert!(bnxt > 20, "only {bnxt} bnxt_re functions reachable");
-    assert!(g.nodes.iter().all(|n| !n.file.contains("/hw/mlx5/")));
+    assert!(g.nodes().iter().all(|n| !n.file.contains("/hw/mlx5/")));
 }
 
 #[test]
@@ -463,22 +463,22 @@ fn v6_1_bnxt_re_not_built() {
     );
     let g = k.bnxt();
     let in_bnxt: Vec<String> = g
-        .nodes
+        .nodes()
         .iter()
         .filter(|n| n.file.starts_with("drivers/infiniband/hw/bnxt_re/"))
         .map(|n| format!("{} {}:{}", n.name, n.file, n.line))
         .collect();
     eprintln!(
         "[6.1] bnxt_re scope: {} functions, {} under hw/bnxt_re",
-        g.nodes.len(),
+        g.nodes().len(),
         in_bnxt.len()
     );
     assert!(g.find("bnxt_re_reg_user_mr").is_empty());
-    assert!(g.ops_tables.is_empty(), "no vendor ops table is built");
-    assert_eq!(g.stats.edges_by_kind["ops-table"], 0);
-    assert!(g.nodes.iter().all(|n| !n.name.starts_with("mlx5_")));
+    assert!(g.ops_tables().is_empty(), "no vendor ops table is built");
+    assert_eq!(g.stats().edges_by_kind["ops-table"], 0);
+    assert!(g.nodes().iter().all(|n| !n.name.starts_with("mlx5_")));
     assert!(g
-        .nodes
+        .nodes()
         .iter()
         .all(|n| !n.file.ends_with(".c") || !n.file.starts_with("drivers/infiniband/hw/bnxt_re/")));
     let reach = reach_from(g, DEFAULT_ENTRIES);

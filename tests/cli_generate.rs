@@ -188,3 +188,46 @@ fn a_tree_without_the_ops_struct_is_an_error_not_an_empty_set() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(!out.join("manifest.yaml").exists());
 }
+
+/// A depth limit out of range in a rules file: one line naming file:line and the key, exit 2,
+/// nothing written.
+#[test]
+fn depth_limit_out_of_range_is_exit_2_with_file_and_line() {
+    let dir = tmp("bad-depth");
+    let rules = dir.join("rules.yaml");
+    let text = heuristics::rules::BUILTIN_RULES.replace("inherit_rounds: 4", "inherit_rounds: 400");
+    assert_ne!(
+        text,
+        heuristics::rules::BUILTIN_RULES,
+        "inherit_rounds found"
+    );
+    let line = 1 + text
+        .lines()
+        .position(|l| l.starts_with("inherit_rounds:"))
+        .expect("key line");
+    std::fs::write(&rules, text).expect("write");
+    let out = dir.join("out");
+    let fixture = common::fixture("ops-table-two-vendors");
+    let o = probegen(&[
+        "generate",
+        "--kernel-src",
+        s(&fixture),
+        "--vendor",
+        "mlx5",
+        "--entry",
+        "ib_uverbs_ioctl",
+        "--rules",
+        s(&rules),
+        "--out",
+        s(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let prefix = format!(
+        "probegen: {}:{line}: `inherit_rounds: 400`",
+        rules.display()
+    );
+    assert!(err.starts_with(&prefix), "{err}");
+    assert!(!out.join("manifest.yaml").exists());
+}

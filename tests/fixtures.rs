@@ -46,12 +46,12 @@ fn token_pasted_handler() {
     assert_eq!(g.node(vendor_h).file, mlx5_file);
     assert_eq!(g.node(vendor_h).module.as_deref(), Some("mlx5_ib"));
     assert!(
-        g.nodes.iter().all(|n| !n.name.contains("UVERBS_HANDLER")),
+        g.nodes().iter().all(|n| !n.name.contains("UVERBS_HANDLER")),
         "an unexpanded UVERBS_HANDLER name is left in the graph"
     );
     // Nothing else named *_handler_*: the macro definitions in the header are not functions.
     let handlers: BTreeSet<String> = g
-        .nodes
+        .nodes()
         .iter()
         .filter(|n| n.name.contains("_handler_"))
         .map(|n| n.name.clone())
@@ -66,7 +66,7 @@ fn token_pasted_handler() {
 
     // Registrations: two named methods and one _DESTROY (shared default handler).
     let methods: Vec<(String, String, bool)> = g
-        .uapi_methods
+        .uapi_methods()
         .iter()
         .map(|m| (m.id.clone(), m.handler.clone(), m.handler_id.is_some()))
         .collect();
@@ -106,7 +106,7 @@ fn token_pasted_handler() {
     let prep = one(&g, "bundle_prepare");
     assert_eq!(edge(&g, run, prep).kind, EdgeKind::Direct);
     assert_eq!(g.callees(run).len(), 4, "{:?}", callee_names(&g, run));
-    assert_eq!(g.stats.edges_by_kind["uapi-method"], 3);
+    assert_eq!(g.stats().edges_by_kind["uapi-method"], 3);
 
     // From the ioctl entry to both handlers and on into their bodies.
     let reach = reach_from(&g, &["ib_uverbs_ioctl"]);
@@ -130,10 +130,10 @@ fn token_pasted_handler() {
     assert!(reach.contains_key(&one(&g, "uar_alloc")));
     assert_eq!(
         reach.len(),
-        g.nodes.len(),
+        g.nodes().len(),
         "every function is reachable here"
     );
-    assert_eq!(g.nodes.len(), 9);
+    assert_eq!(g.nodes().len(), 9);
 }
 
 #[test]
@@ -143,7 +143,7 @@ fn write_table_trampoline() {
 
     // DECLARE_UVERBS_WRITE / _EX in the table, nested inside DECLARE_UVERBS_OBJECT.
     let mut cmds: Vec<(String, String)> = g
-        .write_commands
+        .write_commands()
         .iter()
         .map(|w| {
             assert!(w.handler_id.is_some(), "unresolved write handler {w:?}");
@@ -204,7 +204,7 @@ fn write_table_trampoline() {
         names(&g, g.callees(run).into_iter().map(|(t, _)| t)),
         set(&["ib_uverbs_handler_UVERBS_METHOD_INVOKE_WRITE"])
     );
-    assert_eq!(g.stats.edges_by_kind["write-command"], 6);
+    assert_eq!(g.stats().edges_by_kind["write-command"], 6);
 
     // Reachable from both entries; through the trampoline from ioctl.
     let core_verb = one(&g, "ib_dealloc_pd_user");
@@ -243,12 +243,12 @@ fn write_table_trampoline() {
 fn ops_table_two_vendors() {
     let root = fixture("ops-table-two-vendors");
     let (_tree, g) = fixture_graph("ops-table-two-vendors", &VendorScope::default());
-    assert_eq!(g.nodes.len(), 15);
+    assert_eq!(g.nodes().len(), 15);
 
     // Three tables; members are the functions, not THIS_MODULE or INIT_RDMA_OBJ_SIZE().
     type Table = (String, String, BTreeSet<(String, String)>);
     let mut tables: Vec<Table> = g
-        .ops_tables
+        .ops_tables()
         .iter()
         .map(|t| {
             let members = t
@@ -294,7 +294,7 @@ fn ops_table_two_vendors() {
         ]
     );
     assert!(g
-        .ops_tables
+        .ops_tables()
         .iter()
         .flat_map(|t| t.members.iter())
         .all(|(m, _, _)| !m.contains("size_") && !m.contains("INIT_RDMA_OBJ_SIZE")));
@@ -350,12 +350,12 @@ fn ops_table_two_vendors() {
     // Only bnxt_re: mlx5 disappears entirely.
     let scope = VendorScope::only(&["drivers/infiniband/hw/bnxt_re/".into()]);
     let (_tree, g) = fixture_graph("ops-table-two-vendors", &scope);
-    assert_eq!(g.nodes.len(), 10);
+    assert_eq!(g.nodes().len(), 10);
     assert!(
-        g.nodes.iter().all(|n| !n.name.starts_with("mlx5_")),
+        g.nodes().iter().all(|n| !n.name.starts_with("mlx5_")),
         "mlx5 node in a bnxt_re-only graph"
     );
-    assert_eq!(g.ops_tables.len(), 1);
+    assert_eq!(g.ops_tables().len(), 1);
     let reach = reach_from(&g, &["ib_uverbs_ioctl"]);
     let r = names(&g, reach.keys().copied());
     assert!(r.iter().all(|n| !n.starts_with("mlx5_")), "{r:?}");
@@ -383,7 +383,7 @@ fn kconfig_stub() {
     let (tree, g) = fixture_graph("kconfig-stub", &VendorScope::default());
     assert_eq!(tree.skipped_unbuilt, 1, "security.c is not built");
     assert!(tree.files.iter().all(|f| f.path != security_c));
-    assert!(g.nodes.iter().all(|n| n.file != security_c));
+    assert!(g.nodes().iter().all(|n| n.file != security_c));
     assert!(g.find("check_qp_port_pkey_settings").is_empty());
     assert_eq!(
         tree.build.module_of(&verbs_c),
@@ -473,7 +473,10 @@ fn kconfig_stub() {
     );
     let reach = reach_from(&g, &["ib_uverbs_modify_qp"]);
     assert!(reach.contains_key(&one(&g, "check_qp_port_pkey_settings")));
-    assert!(g.nodes.iter().all(|n| n.file != priv_h), "no stub when on");
+    assert!(
+        g.nodes().iter().all(|n| n.file != priv_h),
+        "no stub when on"
+    );
 }
 
 #[test]
@@ -542,13 +545,11 @@ fn macro_hidden_call() {
         (main_c, line_of(&root, main_c, "mlx5_cmd_exec_inout("))
     );
     assert!(
-        g.graph
-            .edge_weights()
-            .all(|e| e.via.as_deref() != Some("MLX5_SET")),
+        g.edges().all(|e| e.via.as_deref() != Some("MLX5_SET")),
         "MLX5_SET produced an edge"
     );
-    assert_eq!(g.stats.edges_by_kind["macro"], 5);
-    assert_eq!(g.stats.edges, 5);
+    assert_eq!(g.stats().edges_by_kind["macro"], 5);
+    assert_eq!(g.stats().edges, 5);
 }
 
 #[test]
@@ -641,7 +642,7 @@ fn bad_input_is_reported_not_fatal() {
         );
     }
     assert!(tree.parse_errors() >= 2);
-    assert_eq!(g.stats.parse_errors, tree.parse_errors());
+    assert_eq!(g.stats().parse_errors, tree.parse_errors());
     // The damage stays local: the functions around it are still there and called.
     for f in ["broken_neighbour", "half_written", "after_the_damage"] {
         assert_eq!(g.node(one(&g, f)).file, broken);

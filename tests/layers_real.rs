@@ -246,7 +246,7 @@ fn layers(t: &Tree<'_>, m: &Manifest, vendor: &str) -> Vec<(&'static str, String
 fn implementations(t: &Tree<'_>, vendor: &str, member: &str) -> Vec<String> {
     let g = &t.graph;
     let mut out = BTreeSet::new();
-    for id in 0..g.nodes.len() {
+    for id in 0..g.nodes().len() {
         let f: FnId = id;
         for (caller, e) in g.callers(f) {
             let _ = caller;

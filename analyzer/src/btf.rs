@@ -269,103 +269,133 @@ fn trailing_len(kind: u8, vlen: u16) -> Option<usize> {
     })
 }
 
+fn bad_header(file: &str, detail: String) -> BtfError {
+    BtfError::BadHeader {
+        file: file.to_string(),
+        detail,
+    }
+}
+
+/// Whether a BTF blob is big-endian, from its magic.
+fn btf_byte_order(data: &[u8], file: &str) -> Result<bool, BtfError> {
+    let magic_le = rd_u16(data, 0, false).ok_or_else(|| {
+        bad_header(
+            file,
+            format!("blob is {} bytes, shorter than the magic", data.len()),
+        )
+    })?;
+    if magic_le == BTF_MAGIC {
+        Ok(false)
+    } else if magic_le.swap_bytes() == BTF_MAGIC {
+        Ok(true)
+    } else {
+        Err(BtfError::BadMagic {
+            file: file.to_string(),
+            magic: magic_le,
+        })
+    }
+}
+
+/// The type and string sections the header of a BTF blob points at, checked to lie within
+/// the blob (and the strings within the global string offsets after `str_base`).
+fn btf_sections<'d>(
+    data: &'d [u8],
+    file: &str,
+    be: bool,
+    str_base: u32,
+) -> Result<(&'d [u8], &'d [u8]), BtfError> {
+    if data.len() < BTF_HDR_MIN {
+        return Err(bad_header(
+            file,
+            format!(
+                "blob is {} bytes, shorter than the {BTF_HDR_MIN}-byte header",
+                data.len()
+            ),
+        ));
+    }
+    let field = |off: usize| rd_u32(data, off, be).unwrap_or(0); // in bounds: len >= 24
+    let hdr_len = field(4) as usize;
+    let (type_off, type_len) = (field(8) as usize, field(12) as usize);
+    let (str_off, str_len) = (field(16) as usize, field(20) as usize);
+    if hdr_len < BTF_HDR_MIN {
+        return Err(bad_header(
+            file,
+            format!("hdr_len {hdr_len} < {BTF_HDR_MIN}"),
+        ));
+    }
+    let section = |name: &str, off: usize, len: usize| -> Result<&[u8], BtfError> {
+        let start = hdr_len.checked_add(off);
+        let end = start.and_then(|s| s.checked_add(len));
+        match (start, end) {
+            (Some(s), Some(e)) if e <= data.len() => Ok(&data[s..e]),
+            _ => Err(bad_header(file, format!(
+                "{name} section (hdr_len {hdr_len} + off {off}, len {len}) exceeds the {}-byte blob",
+                data.len()
+            ))),
+        }
+    };
+    let types = section("type", type_off, type_len)?;
+    let strings = section("string", str_off, str_len)?;
+    if str_base.checked_add(str_len as u32).is_none() || str_len > u32::MAX as usize {
+        return Err(bad_header(
+            file,
+            format!("string section length {str_len} too large"),
+        ));
+    }
+    Ok((types, strings))
+}
+
+/// Walk the type records of a type section once: where each starts, checking that its kind
+/// is known and its record lies within the section. Type ids count from `first_id`.
+fn type_record_offsets(
+    types: &[u8],
+    file: &str,
+    first_id: u32,
+    be: bool,
+) -> Result<Vec<u32>, BtfError> {
+    let mut offsets = Vec::with_capacity(types.len() / 16);
+    let mut off = 0usize;
+    while off < types.len() {
+        let type_id = first_id.saturating_add(offsets.len() as u32);
+        let have = types.len() - off;
+        let truncated = |kind: u8, need: usize| BtfError::TruncatedType {
+            file: file.to_string(),
+            offset: off,
+            type_id,
+            kind,
+            need,
+            have,
+        };
+        if have < BTF_TYPE_LEN {
+            return Err(truncated(0, BTF_TYPE_LEN));
+        }
+        let info = rd_u32(types, off + 4, be).unwrap_or(0);
+        let kind = ((info >> 24) & 0x1f) as u8;
+        let vlen = (info & 0xffff) as u16;
+        let trail = trailing_len(kind, vlen).ok_or_else(|| BtfError::UnknownKind {
+            file: file.to_string(),
+            offset: off,
+            type_id,
+            kind,
+        })?;
+        let need = BTF_TYPE_LEN + trail;
+        if have < need {
+            return Err(truncated(kind, need));
+        }
+        // `off` < types.len() <= u32::MAX (hdr fields are u32).
+        offsets.push(off as u32);
+        off += need;
+    }
+    Ok(offsets)
+}
+
 impl Btf {
     /// Parse a BTF blob. `first_id`/`str_base` are 1/0 for a base, and continue the base's for
     /// split BTF.
     fn parse(data: &[u8], file: &str, first_id: u32, str_base: u32) -> Result<Btf, BtfError> {
-        let bad_header = |detail: String| BtfError::BadHeader {
-            file: file.to_string(),
-            detail,
-        };
-        let magic_le = rd_u16(data, 0, false).ok_or_else(|| {
-            bad_header(format!(
-                "blob is {} bytes, shorter than the magic",
-                data.len()
-            ))
-        })?;
-        let big_endian = if magic_le == BTF_MAGIC {
-            false
-        } else if magic_le.swap_bytes() == BTF_MAGIC {
-            true
-        } else {
-            return Err(BtfError::BadMagic {
-                file: file.to_string(),
-                magic: magic_le,
-            });
-        };
-        let be = big_endian;
-        if data.len() < BTF_HDR_MIN {
-            return Err(bad_header(format!(
-                "blob is {} bytes, shorter than the {BTF_HDR_MIN}-byte header",
-                data.len()
-            )));
-        }
-        let field = |off: usize| rd_u32(data, off, be).unwrap_or(0); // in bounds: len >= 24
-        let hdr_len = field(4) as usize;
-        let (type_off, type_len) = (field(8) as usize, field(12) as usize);
-        let (str_off, str_len) = (field(16) as usize, field(20) as usize);
-        if hdr_len < BTF_HDR_MIN {
-            return Err(bad_header(format!("hdr_len {hdr_len} < {BTF_HDR_MIN}")));
-        }
-        let section = |name: &str, off: usize, len: usize| -> Result<&[u8], BtfError> {
-            let start = hdr_len.checked_add(off);
-            let end = start.and_then(|s| s.checked_add(len));
-            match (start, end) {
-                (Some(s), Some(e)) if e <= data.len() => Ok(&data[s..e]),
-                _ => Err(bad_header(format!(
-                    "{name} section (hdr_len {hdr_len} + off {off}, len {len}) exceeds the {}-byte blob",
-                    data.len()
-                ))),
-            }
-        };
-        let types = section("type", type_off, type_len)?;
-        let strings = section("string", str_off, str_len)?;
-        if str_base.checked_add(str_len as u32).is_none() || str_len > u32::MAX as usize {
-            return Err(bad_header(format!(
-                "string section length {str_len} too large"
-            )));
-        }
-
-        // Walk the type records once, remembering where each starts.
-        let mut offsets = Vec::with_capacity(types.len() / 16);
-        let mut off = 0usize;
-        while off < types.len() {
-            let type_id = first_id.saturating_add(offsets.len() as u32);
-            let have = types.len() - off;
-            if have < BTF_TYPE_LEN {
-                return Err(BtfError::TruncatedType {
-                    file: file.to_string(),
-                    offset: off,
-                    type_id,
-                    kind: 0,
-                    need: BTF_TYPE_LEN,
-                    have,
-                });
-            }
-            let info = rd_u32(types, off + 4, be).unwrap_or(0);
-            let kind = ((info >> 24) & 0x1f) as u8;
-            let vlen = (info & 0xffff) as u16;
-            let trail = trailing_len(kind, vlen).ok_or_else(|| BtfError::UnknownKind {
-                file: file.to_string(),
-                offset: off,
-                type_id,
-                kind,
-            })?;
-            let need = BTF_TYPE_LEN + trail;
-            if have < need {
-                return Err(BtfError::TruncatedType {
-                    file: file.to_string(),
-                    offset: off,
-                    type_id,
-                    kind,
-                    need,
-                    have,
-                });
-            }
-            // `off` < types.len() <= u32::MAX (hdr fields are u32).
-            offsets.push(off as u32);
-            off += need;
-        }
+        let big_endian = btf_byte_order(data, file)?;
+        let (types, strings) = btf_sections(data, file, big_endian, str_base)?;
+        let offsets = type_record_offsets(types, file, first_id, big_endian)?;
         Ok(Btf {
             big_endian,
             types: types.to_vec(),
@@ -740,6 +770,125 @@ fn split_btf_funcs(
     Ok((btf_funcs, n_btf_funcs))
 }
 
+/// Parse an ELF file, saying what the bytes are when they are not ELF.
+fn open_elf<'d>(bytes: &'d [u8], file: &str) -> Result<object::File<'d>, BtfError> {
+    let head = bytes.get(..4).unwrap_or(bytes);
+    match object::FileKind::parse(bytes) {
+        Ok(object::FileKind::Elf32 | object::FileKind::Elf64) => {}
+        Ok(other) => {
+            return Err(BtfError::NotElf {
+                file: file.to_string(),
+                detail: format!("detected {other:?}"),
+            })
+        }
+        Err(e) => {
+            return Err(BtfError::NotElf {
+                file: file.to_string(),
+                detail: describe_magic(head, &e.to_string()),
+            })
+        }
+    }
+    object::File::parse(bytes).map_err(|e| BtfError::BadElf {
+        file: file.to_string(),
+        detail: e.to_string(),
+    })
+}
+
+/// The ftrace sites of an ELF object: the addresses `__mcount_loc` relocates, by section.
+struct FtraceSites {
+    /// Sorted addresses per section.
+    by_section: HashMap<SectionIndex, Vec<u64>>,
+    /// Every site, attributed to a section or not.
+    count: usize,
+}
+
+impl FtraceSites {
+    fn read(elf: &object::File, ptr_size: u32) -> Self {
+        let mut sites = FtraceSites {
+            by_section: HashMap::new(),
+            count: 0,
+        };
+        let Some(mcount) = elf.section_by_name("__mcount_loc") else {
+            return sites;
+        };
+        let big_endian = !elf.is_little_endian();
+        let mdata = mcount.data().unwrap_or(&[]);
+        let mut any_reloc = false;
+        for (offset, reloc) in mcount.relocations() {
+            any_reloc = true;
+            sites.count += 1;
+            let RelocationTarget::Symbol(sym_idx) = reloc.target() else {
+                continue;
+            };
+            let Ok(sym) = elf.symbol_by_index(sym_idx) else {
+                continue;
+            };
+            let Some(sec) = sym.section_index() else {
+                continue;
+            };
+            let addend = if reloc.has_implicit_addend() {
+                let off = usize::try_from(offset).unwrap_or(usize::MAX);
+                let implicit = match reloc.size() {
+                    64 => rd_u64(mdata, off, big_endian),
+                    32 => rd_u32(mdata, off, big_endian).map(|v| v as i32 as i64 as u64),
+                    _ => None,
+                };
+                implicit.unwrap_or(0) as i64
+            } else {
+                reloc.addend()
+            };
+            let addr = sym.address().wrapping_add(addend as u64);
+            sites.by_section.entry(sec).or_default().push(addr);
+        }
+        if !any_reloc {
+            // Linked images (not relocatable): entries are plain addresses, unattributable
+            // to sections here; count them only.
+            sites.count = mdata.len() / ptr_size as usize;
+        }
+        for v in sites.by_section.values_mut() {
+            v.sort_unstable();
+        }
+        sites
+    }
+
+    /// Whether a site lies in `[start, end)` of section `sec`.
+    fn within(&self, sec: SectionIndex, start: u64, end: u64) -> bool {
+        self.by_section.get(&sec).is_some_and(|v| {
+            let i = v.partition_point(|&a| a < start);
+            v.get(i).is_some_and(|&a| a < end)
+        })
+    }
+}
+
+/// The defined function symbols of an ELF object by name (no `__pfx_*` padding symbols),
+/// whether any of a name's symbols holds an ftrace site, and the number of symbols.
+fn function_symbols(elf: &object::File, sites: &FtraceSites) -> (BTreeMap<String, SymInfo>, usize) {
+    let mut symbols: BTreeMap<String, SymInfo> = BTreeMap::new();
+    let mut n_sym_entries = 0usize;
+    for sym in elf.symbols() {
+        let SymbolFlags::Elf { st_info, .. } = sym.flags() else {
+            continue;
+        };
+        if st_info & 0xf != ELF_STT_FUNC {
+            continue;
+        }
+        let Some(sec) = sym.section_index() else {
+            continue;
+        };
+        let Ok(sname) = sym.name() else { continue };
+        if sname.is_empty() || sname.starts_with("__pfx_") {
+            continue;
+        }
+        n_sym_entries += 1;
+        let start = sym.address();
+        let end = start.saturating_add(sym.size().max(1));
+        let e = symbols.entry(sname.to_string()).or_default();
+        e.count += 1;
+        e.has_ftrace |= sites.within(sec, start, end);
+    }
+    (symbols, n_sym_entries)
+}
+
 /// One kernel module `.ko`: its function symbols, ftrace sites and BTF FUNC signatures.
 /// Self-contained after [`ModuleBinary::load`] (it does not borrow the base).
 #[derive(Debug, Clone)]
@@ -771,30 +920,8 @@ impl ModuleBinary {
 
     /// Like [`ModuleBinary::load`], on bytes already in memory; `file` names them in errors.
     pub fn parse(bytes: &[u8], file: &str, name: String, base: &BaseBtf) -> Result<Self, BtfError> {
-        let head = bytes.get(..4).unwrap_or(bytes);
-        match object::FileKind::parse(bytes) {
-            Ok(object::FileKind::Elf32 | object::FileKind::Elf64) => {}
-            Ok(other) => {
-                return Err(BtfError::NotElf {
-                    file: file.to_string(),
-                    detail: format!("detected {other:?}"),
-                })
-            }
-            Err(e) => {
-                return Err(BtfError::NotElf {
-                    file: file.to_string(),
-                    detail: describe_magic(head, &e.to_string()),
-                })
-            }
-        }
-        let elf = object::File::parse(bytes).map_err(|e| BtfError::BadElf {
-            file: file.to_string(),
-            detail: e.to_string(),
-        })?;
+        let elf = open_elf(bytes, file)?;
         let ptr_size = if elf.is_64() { 8 } else { 4 };
-        let big_endian = !elf.is_little_endian();
-
-        // --- BTF ---------------------------------------------------------------------------
         let btf_section = elf
             .section_by_name(".BTF")
             .ok_or_else(|| BtfError::NoBtfSection {
@@ -805,84 +932,14 @@ impl ModuleBinary {
             detail: format!(".BTF: {e}"),
         })?;
         let (btf_funcs, n_btf_funcs) = split_btf_funcs(btf_data, file, base, ptr_size)?;
-
-        // --- ftrace sites: __mcount_loc relocations ------------------------------------------
-        let mut sites: HashMap<SectionIndex, Vec<u64>> = HashMap::new();
-        let mut n_sites = 0usize;
-        if let Some(mcount) = elf.section_by_name("__mcount_loc") {
-            let mdata = mcount.data().unwrap_or(&[]);
-            let mut any_reloc = false;
-            for (offset, reloc) in mcount.relocations() {
-                any_reloc = true;
-                n_sites += 1;
-                let RelocationTarget::Symbol(sym_idx) = reloc.target() else {
-                    continue;
-                };
-                let Ok(sym) = elf.symbol_by_index(sym_idx) else {
-                    continue;
-                };
-                let Some(sec) = sym.section_index() else {
-                    continue;
-                };
-                let addend = if reloc.has_implicit_addend() {
-                    let off = usize::try_from(offset).unwrap_or(usize::MAX);
-                    let implicit = match reloc.size() {
-                        64 => rd_u64(mdata, off, big_endian),
-                        32 => rd_u32(mdata, off, big_endian).map(|v| v as i32 as i64 as u64),
-                        _ => None,
-                    };
-                    implicit.unwrap_or(0) as i64
-                } else {
-                    reloc.addend()
-                };
-                let addr = sym.address().wrapping_add(addend as u64);
-                sites.entry(sec).or_default().push(addr);
-            }
-            if !any_reloc {
-                // Linked images (not relocatable): entries are plain addresses, unattributable
-                // to sections here; count them only.
-                n_sites = mdata.len() / ptr_size as usize;
-            }
-        }
-        for v in sites.values_mut() {
-            v.sort_unstable();
-        }
-
-        // --- function symbols -----------------------------------------------------------------
-        let mut symbols: BTreeMap<String, SymInfo> = BTreeMap::new();
-        let mut n_sym_entries = 0usize;
-        for sym in elf.symbols() {
-            let SymbolFlags::Elf { st_info, .. } = sym.flags() else {
-                continue;
-            };
-            if st_info & 0xf != ELF_STT_FUNC {
-                continue;
-            }
-            let Some(sec) = sym.section_index() else {
-                continue;
-            };
-            let Ok(sname) = sym.name() else { continue };
-            if sname.is_empty() || sname.starts_with("__pfx_") {
-                continue;
-            }
-            n_sym_entries += 1;
-            let start = sym.address();
-            let end = start.saturating_add(sym.size().max(1));
-            let has_ftrace = sites.get(&sec).is_some_and(|v| {
-                let i = v.partition_point(|&a| a < start);
-                v.get(i).is_some_and(|&a| a < end)
-            });
-            let e = symbols.entry(sname.to_string()).or_default();
-            e.count += 1;
-            e.has_ftrace |= has_ftrace;
-        }
-
+        let sites = FtraceSites::read(&elf, ptr_size);
+        let (symbols, n_sym_entries) = function_symbols(&elf, &sites);
         let mut m = ModuleBinary {
             name,
             counts: BinaryCounts {
                 func_syms: symbols.len(),
                 func_sym_entries: n_sym_entries,
-                ftrace_sites: n_sites,
+                ftrace_sites: sites.count,
                 btf_funcs: btf_funcs.len(),
                 btf_func_records: n_btf_funcs,
                 funcs_with_ftrace: symbols.values().filter(|s| s.has_ftrace).count(),

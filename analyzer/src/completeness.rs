@@ -279,17 +279,14 @@ pub fn config_gaps(root: &Path, config: &KernelConfig, config_name: &str) -> Vec
         });
         return out;
     }
-    let mut entries = Vec::new();
-    let mut visited = BTreeSet::new();
-    read_kconfig(
+    let mut reader = KconfigReader {
         root,
-        &format!("{KBUILD_TOP}/Kconfig"),
-        &mut Vec::new(),
-        &mut entries,
-        &mut visited,
-        0,
-    );
-    for e in entries {
+        scope: Vec::new(),
+        entries: Vec::new(),
+        visited: BTreeSet::new(),
+    };
+    reader.read(&format!("{KBUILD_TOP}/Kconfig"), 0);
+    for e in reader.entries {
         let name = format!("CONFIG_{}", e.name);
         if !e.prompt || config.mentions(&name) {
             continue;
@@ -323,140 +320,193 @@ struct KconfigEntry {
     deps: Vec<String>,
 }
 
-/// Read one Kconfig file (and the files it `source`s within the tree). `scope` holds the
-/// conditions of the enclosing `if` and `menu` blocks.
-fn read_kconfig(
-    root: &Path,
-    rel: &str,
-    scope: &mut Vec<String>,
-    out: &mut Vec<KconfigEntry>,
-    visited: &mut BTreeSet<String>,
+/// Kconfig `source` nesting deeper than this is not followed: drivers/infiniband's Kconfig
+/// sources one level of driver Kconfigs; the bound only stops a pathological chain.
+const MAX_KCONFIG_DEPTH: usize = 16;
+
+/// Reads Kconfig files into entries, following `source` lines within the scanned
+/// directories.
+struct KconfigReader<'r> {
+    root: &'r Path,
+    /// Conditions of the enclosing `if` and `menu` blocks.
+    scope: Vec<String>,
+    entries: Vec<KconfigEntry>,
+    visited: BTreeSet<String>,
+}
+
+/// Where the reader stands within one Kconfig file.
+struct KconfigFileState {
+    rel: String,
+    /// `source` nesting of this file.
     depth: usize,
-) {
-    if depth > 16 || !visited.insert(rel.to_string()) {
-        return;
-    }
-    let Ok(bytes) = std::fs::read(root.join(rel)) else {
-        return;
-    };
-    let text = String::from_utf8_lossy(&bytes);
-    // Block stack: each `if`/`menu` pushes the length of `scope` before it.
-    let mut blocks: Vec<usize> = Vec::new();
-    let mut current: Option<KconfigEntry> = None;
-    // A `menu` whose `depends on` lines are still being read.
-    let mut menu_open = false;
-    let mut in_help = false;
-    let mut in_choice = 0usize;
-    let flush = |current: &mut Option<KconfigEntry>, out: &mut Vec<KconfigEntry>| {
-        if let Some(e) = current.take() {
-            out.push(e);
+    /// Block stack: each `if`/`menu` pushes the length of `scope` before it.
+    blocks: Vec<usize>,
+    /// The `config` entry whose attributes are being read.
+    current: Option<KconfigEntry>,
+    /// A `menu` whose `depends on` lines are still being read.
+    menu_open: bool,
+    in_help: bool,
+    in_choice: usize,
+}
+
+impl KconfigReader<'_> {
+    /// Read one Kconfig file (and the files it `source`s within the tree).
+    fn read(&mut self, rel: &str, depth: usize) {
+        if depth > MAX_KCONFIG_DEPTH || !self.visited.insert(rel.to_string()) {
+            return;
         }
-    };
-    for (i, raw) in text.lines().enumerate() {
-        let line_no = i + 1;
-        let indented = raw.starts_with([' ', '\t']);
-        let line = raw.split(" #").next().unwrap_or("").trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if in_help {
-            if indented {
+        let Ok(bytes) = std::fs::read(self.root.join(rel)) else {
+            return;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        let mut st = KconfigFileState {
+            rel: rel.to_string(),
+            depth,
+            blocks: Vec::new(),
+            current: None,
+            menu_open: false,
+            in_help: false,
+            in_choice: 0,
+        };
+        for (i, raw) in text.lines().enumerate() {
+            let indented = raw.starts_with([' ', '\t']);
+            let line = raw.split(" #").next().unwrap_or("").trim();
+            if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            in_help = false;
+            if st.in_help {
+                if indented {
+                    continue;
+                }
+                st.in_help = false;
+            }
+            let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+            self.statement(&mut st, i + 1, indented, word, rest.trim());
         }
-        let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-        let rest = rest.trim();
+        self.flush(&mut st);
+    }
+
+    /// The entry being read is complete.
+    fn flush(&mut self, st: &mut KconfigFileState) {
+        if let Some(e) = st.current.take() {
+            self.entries.push(e);
+        }
+    }
+
+    /// A `config NAME` entry under the enclosing blocks' conditions.
+    fn entry(&self, st: &KconfigFileState, name: &str, line_no: usize) -> KconfigEntry {
+        let mut deps = self.scope.clone();
+        if st.in_choice > 0 {
+            // Choice members are written by the choice's own rules: not checked.
+            deps.push("n".into());
+        }
+        KconfigEntry {
+            name: name.to_string(),
+            file: st.rel.clone(),
+            line: line_no,
+            prompt: false,
+            deps,
+        }
+    }
+
+    /// One statement: `word rest` at `line_no`.
+    fn statement(
+        &mut self,
+        st: &mut KconfigFileState,
+        line_no: usize,
+        indented: bool,
+        word: &str,
+        rest: &str,
+    ) {
         match word {
             "config" | "menuconfig" => {
-                flush(&mut current, out);
-                menu_open = false;
-                let mut deps = scope.clone();
-                if in_choice > 0 {
-                    // Choice members are written by the choice's own rules: not checked.
-                    deps.push("n".into());
-                }
-                current = Some(KconfigEntry {
-                    name: rest.to_string(),
-                    file: rel.to_string(),
-                    line: line_no,
-                    prompt: false,
-                    deps,
-                });
+                self.flush(st);
+                st.menu_open = false;
+                st.current = Some(self.entry(st, rest, line_no));
             }
             "if" if !indented => {
-                flush(&mut current, out);
-                menu_open = false;
-                blocks.push(scope.len());
-                scope.push(rest.to_string());
+                self.flush(st);
+                st.menu_open = false;
+                st.blocks.push(self.scope.len());
+                self.scope.push(rest.to_string());
             }
             "endif" | "endmenu" => {
-                flush(&mut current, out);
-                menu_open = false;
-                if let Some(n) = blocks.pop() {
-                    scope.truncate(n);
+                self.flush(st);
+                st.menu_open = false;
+                if let Some(n) = st.blocks.pop() {
+                    self.scope.truncate(n);
                 }
             }
             "menu" => {
-                flush(&mut current, out);
-                blocks.push(scope.len());
-                menu_open = true;
+                self.flush(st);
+                st.blocks.push(self.scope.len());
+                st.menu_open = true;
             }
             "choice" => {
-                flush(&mut current, out);
-                in_choice += 1;
+                self.flush(st);
+                st.in_choice += 1;
             }
             "endchoice" => {
-                flush(&mut current, out);
-                in_choice = in_choice.saturating_sub(1);
+                self.flush(st);
+                st.in_choice = st.in_choice.saturating_sub(1);
             }
             "comment" | "mainmenu" => {
-                flush(&mut current, out);
-                menu_open = false;
+                self.flush(st);
+                st.menu_open = false;
             }
             "source" | "rsource" | "osource" => {
-                flush(&mut current, out);
-                menu_open = false;
-                let path = rest.trim_matches('"');
-                let path = if word == "rsource" {
-                    match rel.rsplit_once('/') {
-                        Some((dir, _)) => format!("{dir}/{path}"),
-                        None => path.to_string(),
-                    }
-                } else {
-                    path.to_string()
-                };
-                if SCAN_DIRS.iter().any(|d| path.starts_with(d)) {
-                    read_kconfig(root, &path, scope, out, visited, depth + 1);
-                }
+                self.flush(st);
+                st.menu_open = false;
+                self.source(st, word, rest);
             }
-            "help" | "---help---" => in_help = true,
+            "help" | "---help---" => st.in_help = true,
             "depends" => {
                 let expr = rest.strip_prefix("on").unwrap_or(rest).trim().to_string();
-                if let Some(e) = current.as_mut() {
+                if let Some(e) = st.current.as_mut() {
                     e.deps.push(expr);
-                } else if menu_open {
-                    scope.push(expr);
+                } else if st.menu_open {
+                    self.scope.push(expr);
                 }
             }
             "bool" | "tristate" | "string" | "int" | "hex" | "prompt" => {
-                if let Some(e) = current.as_mut() {
-                    if rest.starts_with('"') {
-                        e.prompt = true;
-                        // `bool "text" if EXPR`
-                        if let Some(cond) = rest
-                            .rfind('"')
-                            .and_then(|q| rest[q + 1..].trim().strip_prefix("if "))
-                        {
-                            e.deps.push(cond.trim().to_string());
-                        }
-                    }
+                if let Some(e) = st.current.as_mut() {
+                    type_or_prompt(e, rest);
                 }
             }
             _ => {}
         }
     }
-    flush(&mut current, out);
+
+    /// `source "path"` (relative to the tree, `rsource`: to this file), followed when it
+    /// lies in a scanned directory.
+    fn source(&mut self, st: &KconfigFileState, word: &str, rest: &str) {
+        let path = rest.trim_matches('"');
+        let path = if word == "rsource" {
+            match st.rel.rsplit_once('/') {
+                Some((dir, _)) => format!("{dir}/{path}"),
+                None => path.to_string(),
+            }
+        } else {
+            path.to_string()
+        };
+        if SCAN_DIRS.iter().any(|d| path.starts_with(d)) {
+            self.read(&path, st.depth + 1);
+        }
+    }
+}
+
+/// A type or `prompt` line: a quoted text makes the option visible (`bool "text" if EXPR`
+/// only under EXPR).
+fn type_or_prompt(e: &mut KconfigEntry, rest: &str) {
+    if rest.starts_with('"') {
+        e.prompt = true;
+        if let Some(cond) = rest
+            .rfind('"')
+            .and_then(|q| rest[q + 1..].trim().strip_prefix("if "))
+        {
+            e.deps.push(cond.trim().to_string());
+        }
+    }
 }
 
 /// Tristate value of a Kconfig expression under `config`: 0 (n), 1 (m), 2 (y); `None` when it

@@ -178,27 +178,75 @@ fn walk_top(root: Node, src: &[u8], facts: &mut FileFacts) {
     }
 }
 
+/// The name a function declarator chain declares, and what the chain says on the way.
+struct DeclaredName<'t> {
+    name: String,
+    /// The method id of a `UVERBS_HANDLER(X)` definition.
+    handler_id: Option<String>,
+    /// The function returns a pointer.
+    pointer: bool,
+    /// The outermost function declarator: the one with the parameters.
+    fn_declarator: Node<'t>,
+}
+
 fn function_def(node: Node, src: &[u8]) -> Option<FunctionDef> {
     let declarator = node.child_by_field_name("declarator")?;
     let body = node.child_by_field_name("body")?;
-    let mut is_static = false;
-    let mut is_inline = false;
-    let mut cursor = node.walk();
-    for c in node.children(&mut cursor) {
-        match c.kind() {
-            "storage_class_specifier" | "function_specifier" => match text(c, src) {
-                "static" => is_static = true,
-                "inline" | "__inline" | "__inline__" => is_inline = true,
-                _ => {}
-            },
-            _ => {}
-        }
-    }
+    let (is_static, is_inline) = specifiers(node, src);
     let ret_type = node
         .child_by_field_name("type")
         .map(|t| text(t, src).trim().to_string())
         .unwrap_or_default();
-    // Walk the declarator chain down to the name, noting pointer levels on the way.
+    let declared = declared_name(declarator, src)?;
+    let outer_fn = declared.fn_declarator;
+    let (calls, field_writes) = body_calls(outer_fn, body, src);
+    let body_text = text(body, src);
+    Some(FunctionDef {
+        name: declared.name,
+        uverbs_handler_id: declared.handler_id,
+        line: line(node),
+        end_line: node.end_position().row + 1,
+        is_static,
+        is_inline,
+        ret: ret_kind(declared.pointer, &ret_type),
+        ret_type: if declared.pointer {
+            format!("{ret_type} *")
+        } else {
+            ret_type
+        },
+        nparams: count_params(outer_fn, src),
+        params: param_facts(outer_fn, src),
+        calls,
+        field_writes,
+        reads_method_handler: body_text.contains("method_elm->handler"),
+        returns_error: has_error_code(body_text),
+        null_ok: body_text.contains("return NULL")
+            && ["ERR_PTR(", "IS_ERR(", "ERR_CAST(", "PTR_ERR("]
+                .iter()
+                .any(|m| body_text.contains(m)),
+    })
+}
+
+/// `static` and `inline` among a definition's specifiers.
+fn specifiers(node: Node, src: &[u8]) -> (bool, bool) {
+    let mut is_static = false;
+    let mut is_inline = false;
+    let mut cursor = node.walk();
+    for c in node.children(&mut cursor) {
+        if matches!(c.kind(), "storage_class_specifier" | "function_specifier") {
+            match text(c, src) {
+                "static" => is_static = true,
+                "inline" | "__inline" | "__inline__" => is_inline = true,
+                _ => {}
+            }
+        }
+    }
+    (is_static, is_inline)
+}
+
+/// Walk the declarator chain down to the name, noting pointer levels on the way. `None` for
+/// a declarator that does not declare a function.
+fn declared_name<'t>(declarator: Node<'t>, src: &[u8]) -> Option<DeclaredName<'t>> {
     let mut pointer = false;
     let mut d = declarator;
     let mut outer_fn: Option<Node> = None;
@@ -239,51 +287,37 @@ fn function_def(node: Node, src: &[u8]) -> Option<FunctionDef> {
             _ => return None,
         }
     };
-    let outer_fn = outer_fn?;
-    let nparams = count_params(outer_fn, src);
-    let params = param_facts(outer_fn, src);
-    let ret = if pointer {
-        RetKind::Ptr
-    } else {
-        match ret_type.as_str() {
-            "void" => RetKind::Void,
-            "bool" | "_Bool" => RetKind::Bool,
-            _ => RetKind::Int,
-        }
-    };
+    Some(DeclaredName {
+        name,
+        handler_id,
+        pointer,
+        fn_declarator: outer_fn?,
+    })
+}
+
+fn ret_kind(pointer: bool, ret_type: &str) -> RetKind {
+    if pointer {
+        return RetKind::Ptr;
+    }
+    match ret_type {
+        "void" => RetKind::Void,
+        "bool" | "_Bool" => RetKind::Bool,
+        _ => RetKind::Int,
+    }
+}
+
+/// The calls of a body and the fields it writes through pointers; parameters and locals
+/// are told apart from functions.
+fn body_calls(fn_decl: Node, body: Node, src: &[u8]) -> (Vec<CallSite>, Vec<String>) {
     let mut locals: BTreeSet<String> = BTreeSet::new();
-    if let Some(params) = outer_fn.child_by_field_name("parameters") {
+    if let Some(params) = fn_decl.child_by_field_name("parameters") {
         collect_declared_names(params, src, &mut locals);
     }
     collect_declared_names(body, src, &mut locals);
     let mut calls = Vec::new();
     let mut field_writes = BTreeSet::new();
     collect_calls(body, src, &locals, &mut calls, &mut field_writes);
-    let body_text = text(body, src);
-    Some(FunctionDef {
-        name,
-        uverbs_handler_id: handler_id,
-        line: line(node),
-        end_line: node.end_position().row + 1,
-        is_static,
-        is_inline,
-        ret_type: if pointer {
-            format!("{ret_type} *")
-        } else {
-            ret_type
-        },
-        ret,
-        nparams,
-        params,
-        calls,
-        field_writes: field_writes.into_iter().collect(),
-        reads_method_handler: body_text.contains("method_elm->handler"),
-        returns_error: has_error_code(body_text),
-        null_ok: body_text.contains("return NULL")
-            && ["ERR_PTR(", "IS_ERR(", "ERR_CAST(", "PTR_ERR("]
-                .iter()
-                .any(|m| body_text.contains(m)),
-    })
+    (calls, field_writes.into_iter().collect())
 }
 
 /// `-EXXX` (an errno constant) or the ERR_PTR family anywhere in a body.

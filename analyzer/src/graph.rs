@@ -19,7 +19,8 @@ use petgraph::visit::EdgeRef;
 use petgraph::Direction;
 use serde::Serialize;
 
-use crate::model::{CallTarget, FileFacts, RetKind};
+use crate::model::{CallSite, CallTarget, FileFacts, FunctionDef, RetKind};
+use crate::opsdecl::OpsMemberDecl;
 use crate::source::SourceTree;
 
 pub type FnId = usize;
@@ -184,19 +185,25 @@ pub struct Dispatch {
     pub line: usize,
 }
 
+/// The call graph of one source tree within one vendor scope, built by [`CallGraph::build`]
+/// and read through its methods.
 pub struct CallGraph {
-    pub nodes: Vec<FnNode>,
-    pub graph: DiGraph<FnId, CallEdge>,
+    nodes: Vec<FnNode>,
+    graph: DiGraph<FnId, CallEdge>,
     by_name: HashMap<String, Vec<FnId>>,
-    pub ops_tables: Vec<OpsTableInfo>,
-    pub write_commands: Vec<Dispatch>,
-    pub uapi_methods: Vec<Dispatch>,
-    pub stats: GraphStats,
-    pub scope: VendorScope,
+    ops_tables: Vec<OpsTableInfo>,
+    write_commands: Vec<Dispatch>,
+    uapi_methods: Vec<Dispatch>,
+    stats: GraphStats,
+    scope: VendorScope,
     /// `struct ib_device_ops` as declared in this tree: (header, members). `None` when no
     /// header defines it.
-    pub ops_struct: Option<(String, Vec<crate::opsdecl::OpsMemberDecl>)>,
+    ops_struct: Option<(String, Vec<OpsMemberDecl>)>,
 }
+
+/// Macro expansion deeper than this is cut. Kernel macros nest a few levels; names already
+/// being expanded stop cycles, so the bound only guards against pathological chains.
+const MACRO_EXPANSION_DEPTH: usize = 8;
 
 struct Resolver<'a> {
     nodes: &'a [FnNode],
@@ -204,6 +211,45 @@ struct Resolver<'a> {
     /// header macros by name (first by path), and per-file macros.
     header_macros: HashMap<&'a str, &'a [String]>,
     file_macros: HashMap<(&'a str, &'a str), &'a [String]>,
+}
+
+/// What one function-like macro expands to.
+#[derive(Default)]
+struct MacroExpansion {
+    /// Names already expanded (stops cycles and repeats).
+    visiting: BTreeSet<String>,
+    /// Functions defined in the tree that the expansion calls.
+    targets: Vec<FnId>,
+    /// Called names defined nowhere in the tree.
+    externals: Vec<String>,
+}
+
+impl<'a> Resolver<'a> {
+    /// Index the macros of every file: a header macro is found by name from any file (the
+    /// first header in path order wins), a `.c` macro only from its own file.
+    fn new(
+        tree: &'a SourceTree,
+        nodes: &'a [FnNode],
+        by_name: &'a HashMap<String, Vec<FnId>>,
+    ) -> Self {
+        let mut header_macros: HashMap<&str, &[String]> = HashMap::new();
+        let mut file_macros: HashMap<(&str, &str), &[String]> = HashMap::new();
+        for file in &tree.files {
+            for m in &file.macros {
+                if file.is_header() {
+                    header_macros.entry(m.name.as_str()).or_insert(&m.calls);
+                } else {
+                    file_macros.insert((file.path.as_str(), m.name.as_str()), &m.calls);
+                }
+            }
+        }
+        Self {
+            nodes,
+            by_name,
+            header_macros,
+            file_macros,
+        }
+    }
 }
 
 impl Resolver<'_> {
@@ -235,278 +281,371 @@ impl Resolver<'_> {
             .or_else(|| self.header_macros.get(name))
             .copied()
     }
+
+    /// What a macro body's calls reach, expanding the macros among them.
+    fn expand_macro(&self, file: &str, module: Option<&str>, body: &[String]) -> MacroExpansion {
+        let mut out = MacroExpansion::default();
+        self.expand_into(file, module, body, 0, &mut out);
+        out
+    }
+
+    fn expand_into(
+        &self,
+        file: &str,
+        module: Option<&str>,
+        body_calls: &[String],
+        depth: usize,
+        out: &mut MacroExpansion,
+    ) {
+        if depth > MACRO_EXPANSION_DEPTH {
+            return;
+        }
+        for c in body_calls {
+            if !out.visiting.insert(c.clone()) {
+                continue;
+            }
+            if let Some(inner) = self.macro_calls(file, c) {
+                self.expand_into(file, module, inner, depth + 1, out);
+            } else if let Some(t) = self.function(file, module, c) {
+                out.targets.push(t);
+            } else if looks_like_function(c) {
+                out.externals.push(c.clone());
+            }
+        }
+    }
 }
 
-impl CallGraph {
-    pub fn build(tree: &SourceTree, scope: &VendorScope) -> Self {
-        let mut nodes: Vec<FnNode> = Vec::new();
-        // (file index, function index) of each node, for the edge pass.
-        let mut origin: Vec<(usize, usize)> = Vec::new();
-        for (fi, file) in tree.files.iter().enumerate() {
-            if !scope.admits(&file.path) {
+/// Pass 1 output: every function definition in scope, where each came from, and the index by
+/// name.
+struct NodePass {
+    nodes: Vec<FnNode>,
+    /// (file index, function index in the file) of each node, for the edge pass.
+    origin: Vec<(usize, usize)>,
+    by_name: HashMap<String, Vec<FnId>>,
+}
+
+/// Pass 1, nodes. Reads the function definitions of the files `scope` admits and produces one
+/// [`FnNode`] per definition (its call facts are left empty for the edge pass), in file and
+/// definition order. A `UVERBS_HANDLER(X)` definition whose name the loader could not resolve
+/// is left out: it has no callable name.
+fn collect_nodes(tree: &SourceTree, scope: &VendorScope) -> NodePass {
+    let mut nodes: Vec<FnNode> = Vec::new();
+    let mut origin: Vec<(usize, usize)> = Vec::new();
+    for (fi, file) in tree.files.iter().enumerate() {
+        if !scope.admits(&file.path) {
+            continue;
+        }
+        let module = tree.build.module_or_unbuilt(&file.path).map(str::to_string);
+        let built = file.is_header() || tree.build.module_of(&file.path).is_some();
+        for (i, f) in file.functions.iter().enumerate() {
+            if f.uverbs_handler_id.is_some() && f.name == "UVERBS_HANDLER" {
                 continue;
             }
-            let module = tree.build.module_or_unbuilt(&file.path).map(str::to_string);
-            let built = file.is_header() || tree.build.module_of(&file.path).is_some();
-            for (i, f) in file.functions.iter().enumerate() {
-                if f.uverbs_handler_id.is_some() && f.name == "UVERBS_HANDLER" {
-                    continue;
+            nodes.push(fn_node(&file.path, module.clone(), built, f));
+            origin.push((fi, i));
+        }
+    }
+    let mut by_name: HashMap<String, Vec<FnId>> = HashMap::new();
+    for (id, n) in nodes.iter().enumerate() {
+        by_name.entry(n.name.clone()).or_default().push(id);
+    }
+    NodePass {
+        nodes,
+        origin,
+        by_name,
+    }
+}
+
+fn fn_node(file: &str, module: Option<String>, built: bool, f: &FunctionDef) -> FnNode {
+    FnNode {
+        name: f.name.clone(),
+        file: file.to_string(),
+        line: f.line,
+        module,
+        is_static: f.is_static,
+        is_inline: f.is_inline,
+        ret: f.ret,
+        ret_type: f.ret_type.clone(),
+        nparams: f.nparams,
+        params: f.params.clone(),
+        field_writes: f.field_writes.clone(),
+        external_calls: Vec::new(),
+        ops_calls: Vec::new(),
+        unresolved_indirect: Vec::new(),
+        returns_error: f.returns_error,
+        built,
+        null_ok: f.null_ok,
+    }
+}
+
+/// Pass 2 output: the tables the kernel dispatches through.
+#[derive(Default)]
+struct DispatchTables {
+    ops_tables: Vec<OpsTableInfo>,
+    /// ops member -> the in-scope functions assigned to it, in file order.
+    ops_by_member: BTreeMap<String, Vec<FnId>>,
+    write_commands: Vec<Dispatch>,
+    uapi_methods: Vec<Dispatch>,
+}
+
+/// Pass 2, dispatch tables. Reads every file's `struct ib_device_ops` initializers,
+/// `DECLARE_UVERBS_WRITE` commands and ioctl method declarations, and resolves each function
+/// they name against the nodes of pass 1. Produces the tables the edge pass dispatches
+/// through: write commands from every file (the core declares them); ops tables and methods
+/// from the files in scope, ops members only when the function assigned is in scope.
+fn collect_dispatch_tables(
+    tree: &SourceTree,
+    scope: &VendorScope,
+    resolver: &Resolver,
+) -> DispatchTables {
+    let mut tables = DispatchTables::default();
+    for file in &tree.files {
+        let module = tree.build.module_or_unbuilt(&file.path);
+        tables.add_ops_tables(file, module, scope, resolver);
+        tables.add_write_commands(file, module, resolver);
+        if scope.admits(&file.path) {
+            tables.add_uapi_methods(file, module, resolver);
+        }
+    }
+    tables
+}
+
+impl DispatchTables {
+    fn add_ops_tables(
+        &mut self,
+        file: &FileFacts,
+        module: Option<&str>,
+        scope: &VendorScope,
+        resolver: &Resolver,
+    ) {
+        for t in &file.ops_tables {
+            let mut members = Vec::new();
+            for (member, func, _line) in &t.members {
+                let id = resolver
+                    .function(&file.path, module, func)
+                    .filter(|&id| scope.admits(&resolver.nodes[id].file));
+                if let Some(id) = id {
+                    self.ops_by_member
+                        .entry(member.clone())
+                        .or_default()
+                        .push(id);
                 }
-                nodes.push(FnNode {
-                    name: f.name.clone(),
+                members.push((member.clone(), func.clone(), id));
+            }
+            if scope.admits(&file.path) {
+                self.ops_tables.push(OpsTableInfo {
+                    name: t.name.clone(),
                     file: file.path.clone(),
-                    line: f.line,
-                    module: module.clone(),
-                    is_static: f.is_static,
-                    is_inline: f.is_inline,
-                    ret: f.ret,
-                    ret_type: f.ret_type.clone(),
-                    nparams: f.nparams,
-                    params: f.params.clone(),
-                    field_writes: f.field_writes.clone(),
-                    external_calls: Vec::new(),
-                    ops_calls: Vec::new(),
-                    unresolved_indirect: Vec::new(),
-                    returns_error: f.returns_error,
-                    built,
-                    null_ok: f.null_ok,
+                    line: t.line,
+                    members,
                 });
-                origin.push((fi, i));
             }
         }
-        let mut by_name: HashMap<String, Vec<FnId>> = HashMap::new();
-        for (id, n) in nodes.iter().enumerate() {
-            by_name.entry(n.name.clone()).or_default().push(id);
+    }
+
+    fn add_write_commands(&mut self, file: &FileFacts, module: Option<&str>, resolver: &Resolver) {
+        for w in &file.write_commands {
+            self.write_commands.push(Dispatch {
+                id: w.command.clone(),
+                handler: w.handler.clone(),
+                handler_id: resolver.function(&file.path, module, &w.handler),
+                file: file.path.clone(),
+                line: w.line,
+            });
         }
-        let mut header_macros: HashMap<&str, &[String]> = HashMap::new();
-        let mut file_macros: HashMap<(&str, &str), &[String]> = HashMap::new();
-        for file in &tree.files {
-            for m in &file.macros {
-                if file.is_header() {
-                    header_macros.entry(m.name.as_str()).or_insert(&m.calls);
-                } else {
-                    file_macros.insert((file.path.as_str(), m.name.as_str()), &m.calls);
-                }
-            }
-        }
-        let resolver = Resolver {
-            nodes: &nodes,
-            by_name: &by_name,
-            header_macros,
-            file_macros,
+    }
+
+    /// Methods name their handler by the `UVERBS_HANDLER(id)` convention, or the shared
+    /// destroy handler.
+    fn add_uapi_methods(&mut self, file: &FileFacts, module: Option<&str>, resolver: &Resolver) {
+        // Only files declaring methods need the prefix (the sibling fallback scans nodes).
+        let uverbs_name = if file.uapi_methods.is_empty() {
+            None
+        } else {
+            handler_module_name(file, resolver.nodes)
         };
-
-        // Tables: ops initializers, write commands, uapi methods.
-        let mut ops_tables = Vec::new();
-        let mut ops_by_member: BTreeMap<String, Vec<(FnId, String, usize)>> = BTreeMap::new();
-        let mut write_commands = Vec::new();
-        let mut uapi_methods = Vec::new();
-        for file in &tree.files {
-            let module = tree.build.module_or_unbuilt(&file.path);
-            // Only files declaring methods need the prefix (the sibling fallback scans nodes).
-            let uverbs_name = if file.uapi_methods.is_empty() {
-                None
+        for m in &file.uapi_methods {
+            let handler = if m.destroy {
+                "uverbs_destroy_def_handler".to_string()
             } else {
-                handler_module_name(file, &nodes)
-            };
-            for t in &file.ops_tables {
-                let mut members = Vec::new();
-                for (member, func, _line) in &t.members {
-                    let id = resolver
-                        .function(&file.path, module, func)
-                        .filter(|&id| scope.admits(&nodes[id].file));
-                    if let Some(id) = id {
-                        ops_by_member.entry(member.clone()).or_default().push((
-                            id,
-                            file.path.clone(),
-                            t.line,
-                        ));
-                    }
-                    members.push((member.clone(), func.clone(), id));
-                }
-                if scope.admits(&file.path) {
-                    ops_tables.push(OpsTableInfo {
-                        name: t.name.clone(),
-                        file: file.path.clone(),
-                        line: t.line,
-                        members,
-                    });
-                }
-            }
-            for w in &file.write_commands {
-                write_commands.push(Dispatch {
-                    id: w.command.clone(),
-                    handler: w.handler.clone(),
-                    handler_id: resolver.function(&file.path, module, &w.handler),
-                    file: file.path.clone(),
-                    line: w.line,
-                });
-            }
-            if !scope.admits(&file.path) {
-                continue;
-            }
-            for m in &file.uapi_methods {
-                let handler = if m.destroy {
-                    "uverbs_destroy_def_handler".to_string()
-                } else {
-                    match &uverbs_name {
-                        Some(prefix) => format!("{prefix}_handler_{}", m.id),
-                        None => format!("UVERBS_HANDLER({})", m.id),
-                    }
-                };
-                uapi_methods.push(Dispatch {
-                    id: m.id.clone(),
-                    handler_id: resolver.function(&file.path, module, &handler),
-                    handler,
-                    file: file.path.clone(),
-                    line: m.line,
-                });
-            }
-        }
-
-        // Edges.
-        let mut graph: DiGraph<FnId, CallEdge> =
-            DiGraph::with_capacity(nodes.len(), nodes.len() * 4);
-        for id in 0..nodes.len() {
-            graph.add_node(id);
-        }
-        let mut extra: Vec<(Vec<String>, Vec<String>, Vec<String>)> =
-            vec![Default::default(); nodes.len()];
-        for (caller, &(fi, i)) in origin.iter().enumerate() {
-            let file = &tree.files[fi];
-            let func = &file.functions[i];
-            let module = nodes[caller].module.as_deref();
-            let mut seen: BTreeSet<FnId> = BTreeSet::new();
-            let mut add = |graph: &mut DiGraph<FnId, CallEdge>, to: FnId, edge: CallEdge| {
-                if to != caller && seen.insert(to) {
-                    graph.add_edge(NodeIndex::new(caller), NodeIndex::new(to), edge);
+                match &uverbs_name {
+                    Some(prefix) => format!("{prefix}_handler_{}", m.id),
+                    None => format!("UVERBS_HANDLER({})", m.id),
                 }
             };
-            let (externals, ops_calls, unresolved) = &mut extra[caller];
-            for call in &func.calls {
-                match &call.target {
-                    CallTarget::Named(name) => {
-                        if let Some(body) = resolver.macro_calls(&file.path, name) {
-                            let mut targets = Vec::new();
-                            let mut ext = Vec::new();
-                            expand_macro(
-                                &resolver,
-                                &file.path,
-                                module,
-                                body,
-                                0,
-                                &mut BTreeSet::new(),
-                                &mut targets,
-                                &mut ext,
-                            );
-                            for t in targets {
-                                if scope.admits(&nodes[t].file) {
-                                    add(
-                                        &mut graph,
-                                        t,
-                                        CallEdge {
-                                            kind: EdgeKind::Macro,
-                                            file: file.path.clone(),
-                                            line: call.line,
-                                            via: Some(name.clone()),
-                                        },
-                                    );
-                                }
-                            }
-                            externals.extend(ext);
-                        } else if let Some(t) = resolver.function(&file.path, module, name) {
-                            let kind = if nodes[t].in_header() {
-                                EdgeKind::Inline
-                            } else {
-                                EdgeKind::Direct
-                            };
-                            if scope.admits(&nodes[t].file) {
-                                add(
-                                    &mut graph,
-                                    t,
-                                    CallEdge {
-                                        kind,
-                                        file: file.path.clone(),
-                                        line: call.line,
-                                        via: None,
-                                    },
-                                );
-                            }
-                        } else {
-                            externals.push(name.clone());
-                        }
-                    }
-                    CallTarget::Ops(member) => {
-                        ops_calls.push(member.clone());
-                        for (t, _, _) in ops_by_member.get(member).into_iter().flatten() {
-                            add(
-                                &mut graph,
-                                *t,
-                                CallEdge {
-                                    kind: EdgeKind::OpsTable,
-                                    file: file.path.clone(),
-                                    line: call.line,
-                                    via: Some(member.clone()),
-                                },
-                            );
-                        }
-                    }
-                    CallTarget::Field { base, field }
-                        if field == "handler" && base.ends_with("method_elm") =>
-                    {
-                        for w in &write_commands {
-                            if let Some(t) = w.handler_id {
-                                add(
-                                    &mut graph,
-                                    t,
-                                    CallEdge {
-                                        kind: EdgeKind::WriteCommand,
-                                        file: file.path.clone(),
-                                        line: call.line,
-                                        via: Some(w.id.clone()),
-                                    },
-                                );
-                            }
-                        }
-                    }
-                    CallTarget::LocalPointer(_) if func.reads_method_handler => {
-                        for m in &uapi_methods {
-                            if let Some(t) = m.handler_id {
-                                add(
-                                    &mut graph,
-                                    t,
-                                    CallEdge {
-                                        kind: EdgeKind::UapiMethod,
-                                        file: file.path.clone(),
-                                        line: call.line,
-                                        via: Some(m.id.clone()),
-                                    },
-                                );
-                            }
-                        }
-                    }
-                    CallTarget::Field { base, field } => {
-                        unresolved.push(format!("{base}->{field}"));
-                    }
-                    CallTarget::LocalPointer(var) => unresolved.push(var.clone()),
-                }
+            self.uapi_methods.push(Dispatch {
+                id: m.id.clone(),
+                handler_id: resolver.function(&file.path, module, &handler),
+                handler,
+                file: file.path.clone(),
+                line: m.line,
+            });
+        }
+    }
+}
+
+/// What a body calls that is not an edge of the graph.
+#[derive(Default)]
+struct CallFacts {
+    external_calls: Vec<String>,
+    ops_calls: Vec<String>,
+    unresolved_indirect: Vec<String>,
+}
+
+/// One caller's outgoing edges, added in call-site order: the first edge to a callee wins.
+struct CallerEdges<'g> {
+    graph: &'g mut DiGraph<FnId, CallEdge>,
+    caller: FnId,
+    file: &'g str,
+    seen: BTreeSet<FnId>,
+    facts: CallFacts,
+}
+
+impl CallerEdges<'_> {
+    fn add(&mut self, to: FnId, kind: EdgeKind, line: usize, via: Option<String>) {
+        if to != self.caller && self.seen.insert(to) {
+            let edge = CallEdge {
+                kind,
+                file: self.file.to_string(),
+                line,
+                via,
+            };
+            self.graph
+                .add_edge(NodeIndex::new(self.caller), NodeIndex::new(to), edge);
+        }
+    }
+
+    /// An edge to every handler of a dispatch table, labelled with its command or method id.
+    fn dispatch(&mut self, table: &[Dispatch], kind: EdgeKind, line: usize) {
+        for d in table {
+            if let Some(t) = d.handler_id {
+                self.add(t, kind, line, Some(d.id.clone()));
             }
         }
-        for (id, (ext, ops, unres)) in extra.into_iter().enumerate() {
-            let n = &mut nodes[id];
-            n.external_calls = dedup(ext);
-            n.ops_calls = dedup(ops);
-            n.unresolved_indirect = dedup(unres);
-        }
+    }
+}
 
+/// Pass 3 context: the resolution of call sites to callees.
+struct EdgePass<'a> {
+    scope: &'a VendorScope,
+    resolver: &'a Resolver<'a>,
+    tables: &'a DispatchTables,
+}
+
+/// Pass 3, edges. Reads every node's call sites (from its file's facts) and resolves each
+/// through macros, names, `ib_device_ops` members and the uverbs dispatch tables of pass 2.
+/// Produces the graph (one edge per caller and callee: the first call site) and, per node,
+/// the calls that are not edges.
+fn resolve_edges(
+    tree: &SourceTree,
+    origin: &[(usize, usize)],
+    pass: &EdgePass,
+) -> (DiGraph<FnId, CallEdge>, Vec<CallFacts>) {
+    let n = origin.len();
+    let mut graph: DiGraph<FnId, CallEdge> = DiGraph::with_capacity(n, n * 4);
+    for id in 0..n {
+        graph.add_node(id);
+    }
+    let mut facts = Vec::with_capacity(n);
+    for (caller, &(fi, i)) in origin.iter().enumerate() {
+        let file = &tree.files[fi];
+        let func = &file.functions[i];
+        let module = pass.resolver.nodes[caller].module.as_deref();
+        let mut edges = CallerEdges {
+            graph: &mut graph,
+            caller,
+            file: &file.path,
+            seen: BTreeSet::new(),
+            facts: CallFacts::default(),
+        };
+        for call in &func.calls {
+            pass.call_site(&mut edges, module, func, call);
+        }
+        facts.push(edges.facts);
+    }
+    (graph, facts)
+}
+
+impl EdgePass<'_> {
+    fn call_site(
+        &self,
+        edges: &mut CallerEdges,
+        module: Option<&str>,
+        func: &FunctionDef,
+        call: &CallSite,
+    ) {
+        let line = call.line;
+        match &call.target {
+            CallTarget::Named(name) => self.named_call(edges, module, name, line),
+            CallTarget::Ops(member) => {
+                edges.facts.ops_calls.push(member.clone());
+                for &t in self.tables.ops_by_member.get(member).into_iter().flatten() {
+                    edges.add(t, EdgeKind::OpsTable, line, Some(member.clone()));
+                }
+            }
+            CallTarget::Field { base, field }
+                if field == "handler" && base.ends_with("method_elm") =>
+            {
+                edges.dispatch(&self.tables.write_commands, EdgeKind::WriteCommand, line);
+            }
+            CallTarget::LocalPointer(_) if func.reads_method_handler => {
+                edges.dispatch(&self.tables.uapi_methods, EdgeKind::UapiMethod, line);
+            }
+            CallTarget::Field { base, field } => {
+                edges
+                    .facts
+                    .unresolved_indirect
+                    .push(format!("{base}->{field}"));
+            }
+            CallTarget::LocalPointer(var) => edges.facts.unresolved_indirect.push(var.clone()),
+        }
+    }
+
+    /// `name(...)`: a macro (edges to what it expands to), a function of the tree, or an
+    /// external call.
+    fn named_call(&self, edges: &mut CallerEdges, module: Option<&str>, name: &str, line: usize) {
+        let r = self.resolver;
+        let file = edges.file;
+        if let Some(body) = r.macro_calls(file, name) {
+            let expansion = r.expand_macro(file, module, body);
+            for t in expansion.targets {
+                if self.scope.admits(&r.nodes[t].file) {
+                    edges.add(t, EdgeKind::Macro, line, Some(name.to_string()));
+                }
+            }
+            edges.facts.external_calls.extend(expansion.externals);
+        } else if let Some(t) = r.function(file, module, name) {
+            let kind = if r.nodes[t].in_header() {
+                EdgeKind::Inline
+            } else {
+                EdgeKind::Direct
+            };
+            if self.scope.admits(&r.nodes[t].file) {
+                edges.add(t, kind, line, None);
+            }
+        } else {
+            edges.facts.external_calls.push(name.to_string());
+        }
+    }
+}
+
+impl GraphStats {
+    /// Counts over the finished graph (every edge kind present, zero when unused).
+    fn count(
+        tree: &SourceTree,
+        scope: &VendorScope,
+        nodes: &[FnNode],
+        graph: &DiGraph<FnId, CallEdge>,
+        tables: &DispatchTables,
+    ) -> Self {
         let mut stats = GraphStats {
             files: tree.files.iter().filter(|f| scope.admits(&f.path)).count(),
             functions: nodes.len(),
             edges: graph.edge_count(),
             parse_errors: tree.parse_errors(),
-            ops_tables: ops_tables.len(),
-            write_commands: write_commands.len(),
-            uapi_methods: uapi_methods.len(),
+            ops_tables: tables.ops_tables.len(),
+            write_commands: tables.write_commands.len(),
+            uapi_methods: tables.uapi_methods.len(),
             unresolved_indirect_calls: nodes.iter().map(|n| n.unresolved_indirect.len()).sum(),
             ..GraphStats::default()
         };
@@ -519,11 +658,40 @@ impl CallGraph {
                 .entry(e.kind.as_str().to_string())
                 .or_default() += 1;
         }
-        // The first header (in path order) that defines the struct: include/rdma/ib_verbs.h.
-        let ops_struct = tree
-            .files
-            .iter()
-            .find_map(|f| Some((f.path.clone(), f.ops_struct.clone()?)));
+        stats
+    }
+}
+
+impl CallGraph {
+    /// Build the graph in three passes: nodes (every function definition in scope) ->
+    /// dispatch tables (ops initializers, write commands, ioctl methods) -> edges (every call
+    /// site resolved through those).
+    pub fn build(tree: &SourceTree, scope: &VendorScope) -> Self {
+        let NodePass {
+            mut nodes,
+            origin,
+            by_name,
+        } = collect_nodes(tree, scope);
+        let resolver = Resolver::new(tree, &nodes, &by_name);
+        let tables = collect_dispatch_tables(tree, scope, &resolver);
+        let pass = EdgePass {
+            scope,
+            resolver: &resolver,
+            tables: &tables,
+        };
+        let (graph, facts) = resolve_edges(tree, &origin, &pass);
+        for (node, f) in nodes.iter_mut().zip(facts) {
+            node.external_calls = dedup(f.external_calls);
+            node.ops_calls = dedup(f.ops_calls);
+            node.unresolved_indirect = dedup(f.unresolved_indirect);
+        }
+        let stats = GraphStats::count(tree, scope, &nodes, &graph, &tables);
+        let DispatchTables {
+            ops_tables,
+            write_commands,
+            uapi_methods,
+            ..
+        } = tables;
         Self {
             nodes,
             graph,
@@ -533,10 +701,50 @@ impl CallGraph {
             uapi_methods,
             stats,
             scope: scope.clone(),
-            ops_struct,
+            ops_struct: declared_ops_struct(tree),
         }
     }
 
+    /// Every function, indexed by [`FnId`].
+    pub fn nodes(&self) -> &[FnNode] {
+        &self.nodes
+    }
+
+    /// Every call edge, in the order the edge pass added them.
+    pub fn edges(&self) -> impl Iterator<Item = &CallEdge> {
+        self.graph.edge_weights()
+    }
+
+    /// The registered `struct ib_device_ops` initializers in scope, in file order.
+    pub fn ops_tables(&self) -> &[OpsTableInfo] {
+        &self.ops_tables
+    }
+
+    /// The write commands (`DECLARE_UVERBS_WRITE`) and their handlers.
+    pub fn write_commands(&self) -> &[Dispatch] {
+        &self.write_commands
+    }
+
+    /// The ioctl methods in scope and their handlers.
+    pub fn uapi_methods(&self) -> &[Dispatch] {
+        &self.uapi_methods
+    }
+
+    pub fn stats(&self) -> &GraphStats {
+        &self.stats
+    }
+
+    pub fn scope(&self) -> &VendorScope {
+        &self.scope
+    }
+
+    /// `struct ib_device_ops` as declared in this tree: (header, members), `None` when no
+    /// header defines it.
+    pub fn ops_struct(&self) -> Option<(&str, &[OpsMemberDecl])> {
+        self.ops_struct
+            .as_ref()
+            .map(|(h, ms)| (h.as_str(), ms.as_slice()))
+    }
     /// All definitions of a name (several for static clashes such as `create_qp`).
     pub fn find(&self, name: &str) -> &[FnId] {
         self.by_name.get(name).map_or(&[], Vec::as_slice)
@@ -631,6 +839,14 @@ impl CallGraph {
     }
 }
 
+/// The first header (in path order) that defines `struct ib_device_ops`:
+/// include/rdma/ib_verbs.h.
+fn declared_ops_struct(tree: &SourceTree) -> Option<(String, Vec<OpsMemberDecl>)> {
+    tree.files
+        .iter()
+        .find_map(|f| Some((f.path.clone(), f.ops_struct.clone()?)))
+}
+
 fn handler_module_name(file: &FileFacts, nodes: &[FnNode]) -> Option<String> {
     // The handler names were already resolved by the source loader; recover the prefix from
     // any handler defined in this file, else from the file's own define.
@@ -654,34 +870,6 @@ fn handler_module_name(file: &FileFacts, nodes: &[FnNode]) -> Option<String> {
                 n.name.split_once("_handler_").map(|(p, _)| p.to_string())
             })
         })
-}
-
-#[allow(clippy::too_many_arguments)]
-fn expand_macro(
-    r: &Resolver,
-    file: &str,
-    module: Option<&str>,
-    body_calls: &[String],
-    depth: usize,
-    visiting: &mut BTreeSet<String>,
-    out: &mut Vec<FnId>,
-    externals: &mut Vec<String>,
-) {
-    if depth > 8 {
-        return;
-    }
-    for c in body_calls {
-        if !visiting.insert(c.clone()) {
-            continue;
-        }
-        if let Some(inner) = r.macro_calls(file, c) {
-            expand_macro(r, file, module, inner, depth + 1, visiting, out, externals);
-        } else if let Some(t) = r.function(file, module, c) {
-            out.push(t);
-        } else if looks_like_function(c) {
-            externals.push(c.clone());
-        }
-    }
 }
 
 fn looks_like_function(name: &str) -> bool {

@@ -46,6 +46,19 @@ pub fn read_build_map(
     map
 }
 
+/// Makefiles nested deeper than this below `top` are not read: drivers/infiniband nests 2
+/// levels (hw/mlx5); the bound only stops a cycle of directories through symlinks.
+const MAX_KBUILD_DEPTH: usize = 16;
+
+/// One object a Makefile names in `obj-y`, `obj-m` or `obj-` (`obj-$(CONFIG_X)` evaluated).
+struct KbuildObject {
+    name: String,
+    /// Linked into vmlinux (`obj-y`) rather than a module of its own name.
+    builtin: bool,
+    /// The config builds it (and the directory's Makefile is read because it is built).
+    built: bool,
+}
+
 fn visit(
     root: &Path,
     dir: &str,
@@ -60,88 +73,124 @@ fn visit(
     } else {
         &mut map.unbuilt_dirs
     };
-    if depth > 16 || !dirs.insert(dir.to_string()) {
+    if depth > MAX_KBUILD_DEPTH || !dirs.insert(dir.to_string()) {
         return;
     }
+    let Some(text) = read_makefile(root, dir, built, warnings) else {
+        return;
+    };
+    let assignments = parse_assignments(&text, config);
+    let (objects, subdirs) = built_objects(&assignments, built);
+    for obj in objects {
+        map_object_sources(map, dir, &assignments, &obj);
+    }
+    for (sub, sub_built) in subdirs {
+        let sub = format!("{dir}/{sub}");
+        visit(root, &sub, config, map, warnings, depth + 1, sub_built);
+    }
+}
+
+/// The text of a directory's Kbuild (else Makefile). A directory without one is a warning
+/// when Kbuild descends into it for a built object; unread, it is a warning too.
+fn read_makefile(
+    root: &Path,
+    dir: &str,
+    built: bool,
+    warnings: &mut Vec<Warning>,
+) -> Option<String> {
     let makefile = ["Kbuild", "Makefile"]
         .iter()
         .map(|n| root.join(dir).join(n))
         .find(|p| p.is_file());
     let Some(makefile) = makefile else {
-        if !built {
-            return;
+        if built {
+            warnings.push(Warning {
+                file: format!("{dir}/Makefile"),
+                line: 0,
+                message: "no Makefile or Kbuild in a directory Kbuild descends into".into(),
+            });
         }
-        warnings.push(Warning {
-            file: format!("{dir}/Makefile"),
-            line: 0,
-            message: "no Makefile or Kbuild in a directory Kbuild descends into".into(),
-        });
-        return;
+        return None;
     };
-    let text = match std::fs::read(&makefile) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+    match std::fs::read(&makefile) {
+        Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
         Err(e) => {
             warnings.push(Warning {
                 file: makefile.display().to_string(),
                 line: 0,
                 message: format!("unreadable: {e}"),
             });
-            return;
+            None
         }
-    };
-    let assignments = parse_assignments(&text, config);
-    // Objects and subdirectories this Makefile builds (obj-y / obj-m).
-    // (object, kind, built): kind "y"/"m", or "n" for an object the config leaves out.
-    let mut objects: Vec<(String, &'static str, bool)> = Vec::new();
+    }
+}
+
+/// The objects and subdirectories a Makefile's `obj-y` / `obj-m` (and left-out `obj-`)
+/// lines name, in order: whether each is built, given whether the directory is.
+fn built_objects(
+    assignments: &[(String, Vec<String>)],
+    dir_built: bool,
+) -> (Vec<KbuildObject>, Vec<(String, bool)>) {
+    let mut objects = Vec::new();
     let mut subdirs = Vec::new();
-    for (lhs, rhs) in &assignments {
-        let (kind, on) = match lhs.as_str() {
-            "obj-y" => ("y", true),
-            "obj-m" => ("m", true),
-            "obj-" | "obj-n" => ("n", false),
+    for (lhs, rhs) in assignments {
+        let (builtin, on) = match lhs.as_str() {
+            "obj-y" => (true, true),
+            "obj-m" => (false, true),
+            "obj-" | "obj-n" => (false, false),
             _ => continue,
         };
         for tok in rhs {
             if let Some(sub) = tok.strip_suffix('/') {
-                subdirs.push((sub.to_string(), built && on));
+                subdirs.push((sub.to_string(), dir_built && on));
             } else if let Some(o) = tok.strip_suffix(".o") {
-                objects.push((o.to_string(), kind, built && on));
+                objects.push(KbuildObject {
+                    name: o.to_string(),
+                    builtin,
+                    built: dir_built && on,
+                });
             }
         }
     }
-    for (obj, kind, obj_built) in objects {
-        let module = if kind == "y" {
-            "vmlinux".to_string()
-        } else {
-            module_name(&obj)
-        };
-        let parts: Vec<&String> = assignments
-            .iter()
-            .filter(|(lhs, _)| {
-                lhs == &format!("{obj}-y")
-                    || lhs == &format!("{obj}-m")
-                    || lhs == &format!("{obj}-objs")
-            })
-            .flat_map(|(_, rhs)| rhs.iter())
-            .collect();
-        let target = if obj_built {
-            &mut map.modules
-        } else {
-            &mut map.unbuilt
-        };
-        if parts.is_empty() {
-            target.insert(format!("{dir}/{obj}.c"), module.clone());
-        } else {
-            for part in parts {
-                if let Some(p) = part.strip_suffix(".o") {
-                    target.insert(format!("{dir}/{p}.c"), module.clone());
-                }
+    (objects, subdirs)
+}
+
+/// Map the `.c` files of one object to its module: its parts (`obj-y`, `obj-m`, `obj-objs`
+/// lines), or the object's own `.c` when it has none.
+fn map_object_sources(
+    map: &mut BuildMap,
+    dir: &str,
+    assignments: &[(String, Vec<String>)],
+    obj: &KbuildObject,
+) {
+    let name = &obj.name;
+    let module = if obj.builtin {
+        "vmlinux".to_string()
+    } else {
+        module_name(name)
+    };
+    let parts: Vec<&String> = assignments
+        .iter()
+        .filter(|(lhs, _)| {
+            lhs == &format!("{name}-y")
+                || lhs == &format!("{name}-m")
+                || lhs == &format!("{name}-objs")
+        })
+        .flat_map(|(_, rhs)| rhs.iter())
+        .collect();
+    let target = if obj.built {
+        &mut map.modules
+    } else {
+        &mut map.unbuilt
+    };
+    if parts.is_empty() {
+        target.insert(format!("{dir}/{name}.c"), module);
+    } else {
+        for part in parts {
+            if let Some(p) = part.strip_suffix(".o") {
+                target.insert(format!("{dir}/{p}.c"), module.clone());
             }
         }
-    }
-    for (sub, sub_built) in subdirs {
-        let sub = format!("{dir}/{sub}");
-        visit(root, &sub, config, map, warnings, depth + 1, sub_built);
     }
 }
 

@@ -88,9 +88,9 @@ pub fn render_report(m: &Manifest, cx: &RenderContext) -> Result<String, RenderE
     let mut shrink = Vec::new();
     for v in cx.selection.kept() {
         let is_handler = g
-            .write_commands
+            .write_commands()
             .iter()
-            .chain(g.uapi_methods.iter())
+            .chain(g.uapi_methods().iter())
             .any(|d| d.handler_id == Some(v.id));
         if !is_handler || !matches!(v.focus, Some(FocusKind::Handler | FocusKind::OpsCaller)) {
             continue;

@@ -182,8 +182,8 @@ pub fn routes(g: &CallGraph) -> Vec<Route> {
         .iter()
         .map(|d| {
             let table = match d.transport {
-                Transport::Write => &g.write_commands,
-                Transport::Ioctl => &g.uapi_methods,
+                Transport::Write => g.write_commands(),
+                Transport::Ioctl => g.uapi_methods(),
             };
             Route {
                 verb: d.verb.to_string(),

@@ -74,7 +74,7 @@ fn tokens(name: &str) -> Vec<&str> {
 impl FocusOps {
     /// Derive from the graph's `struct ib_device_ops`, then apply the rules' overrides.
     pub fn derive(g: &CallGraph, rules: &Rules) -> Result<Self, FocusOpsError> {
-        let (header, decls) = g.ops_struct.as_ref().ok_or(FocusOpsError::NoOpsStruct)?;
+        let (header, decls) = g.ops_struct().ok_or(FocusOpsError::NoOpsStruct)?;
         let mut members = BTreeMap::new();
         for d in decls {
             if let Some((object, derivation)) = derive_member(d, rules) {
@@ -115,7 +115,7 @@ impl FocusOps {
             );
         }
         Ok(Self {
-            header: header.clone(),
+            header: header.to_string(),
             members,
         })
     }

@@ -104,7 +104,7 @@ pub struct Port {
 
 /// Members `function` (defined in `file`) fills in `side`'s ops tables.
 fn members_of(g: &CallGraph, side: &Side, function: &str, file: &str) -> BTreeSet<String> {
-    g.ops_tables
+    g.ops_tables()
         .iter()
         .filter(|t| side.owns(&t.file))
         .flat_map(|t| t.members.iter())
@@ -115,7 +115,7 @@ fn members_of(g: &CallGraph, side: &Side, function: &str, file: &str) -> BTreeSe
 
 /// Functions filling `member` in `side`'s ops tables.
 fn fillers(g: &CallGraph, side: &Side, member: &str) -> BTreeSet<String> {
-    g.ops_tables
+    g.ops_tables()
         .iter()
         .filter(|t| side.owns(&t.file))
         .flat_map(|t| t.members.iter())

@@ -18,7 +18,20 @@ pub enum RulesError {
     },
     #[error("{origin}: {message}")]
     Invalid { origin: String, message: String },
+    #[error("{origin}:{line}: `{key}: {value}`: expected at most {MAX_DEPTH_LIMIT} (a bound on how far a walk goes down the call graph)")]
+    DepthOutOfRange {
+        origin: String,
+        /// The line of the key, 0 when it is not written as a block key.
+        line: usize,
+        key: &'static str,
+        value: usize,
+    },
 }
+
+/// The largest depth limit accepted. The walks bounded by these limits grow with the number
+/// of call paths (the can-fail search exponentially), and the limits the built-in rules need
+/// are 8 and less: a larger value is a mistake, not a wish.
+pub const MAX_DEPTH_LIMIT: usize = 16;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -103,9 +116,18 @@ pub struct Rules {
     /// evidence like an allocation.
     #[serde(default)]
     pub state_changing_prefixes: Vec<String>,
+    /// R1: calls below a read-only-named function searched for a state change.
     pub evidence_depth: usize,
+    /// Calls below a function searched for an error it returns.
     pub failure_depth: usize,
+    /// R4 helpers: calls below the nearest kept core function.
     pub helper_depth: usize,
+    /// R4 hardware: calls through vendor-internal functions below a kept vendor function.
+    pub vendor_walk_depth: usize,
+    /// Header inlines and macros followed looking for a focus ops call.
+    pub inline_ops_depth: usize,
+    /// Rounds of R3/R1 inheritance from the callers.
+    pub inherit_rounds: usize,
     #[serde(default)]
     pub overrides: Overrides,
 }
@@ -129,7 +151,36 @@ impl Rules {
             }
         })?;
         rules.validate(origin)?;
+        rules.validate_depth_limits(text, origin)?;
         Ok(rules)
+    }
+
+    /// Every depth limit, by its key in the rules file.
+    pub fn depth_limits(&self) -> [(&'static str, usize); 6] {
+        [
+            ("evidence_depth", self.evidence_depth),
+            ("failure_depth", self.failure_depth),
+            ("helper_depth", self.helper_depth),
+            ("vendor_walk_depth", self.vendor_walk_depth),
+            ("inline_ops_depth", self.inline_ops_depth),
+            ("inherit_rounds", self.inherit_rounds),
+        ]
+    }
+
+    fn validate_depth_limits(&self, text: &str, origin: &str) -> Result<(), RulesError> {
+        match self
+            .depth_limits()
+            .into_iter()
+            .find(|&(_, value)| value > MAX_DEPTH_LIMIT)
+        {
+            Some((key, value)) => Err(RulesError::DepthOutOfRange {
+                origin: origin.to_string(),
+                line: line_of_top_level_key(text, key),
+                key,
+                value,
+            }),
+            None => Ok(()),
+        }
     }
 
     fn validate(&self, origin: &str) -> Result<(), RulesError> {
@@ -211,6 +262,17 @@ impl Rules {
     }
 }
 
+/// The 1-based line where `key:` starts a line (a top-level block key), 0 when none does
+/// (a flow mapping: serde has no positions for values it accepted).
+fn line_of_top_level_key(text: &str, key: &str) -> usize {
+    text.lines()
+        .position(|l| {
+            l.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        })
+        .map_or(0, |i| i + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,6 +298,36 @@ mod tests {
             msg.contains("r.yaml:") && msg.contains("evidence_depth"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn depth_limit_out_of_range_names_file_line_and_key() {
+        let text = BUILTIN_RULES.replace("vendor_walk_depth: 8", "vendor_walk_depth: 80");
+        assert_ne!(text, BUILTIN_RULES, "vendor_walk_depth found");
+        let msg = Rules::parse(&text, "r.yaml").unwrap_err().to_string();
+        let line = 1 + BUILTIN_RULES
+            .lines()
+            .position(|l| l.starts_with("vendor_walk_depth:"))
+            .expect("key line");
+        assert!(
+            msg.starts_with(&format!(
+                "r.yaml:{line}: `vendor_walk_depth: 80`: expected at most"
+            )),
+            "{msg}"
+        );
+        assert_eq!(msg.lines().count(), 1, "{msg}");
+    }
+
+    #[test]
+    fn every_depth_limit_is_in_range_in_the_builtin_rules() {
+        let r = Rules::builtin().expect("builtin rules");
+        for (key, value) in r.depth_limits() {
+            assert!(value <= MAX_DEPTH_LIMIT, "{key}: {value}");
+            assert!(
+                line_of_top_level_key(BUILTIN_RULES, key) > 0,
+                "{key} is a block key"
+            );
+        }
     }
 
     #[test]

@@ -11,6 +11,10 @@
 //! - a core function that can fail, called by a kept function (up to `helper_depth` below it).
 //!
 //! Functions not kept whose every caller is on a cleanup (read-only) path inherit R3 (R1).
+//!
+//! The passes, in order: seed (overrides, drop rules and R4 evidence of each function on its
+//! own) -> walk down (helpers and hardware commands below every kept function) -> inherit
+//! (R3/R1 from the callers). Every depth limit they use is in `rules.yaml`.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -345,7 +349,7 @@ impl Ctx<'_> {
                     out.insert(m.clone());
                 }
             }
-            if d < 3 {
+            if d < self.rules.inline_ops_depth {
                 for (c, e) in self.g.callees(f) {
                     if matches!(e.kind, EdgeKind::Inline)
                         || (e.kind == EdgeKind::Macro && self.node(c).in_header())
@@ -407,6 +411,9 @@ pub fn select(
 
 /// [`select`] where `inlined` says which functions the binary inlined into their callers:
 /// those are wrappers that do not count toward the depth limits.
+///
+/// Three passes decide: seed (each function on its own) -> walk down (from every kept
+/// function) -> inherit (from the callers); what none of them decides is not focus.
 pub fn select_with(
     g: &CallGraph,
     rules: &Rules,
@@ -429,241 +436,387 @@ pub fn select_with(
         reach: g.reach(entries),
         inlined,
     };
-    let reachable: Vec<FnId> = ctx.reach.keys().copied().collect();
-
-    // Pass 1: per-function drop rules and seeds.
-    let mut decided: BTreeMap<FnId, (bool, Rule, Option<FocusKind>, Object, String)> =
-        BTreeMap::new();
-    let handlers: BTreeSet<FnId> = g
-        .write_commands
-        .iter()
-        .chain(g.uapi_methods.iter())
-        .filter_map(|d| d.handler_id)
-        .collect();
-    // Core functions reachable without passing through driver code. A core verb reached only
-    // from inside a driver (mlx5 allocating its own PD/CQ on first use) is the driver's internal
-    // business: its failure surfaces in the driver op, which is probed.
-    let core_reach = core_reachable(&ctx, entries);
-    let mut seeds: Vec<(FnId, usize)> = Vec::new();
-    for &id in &reachable {
-        let n = ctx.node(id);
-        if let Some((keep, why)) = ctx.override_of(id) {
-            let obj = ctx.object_from_name(&n.name).unwrap_or(Object::Other);
-            decided.insert(id, (keep, Rule::Override, None, obj, why));
-            if keep {
-                seeds.push((id, 0));
-            }
-            continue;
-        }
-        let drop = ctx
-            .vendor_gate(id)
-            .map(|e| (Rule::VendorGate, e))
-            .or_else(|| ctx.cleanup_name(id).map(|e| (Rule::Cleanup, e)))
-            .or_else(|| ctx.generic(id).map(|e| (Rule::Generic, e)))
-            .or_else(|| ctx.read_only(id).map(|e| (Rule::ReadOnly, e)));
-        if let Some((rule, e)) = drop {
-            decided.insert(id, (false, rule, None, Object::Other, e));
-            continue;
-        }
-        let ops = ctx.effective_focus_ops(id);
-        let name_obj = ctx.object_from_name(&n.name);
-        let toks = tokens(&n.name);
-        let updates = toks.iter().find(|t| rules.update_tokens.contains(t));
-        let via_driver_only = ctx.layer(id) == Layer::Core && !core_reach.contains(&id);
-        let seed = if via_driver_only {
-            None
-        } else if let Some(m) = ops.first() {
-            let obj = focus.object(m).unwrap_or(Object::Other);
-            let via = if n.ops_calls.contains(m) {
-                String::new()
-            } else {
-                " through a header inline".into()
-            };
-            Some((FocusKind::OpsCaller, obj, format!("calls ops.{m}{via}")))
-        } else if handlers.contains(&id) && updates.is_some() && name_obj.is_some() {
-            let obj = name_obj.unwrap_or(Object::Other);
-            Some((
-                FocusKind::Handler,
-                obj,
-                format!(
-                    "uverbs handler: {} {}",
-                    updates.map_or("", String::as_str),
-                    obj.as_str()
-                ),
-            ))
-        } else if ctx.layer(id) == Layer::Vendor {
-            // Called through a focus member from the core's own paths, not only from inside
-            // a driver.
-            g.callers(id)
-                .iter()
-                .find_map(|(caller, e)| {
-                    let m = e.via.as_ref()?;
-                    (e.kind == EdgeKind::OpsTable
-                        && focus.contains(m)
-                        && core_reach.contains(caller))
-                    .then(|| m.clone())
-                })
-                .map(|m| {
-                    let obj = focus.object(&m).unwrap_or(Object::Other);
-                    (
-                        FocusKind::OpsImpl,
-                        obj,
-                        format!("implements ib_device_ops.{m}"),
-                    )
-                })
-        } else {
-            None
-        };
-        if let Some((kind, obj, e)) = seed {
-            decided.insert(id, (true, Rule::Focus, Some(kind), obj, e));
-            seeds.push((id, 0));
-        }
-    }
-
-    // Pass 2: walk down from kept functions: helpers in the core, hardware commands in the
-    // vendor layer (through vendor-internal functions, which are not kept themselves).
-    // Queue entries: (function, depth below the nearest kept function, object, whether the
-    // function is kept or a wrapper reached from a kept one through wrappers only).
-    let mut queue: VecDeque<(FnId, usize, Object, bool)> = seeds
-        .iter()
-        .map(|&(id, d)| (id, d, decided.get(&id).map_or(Object::Other, |v| v.3), true))
-        .collect();
-    // Vendor-internal walk depth (calls below a kept vendor function).
-    const VENDOR_WALK: usize = 8;
-    let mut walked: BTreeSet<(FnId, usize, bool)> = BTreeSet::new();
-    while let Some((id, depth, obj, anchored)) = queue.pop_front() {
-        if !walked.insert((id, depth, anchored)) {
-            continue;
-        }
-        let kept_here = anchored || decided.get(&id).is_some_and(|v| v.0);
-        for (c, _) in g.callees(id) {
-            if !ctx.reach.contains_key(&c) {
-                continue;
-            }
-            // A header inline wrapper is transparent: walk through it at the same depth,
-            // whatever its own verdict (it cannot be probed).
-            if ctx.layer(c) == Layer::Core && ctx.node(c).in_header() && ctx.is_wrapper(c) {
-                queue.push_back((c, depth, obj, kept_here));
-                continue;
-            }
-            // Already decided: kept ones have their own walk queued, dropped ones stop here.
-            if decided.contains_key(&c) {
-                continue;
-            }
-            let cn = ctx.node(c);
-            // The object a function works on: its own name says it best (ib_umem_get: MR,
-            // bnxt_qplib_create_cq: CQ); otherwise the kept function it serves.
-            let obj = ctx.object_from_name(&cn.name).unwrap_or(obj);
-            if let Some(e) = ctx.hardware(c) {
-                decided.insert(c, (true, Rule::Focus, Some(FocusKind::Hardware), obj, e));
-                queue.push_back((c, 0, obj, true));
-                continue;
-            }
-            // A function the binary inlined does not count as a level below.
-            let below = if ctx.is_wrapper(c) { depth } else { depth + 1 };
-            match ctx.layer(c) {
-                Layer::Core => {
-                    let can_fail = ctx.can_fail(c, rules.failure_depth);
-                    // The function that pins user memory is a failure layer of its own
-                    // (EFAULT, ENOMEM on ibv_reg_mr): kept below a kept chain at any depth.
-                    let pins = ctx.pins_user_memory(cn);
-                    let within = depth < rules.helper_depth || pins.is_some();
-                    if kept_here && can_fail && within && !cn.in_header() {
-                        let e = match pins {
-                            Some(p) if depth >= rules.helper_depth => format!(
-                                "pins user memory (`{p}`) below kept {}, returns {}",
-                                ctx.node(id).name,
-                                cn.ret.as_str()
-                            ),
-                            _ => format!(
-                                "helper of kept {} ({} below it), returns {}",
-                                ctx.node(id).name,
-                                depth + 1,
-                                cn.ret.as_str()
-                            ),
-                        };
-                        decided.insert(c, (true, Rule::Focus, Some(FocusKind::Helper), obj, e));
-                        queue.push_back((c, below, obj, true));
-                    }
-                }
-                Layer::Vendor => {
-                    if depth < VENDOR_WALK && ctx.layer(id) == Layer::Vendor {
-                        // Not kept; walk through it towards the hardware command.
-                        queue.push_back((c, depth + 1, obj, false));
-                    }
-                }
-            }
-        }
-    }
-
-    // Pass 3: paths whose every caller is cleanup (read-only) inherit that rule.
-    let order: Vec<FnId> = bfs_order(&ctx);
-    for _ in 0..4 {
-        let mut changed = false;
-        for &id in &order {
-            if decided.contains_key(&id) {
-                continue;
-            }
-            let callers: Vec<FnId> = g
-                .callers(id)
-                .iter()
-                .map(|(c, _)| *c)
-                .filter(|c| ctx.reach.contains_key(c))
-                .collect();
-            if callers.is_empty() {
-                continue;
-            }
-            for rule in [Rule::Cleanup, Rule::ReadOnly] {
-                if callers
-                    .iter()
-                    .all(|c| decided.get(c).is_some_and(|v| !v.0 && v.1 == rule))
-                {
-                    let e = format!(
-                        "only reached from {} paths (e.g. {})",
-                        rule.as_str(),
-                        ctx.node(callers[0]).name
-                    );
-                    decided.insert(id, (false, rule, None, Object::Other, e));
-                    changed = true;
-                    break;
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-
-    let mut verdicts = Vec::with_capacity(reachable.len());
-    for &id in &reachable {
-        let path: Vec<FnId> = CallGraph::path_in(&ctx.reach, id)
-            .map(|p| p.into_iter().map(|(f, _)| f).collect())
-            .unwrap_or_default();
-        let (keep, rule, focus, object, evidence) = decided.remove(&id).unwrap_or_else(|| {
-            let e = not_focus_evidence(&ctx, id);
-            (false, Rule::NotFocus, None, Object::Other, e)
-        });
-        verdicts.push(Verdict {
-            id,
-            keep,
-            rule,
-            focus,
-            object,
-            layer: ctx.layer(id),
-            evidence,
-            path,
-        });
-    }
-    verdicts.sort_by(|a, b| {
-        let (x, y) = (g.node(a.id), g.node(b.id));
-        (x.name.as_str(), x.file.as_str()).cmp(&(y.name.as_str(), y.file.as_str()))
-    });
+    let (mut decided, seeds) = seed(&ctx, entries);
+    walk_down(&ctx, &mut decided, &seeds);
+    inherit(&ctx, &mut decided);
+    let verdicts = verdicts(&ctx, decided);
     Ok(Selection {
         vendor: vendor.to_string(),
         entries: entries.to_vec(),
         focus_ops: focus,
         verdicts,
     })
+}
+
+/// What a pass decided for one function; it becomes the function's [`Verdict`].
+#[derive(Debug, Clone)]
+struct Decision {
+    keep: bool,
+    rule: Rule,
+    focus: Option<FocusKind>,
+    object: Object,
+    evidence: String,
+}
+
+impl Decision {
+    fn dropped(rule: Rule, evidence: String) -> Self {
+        Self {
+            keep: false,
+            rule,
+            focus: None,
+            object: Object::Other,
+            evidence,
+        }
+    }
+
+    fn focus(focus: FocusKind, object: Object, evidence: String) -> Self {
+        Self {
+            keep: true,
+            rule: Rule::Focus,
+            focus: Some(focus),
+            object,
+            evidence,
+        }
+    }
+}
+
+type Decisions = BTreeMap<FnId, Decision>;
+
+/// What the R4 seeds read from the graph beyond the function itself.
+struct SeedEvidence {
+    /// Handlers of the write commands and ioctl methods.
+    handlers: BTreeSet<FnId>,
+    /// Core functions reachable without passing through driver code. A core verb reached only
+    /// from inside a driver (mlx5 allocating its own PD/CQ on first use) is the driver's
+    /// internal business: its failure surfaces in the driver op, which is probed.
+    core_reach: BTreeSet<FnId>,
+}
+
+/// Pass 1, seed. Reads every reachable function on its own (name, body, callers) and decides
+/// what needs no other decision: an override, else the drop rules in their order (vendor gate,
+/// R3 cleanup, R2 generic, R1 read-only), else an R4 seed (ops caller, handler, ops
+/// implementation). Produces those decisions and the kept functions, in id order, that the
+/// walk starts from.
+fn seed(ctx: &Ctx, entries: &[FnId]) -> (Decisions, Vec<FnId>) {
+    let evidence = SeedEvidence {
+        handlers: ctx
+            .g
+            .write_commands()
+            .iter()
+            .chain(ctx.g.uapi_methods().iter())
+            .filter_map(|d| d.handler_id)
+            .collect(),
+        core_reach: core_reachable(ctx, entries),
+    };
+    let mut decided = Decisions::new();
+    let mut seeds = Vec::new();
+    for &id in ctx.reach.keys() {
+        let decision = ctx
+            .override_decision(id)
+            .or_else(|| ctx.drop_decision(id))
+            .or_else(|| ctx.focus_seed(&evidence, id));
+        if let Some(d) = decision {
+            if d.keep {
+                seeds.push(id);
+            }
+            decided.insert(id, d);
+        }
+    }
+    (decided, seeds)
+}
+
+impl Ctx<'_> {
+    fn override_decision(&self, id: FnId) -> Option<Decision> {
+        let (keep, evidence) = self.override_of(id)?;
+        Some(Decision {
+            keep,
+            rule: Rule::Override,
+            focus: None,
+            object: self
+                .object_from_name(&self.node(id).name)
+                .unwrap_or(Object::Other),
+            evidence,
+        })
+    }
+
+    /// The drop rules, first match wins: vendor gate, R3 cleanup, R2 generic, R1 read-only.
+    fn drop_decision(&self, id: FnId) -> Option<Decision> {
+        self.vendor_gate(id)
+            .map(|e| (Rule::VendorGate, e))
+            .or_else(|| self.cleanup_name(id).map(|e| (Rule::Cleanup, e)))
+            .or_else(|| self.generic(id).map(|e| (Rule::Generic, e)))
+            .or_else(|| self.read_only(id).map(|e| (Rule::ReadOnly, e)))
+            .map(|(rule, e)| Decision::dropped(rule, e))
+    }
+
+    /// R4 on the function's own evidence, first match wins: it calls a focus ops member, it is
+    /// a handler whose name says it creates or updates an object, it implements a focus
+    /// member the core calls.
+    fn focus_seed(&self, ev: &SeedEvidence, id: FnId) -> Option<Decision> {
+        if self.layer(id) == Layer::Core && !ev.core_reach.contains(&id) {
+            return None;
+        }
+        self.ops_caller_seed(id)
+            .or_else(|| self.handler_seed(ev, id))
+            .or_else(|| self.ops_impl_seed(ev, id))
+    }
+
+    fn ops_caller_seed(&self, id: FnId) -> Option<Decision> {
+        let ops = self.effective_focus_ops(id);
+        let m = ops.first()?;
+        let object = self.focus.object(m).unwrap_or(Object::Other);
+        let via = if self.node(id).ops_calls.contains(m) {
+            ""
+        } else {
+            " through a header inline"
+        };
+        let evidence = format!("calls ops.{m}{via}");
+        Some(Decision::focus(FocusKind::OpsCaller, object, evidence))
+    }
+
+    fn handler_seed(&self, ev: &SeedEvidence, id: FnId) -> Option<Decision> {
+        if !ev.handlers.contains(&id) {
+            return None;
+        }
+        let name = &self.node(id).name;
+        let updates = tokens(name)
+            .into_iter()
+            .find(|t| self.rules.update_tokens.contains(t))?;
+        let object = self.object_from_name(name)?;
+        let evidence = format!("uverbs handler: {updates} {}", object.as_str());
+        Some(Decision::focus(FocusKind::Handler, object, evidence))
+    }
+
+    /// A vendor function called through a focus member from the core's own paths, not only
+    /// from inside a driver.
+    fn ops_impl_seed(&self, ev: &SeedEvidence, id: FnId) -> Option<Decision> {
+        if self.layer(id) != Layer::Vendor {
+            return None;
+        }
+        let m = self.g.callers(id).iter().find_map(|(caller, e)| {
+            let m = e.via.as_ref()?;
+            (e.kind == EdgeKind::OpsTable
+                && self.focus.contains(m)
+                && ev.core_reach.contains(caller))
+            .then(|| m.clone())
+        })?;
+        let object = self.focus.object(&m).unwrap_or(Object::Other);
+        let evidence = format!("implements ib_device_ops.{m}");
+        Some(Decision::focus(FocusKind::OpsImpl, object, evidence))
+    }
+}
+
+/// Where the walk down stands: a function below a kept one.
+#[derive(Debug, Clone, Copy)]
+struct WalkStep {
+    id: FnId,
+    /// Calls below the nearest kept function (wrappers not counted).
+    depth: usize,
+    /// The object of the kept function it serves.
+    object: Object,
+    /// Kept, or a wrapper reached from a kept function through wrappers only.
+    anchored: bool,
+}
+
+/// Pass 2, walk down. Reads the decisions of the seed pass and walks down from every kept
+/// function, breadth-first. In the core, a callee that can fail is kept as a helper within
+/// `helper_depth` calls (the call that pins user memory at any depth). In the vendor layer,
+/// the walk goes through vendor-internal functions, which are not kept, for up to
+/// `vendor_walk_depth` calls, and keeps the function that commands the hardware. Header
+/// inline wrappers are walked through at the same depth. Adds those decisions; a function
+/// already decided is not decided again.
+fn walk_down(ctx: &Ctx, decided: &mut Decisions, seeds: &[FnId]) {
+    let mut queue: VecDeque<WalkStep> = seeds
+        .iter()
+        .map(|&id| WalkStep {
+            id,
+            depth: 0,
+            object: decided.get(&id).map_or(Object::Other, |d| d.object),
+            anchored: true,
+        })
+        .collect();
+    let mut walked: BTreeSet<(FnId, usize, bool)> = BTreeSet::new();
+    while let Some(step) = queue.pop_front() {
+        if !walked.insert((step.id, step.depth, step.anchored)) {
+            continue;
+        }
+        let kept_here = step.anchored || decided.get(&step.id).is_some_and(|d| d.keep);
+        for (c, _) in ctx.g.callees(step.id) {
+            if let Some(next) = walk_callee(ctx, decided, &step, kept_here, c) {
+                queue.push_back(next);
+            }
+        }
+    }
+}
+
+/// One callee `c` of a walked function: decide it when it is kept, and say where the walk
+/// goes from it, if anywhere.
+fn walk_callee(
+    ctx: &Ctx,
+    decided: &mut Decisions,
+    from: &WalkStep,
+    kept_here: bool,
+    c: FnId,
+) -> Option<WalkStep> {
+    if !ctx.reach.contains_key(&c) {
+        return None;
+    }
+    // A header inline wrapper is transparent: walk through it at the same depth, whatever its
+    // own verdict (it cannot be probed).
+    if ctx.layer(c) == Layer::Core && ctx.node(c).in_header() && ctx.is_wrapper(c) {
+        return Some(WalkStep {
+            id: c,
+            anchored: kept_here,
+            ..*from
+        });
+    }
+    // Already decided: kept ones have their own walk queued, dropped ones stop here.
+    if decided.contains_key(&c) {
+        return None;
+    }
+    // The object a function works on: its own name says it best (ib_umem_get: MR,
+    // bnxt_qplib_create_cq: CQ); otherwise the kept function it serves.
+    let object = ctx
+        .object_from_name(&ctx.node(c).name)
+        .unwrap_or(from.object);
+    if let Some(e) = ctx.hardware(c) {
+        decided.insert(c, Decision::focus(FocusKind::Hardware, object, e));
+        return Some(WalkStep {
+            id: c,
+            depth: 0,
+            object,
+            anchored: true,
+        });
+    }
+    match ctx.layer(c) {
+        Layer::Core => {
+            let e = core_helper_evidence(ctx, from, kept_here, c)?;
+            decided.insert(c, Decision::focus(FocusKind::Helper, object, e));
+            // A function the binary inlined does not count as a level below.
+            let depth = if ctx.is_wrapper(c) {
+                from.depth
+            } else {
+                from.depth + 1
+            };
+            Some(WalkStep {
+                id: c,
+                depth,
+                object,
+                anchored: true,
+            })
+        }
+        // Not kept; walk through it towards the hardware command.
+        Layer::Vendor => (from.depth < ctx.rules.vendor_walk_depth
+            && ctx.layer(from.id) == Layer::Vendor)
+            .then_some(WalkStep {
+                id: c,
+                depth: from.depth + 1,
+                object,
+                anchored: false,
+            }),
+    }
+}
+
+/// Why core function `c`, called by the walked function `from`, is kept as a helper: it can
+/// fail, it is not a header inline, and it is within `helper_depth` calls below a kept chain
+/// (at any depth when it pins user memory, a failure layer of its own: EFAULT, ENOMEM on
+/// ibv_reg_mr). `None` when it is not.
+fn core_helper_evidence(ctx: &Ctx, from: &WalkStep, kept_here: bool, c: FnId) -> Option<String> {
+    let rules = ctx.rules;
+    let cn = ctx.node(c);
+    let can_fail = ctx.can_fail(c, rules.failure_depth);
+    let pins = ctx.pins_user_memory(cn);
+    let within = from.depth < rules.helper_depth || pins.is_some();
+    if !(kept_here && can_fail && within && !cn.in_header()) {
+        return None;
+    }
+    let kept = &ctx.node(from.id).name;
+    Some(match pins {
+        Some(p) if from.depth >= rules.helper_depth => format!(
+            "pins user memory (`{p}`) below kept {kept}, returns {}",
+            cn.ret.as_str()
+        ),
+        _ => format!(
+            "helper of kept {kept} ({} below it), returns {}",
+            from.depth + 1,
+            cn.ret.as_str()
+        ),
+    })
+}
+
+/// Pass 3, inherit. Reads the decisions of the passes before and, for every undecided
+/// function (in breadth-first order from the entries) whose every reachable caller was dropped
+/// by R3 cleanup (or every one by R1 read-only), drops it by the same rule. Repeats while a
+/// round changed something, at most `inherit_rounds` times.
+fn inherit(ctx: &Ctx, decided: &mut Decisions) {
+    let order: Vec<FnId> = bfs_order(ctx);
+    for _ in 0..ctx.rules.inherit_rounds {
+        let mut changed = false;
+        for &id in &order {
+            if decided.contains_key(&id) {
+                continue;
+            }
+            if let Some(d) = inherited(ctx, decided, id) {
+                decided.insert(id, d);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+}
+
+/// The rule every reachable caller of `id` was dropped by, cleanup first.
+fn inherited(ctx: &Ctx, decided: &Decisions, id: FnId) -> Option<Decision> {
+    let callers: Vec<FnId> = ctx
+        .g
+        .callers(id)
+        .iter()
+        .map(|(c, _)| *c)
+        .filter(|c| ctx.reach.contains_key(c))
+        .collect();
+    let first = *callers.first()?;
+    let rule = [Rule::Cleanup, Rule::ReadOnly].into_iter().find(|&rule| {
+        callers
+            .iter()
+            .all(|c| decided.get(c).is_some_and(|d| !d.keep && d.rule == rule))
+    })?;
+    let evidence = format!(
+        "only reached from {} paths (e.g. {})",
+        rule.as_str(),
+        ctx.node(first).name
+    );
+    Some(Decision::dropped(rule, evidence))
+}
+
+/// Every reachable function's verdict (not focus where no pass decided), with its shortest
+/// path from an entry, sorted by (name, file).
+fn verdicts(ctx: &Ctx, mut decided: Decisions) -> Vec<Verdict> {
+    let mut verdicts = Vec::with_capacity(ctx.reach.len());
+    for &id in ctx.reach.keys() {
+        let path: Vec<FnId> = CallGraph::path_in(&ctx.reach, id)
+            .map(|p| p.into_iter().map(|(f, _)| f).collect())
+            .unwrap_or_default();
+        let d = decided
+            .remove(&id)
+            .unwrap_or_else(|| Decision::dropped(Rule::NotFocus, not_focus_evidence(ctx, id)));
+        verdicts.push(Verdict {
+            id,
+            keep: d.keep,
+            rule: d.rule,
+            focus: d.focus,
+            object: d.object,
+            layer: ctx.layer(id),
+            evidence: d.evidence,
+            path,
+        });
+    }
+    verdicts.sort_by(|a, b| {
+        let (x, y) = (ctx.node(a.id), ctx.node(b.id));
+        (x.name.as_str(), x.file.as_str()).cmp(&(y.name.as_str(), y.file.as_str()))
+    });
+    verdicts
 }
 
 /// Functions reachable from the entries without expanding any vendor-layer function.
