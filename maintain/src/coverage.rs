@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::manifest::Manifest;
+use manifest::Manifest;
 use crate::verbs::{self, VerbStatus};
 
 /// One failure row.
