@@ -13,4 +13,3 @@ pub use manifest::input::{
 /// nested file-scope blocks). Real kernel code stays below 10; each level costs at most a few
 /// hundred bytes of stack, so 256 levels fit in the 2 MiB stack of a worker thread.
 pub const MAX_NESTING: usize = 256;
-

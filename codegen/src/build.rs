@@ -7,8 +7,8 @@ use analyzer::traceability::{AttachVerdict, Binaries};
 use heuristics::{nearest_attachable, Selection};
 
 use manifest::{
-    Attach, Derivation, Excluded, FocusKind, FocusOp, GapKind, KernelInfo, Layer, Manifest,
-    Object, Probe, ProbeArg, Relation, ReturnKind, Rule, Stats, Suggestion, SCHEMA_ID,
+    Attach, Derivation, Excluded, FocusKind, FocusOp, GapKind, KernelInfo, Layer, Manifest, Object,
+    Probe, ProbeArg, Relation, ReturnKind, Rule, Stats, Suggestion, SCHEMA_ID,
 };
 
 /// How deep below a probe to look for the probes it calls (through unprobed functions).

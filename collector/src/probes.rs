@@ -230,11 +230,7 @@ mod tests {
         }
         // ids without a program are absent
         let m = Manifest::from_yaml(M, "rxe").expect("manifest");
-        for p in m
-            .probes
-            .iter()
-            .filter(|p| !p.attach.has_program())
-        {
+        for p in m.probes.iter().filter(|p| !p.attach.has_program()) {
             assert!(t.get(p.id).is_none());
         }
         assert!(t.get(100_000).is_none());

@@ -169,4 +169,3 @@ pub fn set_of(m: &Manifest) -> Vec<SetProbe> {
         })
         .collect()
 }
-

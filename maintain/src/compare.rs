@@ -993,16 +993,16 @@ mod tests {
             module: module.into(),
             file: file.into(),
             line: 10,
-            layer: layer.into(),
-            object: object.into(),
-            rule: "focus".into(),
-            focus: Some("hardware".into()),
+            layer: manifest::Layer::parse(layer).expect("layer"),
+            object: manifest::Object::parse(object).expect("object"),
+            rule: manifest::Rule::parse("focus").expect("rule"),
+            focus: Some(manifest::FocusKind::parse("hardware").expect("focus")),
             evidence: String::new(),
-            returns: "int".into(),
+            returns: manifest::ReturnKind::parse("int").expect("returns"),
             ret_size: 4,
             null_ok: false,
             nargs: 2,
-            attach: "fexit".into(),
+            attach: manifest::Attach::parse("fexit").expect("attach"),
             attach_symbol: None,
             suggest: None,
             args: Vec::new(),
@@ -1082,7 +1082,7 @@ mod tests {
             vec![],
         );
         sig.nargs = 3;
-        sig.attach = "inlined".into();
+        sig.attach = manifest::Attach::Inlined;
         let new = manifest(
             "6.12",
             vec![
@@ -1115,7 +1115,7 @@ mod tests {
                 module: "ib_core".into(),
                 file: "drivers/infiniband/core/verbs.c".into(),
                 line: 1,
-                rule: "read-only".into(),
+                rule: manifest::Rule::parse("read-only").expect("rule"),
                 evidence: "name says query".into(),
                 path: vec![],
             }],
@@ -1140,7 +1140,7 @@ mod tests {
                 (
                     "dropped",
                     &Fate::Excluded {
-                        rule: "read-only".into(),
+                        rule: manifest::Rule::parse("read-only").expect("rule"),
                         evidence: "name says query".into()
                     }
                 ),

@@ -347,8 +347,7 @@ fn status_of(m: &Manifest, r: Route) -> VerbStatus {
 /// Probes below `handler`: the probes whose call path passes through it (or the handler's
 /// own probe), closed over the probes they call.
 fn probes_below(m: &Manifest, handler: &str) -> Vec<String> {
-    let by_id: BTreeMap<u32, &manifest::Probe> =
-        m.probes.iter().map(|p| (p.id, p)).collect();
+    let by_id: BTreeMap<u32, &manifest::Probe> = m.probes.iter().map(|p| (p.id, p)).collect();
     let mut seen: BTreeSet<u32> = BTreeSet::new();
     let mut stack: Vec<u32> = m
         .probes
@@ -383,16 +382,16 @@ mod tests {
             module: "ib_uverbs".into(),
             file: "drivers/infiniband/core/uverbs_cmd.c".into(),
             line: 1,
-            layer: "core".into(),
-            object: "QP".into(),
-            rule: "focus".into(),
-            focus: Some("handler".into()),
+            layer: manifest::Layer::parse("core").expect("layer"),
+            object: manifest::Object::parse("QP").expect("object"),
+            rule: manifest::Rule::parse("focus").expect("rule"),
+            focus: Some(manifest::FocusKind::parse("handler").expect("focus")),
             evidence: String::new(),
-            returns: "int".into(),
+            returns: manifest::ReturnKind::parse("int").expect("returns"),
             ret_size: 4,
             null_ok: false,
             nargs: 1,
-            attach: "fexit".into(),
+            attach: manifest::Attach::parse("fexit").expect("attach"),
             attach_symbol: None,
             suggest: None,
             args: Vec::new(),
@@ -407,7 +406,7 @@ mod tests {
             module: "ib_uverbs".into(),
             file: "drivers/infiniband/core/uverbs_std_types.c".into(),
             line: 1,
-            rule: rule.into(),
+            rule: manifest::Rule::parse(rule).expect("rule"),
             evidence: format!("{rule} evidence"),
             path: vec!["ib_uverbs_ioctl".into(), function.into()],
         }

@@ -43,9 +43,21 @@ const fn field(
 /// The record, in order. Offsets: seq 0, ts_ns 8, probe_id 16, err 20, pid 24, tid 28,
 /// cgroup_id 32, cpu 40, nargs 44, args 48, comm 80; 96 bytes, no padding.
 pub const RECORD_FIELDS: &[RecordField] = &[
-    field("seq", ("__u64", ""), "u64", 8, "per-CPU sequence number; gaps are drops"),
+    field(
+        "seq",
+        ("__u64", ""),
+        "u64",
+        8,
+        "per-CPU sequence number; gaps are drops",
+    ),
     field("ts_ns", ("__u64", ""), "u64", 8, "bpf_ktime_get_ns()"),
-    field("probe_id", ("__u32", ""), "u32", 4, "Probe.id in the manifest"),
+    field(
+        "probe_id",
+        ("__u32", ""),
+        "u32",
+        4,
+        "Probe.id in the manifest",
+    ),
     field(
         "err",
         ("__s32", ""),
@@ -55,7 +67,13 @@ pub const RECORD_FIELDS: &[RecordField] = &[
     ),
     field("pid", ("__u32", ""), "u32", 4, "thread group id"),
     field("tid", ("__u32", ""), "u32", 4, "thread id"),
-    field("cgroup_id", ("__u64", ""), "u64", 8, "bpf_get_current_cgroup_id()"),
+    field(
+        "cgroup_id",
+        ("__u64", ""),
+        "u64",
+        8,
+        "bpf_get_current_cgroup_id()",
+    ),
     field(
         "cpu",
         ("__u32", ""),
@@ -63,7 +81,13 @@ pub const RECORD_FIELDS: &[RecordField] = &[
         4,
         "CPU that ran the program (the seq domain)",
     ),
-    field("nargs", ("__u32", ""), "u32", 4, "arguments recorded in args[]"),
+    field(
+        "nargs",
+        ("__u32", ""),
+        "u32",
+        4,
+        "arguments recorded in args[]",
+    ),
     field(
         "args",
         ("__u64", "[4]"),
@@ -71,7 +95,13 @@ pub const RECORD_FIELDS: &[RecordField] = &[
         8 * RECORD_ARGS,
         "recorded arguments, by ascending position",
     ),
-    field("comm", ("char", "[16]"), "[u8; 16]", 16, "bpf_get_current_comm()"),
+    field(
+        "comm",
+        ("char", "[16]"),
+        "[u8; 16]",
+        16,
+        "bpf_get_current_comm()",
+    ),
 ];
 
 /// Size of the record in bytes.

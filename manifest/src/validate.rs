@@ -106,7 +106,10 @@ mod tests {
     #[test]
     fn a_probe_rule_on_an_excluded_function_is_refused() {
         let e = err("rule: cleanup", "rule: focus");
-        assert!(e.contains("rule `focus`: expected one of read-only,"), "{e}");
+        assert!(
+            e.contains("rule `focus`: expected one of read-only,"),
+            "{e}"
+        );
         assert!(e.starts_with("m.yaml: excluded "), "{e}");
     }
 }

@@ -222,7 +222,10 @@ mod tests {
         assert_eq!(e, "layer `7`: expected one of core, vendor");
         let y: Rule = serde_yaml::from_str("not-focus").expect("rule");
         assert_eq!(y, Rule::NotFocus);
-        assert_eq!(serde_yaml::to_string(&Object::Other).ok().as_deref(), Some("other\n"));
+        assert_eq!(
+            serde_yaml::to_string(&Object::Other).ok().as_deref(),
+            Some("other\n")
+        );
     }
 
     #[test]
