@@ -124,7 +124,7 @@ struct {
 /* failure records; 256 KiB unless the loader resizes it */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 262144);
+	__uint(max_entries, 256 * 1024);
 } events SEC(".maps");
 
 /* wake the consumer only once this many bytes are pending */

@@ -22,7 +22,6 @@
 use askama::Template;
 use manifest::record::{
     field_comments, record_size, ERRNO_ENTRIES, MAX_ERRNO, RECORD_ARGS, RECORD_FIELDS,
-    RINGBUF_BYTES,
 };
 use manifest::{Attach, Manifest, Probe, ReturnKind};
 
@@ -92,7 +91,6 @@ struct HeaderTemplate {
     errno_entries: usize,
     record_args: usize,
     max_func_args: usize,
-    ringbuf_bytes: usize,
 }
 
 fn invalid(msg: String) -> askama::Error {
@@ -284,7 +282,6 @@ pub fn render_header() -> Result<String, askama::Error> {
         errno_entries: ERRNO_ENTRIES,
         record_args: RECORD_ARGS,
         max_func_args: MAX_FUNC_ARGS,
-        ringbuf_bytes: RINGBUF_BYTES,
     }
     .render()
 }
@@ -292,6 +289,14 @@ pub fn render_header() -> Result<String, askama::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_ring_buffer_is_the_default_size() {
+        // The header writes the size as `256 * 1024`, the default the loader knows.
+        assert_eq!(manifest::record::RINGBUF_BYTES, 256 * 1024);
+        let h = render_header().expect("header");
+        assert!(h.contains("__uint(max_entries, 256 * 1024);"));
+    }
 
     #[test]
     fn casts() {

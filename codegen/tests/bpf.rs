@@ -321,8 +321,11 @@ fn programs_per_probe() {
     ));
     assert!(c.contains("return pg_exit(3, 0, 0, ctx, 0);"));
     assert!(c.contains("#define PG_NPROBES 6"));
-    assert!(c.contains("__uint(max_entries, 256 * 1024);"));
-    assert!(c.contains("const volatile __u64 wakeup_threshold = 64 * 1024;"));
+    assert!(c.contains("#include \"probegen.bpf.h\""));
+    // The maps live in the shared header.
+    let h = render_header().unwrap();
+    assert!(h.contains("__uint(max_entries, 256 * 1024);"));
+    assert!(h.contains("const volatile __u64 wakeup_threshold = 64 * 1024;"));
 }
 
 #[test]

@@ -156,7 +156,7 @@ pub struct PgRecord {
     /// +44: arguments recorded in args[]
     pub nargs: u32,
     /// +48: recorded arguments, by ascending position
-    pub args: [u64; RECORD_ARGS],
+    pub args: [u64; 4],
     /// +80: bpf_get_current_comm()
     pub comm: [u8; 16],
 }
