@@ -24,7 +24,8 @@ log "building probegen (release)"
 cargo build --release --bin probegen >&2
 rm -rf "$STAGE"
 mkdir -p "$STAGE"
-clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu \
+# -I generated: the shared probegen.bpf.h every checked-in set includes
+clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu -Igenerated \
 	-c "$SET/probes.bpf.c" -o "$STAGE/probes.bpf.o"
 cp "$SET/manifest.yaml" "$STAGE/manifest.yaml"
 # debug info is not needed in the guest: keep the initramfs small

@@ -73,7 +73,7 @@ log "3. regenerate ${VENDORS[*]} for linux-${SERIES} in ${GEN_ROOT}"
 declare -A GEN
 for v in "${VENDORS[@]}"; do
   dest=${GEN_ROOT}/linux-${SERIES}/${v}
-  if line=$("${PG}" generate --kernel-src "${NEW_SRC}" --vendor "${v}" --out "${dest}" 2>"${OUT}/generate-${v}.err"); then
+  if line=$("${PG}" generate --kernel-src "${NEW_SRC}" --vendor "${v}" --out "${dest}" --header-dir "${GEN_ROOT}" 2>"${OUT}/generate-${v}.err"); then
     GEN[$v]=${line%%; wrote*}
   else
     GEN[$v]="FAILED: $(tr '\n' ' ' <"${OUT}/generate-${v}.err")"
@@ -86,7 +86,7 @@ declare -A CC
 for v in "${VENDORS[@]}"; do
   src=${GEN_ROOT}/linux-${SERIES}/${v}/probes.bpf.c
   [[ -f ${src} ]] || { CC[$v]="no probes.bpf.c"; continue; }
-  if clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu \
+  if clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu -I"${GEN_ROOT}" \
       -c "${src}" -o "${OUT}/${v}.bpf.o" 2>"${OUT}/clang-${v}.err"; then
     CC[$v]="compiled ($(stat -c %s "${OUT}/${v}.bpf.o") bytes)"
   else

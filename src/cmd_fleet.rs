@@ -98,7 +98,7 @@ pub struct SchemaArgs {
 
 pub fn schema(a: &SchemaArgs) -> Result<ExitCode, String> {
     if !a.clickhouse {
-        print!("{}", codegen::json_schema());
+        print!("{}", manifest::json_schema());
         return Ok(ExitCode::SUCCESS);
     }
     print!(

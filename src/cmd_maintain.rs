@@ -1,7 +1,6 @@
 //! The maintenance workflows: `check` (kernel upgrade), `port` (another vendor), `diff`
 //! (coverage diff for a review) and `coverage` (against a failure log). Glue only: read,
-//! call the pure comparisons in `codegen::compare`, `codegen::coverage`, `heuristics::port`,
-//! print.
+//! call the pure work in the `maintain` crate, print.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -11,8 +10,8 @@ use analyzer::graph::DEFAULT_ENTRIES;
 use analyzer::source::{LoadOptions, SourceTree};
 use analyzer::{CallGraph, VendorScope};
 use clap::ValueEnum;
-use codegen::Manifest;
-use heuristics::port::{SetProbe, Side};
+use maintain::port::Side;
+use manifest::Manifest;
 
 use crate::commands::{self, CmdResult};
 use crate::SourceArgs;
@@ -46,10 +45,10 @@ fn one_line(s: &str) -> String {
 /// Read and parse a manifest; errors name the file (and line:column for YAML errors).
 pub fn read_manifest(path: &Path) -> Result<Manifest, String> {
     let origin = path.display().to_string();
-    let text = analyzer::limits::read_text(
+    let text = manifest::input::read_text(
         path,
-        analyzer::limits::MAX_MANIFEST_BYTES,
-        "a probegen manifest.yaml",
+        manifest::input::MAX_MANIFEST_BYTES,
+        manifest::MANIFEST_WHAT,
     )?;
     Manifest::from_yaml(&text, &origin).map_err(|e| {
         let e = one_line(&e);
@@ -97,14 +96,18 @@ pub fn check(src: &SourceArgs, against: &Path, format: ReportFormat) -> CmdResul
     let new = commands::manifest_of(&src, &s);
     let g = &s.loaded.graph;
     let defined = |f: &str| !g.find(f).is_empty();
-    let mut d = codegen::compare::drift(&old, &new, Some(&defined));
-    codegen::compare::apply_successors(&mut d, &|r| successor(g, &old, &new, &s.rules, r));
-    let rd = rules_drift(&src, &s, &old, &new);
+    let mut d = maintain::compare::drift(&old, &new, Some(&defined));
+    maintain::compare::apply_successors(&mut d, &|r| {
+        maintain::check::successor(g, &old, &new, &s.rules, r)
+    });
+    let rd = maintain::check::rules_drift(g, &s.rules, &old, &new, &|d| {
+        src.kernel_src.join(d).is_dir()
+    });
     let drifted = !d.is_empty() || rd.breaking() > 0;
     match format {
         ReportFormat::Markdown => {
-            let mut text = codegen::compare::check_markdown(&d, &against.display().to_string());
-            text.push_str(&codegen::compare::rules_drift_markdown(&rd));
+            let mut text = maintain::compare::check_markdown(&d, &against.display().to_string());
+            text.push_str(&maintain::compare::rules_drift_markdown(&rd));
             text.push_str(&crate::degraded::markdown(&new.degraded));
             emit(&text)?
         }
@@ -130,164 +133,6 @@ pub fn check(src: &SourceArgs, against: &Path, format: ReportFormat) -> CmdResul
     } else {
         ExitCode::from(1)
     })
-}
-
-/// The rules drift of `check`: what the rules and the checked-in set name that the new tree
-/// lacks, with the nearest names it has.
-fn rules_drift(
-    src: &SourceArgs,
-    s: &commands::Selected,
-    old: &Manifest,
-    new: &Manifest,
-) -> codegen::compare::RulesDrift {
-    let g = &s.loaded.graph;
-    let rules = &s.rules;
-    let ops_members: Vec<String> = g
-        .ops_struct()
-        .map(|(_, ms)| ms.iter().map(|m| m.name.clone()).collect())
-        .unwrap_or_default();
-    // A function is known when the tree defines it or calls it (mlx5_cmd_exec lives in
-    // mlx5_core, outside the analysed directories).
-    let mut pool: BTreeSet<String> = BTreeSet::new();
-    for n in g.nodes() {
-        pool.insert(n.name.clone());
-        pool.extend(n.external_calls.iter().cloned());
-    }
-    let mut functions = Vec::new();
-    if let Some(v) = rules.vendor(&new.vendor) {
-        for f in &v.hardware_commands {
-            functions.push(("hardware-command".to_string(), f.clone()));
-        }
-        for f in &v.hardware_functions {
-            functions.push(("hardware-function".to_string(), f.clone()));
-        }
-    }
-    for o in rules
-        .overrides
-        .include
-        .iter()
-        .chain(&rules.overrides.exclude)
-    {
-        functions.push(("override".to_string(), o.function.clone()));
-    }
-    let names = codegen::compare::RulesNames {
-        functions,
-        focus_overrides: rules
-            .focus_ops
-            .include
-            .iter()
-            .chain(&rules.focus_ops.exclude)
-            .map(|o| o.member.clone())
-            .collect(),
-        vendor_dirs: rules
-            .vendor(&new.vendor)
-            .map(|v| v.dirs.clone())
-            .unwrap_or_default(),
-    };
-    let pool: Vec<String> = pool.into_iter().collect();
-    codegen::compare::rules_drift(
-        old,
-        new,
-        &ops_members,
-        &names,
-        &|f| pool.binary_search_by(|p| p.as_str().cmp(f)).is_ok(),
-        &pool,
-        &|d| src.kernel_src.join(d).is_dir(),
-    )
-}
-
-/// The successor of a probe gone from the source: a new probe in the same file that its
-/// former callers (the probes that called it in the checked-in set) now reach, doing the same
-/// job: the innermost such probe that changes state (pins user pages, allocates) or commands
-/// the hardware; else the innermost one. `ib_umem_get` -> `__ib_umem_get_va` on 7.x.
-fn successor(
-    g: &CallGraph,
-    old: &Manifest,
-    new: &Manifest,
-    rules: &heuristics::Rules,
-    r: &codegen::compare::ProbeSummary,
-) -> Option<(String, String)> {
-    let gone = old
-        .probes
-        .iter()
-        .find(|p| p.function == r.function && p.module == r.module)?;
-    let callers: Vec<&str> = old
-        .probes
-        .iter()
-        .filter(|p| p.calls.contains(&gone.id))
-        .map(|p| p.function.as_str())
-        .collect();
-    let in_new: BTreeSet<&str> = new.probes.iter().map(|p| p.function.as_str()).collect();
-    // Breadth-first from the former callers: (depth, function) of candidates.
-    let mut depth_of: std::collections::BTreeMap<analyzer::FnId, usize> = Default::default();
-    let mut queue: std::collections::VecDeque<(analyzer::FnId, usize)> = callers
-        .iter()
-        .flat_map(|c| g.find(c).iter().map(|&id| (id, 0)))
-        .collect();
-    while let Some((f, d)) = queue.pop_front() {
-        if d > 12 || depth_of.contains_key(&f) {
-            continue;
-        }
-        depth_of.insert(f, d);
-        for (c, _) in g.callees(f) {
-            queue.push_back((c, d + 1));
-        }
-    }
-    let hw: Vec<&String> = rules
-        .vendor(&new.vendor)
-        .map(|v| v.hardware_commands.iter().collect())
-        .unwrap_or_default();
-    let job = |id: analyzer::FnId| -> Option<String> {
-        let n = g.node(id);
-        n.external_calls
-            .iter()
-            .find(|c| rules.is_state_changing_call(c) || hw.contains(c))
-            .map(|c| format!("calls `{c}`"))
-    };
-    let mut candidates: Vec<(bool, usize, analyzer::FnId)> = depth_of
-        .iter()
-        .filter(|(&id, _)| {
-            let n = g.node(id);
-            n.file == r.file && in_new.contains(n.name.as_str()) && n.name != r.function
-        })
-        .map(|(&id, &d)| (job(id).is_some(), d, id))
-        .collect();
-    // Doing the job first, then deepest, then by name.
-    candidates.sort_by(|a, b| {
-        b.0.cmp(&a.0)
-            .then(b.1.cmp(&a.1))
-            .then_with(|| g.node(a.2).name.cmp(&g.node(b.2).name))
-    });
-    let &(_, d, id) = candidates.first()?;
-    let why = format!(
-        "successor: former caller{} {} reach{} it in {} ({} call{} down){}",
-        if callers.len() == 1 { "" } else { "s" },
-        callers
-            .iter()
-            .map(|c| format!("`{c}`"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        if callers.len() == 1 { "es" } else { "" },
-        r.file,
-        d,
-        if d == 1 { "" } else { "s" },
-        job(id).map(|j| format!("; {j}")).unwrap_or_default()
-    );
-    Some((g.node(id).name.clone(), why))
-}
-
-fn set_of(m: &Manifest) -> Vec<SetProbe> {
-    m.probes
-        .iter()
-        .map(|p| SetProbe {
-            function: p.function.clone(),
-            module: p.module.clone(),
-            file: p.file.clone(),
-            layer: p.layer.clone(),
-            object: p.object.clone(),
-            focus: p.focus.clone(),
-        })
-        .collect()
 }
 
 /// Options of `probegen port`.
@@ -329,7 +174,7 @@ pub fn port(a: &PortArgs) -> CmdResult {
     let binaries =
         analyzer::traceability::Binaries::load(a.kernel_src).map_err(|e| e.to_string())?;
     let entries: Vec<String> = DEFAULT_ENTRIES.iter().map(|s| s.to_string()).collect();
-    let kernel = codegen::manifest::KernelInfo {
+    let kernel = manifest::KernelInfo {
         version: tree.version.clone().unwrap_or_else(|| "unknown".into()),
         config: a
             .kconfig
@@ -359,8 +204,8 @@ pub fn port(a: &PortArgs) -> CmdResult {
         .into_iter()
         .collect();
     let g = CallGraph::build(&tree, &VendorScope::only(&dirs));
-    let (fs, ts) = (set_of(&fm), set_of(&tm));
-    let p = heuristics::port::port(
+    let (fs, ts) = (maintain::check::set_of(&fm), maintain::check::set_of(&tm));
+    let p = maintain::port::port(
         &g,
         Side {
             name: a.from,
@@ -374,7 +219,7 @@ pub fn port(a: &PortArgs) -> CmdResult {
         },
     );
     match a.format {
-        ReportFormat::Markdown => emit(&p.to_markdown())?,
+        ReportFormat::Markdown => emit(&p.to_markdown().map_err(|e| e.to_string())?)?,
         ReportFormat::Json => print_json(serde_json::to_value(&p))?,
     }
     Ok(ExitCode::SUCCESS)
@@ -383,9 +228,9 @@ pub fn port(a: &PortArgs) -> CmdResult {
 /// `probegen diff OLD NEW`.
 pub fn diff(old: &Path, new: &Path, format: ReportFormat) -> CmdResult {
     let (o, n) = (read_manifest(old)?, read_manifest(new)?);
-    let d = codegen::compare::coverage_diff(&o, &n);
+    let d = maintain::compare::coverage_diff(&o, &n);
     match format {
-        ReportFormat::Markdown => emit(&codegen::compare::diff_markdown(&d))?,
+        ReportFormat::Markdown => emit(&maintain::compare::diff_markdown(&d))?,
         ReportFormat::Json => print_json(serde_json::to_value(&d))?,
     }
     Ok(ExitCode::SUCCESS)
@@ -400,12 +245,12 @@ pub fn coverage(
 ) -> CmdResult {
     let m = read_manifest(manifest)?;
     let origin = failures.display().to_string();
-    let text = analyzer::limits::read_text(
+    let text = manifest::input::read_text(
         failures,
-        analyzer::limits::MAX_CSV_BYTES,
+        manifest::input::MAX_CSV_BYTES,
         "a failure log (CSV verb,errno,weight)",
     )?;
-    let (rows, bad) = codegen::coverage::parse_failures(&text);
+    let (rows, bad) = maintain::coverage::parse_failures(&text);
     if !bad.is_empty() {
         // The first rows name the problem; millions of lines would bury it.
         const SHOWN: usize = 20;
@@ -438,10 +283,10 @@ pub fn coverage(
             "{origin}: no failure rows: expected lines `verb,errno,weight`"
         ));
     }
-    codegen::coverage::total_weight(&rows, &origin)?;
-    let c = codegen::coverage::coverage(&m, &manifest.display().to_string(), &rows, bad);
+    maintain::coverage::total_weight(&rows, &origin)?;
+    let c = maintain::coverage::coverage(&m, &manifest.display().to_string(), &rows, bad);
     match format {
-        ReportFormat::Markdown => emit(&codegen::coverage::coverage_markdown(&c))?,
+        ReportFormat::Markdown => emit(&maintain::coverage::coverage_markdown(&c))?,
         ReportFormat::Json => print_json(serde_json::to_value(&c))?,
     }
     Ok(ExitCode::SUCCESS)

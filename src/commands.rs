@@ -377,13 +377,13 @@ fn select_loaded(
     })
 }
 
-pub fn manifest_of(src: &SourceArgs, s: &Selected) -> codegen::Manifest {
+pub fn manifest_of(src: &SourceArgs, s: &Selected) -> manifest::Manifest {
     let mut m = manifest_without_gaps(src, s);
-    m.degraded = s.degraded.iter().map(Into::into).collect();
+    m.degraded = s.degraded.iter().map(codegen::build::degraded).collect();
     m
 }
 
-fn manifest_without_gaps(src: &SourceArgs, s: &Selected) -> codegen::Manifest {
+fn manifest_without_gaps(src: &SourceArgs, s: &Selected) -> manifest::Manifest {
     let config = match &src.kconfig {
         Some(p) => p.display().to_string(),
         None => ".config".to_string(),
@@ -392,7 +392,7 @@ fn manifest_without_gaps(src: &SourceArgs, s: &Selected) -> codegen::Manifest {
         &s.loaded.graph,
         &s.selection,
         s.binaries.as_deref(),
-        codegen::manifest::KernelInfo {
+        manifest::KernelInfo {
             version: s
                 .loaded
                 .tree
@@ -430,14 +430,27 @@ fn vendor_list(src: &SourceArgs, rules: &heuristics::Rules) -> Result<Option<Vec
     Ok(Some(names))
 }
 
-pub fn generate(src: &SourceArgs, out: &std::path::Path, entries: &[String]) -> CmdResult {
+/// `header_dir`: where the shared `probegen.bpf.h` goes, once; `None` puts it into each set.
+pub fn generate(
+    src: &SourceArgs,
+    out: &std::path::Path,
+    entries: &[String],
+    header_dir: Option<&std::path::Path>,
+) -> CmdResult {
     let rules = rules_of(src)?;
     if let Some(vendors) = vendor_list(src, &rules)? {
-        return generate_many(src, rules, &vendors, out, entries);
+        generate_many(src, rules, &vendors, out, entries, header_dir)?;
+    } else {
+        let s = select_with_rules(src, rules, entries)?;
+        let line = write_set(src, &s, out, header_dir.is_none())?;
+        println!("{line}");
     }
-    let s = select_with_rules(src, rules, entries)?;
-    let line = write_set(src, &s, out)?;
-    println!("{line}");
+    if let Some(dir) = header_dir {
+        let header = codegen::bpf::render_header().map_err(|e| e.to_string())?;
+        let path = dir.join(codegen::bpf::HEADER_NAME);
+        codegen::output::write_atomic(&path, header.as_bytes())
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -450,7 +463,8 @@ fn generate_many(
     vendors: &[String],
     out: &std::path::Path,
     entries: &[String],
-) -> CmdResult {
+    header_dir: Option<&std::path::Path>,
+) -> Result<(), String> {
     let all = src.vendor.as_deref() == Some("all");
     let dirs: Vec<String> = vendors
         .iter()
@@ -498,7 +512,7 @@ fn generate_many(
             graph: CallGraph::build(&tree, &VendorScope::only(&vd)),
         };
         let s = select_loaded(&src_v, rules.clone(), loaded, binaries.clone(), v, entries)?;
-        let line = write_set(&src_v, &s, &out.join(v))?;
+        let line = write_set(&src_v, &s, &out.join(v), header_dir.is_none())?;
         println!("{line}");
         written += 1;
     }
@@ -508,12 +522,17 @@ fn generate_many(
             src.vendor.as_deref().unwrap_or("")
         ));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
-/// Validate one selection against the binaries, render its set and write it to `out`;
-/// returns the summary line.
-fn write_set(src: &SourceArgs, s: &Selected, out: &std::path::Path) -> Result<String, String> {
+/// Validate one selection against the binaries, render its set (with the shared header when
+/// `with_header`) and write it to `out`; returns the summary line.
+fn write_set(
+    src: &SourceArgs,
+    s: &Selected,
+    out: &std::path::Path,
+    with_header: bool,
+) -> Result<String, String> {
     crate::degraded::enforce(src, &s.degraded, true)?;
     if s.binaries.is_none() {
         eprintln!(
@@ -547,7 +566,11 @@ fn write_set(src: &SourceArgs, s: &Selected, out: &std::path::Path) -> Result<St
         attachable: &attachable,
         refresh: refresh_command(src),
     };
-    let files = codegen::render_all(&manifest, &cx).map_err(|e| e.to_string())?;
+    let mut files = codegen::render_all(&manifest, &cx).map_err(|e| e.to_string())?;
+    if with_header {
+        let header = codegen::bpf::render_header().map_err(|e| e.to_string())?;
+        files.push((codegen::bpf::HEADER_NAME.to_string(), header));
+    }
     codegen::output::write_set_atomic(out, &files)?;
     let st = &manifest.stats;
     Ok(format!(

@@ -61,7 +61,7 @@ pub fn missing_entry(tree: &SourceTree, name: &str, named_by_user: bool) -> Stri
 }
 
 /// The `## Degraded input` section of a markdown report (empty when nothing was lost).
-pub fn markdown(degraded: &[codegen::manifest::Degraded]) -> String {
+pub fn markdown(degraded: &[manifest::Degraded]) -> String {
     if degraded.is_empty() {
         return String::new();
     }

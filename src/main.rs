@@ -86,6 +86,10 @@ enum Command {
         /// Entry functions (default: ib_uverbs_ioctl and ib_uverbs_write)
         #[arg(long = "entry", value_name = "NAME")]
         entries: Vec<String>,
+        /// Write the shared probegen.bpf.h once into DIR instead of beside each set's
+        /// probes.bpf.c (compile the sets with -I DIR)
+        #[arg(long, value_name = "DIR")]
+        header_dir: Option<PathBuf>,
     },
     /// Verdict, rule, evidence and call path of one function
     Explain {
@@ -179,7 +183,12 @@ fn main() -> ExitCode {
             warnings,
         } => commands::graph(&src, &entries, format, warnings),
         Command::Path { src, from, to } => commands::path(&src, &from, &to),
-        Command::Generate { src, out, entries } => commands::generate(&src, &out, &entries),
+        Command::Generate {
+            src,
+            out,
+            entries,
+            header_dir,
+        } => commands::generate(&src, &out, &entries, header_dir.as_deref()),
         Command::Explain { src, function } => commands::explain(&src, &function),
         Command::Check {
             src,

@@ -14,13 +14,13 @@ fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-fn manifest(out: &Path) -> codegen::Manifest {
+fn manifest(out: &Path) -> manifest::Manifest {
     let path = out.join("manifest.yaml");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    codegen::Manifest::from_yaml(&text, &s(&path)).unwrap_or_else(|e| panic!("{e}"))
+    manifest::Manifest::from_yaml(&text, &s(&path)).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn generate(src: &Path, btf: Option<&Path>, out: &Path) -> codegen::Manifest {
+fn generate(src: &Path, btf: Option<&Path>, out: &Path) -> manifest::Manifest {
     let (src, out_s) = (s(src), s(out));
     let mut args = vec![
         "generate",
@@ -94,9 +94,9 @@ fn raw_btf_as_in_sys_kernel_btf_keeps_every_fexit_verdict() {
     );
     let mut fexit = 0;
     for (a, b) in elf.probes.iter().zip(&raw.probes) {
-        if a.attach == "fexit" {
+        if a.attach.as_str() == "fexit" {
             fexit += 1;
-            assert_eq!(b.attach, "fexit", "{}", a.function);
+            assert_eq!(b.attach.as_str(), "fexit", "{}", a.function);
             assert_eq!(b.nargs, a.nargs, "{}", a.function);
         }
     }

@@ -116,20 +116,20 @@ fn overrides_show_as_rule_override_with_the_reason() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(out.join("manifest.yaml")).expect("read");
-    let m = codegen::Manifest::from_yaml(&text, "manifest.yaml").expect("parse");
+    let m = manifest::Manifest::from_yaml(&text, "manifest.yaml").expect("parse");
     let send = m
         .probes
         .iter()
         .find(|p| p.function == "ib_send_one")
         .expect("included");
-    assert_eq!(send.rule, "override");
+    assert_eq!(send.rule.as_str(), "override");
     assert!(send.evidence.contains("post path matters to us"));
     let qp = m
         .excluded
         .iter()
         .find(|e| e.function == "ib_create_qp_user")
         .expect("excluded");
-    assert_eq!(qp.rule, "override");
+    assert_eq!(qp.rule.as_str(), "override");
     assert!(qp.evidence.contains("too hot"));
 }
 

@@ -31,7 +31,7 @@ fn check(ver: &str) {
         .map(PathBuf::from)
         .unwrap_or_else(|_| repo().join(format!("target/e2e-collect/{ver}/extra/manifest.yaml")));
     let manifest_text = read(&manifest_path);
-    let m = codegen::Manifest::from_yaml(&manifest_text, "manifest").expect("manifest");
+    let m = manifest::Manifest::from_yaml(&manifest_text, "manifest").expect("manifest");
     let attachable: BTreeMap<u32, (String, String)> = m
         .attachable()
         .map(|p| (p.id, (p.function.clone(), p.module.clone())))
@@ -94,7 +94,7 @@ fn check(ver: &str) {
     }
     for p in m.probes.iter().filter(|p| !attachable.contains_key(&p.id)) {
         assert!(
-            !p.attach.is_empty(),
+            !p.attach.as_str().is_empty(),
             "probe {} without attach verdict",
             p.id
         );

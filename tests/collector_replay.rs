@@ -247,6 +247,8 @@ fn object_differing_from_manifest_is_refused() {
     let st = Command::new("clang")
         .args(["-target", "bpf", "-O2", "-g", "-D__TARGET_ARCH_x86"])
         .arg("-I/usr/include/x86_64-linux-gnu")
+        .arg("-I")
+        .arg(repo().join("generated"))
         .arg("-c")
         .arg(&src)
         .arg("-o")

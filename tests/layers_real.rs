@@ -12,7 +12,7 @@ use std::path::Path;
 
 use analyzer::graph::DEFAULT_ENTRIES;
 use analyzer::{CallGraph, EdgeKind, FnId, VendorScope};
-use codegen::Manifest;
+use manifest::Manifest;
 
 const KERNELS: &[&str] = &["6.1", "6.12", "7.2"];
 const VENDORS: &[&str] = &["mlx5", "bnxt_re", "irdma", "rxe"];
@@ -90,11 +90,17 @@ fn kept_or_caller(t: &Tree<'_>, m: &Manifest, function: &str) -> Result<String, 
         }
         return Err(format!("{function} is not a probe"));
     };
-    if p.attach == "fexit" || p.attach == "clone-only" || p.attach == "not-built" {
+    if p.attach.as_str() == "fexit"
+        || p.attach.as_str() == "clone-only"
+        || p.attach.as_str() == "not-built"
+    {
         return Ok(format!("{function} ({})", p.attach));
     }
     match &p.suggest {
-        Some(s) if s.relation == "caller" && m.probes.iter().any(|q| q.function == s.function) => {
+        Some(s)
+            if s.relation.as_str() == "caller"
+                && m.probes.iter().any(|q| q.function == s.function) =>
+        {
             Ok(format!(
                 "{function} ({}) via caller {}",
                 p.attach, s.function
@@ -185,7 +191,7 @@ fn layers(t: &Tree<'_>, m: &Manifest, vendor: &str) -> Vec<(&'static str, String
     let focus_members: BTreeSet<&str> = m
         .focus_ops
         .iter()
-        .filter(|f| f.derivation != "excluded")
+        .filter(|f| f.derivation.as_str() != "excluded")
         .map(|f| f.member.as_str())
         .collect();
     let resize: Vec<&str> = focus_members
@@ -302,7 +308,7 @@ fn seven_two_keeps_the_pinning_function_and_the_renamed_resize() {
             .iter()
             .find(|p| p.function == "__ib_umem_get_va")
             .unwrap_or_else(|| panic!("7.2 {vendor}: __ib_umem_get_va is not a probe"));
-        assert_eq!(p.attach, "fexit", "7.2 {vendor}");
+        assert_eq!(p.attach.as_str(), "fexit", "7.2 {vendor}");
         assert!(p.evidence.contains("pin_user_pages"), "{}", p.evidence);
         assert!(m.focus_ops.iter().any(|f| f.member == "resize_user_cq"));
         assert!(!m.focus_ops.iter().any(|f| f.member == "resize_cq"));

@@ -9,7 +9,7 @@ use common::{append, probegen, stderr, stdout, write};
 
 use std::path::{Path, PathBuf};
 
-use codegen::Manifest;
+use manifest::Manifest;
 
 fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
@@ -173,7 +173,7 @@ fn check_exits_0_on_its_own_set_and_1_on_each_kind_of_drift() {
             "mlx5_fw_create_cq" => p.function = "mlx5_create_cq_cmd".into(),
             "mlx5_ib_create_qp" => {
                 p.nargs = 2;
-                p.attach = "inlined".into();
+                p.attach = manifest::Attach::Inlined;
             }
             "ib_create_qp_user" => p.file = "drivers/infiniband/core/core_verbs.c".into(),
             _ => {}

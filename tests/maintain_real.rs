@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use analyzer::{CallGraph, VendorScope};
-use codegen::verbs::{self, Transport};
-use codegen::Manifest;
+use maintain::verbs::{self, Transport};
+use manifest::Manifest;
 use serde_json::{json, Value};
 
 fn s(p: &Path) -> String {
@@ -135,7 +135,7 @@ fn check_6_1_mlx5_set_against_the_6_12_source_reports_the_drift() {
     // 6.12: same additions, same removals, same changes.
     let now = read(&fresh("6.12", "mlx5"));
     let old = read(&checked_in("6.1", "mlx5"));
-    let pure = codegen::compare::drift(&old, &now, None);
+    let pure = maintain::compare::drift(&old, &now, None);
     assert_eq!(
         added,
         pure.added

@@ -126,11 +126,11 @@ fn a_vendor_added_by_a_rules_file_works_with_every_command() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let manifest = out.join("manifest.yaml");
     let text = std::fs::read_to_string(&manifest).expect("manifest");
-    let m = codegen::Manifest::from_yaml(&text, &s(&manifest)).expect("parse");
+    let m = manifest::Manifest::from_yaml(&text, &s(&manifest)).expect("parse");
     assert_eq!(m.vendor, "acme");
     let probe = |f: &str| m.probes.iter().find(|p| p.function == f);
     let fw = probe("acme_fw_create_qp").expect("acme_fw_create_qp probe");
-    assert_eq!(fw.focus.as_deref(), Some("hardware"));
+    assert_eq!(fw.focus.map(|f| f.as_str()), Some("hardware"));
     assert!(fw.evidence.contains("acme_mbox_exec"), "{}", fw.evidence);
     let qp = probe("acme_create_qp").expect("acme_create_qp probe");
     assert_eq!(

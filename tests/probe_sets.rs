@@ -6,26 +6,12 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use codegen::Manifest;
+use manifest::Manifest;
 
-/// The checked-in sets (kept in step with scripts/regenerate.sh).
-const SETS: &[(&str, &str)] = &[
-    ("7.2", "mlx5"),
-    ("7.2", "bnxt_re"),
-    ("7.2", "irdma"),
-    ("7.2", "rxe"),
-    ("6.12", "mlx5"),
-    ("6.12", "bnxt_re"),
-    ("6.12", "irdma"),
-    ("6.12", "rxe"),
-    ("6.1", "mlx5"),
-    ("6.1", "bnxt_re"),
-    ("6.1", "irdma"),
-    ("6.1", "rxe"),
-];
+use common::CHECKED_IN_SETS as SETS;
 
 fn out_root() -> PathBuf {
-    std::env::temp_dir().join(format!("probegen-sets-{}", std::process::id()))
+    common::generated_root()
 }
 
 /// Generate a set once per test process; returns its directory.
@@ -39,7 +25,7 @@ fn manifest(ver: &str, vendor: &str) -> Manifest {
     Manifest::from_yaml(&text, &path.display().to_string()).expect("parse manifest")
 }
 
-fn probe<'a>(m: &'a Manifest, function: &str) -> Option<&'a codegen::manifest::Probe> {
+fn probe<'a>(m: &'a Manifest, function: &str) -> Option<&'a manifest::Probe> {
     m.probes.iter().find(|p| p.function == function)
 }
 
@@ -47,7 +33,7 @@ fn excluded_rule(m: &Manifest, function: &str) -> Option<String> {
     m.excluded
         .iter()
         .find(|e| e.function == function)
-        .map(|e| e.rule.clone())
+        .map(|e| e.rule.to_string())
 }
 
 fn assert_kept(m: &Manifest, functions: &[&str]) {
@@ -84,14 +70,14 @@ fn modify_qp_path_mlx5_keeps_the_failing_helpers() {
             ],
         );
         let dmac = probe(&m, "ib_resolve_eth_dmac").expect("kept");
-        assert_eq!(dmac.attach, "clone-only", "{ver}");
+        assert_eq!(dmac.attach.as_str(), "clone-only", "{ver}");
         assert!(dmac
             .attach_symbol
             .as_deref()
             .is_some_and(|s| s.starts_with("ib_resolve_eth_dmac.")));
         let fw = probe(&m, "mlx5_core_qp_modify").expect("the firmware command issuer is kept");
         assert_eq!(
-            (fw.layer.as_str(), fw.focus.as_deref()),
+            (fw.layer.as_str(), fw.focus.map(|f| f.as_str())),
             ("vendor", Some("hardware"))
         );
         // Lookups, puts and validators around the path are dropped with their rule.
@@ -141,7 +127,7 @@ fn registration_cascade_is_kept_at_every_layer() {
             (umem.module.as_str(), umem.attach.as_str()),
             ("ib_uverbs", "fexit")
         );
-        assert_eq!(umem.object, "MR");
+        assert_eq!(umem.object.as_str(), "MR");
     }
 }
 
@@ -256,7 +242,11 @@ fn attachable_probes_match_the_real_binaries() {
     // BTF of the Debian modules agrees with the source on argument count and return kind.
     for (ver, vendor) in SETS {
         let m = manifest(ver, vendor);
-        let fexit: Vec<_> = m.probes.iter().filter(|p| p.attach == "fexit").collect();
+        let fexit: Vec<_> = m
+            .probes
+            .iter()
+            .filter(|p| p.attach.as_str() == "fexit")
+            .collect();
         assert!(!fexit.is_empty());
         for p in fexit {
             assert!(["int", "ptr", "bool", "void"].contains(&p.returns.as_str()));
@@ -303,42 +293,32 @@ fn files_in(dir: &Path) -> Vec<String> {
     v
 }
 
-/// rust-analyzer style: the checked-in generated files must equal a fresh run, or the test
-/// fails with the diff and the command that refreshes them.
+/// rust-analyzer style: the checked-in generated files (every set and the shared BPF header)
+/// must equal a fresh run, or the test fails with the diff and the command that refreshes them.
 #[test]
 fn generated_files_are_fresh() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut stale = Vec::new();
+    let mut files = Vec::new();
     for (ver, vendor) in SETS {
         let fresh = generated(ver, vendor);
-        let checked_in = repo
-            .join("generated")
-            .join(format!("linux-{ver}"))
-            .join(vendor);
+        let checked_in = common::checked_in_set(ver, vendor);
         let mut names = files_in(&fresh);
         names.extend(files_in(&checked_in));
         names.sort();
         names.dedup();
         for name in names {
-            let (a, b) = (checked_in.join(&name), fresh.join(&name));
-            if std::fs::read(&a).ok() != std::fs::read(&b).ok() {
-                let diff = Command::new("diff")
-                    .arg("-u")
-                    .arg(&a)
-                    .arg(&b)
-                    .output()
-                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                    .unwrap_or_default();
-                let diff: String = diff.lines().take(60).collect::<Vec<_>>().join("\n");
-                stale.push(format!("{}\n{diff}", a.display()));
-            }
+            files.push((
+                checked_in.join(&name),
+                std::fs::read(fresh.join(&name)).ok(),
+            ));
         }
     }
-    assert!(
-        stale.is_empty(),
-        "generated/ is stale; refresh it with `scripts/regenerate.sh` and commit:\n{}",
-        stale.join("\n\n")
-    );
+    let header = codegen::bpf::HEADER_NAME;
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    files.push((
+        repo.join("generated").join(header),
+        std::fs::read(out_root().join(header)).ok(),
+    ));
+    common::assert_fresh(&files);
 }
 
 fn tool(name: &str) -> PathBuf {
@@ -373,6 +353,8 @@ fn generated_bpf_compiles_with_one_program_per_probe() {
                 "-I/usr/include/x86_64-linux-gnu",
                 "-c",
             ])
+            .arg("-I")
+            .arg(out_root())
             .arg(dir.join("probes.bpf.c"))
             .arg("-o")
             .arg(&obj)
@@ -401,8 +383,16 @@ fn generated_bpf_compiles_with_one_program_per_probe() {
         let text = String::from_utf8_lossy(&headers.stdout);
         let fexit = text.matches(" fexit/").count();
         let kret = text.matches(" kretprobe/").count();
-        let want_fexit = m.probes.iter().filter(|p| p.attach == "fexit").count();
-        let want_kret = m.probes.iter().filter(|p| p.attach == "clone-only").count();
+        let want_fexit = m
+            .probes
+            .iter()
+            .filter(|p| p.attach.as_str() == "fexit")
+            .count();
+        let want_kret = m
+            .probes
+            .iter()
+            .filter(|p| p.attach.as_str() == "clone-only")
+            .count();
         assert_eq!(
             (fexit, kret),
             (want_fexit, want_kret),
@@ -419,13 +409,17 @@ fn unbuilt_vendor_is_reported_not_built() {
     let path = dir.join("manifest.yaml");
     let text = std::fs::read_to_string(&path).expect("read manifest");
     let m = Manifest::from_yaml(&text, &path.display().to_string()).expect("parse manifest");
-    let vendor: Vec<_> = m.probes.iter().filter(|p| p.layer == "vendor").collect();
+    let vendor: Vec<_> = m
+        .probes
+        .iter()
+        .filter(|p| p.layer.as_str() == "vendor")
+        .collect();
     assert!(
         vendor.iter().any(|p| p.function == "bnxt_re_create_qp"),
         "{vendor:?}"
     );
     for p in &vendor {
-        assert_eq!(p.attach, "not-built", "{}", p.function);
+        assert_eq!(p.attach.as_str(), "not-built", "{}", p.function);
         assert_eq!(p.module, "bnxt_re");
     }
     let c = std::fs::read_to_string(dir.join("probes.bpf.c")).expect("read");
@@ -439,19 +433,19 @@ fn unbuilt_vendor_is_reported_not_built() {
 #[test]
 fn manifest_schema_is_fresh() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("generated/manifest.schema.json");
-    let fresh = codegen::json_schema();
-    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        checked_in == fresh,
-        "{} is stale; refresh it with `scripts/regenerate.sh` and commit",
-        path.display()
-    );
-    // Every checked-in manifest parses with the types the schema comes from.
+    common::assert_fresh(&[(path, Some(manifest::json_schema().into_bytes()))]);
+    // Every checked-in manifest parses with the types the schema comes from, and writes back
+    // byte for byte (the vocabulary enums change nothing on disk).
     for (ver, vendor) in SETS {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("generated/linux-{ver}/{vendor}/manifest.yaml"));
+        let p = common::checked_in_set(ver, vendor).join("manifest.yaml");
         let text = std::fs::read_to_string(&p).expect("read");
-        Manifest::from_yaml(&text, &p.display().to_string()).expect("checked-in manifest parses");
+        let m = Manifest::from_yaml(&text, &p.display().to_string())
+            .expect("checked-in manifest parses");
+        assert!(
+            m.to_yaml().ok() == Some(text),
+            "{} changes on a round trip",
+            p.display()
+        );
     }
 }
 

@@ -1,12 +1,13 @@
 //! The BPF side of a probe set: `probes.bpf.c` (one small observe-only program per attachable
-//! probe, emitting a fixed-size record on failure) and `record.rs` (the same record layout for
-//! the collector). Both come from askama templates in `codegen/templates/` and are byte-for-byte
-//! deterministic: everything is taken from the manifest in its order, nothing from the clock or
-//! a hash map.
+//! probe, emitting a fixed-size record on failure) and `probegen.bpf.h`, the part every set
+//! shares (record, maps, helpers; libbpf-tools style), which each set includes. Both come from
+//! askama templates in `codegen/templates/` and are byte-for-byte deterministic: everything is
+//! taken from the manifest in its order, nothing from the clock or a hash map.
 //!
 //! Design choices documented in the generated C:
 //! * `struct pg_record` keeps the field order of the issue; it has no padding holes (every
-//!   field sits at a multiple of its alignment, 96 bytes in all, see [`RECORD_FIELDS`]).
+//!   field sits at a multiple of its alignment, 96 bytes in all, see
+//!   [`manifest::record::RECORD_FIELDS`]).
 //! * `errnos` is a `BPF_MAP_TYPE_PERCPU_HASH` keyed by `{probe_id, errno}` (4096 entries): it
 //!   keeps exact errnos 1..4095, including the kernel-internal ones above 511 (ERESTARTSYS,
 //!   ENOTSUPP = 524) that a small per-probe array would fold away, and costs memory only per
@@ -19,71 +20,15 @@
 //!   at return, so it records none.
 
 use askama::Template;
+use manifest::record::{
+    field_comments, record_size, ERRNO_ENTRIES, MAX_ERRNO, RECORD_ARGS, RECORD_FIELDS,
+};
+use manifest::{Attach, Manifest, Probe, ReturnKind};
 
-use crate::manifest::{Manifest, Probe};
-
-/// Ring buffer size the C file declares (the loader may resize it before load).
-pub const RINGBUF_BYTES: usize = 256 * 1024;
-/// Largest errno the programs keep apart (the kernel's MAX_ERRNO).
-pub const MAX_ERRNO: u32 = 4095;
-/// Arguments a record holds.
-pub const RECORD_ARGS: usize = 4;
-/// Entries of the `errnos` per-CPU hash.
-pub const ERRNO_ENTRIES: usize = 4096;
+/// The shared header's file name, as every `probes.bpf.c` includes it.
+pub const HEADER_NAME: &str = "probegen.bpf.h";
 /// `bpf_get_func_arg` reaches at most this many arguments (MAX_BPF_FUNC_ARGS).
 const MAX_FUNC_ARGS: usize = 12;
-
-/// One field of the shared record: name, C type, C array suffix, Rust type, size in bytes.
-pub struct RecordField {
-    pub name: &'static str,
-    pub c_type: &'static str,
-    pub c_suffix: &'static str,
-    pub rust_type: &'static str,
-    pub size: usize,
-}
-
-const fn field(
-    name: &'static str,
-    c_type: &'static str,
-    c_suffix: &'static str,
-    rust_type: &'static str,
-    size: usize,
-) -> RecordField {
-    RecordField {
-        name,
-        c_type,
-        c_suffix,
-        rust_type,
-        size,
-    }
-}
-
-/// The record, in order. Offsets: seq 0, ts_ns 8, probe_id 16, err 20, pid 24, tid 28,
-/// cgroup_id 32, cpu 40, nargs 44, args 48, comm 80; 96 bytes, no padding.
-pub const RECORD_FIELDS: &[RecordField] = &[
-    field("seq", "__u64", "", "u64", 8),
-    field("ts_ns", "__u64", "", "u64", 8),
-    field("probe_id", "__u32", "", "u32", 4),
-    field("err", "__s32", "", "i32", 4),
-    field("pid", "__u32", "", "u32", 4),
-    field("tid", "__u32", "", "u32", 4),
-    field("cgroup_id", "__u64", "", "u64", 8),
-    field("cpu", "__u32", "", "u32", 4),
-    field("nargs", "__u32", "", "u32", 4),
-    field("args", "__u64", "[4]", "[u64; 4]", 8 * RECORD_ARGS),
-    field("comm", "char", "[16]", "[u8; 16]", 16),
-];
-
-/// Size of the record in bytes.
-pub const fn record_size() -> usize {
-    let mut i = 0;
-    let mut n = 0;
-    while i < RECORD_FIELDS.len() {
-        n += RECORD_FIELDS[i].size;
-        i += 1;
-    }
-    n
-}
 
 /// What a program does with the return value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +43,8 @@ enum RetKind {
 
 struct Program {
     id: u32,
+    /// `pg_<id>` ([`manifest::naming`]).
+    name: String,
     function: String,
     module: String,
     /// `fexit/<function>` or `kretprobe/<clone symbol>`.
@@ -128,9 +75,6 @@ struct BpfTemplate {
     vendor: String,
     refresh: String,
     nprobes: usize,
-    record_size: usize,
-    /// (declaration, comment with the offset)
-    record_fields: Vec<(String, String)>,
     programs: Vec<Program>,
     nfexit: usize,
     nclone: usize,
@@ -138,16 +82,15 @@ struct BpfTemplate {
 }
 
 #[derive(Template)]
-#[template(path = "record.rs", escape = "none")]
-struct RecordTemplate {
-    kernel: String,
-    vendor: String,
-    refresh: String,
+#[template(path = "probegen.bpf.h", escape = "none")]
+struct HeaderTemplate {
     record_size: usize,
-    /// (name, Rust type, comment with the offset)
-    record_fields: Vec<(&'static str, &'static str, String)>,
-    /// (id, function literal, module literal)
-    probes: Vec<(u32, String, String)>,
+    /// (declaration, comment with the offset)
+    record_fields: Vec<(String, String)>,
+    max_errno: u32,
+    errno_entries: usize,
+    record_args: usize,
+    max_func_args: usize,
 }
 
 fn invalid(msg: String) -> askama::Error {
@@ -186,12 +129,11 @@ fn sign_extend_cast(ret_size: u32) -> &'static str {
     }
 }
 
-fn program(p: &Probe, m: &Manifest) -> Result<Program, askama::Error> {
+/// The section of a probe's program, its symbols checked: `fexit/<function>` or
+/// `kretprobe/<clone symbol>` ([`manifest::naming`]).
+fn section_of(p: &Probe) -> Result<String, askama::Error> {
     check_symbol("function", &p.function, p)?;
-    let fexit = p.attach == "fexit";
-    let section = if fexit {
-        format!("fexit/{}", p.function)
-    } else {
+    if p.attach == Attach::CloneOnly {
         let sym = p.attach_symbol.as_deref().ok_or_else(|| {
             invalid(format!(
                 "probe {} ({}): clone-only without attach_symbol",
@@ -199,25 +141,31 @@ fn program(p: &Probe, m: &Manifest) -> Result<Program, askama::Error> {
             ))
         })?;
         check_symbol("attach_symbol", sym, p)?;
-        format!("kretprobe/{sym}")
-    };
-    let kind = match p.returns.as_str() {
-        "int" => RetKind::Int(sign_extend_cast(p.ret_size)),
-        "ptr" => RetKind::Ptr,
-        "bool" | "void" => RetKind::None,
-        other => {
-            return Err(invalid(format!(
-                "probe {} ({}): unknown return kind `{other}`",
-                p.id, p.function
-            )))
-        }
-    };
-    // Arguments: the manifest's list (its scalar parameters); none for a kretprobe
-    // (argument registers are clobbered by the time the function returns).
-    let mut positions: Vec<usize> = if !fexit {
-        Vec::new()
-    } else {
+    }
+    p.section().ok_or_else(|| {
+        invalid(format!(
+            "probe {} ({}): attach `{}` has no program",
+            p.id, p.function, p.attach
+        ))
+    })
+}
+
+fn ret_kind(p: &Probe) -> RetKind {
+    match p.returns {
+        ReturnKind::Int => RetKind::Int(sign_extend_cast(p.ret_size)),
+        ReturnKind::Ptr => RetKind::Ptr,
+        ReturnKind::Bool | ReturnKind::Void => RetKind::None,
+    }
+}
+
+/// The argument positions a program records, ascending, at most [`RECORD_ARGS`]: the
+/// manifest's list (its scalar parameters); none for a kretprobe (argument registers are
+/// clobbered by the time the function returns).
+fn recorded_args(p: &Probe, fexit: bool) -> Result<Vec<usize>, askama::Error> {
+    let mut positions: Vec<usize> = if fexit {
         p.args.iter().map(|a| a.index).collect()
+    } else {
+        Vec::new()
     };
     positions.sort_unstable();
     positions.dedup();
@@ -228,23 +176,35 @@ fn program(p: &Probe, m: &Manifest) -> Result<Program, askama::Error> {
         )));
     }
     positions.truncate(RECORD_ARGS);
+    Ok(positions)
+}
+
+fn program(p: &Probe, m: &Manifest) -> Result<Program, askama::Error> {
+    let section = section_of(p)?;
+    let fexit = p.attach == Attach::Fexit;
+    let kind = ret_kind(p);
+    let positions = recorded_args(p, fexit)?;
     let mask: u32 = positions.iter().map(|&i| 1u32 << i).sum();
     let arglist = if positions.is_empty() {
         "-".to_string()
     } else {
-        positions
-            .iter()
-            .map(|i| i.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
+        let list: Vec<String> = positions.iter().map(|i| i.to_string()).collect();
+        list.join(",")
     };
     let returns = match kind {
         RetKind::Int(_) => format!("int, {} bytes", p.ret_size),
         RetKind::Ptr => "ptr".to_string(),
         RetKind::None => format!("{}, calls only", p.returns),
     };
+    let also_in: Vec<String> = m
+        .probes
+        .iter()
+        .filter(|q| q.function == p.function && q.module != p.module)
+        .map(|q| comment_text(&q.module))
+        .collect();
     Ok(Program {
         id: p.id,
+        name: p.program_name(),
         function: p.function.clone(),
         module: comment_text(&p.module),
         section,
@@ -269,13 +229,7 @@ fn program(p: &Probe, m: &Manifest) -> Result<Program, askama::Error> {
         },
         argmask: format!("{mask:#x}"),
         arglist,
-        also_in: m
-            .probes
-            .iter()
-            .filter(|q| q.function == p.function && q.module != p.module)
-            .map(|q| comment_text(&q.module))
-            .collect::<Vec<_>>()
-            .join(", "),
+        also_in: also_in.join(", "),
     })
 }
 
@@ -291,27 +245,20 @@ fn nprobes(m: &Manifest) -> usize {
         .max(1)
 }
 
-/// `probes.bpf.c` for the manifest's attachable probes. `refresh_command` goes into the header
-/// comment (`cargo run --release -- generate ...`).
+/// `probes.bpf.c` for the manifest's attachable probes; it includes [`HEADER_NAME`].
+/// `refresh_command` goes into the header comment (`cargo run --release -- generate ...`).
 pub fn render_bpf(m: &Manifest, refresh_command: &str) -> Result<String, askama::Error> {
     let programs = m
         .attachable()
         .map(|p| program(p, m))
         .collect::<Result<Vec<_>, _>>()?;
     let nfexit = programs.iter().filter(|p| p.fexit).count();
-    let record_fields = RECORD_FIELDS
-        .iter()
-        .zip(field_comments())
-        .map(|(f, what)| (format!("{} {}{};", f.c_type, f.name, f.c_suffix), what))
-        .collect();
     BpfTemplate {
         kernel: comment_text(&m.kernel.version),
         config: comment_text(&m.kernel.config),
         vendor: comment_text(&m.vendor),
         refresh: comment_text(refresh_command),
         nprobes: nprobes(m),
-        record_size: record_size(),
-        record_fields,
         nfexit,
         nclone: programs.len() - nfexit,
         nskipped: m.probes.len() - programs.len(),
@@ -320,93 +267,23 @@ pub fn render_bpf(m: &Manifest, refresh_command: &str) -> Result<String, askama:
     .render()
 }
 
-/// `+offset: meaning` of each field of [`RECORD_FIELDS`].
-fn field_comments() -> Vec<String> {
-    let mut off = 0;
-    RECORD_FIELDS
+/// `probegen.bpf.h`: the record (from [`RECORD_FIELDS`]), the maps, the failure predicates
+/// and the shared exit path, the same for every set.
+pub fn render_header() -> Result<String, askama::Error> {
+    let record_fields = RECORD_FIELDS
         .iter()
-        .map(|f| {
-            let s = format!("+{off}: {}", field_meaning(f.name));
-            off += f.size;
-            s
-        })
-        .collect()
-}
-
-fn field_meaning(name: &str) -> &'static str {
-    match name {
-        "seq" => "per-CPU sequence number; gaps are drops",
-        "ts_ns" => "bpf_ktime_get_ns()",
-        "probe_id" => "Probe.id in the manifest",
-        "err" => "positive errno 1..4095, 0 when the failure carries none",
-        "pid" => "thread group id",
-        "tid" => "thread id",
-        "cgroup_id" => "bpf_get_current_cgroup_id()",
-        "cpu" => "CPU that ran the program (the seq domain)",
-        "nargs" => "arguments recorded in args[]",
-        "args" => "recorded arguments, by ascending position",
-        "comm" => "bpf_get_current_comm()",
-        _ => "",
-    }
-}
-
-/// `record.rs`: the record layout and the probe table for the collector.
-pub fn render_record(m: &Manifest, refresh_command: &str) -> Result<String, askama::Error> {
-    let mut probes = Vec::new();
-    for p in m.attachable() {
-        check_symbol("function", &p.function, p)?;
-        probes.push((p.id, format!("{:?}", p.function), format!("{:?}", p.module)));
-    }
-    RecordTemplate {
-        kernel: comment_text(&m.kernel.version),
-        vendor: comment_text(&m.vendor),
-        refresh: comment_text(refresh_command),
+        .zip(field_comments())
+        .map(|(f, what)| (format!("{} {}{};", f.c_type, f.name, f.c_suffix), what))
+        .collect();
+    HeaderTemplate {
         record_size: record_size(),
-        record_fields: RECORD_FIELDS
-            .iter()
-            .zip(field_comments())
-            .map(|(f, what)| (f.name, f.rust_type, what))
-            .collect(),
-        probes,
+        record_fields,
+        max_errno: MAX_ERRNO,
+        errno_entries: ERRNO_ENTRIES,
+        record_args: RECORD_ARGS,
+        max_func_args: MAX_FUNC_ARGS,
     }
     .render()
-}
-
-/// The record layout alone (no probe table), for the collector, which serves every probe set:
-/// `collector/src/record.rs` is this text, checked in and compared by a staleness test.
-pub fn render_record_layout() -> String {
-    let mut s = String::from(
-        "// Generated by probegen (codegen::bpf::render_record_layout) from RECORD_FIELDS.\n\
-         // DO NOT EDIT: the collector's staleness test prints the fresh text when it differs.\n\
-         //\n\
-         // The layout of `struct pg_record` and `struct pg_errno_key` in every probes.bpf.c; the\n\
-         // same for all probe sets (the probe table comes from the manifest at run time).\n\n\
-         /// One failure record from the `events` ring buffer; mirrors `struct pg_record` field by field\n\
-         /// (naturally aligned, no padding). `err` is a positive errno, 0 when the failure carries none;\n\
-         /// `seq` counts per CPU, gaps are records dropped in the kernel.\n\
-         #[repr(C)]\n\
-         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]\n\
-         pub struct PgRecord {\n",
-    );
-    for (f, what) in RECORD_FIELDS.iter().zip(field_comments()) {
-        s.push_str(&format!(
-            "    /// {what}\n    pub {}: {},\n",
-            f.name, f.rust_type
-        ));
-    }
-    s.push_str(&format!(
-        "}}\n\n/// Size of a record in bytes.\npub const RECORD_SIZE: usize = {};\n\n\
-         const _: () = assert!(std::mem::size_of::<PgRecord>() == RECORD_SIZE);\n\n\
-         /// Key of the `errnos` per-CPU hash (`struct pg_errno_key`).\n\
-         #[repr(C)]\n\
-         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]\n\
-         pub struct PgErrnoKey {{\n    pub probe_id: u32,\n    pub err: u32,\n}}\n\n\
-         /// Default size of the `events` ring buffer in bytes.\n\
-         pub const RINGBUF_BYTES: usize = {};\n",
-        record_size(),
-        RINGBUF_BYTES
-    ));
-    s
 }
 
 #[cfg(test)]
@@ -414,20 +291,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn record_has_no_padding() {
-        // Each field starts at a multiple of its alignment.
-        let mut off = 0;
-        for f in RECORD_FIELDS {
-            let align = match f.c_type {
-                "__u64" | "__s64" => 8,
-                "__u32" | "__s32" => 4,
-                _ => 1,
-            };
-            assert_eq!(off % align, 0, "{} at {off}", f.name);
-            off += f.size;
-        }
-        assert_eq!(off, 96);
-        assert_eq!(record_size() % 8, 0);
+    fn header_ring_buffer_is_the_default_size() {
+        // The header writes the size as `256 * 1024`, the default the loader knows.
+        assert_eq!(manifest::record::RINGBUF_BYTES, 256 * 1024);
+        let h = render_header().expect("header");
+        assert!(h.contains("__uint(max_entries, 256 * 1024);"));
     }
 
     #[test]

@@ -6,7 +6,10 @@ use analyzer::graph::{CallGraph, FnId};
 use analyzer::traceability::{AttachVerdict, Binaries};
 use heuristics::{nearest_attachable, Selection};
 
-use crate::manifest::{Excluded, KernelInfo, Manifest, Probe, Stats, Suggestion, SCHEMA_ID};
+use manifest::{
+    Attach, Derivation, Excluded, FocusKind, FocusOp, GapKind, KernelInfo, Layer, Manifest, Object,
+    Probe, ProbeArg, Relation, ReturnKind, Rule, Stats, Suggestion, SCHEMA_ID,
+};
 
 /// How deep below a probe to look for the probes it calls (through unprobed functions).
 const CALLS_DEPTH: usize = 8;
@@ -103,107 +106,28 @@ pub fn build_manifest(
         .enumerate()
         .map(|(i, v)| (v.id, i as u32))
         .collect();
-    let path_names = |p: &[FnId]| {
-        p.iter()
-            .map(|&f| g.node(f).name.clone())
-            .collect::<Vec<_>>()
-    };
     let mut stats = Stats {
         reachable: sel.verdicts.len(),
         ..Stats::default()
     };
     let mut probes = Vec::with_capacity(kept.len());
     for (i, v) in kept.iter().enumerate() {
-        let n = g.node(v.id);
-        let module = module_name(g, v.id);
-        let attach = attach_of(g, bins, v.id);
-        let sig = bins.and_then(|b| b.signature(n.module.as_deref(), &n.name));
-        let (returns, ret_size, nargs) = match sig {
-            Some(s) => (s.ret, s.ret_size, s.nargs),
-            None => (
-                n.ret,
-                match n.ret {
-                    analyzer::RetKind::Ptr => 8,
-                    analyzer::RetKind::Bool => 1,
-                    analyzer::RetKind::Void => 0,
-                    analyzer::RetKind::Int => 4,
-                },
-                n.nparams,
-            ),
-        };
-        let suggest = if attach.is_attachable() {
-            None
-        } else {
-            nearest_attachable(g, v.id, 3, |c| attach_of(g, bins, c).is_attachable()).map(
-                |(c, relation)| Suggestion {
-                    function: g.node(c).name.clone(),
-                    module: module_name(g, c),
-                    relation: relation.to_string(),
-                },
-            )
-        };
-        *stats.attach.entry(attach.as_str().to_string()).or_default() += 1;
-        if attach.is_attachable() || matches!(attach, AttachVerdict::CloneOnly { .. }) {
+        let p = probe_of(g, bins, v, i as u32, &probe_index);
+        *stats.attach.entry(p.attach).or_default() += 1;
+        if p.attach.has_program() {
             stats.attachable += 1;
         }
-        match v.layer {
-            heuristics::Layer::Core => stats.core += 1,
-            heuristics::Layer::Vendor => stats.vendor += 1,
+        match p.layer {
+            Layer::Core => stats.core += 1,
+            Layer::Vendor => stats.vendor += 1,
         }
-        probes.push(Probe {
-            id: i as u32,
-            function: n.name.clone(),
-            module,
-            file: n.file.clone(),
-            line: n.line,
-            layer: match v.layer {
-                heuristics::Layer::Core => "core".into(),
-                heuristics::Layer::Vendor => "vendor".into(),
-            },
-            object: v.object.as_str().to_string(),
-            rule: v.rule.as_str().to_string(),
-            focus: v.focus.map(|f| {
-                serde_json::to_value(f)
-                    .ok()
-                    .and_then(|x| x.as_str().map(str::to_string))
-                    .unwrap_or_default()
-            }),
-            evidence: v.evidence.clone(),
-            returns: returns.as_str().to_string(),
-            ret_size,
-            null_ok: returns == analyzer::RetKind::Ptr && n.null_ok,
-            nargs,
-            attach: attach.as_str().to_string(),
-            attach_symbol: match &attach {
-                AttachVerdict::CloneOnly { symbol } => Some(symbol.clone()),
-                _ => None,
-            },
-            suggest,
-            args: scalar_args(n),
-            calls: probed_callees(g, v.id, &probe_index),
-            path: path_names(&v.path),
-        });
+        probes.push(p);
     }
     stats.probes = probes.len();
-    let mut excluded: Vec<Excluded> = sel
-        .excluded()
-        .map(|v| {
-            let n = g.node(v.id);
-            *stats
-                .excluded
-                .entry(v.rule.as_str().to_string())
-                .or_default() += 1;
-            Excluded {
-                function: n.name.clone(),
-                module: module_name(g, v.id),
-                file: n.file.clone(),
-                line: n.line,
-                rule: v.rule.as_str().to_string(),
-                evidence: v.evidence.clone(),
-                path: path_names(&v.path),
-            }
-        })
-        .collect();
+    let mut excluded: Vec<Excluded> = sel.excluded().map(|v| excluded_of(g, v)).collect();
+    for e in &excluded {
+        *stats.excluded.entry(e.rule).or_default() += 1;
+    }
     excluded
         .sort_by(|a, b| (&a.function, &a.module, &a.file).cmp(&(&b.function, &b.module, &b.file)));
     Manifest {
@@ -219,24 +143,194 @@ pub fn build_manifest(
     }
 }
 
-fn focus_ops_of(sel: &Selection) -> Vec<crate::manifest::FocusOp> {
-    use heuristics::focus_ops::Derivation;
+fn path_names(g: &CallGraph, p: &[FnId]) -> Vec<String> {
+    p.iter().map(|&f| g.node(f).name.clone()).collect()
+}
+
+/// (return kind, size in bytes, argument count) per BTF, else per the source.
+fn signature_of(n: &analyzer::FnNode, bins: Option<&Binaries>) -> (ReturnKind, u32, usize) {
+    match bins.and_then(|b| b.signature(n.module.as_deref(), &n.name)) {
+        Some(s) => (return_kind(s.ret), s.ret_size, s.nargs),
+        None => {
+            let size = match n.ret {
+                analyzer::RetKind::Ptr => 8,
+                analyzer::RetKind::Bool => 1,
+                analyzer::RetKind::Void => 0,
+                analyzer::RetKind::Int => 4,
+            };
+            (return_kind(n.ret), size, n.nparams)
+        }
+    }
+}
+
+/// The manifest entry of kept function `v`, probe `id`.
+fn probe_of(
+    g: &CallGraph,
+    bins: Option<&Binaries>,
+    v: &heuristics::Verdict,
+    id: u32,
+    probe_index: &BTreeMap<FnId, u32>,
+) -> Probe {
+    let n = g.node(v.id);
+    let verdict = attach_of(g, bins, v.id);
+    let (returns, ret_size, nargs) = signature_of(n, bins);
+    let suggest = if verdict.is_attachable() {
+        None
+    } else {
+        nearest_attachable(g, v.id, 3, |c| attach_of(g, bins, c).is_attachable()).map(
+            |(c, relation)| Suggestion {
+                function: g.node(c).name.clone(),
+                module: module_name(g, c),
+                relation: if relation == "caller" {
+                    Relation::Caller
+                } else {
+                    Relation::Callee
+                },
+            },
+        )
+    };
+    Probe {
+        id,
+        function: n.name.clone(),
+        module: module_name(g, v.id),
+        file: n.file.clone(),
+        line: n.line,
+        layer: layer(v.layer),
+        object: object(v.object),
+        rule: rule(v.rule),
+        focus: v.focus.map(focus_kind),
+        evidence: v.evidence.clone(),
+        returns,
+        ret_size,
+        null_ok: returns == ReturnKind::Ptr && n.null_ok,
+        nargs,
+        attach: attach(&verdict),
+        attach_symbol: match &verdict {
+            AttachVerdict::CloneOnly { symbol } => Some(symbol.clone()),
+            _ => None,
+        },
+        suggest,
+        args: scalar_args(n),
+        calls: probed_callees(g, v.id, probe_index),
+        path: path_names(g, &v.path),
+    }
+}
+
+fn excluded_of(g: &CallGraph, v: &heuristics::Verdict) -> Excluded {
+    let n = g.node(v.id);
+    Excluded {
+        function: n.name.clone(),
+        module: module_name(g, v.id),
+        file: n.file.clone(),
+        line: n.line,
+        rule: rule(v.rule),
+        evidence: v.evidence.clone(),
+        path: path_names(g, &v.path),
+    }
+}
+
+// The analysis' vocabulary in the manifest's terms. Exhaustive matches on purpose: a new
+// value upstream fails to compile here until the manifest has it too.
+
+fn layer(l: heuristics::Layer) -> Layer {
+    match l {
+        heuristics::Layer::Core => Layer::Core,
+        heuristics::Layer::Vendor => Layer::Vendor,
+    }
+}
+
+fn object(o: heuristics::Object) -> Object {
+    match o {
+        heuristics::Object::QP => Object::QP,
+        heuristics::Object::MR => Object::MR,
+        heuristics::Object::PD => Object::PD,
+        heuristics::Object::CQ => Object::CQ,
+        heuristics::Object::Other => Object::Other,
+    }
+}
+
+fn rule(r: heuristics::Rule) -> Rule {
+    match r {
+        heuristics::Rule::ReadOnly => Rule::ReadOnly,
+        heuristics::Rule::Generic => Rule::Generic,
+        heuristics::Rule::Cleanup => Rule::Cleanup,
+        heuristics::Rule::Focus => Rule::Focus,
+        heuristics::Rule::VendorGate => Rule::VendorGate,
+        heuristics::Rule::NotFocus => Rule::NotFocus,
+        heuristics::Rule::Override => Rule::Override,
+    }
+}
+
+fn focus_kind(f: heuristics::FocusKind) -> FocusKind {
+    match f {
+        heuristics::FocusKind::Handler => FocusKind::Handler,
+        heuristics::FocusKind::OpsCaller => FocusKind::OpsCaller,
+        heuristics::FocusKind::OpsImpl => FocusKind::OpsImpl,
+        heuristics::FocusKind::Hardware => FocusKind::Hardware,
+        heuristics::FocusKind::Helper => FocusKind::Helper,
+    }
+}
+
+fn return_kind(r: analyzer::RetKind) -> ReturnKind {
+    match r {
+        analyzer::RetKind::Int => ReturnKind::Int,
+        analyzer::RetKind::Ptr => ReturnKind::Ptr,
+        analyzer::RetKind::Bool => ReturnKind::Bool,
+        analyzer::RetKind::Void => ReturnKind::Void,
+    }
+}
+
+fn attach(v: &AttachVerdict) -> Attach {
+    match v {
+        AttachVerdict::Fexit => Attach::Fexit,
+        AttachVerdict::CloneOnly { .. } => Attach::CloneOnly,
+        AttachVerdict::Inlined => Attach::Inlined,
+        AttachVerdict::NotBuilt => Attach::NotBuilt,
+        AttachVerdict::NoBtf => Attach::NoBtf,
+        AttachVerdict::NoFtrace => Attach::NoFtrace,
+        AttachVerdict::TooManyArgs { .. } => Attach::TooManyArgs,
+    }
+}
+
+/// A gap of the analysed input as a manifest `degraded` entry.
+pub fn degraded(d: &analyzer::completeness::Degradation) -> manifest::Degraded {
+    use analyzer::completeness::DegradedKind as K;
+    let kind = match d.kind {
+        K::Unreadable => GapKind::Unreadable,
+        K::Undecodable => GapKind::Undecodable,
+        K::UnbalancedConditional => GapKind::UnbalancedConditional,
+        K::ParseErrors => GapKind::ParseErrors,
+        K::TooDeep => GapKind::TooDeep,
+        K::ConfigMissing => GapKind::ConfigMissing,
+        K::MakefileMissing => GapKind::MakefileMissing,
+        K::ModuleMissing => GapKind::ModuleMissing,
+    };
+    manifest::Degraded {
+        kind,
+        file: d.file.clone(),
+        line: d.line,
+        detail: d.detail.clone(),
+    }
+}
+
+fn focus_ops_of(sel: &Selection) -> Vec<FocusOp> {
+    use heuristics::focus_ops::Derivation as D;
     sel.focus_ops
         .members
         .values()
         .map(|m| {
             let (derivation, why) = match &m.derivation {
-                Derivation::Constructor => ("constructor", "returns the object".to_string()),
-                Derivation::Updates { token } => {
-                    ("updates", format!("takes the object, `{token}`"))
+                D::Constructor => (Derivation::Constructor, "returns the object".to_string()),
+                D::Updates { token } => {
+                    (Derivation::Updates, format!("takes the object, `{token}`"))
                 }
-                Derivation::Included { reason } => ("included", reason.clone()),
-                Derivation::Excluded { reason } => ("excluded", reason.clone()),
+                D::Included { reason } => (Derivation::Included, reason.clone()),
+                D::Excluded { reason } => (Derivation::Excluded, reason.clone()),
             };
-            crate::manifest::FocusOp {
+            FocusOp {
                 member: m.member.clone(),
-                object: m.object.as_str().to_string(),
-                derivation: derivation.to_string(),
+                object: object(m.object),
+                derivation,
                 why,
             }
         })
@@ -265,13 +359,13 @@ fn probed_callees(g: &CallGraph, id: FnId, probes: &BTreeMap<FnId, u32>) -> Vec<
 
 /// Arguments recorded on failure: the first four scalar parameters (flags, masks, lengths,
 /// addresses passed as integers); pointers are meaningless once the call has returned.
-fn scalar_args(n: &analyzer::FnNode) -> Vec<crate::manifest::ProbeArg> {
+fn scalar_args(n: &analyzer::FnNode) -> Vec<ProbeArg> {
     n.params
         .iter()
         .enumerate()
         .filter(|(_, p)| p.scalar && !p.name.is_empty())
         .take(4)
-        .map(|(index, p)| crate::manifest::ProbeArg {
+        .map(|(index, p)| ProbeArg {
             index,
             name: p.name.clone(),
         })

@@ -1,17 +1,11 @@
-//! codegen: the probe set as files. Manifest (serde_yaml), report (askama), BPF C and the
-//! Rust record type (askama), all written atomically and byte-for-byte deterministic.
+//! codegen: the probe set as files. Manifest (serde_yaml, types in the `manifest` crate), report
+//! (askama), BPF C (askama: `probes.bpf.c` per set and the shared `probegen.bpf.h`), all written
+//! atomically and byte-for-byte deterministic.
 
 pub mod bpf;
 pub mod build;
-pub mod compare;
-pub mod coverage;
-pub mod manifest;
 pub mod output;
-pub mod validate;
-pub mod verbs;
-
-pub use build::build_manifest;
-pub use manifest::{json_schema, Manifest};
 pub mod report;
 
+pub use build::build_manifest;
 pub use report::render_all;

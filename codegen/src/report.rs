@@ -5,8 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use analyzer::graph::{CallGraph, FnId};
 use askama::Template;
 use heuristics::{FocusKind, Selection};
-
-use crate::manifest::{Excluded, Manifest};
+use manifest::{Attach, Excluded, Manifest, Rule};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
@@ -75,10 +74,6 @@ pub fn render_all(m: &Manifest, cx: &RenderContext) -> Result<Vec<(String, Strin
             "probes.bpf.c".to_string(),
             crate::bpf::render_bpf(m, &cx.refresh)?,
         ),
-        (
-            "record.rs".to_string(),
-            crate::bpf::render_record(m, &cx.refresh)?,
-        ),
     ])
 }
 
@@ -119,13 +114,13 @@ pub fn render_report(m: &Manifest, cx: &RenderContext) -> Result<String, RenderE
     let unattachable = m
         .probes
         .iter()
-        .filter(|p| p.attach != "fexit")
+        .filter(|p| p.attach != Attach::Fexit)
         .map(|p| Unattachable {
             function: p.function.clone(),
             module: p.module.clone(),
             attach: match &p.attach_symbol {
                 Some(s) => format!("{} (`{s}`: kretprobe fallback)", p.attach),
-                None => p.attach.clone(),
+                None => p.attach.to_string(),
             },
             instead: p
                 .suggest
@@ -134,9 +129,9 @@ pub fn render_report(m: &Manifest, cx: &RenderContext) -> Result<String, RenderE
                 .unwrap_or_else(|| "-".into()),
         })
         .collect();
-    let mut groups: BTreeMap<&str, Vec<&Excluded>> = BTreeMap::new();
+    let mut groups: BTreeMap<Rule, Vec<&Excluded>> = BTreeMap::new();
     for e in &m.excluded {
-        groups.entry(e.rule.as_str()).or_default().push(e);
+        groups.entry(e.rule).or_default().push(e);
     }
     let excluded = groups
         .into_iter()

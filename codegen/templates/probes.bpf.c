@@ -7,199 +7,15 @@
  * Programs: {{ nfexit }} fexit, {{ nclone }} kretprobe (fallback for clone-only functions).
  * Manifest probes without a program (cannot be attached): {{ nskipped }}.
  *
- * Observe only: every program counts its calls; on failure it also counts the failure and its
- * errno and emits one struct pg_record into the `events` ring buffer. Nothing is modified
- * (no fmod_ret, no bpf_override_return).
+ * The record, the maps, the failure predicates and the shared exit path are in
+ * probegen.bpf.h, the same for every set (written by generate beside this file, or once
+ * into --header-dir).
  *
- * Build: clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu -c
- *
- * Failure predicate, by the function's return type:
- *   int   the raw u64 from bpf_get_func_ret() is sign-extended from the BTF return size
- *         (an int -22 reads as 4294967274 otherwise); failure when negative. Positive values
- *         are counts in several kernel functions, so they are not failures.
- *   ptr   failure on IS_ERR (ret >= (u64)-4095) or NULL (errno 0); only IS_ERR when the
- *         manifest says null_ok (the function returns NULL as an ordinary "none").
- *   bool, void: calls only.
- * errno: -ret when ret is in [-4095, -1], else 0.
- *
- * Loader notes: fexit targets are resolved by name at load time; a loader serving several
- * kernels may re-target a program with bpf_program__set_attach_target(prog, 0, "func") and
- * skip missing ones with bpf_program__set_autoload(prog, false). `events` may be resized with
- * bpf_map__set_max_entries() and `wakeup_threshold` set in .rodata before load. Records are
- * submitted with BPF_RB_NO_WAKEUP until wakeup_threshold bytes are pending, so the consumer
- * must drain with ring_buffer__consume() on a timer.
+ * Build: clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu
+ *        -I<directory of probegen.bpf.h> -c
  */
-#include <linux/bpf.h>
-#include <asm/ptrace.h> /* struct pt_regs for PT_REGS_RC (kretprobe fallbacks) */
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
-
 #define PG_NPROBES {{ nprobes }}
-#define PG_MAX_ERRNO 4095
-#define PG_ERRNO_ENTRIES 4096
-#define PG_NARGS 4
-#define PG_MAX_FUNC_ARGS 12
-
-/* errno carried by a failed return value (sign-extended): -ret in [1, 4095], else 0 */
-#define PG_ERRNO(ret) ((ret) < 0 && (ret) >= -PG_MAX_ERRNO ? -(ret) : 0)
-/* pointer failure: IS_ERR or NULL */
-#define PG_PTR_FAILED(raw) ((raw) == 0 || (raw) >= (__u64)-PG_MAX_ERRNO)
-/* pointer failure when NULL is an ordinary return (the function reports errors as ERR_PTR) */
-#define PG_IS_ERR(raw) ((raw) >= (__u64)-PG_MAX_ERRNO)
-
-/*
- * One record per failure, {{ record_size }} bytes (offsets in the comments). Every field sits at a
- * multiple of its alignment, so there is no padding; record.rs mirrors it as PgRecord.
- */
-struct pg_record {
-{%- for (decl, what) in record_fields %}
-	{{ decl }} /* {{ what }} */
-{%- endfor %}
-};
-
-/*
- * errnos histogram key. A per-CPU hash keyed by {probe, errno} keeps exact errnos 1..4095
- * (kernel-internal ones such as ENOTSUPP 524 included) and holds only the pairs that occur;
- * an array of PG_NPROBES * 4096 per-CPU counters would be far too big. errno 0 counts
- * failures without one (NULL, or an int below -4095). `failures` is authoritative: should the
- * hash fill up, the per-probe sum falls short of it by the uncounted failures.
- */
-struct pg_errno_key {
-	__u32 probe_id;
-	__u32 err;
-};
-
-/* calls of each probe */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PG_NPROBES);
-	__type(key, __u32);
-	__type(value, __u64);
-} calls SEC(".maps");
-
-/* failures of each probe */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PG_NPROBES);
-	__type(key, __u32);
-	__type(value, __u64);
-} failures SEC(".maps");
-
-/* failures by {probe, errno} */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, PG_ERRNO_ENTRIES);
-	__type(key, struct pg_errno_key);
-	__type(value, __u64);
-} errnos SEC(".maps");
-
-/* next record sequence number of each CPU; taken even when the reserve fails */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} seq SEC(".maps");
-
-/* records lost because the ring buffer was full, per probe: received + drops == failures
- * holds for every probe, not only in total */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, PG_NPROBES);
-	__type(key, __u32);
-	__type(value, __u64);
-} drops SEC(".maps");
-
-/* failure records; 256 KiB unless the loader resizes it */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} events SEC(".maps");
-
-/* wake the consumer only once this many bytes are pending */
-const volatile __u64 wakeup_threshold = 64 * 1024;
-
-/* never read: keeps struct pg_record in the object's BTF (types of locals are not emitted) */
-const struct pg_record *const pg_record_btf = 0;
-
-static __always_inline void pg_inc(void *map, const void *key)
-{
-	__u64 *v = bpf_map_lookup_elem(map, key);
-
-	if (v)
-		*v += 1;
-}
-
-/*
- * Shared exit path. err: errno (0 when none); failed: the return value is a failure;
- * ctx: the fexit context (arguments are read only when argmask is non-zero);
- * argmask: bit i set records argument i (at most PG_NARGS, by ascending position).
- */
-static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *ctx,
-				   __u32 argmask)
-{
-	struct pg_errno_key key = {};
-	struct pg_record *rec;
-	__u32 zero = 0, n = 0;
-	__u64 *next, id, v, flags;
-	__u64 s;
-	int i;
-
-	pg_inc(&calls, &probe_id);
-	if (!failed)
-		return 0;
-	pg_inc(&failures, &probe_id);
-
-	key.probe_id = probe_id;
-	key.err = err;
-	next = bpf_map_lookup_elem(&errnos, &key);
-	if (!next) {
-		v = 0;
-		bpf_map_update_elem(&errnos, &key, &v, BPF_NOEXIST);
-		next = bpf_map_lookup_elem(&errnos, &key);
-	}
-	if (next)
-		*next += 1;
-
-	next = bpf_map_lookup_elem(&seq, &zero);
-	if (!next)
-		return 0;
-	s = *next;
-	*next = s + 1;
-
-	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
-	if (!rec) {
-		pg_inc(&drops, &probe_id);
-		return 0;
-	}
-	rec->seq = s;
-	rec->ts_ns = bpf_ktime_get_ns();
-	rec->probe_id = probe_id;
-	rec->err = err;
-	id = bpf_get_current_pid_tgid();
-	rec->pid = id >> 32;
-	rec->tid = (__u32)id;
-	rec->cgroup_id = bpf_get_current_cgroup_id();
-	rec->cpu = bpf_get_smp_processor_id();
-	for (i = 0; i < PG_NARGS; i++)
-		rec->args[i] = 0;
-	/* unrolled: argmask is a constant, so only the wanted reads remain */
-#pragma unroll
-	for (i = 0; i < PG_MAX_FUNC_ARGS; i++) {
-		if (!(argmask & (1U << i)) || n >= PG_NARGS)
-			continue;
-		v = 0;
-		bpf_get_func_arg(ctx, i, &v);
-		rec->args[n++] = v;
-	}
-	rec->nargs = n;
-	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
-
-	flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_threshold ?
-			BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-	bpf_ringbuf_submit(rec, flags);
-	return 0;
-}
+#include "probegen.bpf.h"
 {% for p in programs %}
 /* {{ p.id }}: {{ p.comment }}{% if !p.fexit %}
  * FALLBACK: {{ p.function }} exists only as a compiler clone, so fexit by name cannot attach;
@@ -208,7 +24,7 @@ static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *c
  * target in {{ p.module }}'s BTF (libbpf >= 1.3 accepts "{{ p.module }}:{{ p.function }}").{% endif %} */
 {%- if p.fexit %}
 SEC("{{ p.section }}")
-int pg_{{ p.id }}(unsigned long long *ctx)
+int {{ p.name }}(unsigned long long *ctx)
 {
 {%- if p.kind == "none" %}
 	return pg_exit({{ p.id }}, 0, 0, ctx, 0);
@@ -229,7 +45,7 @@ int pg_{{ p.id }}(unsigned long long *ctx)
 }
 {%- else %}
 SEC("{{ p.section }}")
-int pg_{{ p.id }}(struct pt_regs *ctx)
+int {{ p.name }}(struct pt_regs *ctx)
 {
 {%- if p.kind == "none" %}
 	return pg_exit({{ p.id }}, 0, 0, ctx, 0);

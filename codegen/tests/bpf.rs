@@ -1,13 +1,14 @@
-//! probes.bpf.c and record.rs: layouts agree, the C compiles to a BPF object whose BTF holds
-//! the record, one section per attachable probe, and rendering is deterministic.
+//! probes.bpf.c and probegen.bpf.h: the C record and the collector's Rust mirror
+//! (`manifest::record::PgRecord`) agree, the C compiles to a BPF object whose BTF holds the
+//! record, one section per attachable probe, and rendering is deterministic.
 //!
 //! Needs clang, llvm-objdump and bpftool (scripts/install-deps.sh); fails without them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use codegen::bpf::{render_bpf, render_record};
-use codegen::manifest::{KernelInfo, Manifest, Probe, Stats};
+use codegen::bpf::{render_bpf, render_header, HEADER_NAME};
+use manifest::{KernelInfo, Manifest, Probe, Stats};
 
 const REFRESH: &str = "cargo run --release -- generate --kernel 6.12.117 --vendor rxe";
 
@@ -25,12 +26,12 @@ fn probe(
         module: module.into(),
         file: format!("drivers/infiniband/{module}.c"),
         line: 100 + id as usize,
-        layer: "core".into(),
-        object: "MR".into(),
-        rule: "focus".into(),
-        focus: Some("handler".into()),
+        layer: manifest::Layer::parse("core").expect("layer"),
+        object: manifest::Object::parse("MR").expect("object"),
+        rule: manifest::Rule::parse("focus").expect("rule"),
+        focus: Some(manifest::FocusKind::parse("handler").expect("focus")),
         evidence: "test".into(),
-        returns: returns.into(),
+        returns: manifest::ReturnKind::parse(returns).expect("returns"),
         ret_size: match returns {
             "int" => 4,
             "ptr" => 8,
@@ -39,7 +40,7 @@ fn probe(
         },
         null_ok: false,
         nargs,
-        attach: attach.into(),
+        attach: manifest::Attach::parse(attach).expect("attach"),
         attach_symbol: None,
         suggest: None,
         args: Vec::new(),
@@ -56,7 +57,7 @@ fn manifest() -> Manifest {
     umem.args = ["addr", "size", "access"]
         .iter()
         .enumerate()
-        .map(|(i, n)| codegen::manifest::ProbeArg {
+        .map(|(i, n)| manifest::ProbeArg {
             index: i + 1,
             name: n.to_string(),
         })
@@ -71,7 +72,7 @@ fn manifest() -> Manifest {
     ];
     Manifest {
         focus_ops: Vec::new(),
-        schema: codegen::manifest::SCHEMA_ID.into(),
+        schema: manifest::SCHEMA_ID.into(),
         kernel: KernelInfo {
             version: "6.12.117".into(),
             config: ".config".into(),
@@ -194,15 +195,13 @@ fn type_string(ty: &syn::Type) -> String {
 
 #[test]
 fn record_layouts_agree() {
-    let m = manifest();
-    let c = render_bpf(&m, REFRESH).unwrap();
-    let rs = render_record(&m, REFRESH).unwrap();
+    let c = render_header().unwrap();
+    let rs = include_str!("../../manifest/src/record.rs");
     let file =
-        syn::parse_file(&rs).unwrap_or_else(|e| panic!("record.rs does not parse: {e}\n{rs}"));
+        syn::parse_file(rs).unwrap_or_else(|e| panic!("record.rs does not parse: {e}\n{rs}"));
 
     let mut rust_fields = None;
-    let mut record_size = None;
-    let mut probes = None;
+    let record_size = Some(manifest::record::RECORD_SIZE);
     for item in &file.items {
         match item {
             syn::Item::Struct(s) if s.ident == "PgRecord" => {
@@ -218,16 +217,6 @@ fn record_layouts_agree() {
                         .collect::<Vec<_>>(),
                 );
             }
-            syn::Item::Const(k) if k.ident == "RECORD_SIZE" => {
-                if let syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Int(i),
-                    ..
-                }) = &*k.expr
-                {
-                    record_size = Some(i.base10_parse::<usize>().unwrap());
-                }
-            }
-            syn::Item::Const(k) if k.ident == "PROBES" => probes = Some(k.expr.clone()),
             _ => {}
         }
     }
@@ -275,49 +264,6 @@ fn record_layouts_agree() {
     ] {
         assert!(names.contains(&want), "field {want} missing");
     }
-
-    // PROBES: the attachable probes only, in order.
-    let probes = probes.expect("const PROBES in record.rs");
-    let syn::Expr::Reference(r) = &*probes else {
-        panic!("PROBES is not &[...]")
-    };
-    let syn::Expr::Array(a) = &*r.expr else {
-        panic!("PROBES is not &[...]")
-    };
-    let got: Vec<(u32, String, String)> = a
-        .elems
-        .iter()
-        .map(|e| {
-            let syn::Expr::Tuple(t) = e else {
-                panic!("PROBES element {e:?}")
-            };
-            let v: Vec<&syn::Expr> = t.elems.iter().collect();
-            let int = |e: &syn::Expr| match e {
-                syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Int(i),
-                    ..
-                }) => i.base10_parse::<u32>().unwrap(),
-                _ => panic!("{e:?}"),
-            };
-            let s = |e: &syn::Expr| match e {
-                syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Str(s),
-                    ..
-                }) => s.value(),
-                _ => panic!("{e:?}"),
-            };
-            (int(v[0]), s(v[1]), s(v[2]))
-        })
-        .collect();
-    let want: Vec<(u32, String, String)> = m
-        .attachable()
-        .map(|p| (p.id, p.function.clone(), p.module.clone()))
-        .collect();
-    assert_eq!(got, want);
-    assert!(
-        !got.iter().any(|(_, f, _)| f == "rxe_get_av"),
-        "inlined probe listed"
-    );
 }
 
 fn quote_attr(a: &syn::Attribute) -> String {
@@ -375,8 +321,11 @@ fn programs_per_probe() {
     ));
     assert!(c.contains("return pg_exit(3, 0, 0, ctx, 0);"));
     assert!(c.contains("#define PG_NPROBES 6"));
-    assert!(c.contains("__uint(max_entries, 256 * 1024);"));
-    assert!(c.contains("const volatile __u64 wakeup_threshold = 64 * 1024;"));
+    assert!(c.contains("#include \"probegen.bpf.h\""));
+    // The maps live in the shared header.
+    let h = render_header().unwrap();
+    assert!(h.contains("__uint(max_entries, 256 * 1024);"));
+    assert!(h.contains("const volatile __u64 wakeup_threshold = 64 * 1024;"));
 }
 
 #[test]
@@ -386,21 +335,18 @@ fn deterministic() {
         render_bpf(&m, REFRESH).unwrap(),
         render_bpf(&m.clone(), REFRESH).unwrap()
     );
-    assert_eq!(
-        render_record(&m, REFRESH).unwrap(),
-        render_record(&m.clone(), REFRESH).unwrap()
-    );
+    assert_eq!(render_header().unwrap(), render_header().unwrap());
 }
 
 #[test]
 fn explicit_args_and_bad_input() {
     let mut m = manifest();
     m.probes[5].args = vec![
-        codegen::manifest::ProbeArg {
+        manifest::ProbeArg {
             index: 2,
             name: "udata".into(),
         },
-        codegen::manifest::ProbeArg {
+        manifest::ProbeArg {
             index: 0,
             name: "ibqp".into(),
         },
@@ -427,7 +373,6 @@ fn explicit_args_and_bad_input() {
     let mut bad = manifest();
     bad.probes[0].function = "x\");evil".into();
     assert!(render_bpf(&bad, REFRESH).is_err());
-    assert!(render_record(&bad, REFRESH).is_err());
     let mut bad = manifest();
     bad.probes[2].attach_symbol = None;
     assert!(render_bpf(&bad, REFRESH).is_err());
@@ -440,6 +385,7 @@ fn compiles_with_btf_and_sections() {
     let src = dir.join("probes.bpf.c");
     let obj = dir.join("probes.bpf.o");
     std::fs::write(&src, render_bpf(&m, REFRESH).unwrap()).unwrap();
+    std::fs::write(dir.join(HEADER_NAME), render_header().unwrap()).unwrap();
 
     run(Command::new(tool("clang"))
         .args([
@@ -487,7 +433,7 @@ fn compiles_with_btf_and_sections() {
     let want_fexit: Vec<String> = m
         .probes
         .iter()
-        .filter(|p| p.attach == "fexit")
+        .filter(|p| p.attach.as_str() == "fexit")
         .map(|p| format!("fexit/{}", p.function))
         .collect();
     assert_eq!(

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use codegen::manifest::Manifest;
+use manifest::Manifest;
 
 use crate::decode::comm_str;
 use crate::errno::errno_label;

@@ -265,7 +265,7 @@ pub fn load(table: &ProbeTable, object: &Path, opts: &LoadOptions) -> Result<Loa
         let name = prog.name().to_string_lossy().into_owned();
         let Some(st) = attached
             .iter_mut()
-            .find(|s| format!("pg_{}", s.probe) == name)
+            .find(|s| manifest::naming::program_name(s.probe) == name)
         else {
             continue;
         };

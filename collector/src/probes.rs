@@ -1,7 +1,7 @@
 //! The probe table the collector works with: the manifest's attachable probes (those with a
 //! program in probes.bpf.c), indexed by probe id, plus the manifest's hash.
 
-use codegen::manifest::{Manifest, Probe};
+use manifest::{Attach, Manifest, Probe};
 use sha2::{Digest, Sha256};
 
 use crate::chains::CallRelation;
@@ -36,14 +36,14 @@ pub struct ProbeInfo {
 impl ProbeInfo {
     /// The BPF program name codegen gives this probe.
     pub fn program_name(&self) -> String {
-        format!("pg_{}", self.id)
+        manifest::naming::program_name(self.id)
     }
 
     /// The ELF section codegen gives this probe's program.
     pub fn section(&self) -> String {
         match &self.kind {
-            AttachKind::Fexit => format!("fexit/{}", self.function),
-            AttachKind::Kretprobe(sym) => format!("kretprobe/{sym}"),
+            AttachKind::Fexit => manifest::naming::fexit_section(&self.function),
+            AttachKind::Kretprobe(sym) => manifest::naming::kretprobe_section(sym),
         }
     }
 
@@ -69,7 +69,7 @@ pub struct ProbeTable {
 }
 
 /// Ids above this are refused (the BPF tables are sized by the largest id).
-const MAX_PROBE_ID: u32 = 1 << 16;
+const MAX_PROBE_ID: u32 = manifest::MAX_PROBE_ID;
 
 impl ProbeTable {
     /// The table of a manifest file's text.
@@ -167,7 +167,7 @@ fn info(p: &Probe) -> Result<ProbeInfo, String> {
     if p.id >= MAX_PROBE_ID {
         return Err(format!("manifest: probe id {} too large", p.id));
     }
-    let kind = if p.attach == "fexit" {
+    let kind = if p.attach == Attach::Fexit {
         AttachKind::Fexit
     } else {
         AttachKind::Kretprobe(p.attach_symbol.clone().ok_or_else(|| {
@@ -188,8 +188,8 @@ fn info(p: &Probe) -> Result<ProbeInfo, String> {
             a.sort();
             a.into_iter().map(|(_, n)| n).collect()
         },
-        layer: p.layer.clone(),
-        focus: p.focus.clone().unwrap_or_default(),
+        layer: p.layer.to_string(),
+        focus: p.focus.map(|f| f.to_string()).unwrap_or_default(),
     })
 }
 
@@ -230,11 +230,7 @@ mod tests {
         }
         // ids without a program are absent
         let m = Manifest::from_yaml(M, "rxe").expect("manifest");
-        for p in m
-            .probes
-            .iter()
-            .filter(|p| p.attach != "fexit" && p.attach != "clone-only")
-        {
+        for p in m.probes.iter().filter(|p| !p.attach.has_program()) {
             assert!(t.get(p.id).is_none());
         }
         assert!(t.get(100_000).is_none());

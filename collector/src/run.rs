@@ -330,10 +330,10 @@ fn summary(
 
 /// Runs `probegen collect` with `opts` (live when `object` is set, else replay).
 pub fn run(opts: &Options) -> Result<Summary, String> {
-    let text = analyzer::limits::read_text(
+    let text = manifest::input::read_text(
         &opts.manifest,
-        analyzer::limits::MAX_MANIFEST_BYTES,
-        "a probegen manifest.yaml",
+        manifest::input::MAX_MANIFEST_BYTES,
+        manifest::MANIFEST_WHAT,
     )?;
     let table = Arc::new(ProbeTable::from_manifest_text(
         &text,

@@ -7,8 +7,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(m) = codegen::Manifest::from_yaml(text, "fuzz") {
+    if let Ok(m) = manifest::Manifest::from_yaml(text, "fuzz") {
         let _ = collector::probes::ProbeTable::from_manifest(&m);
-        let _ = codegen::compare::coverage_diff(&m, &m);
+        let _ = maintain::compare::coverage_diff(&m, &m);
     }
 });

@@ -2,7 +2,6 @@
 //! the rules arrive as text (the built-in `rules.yaml` or a user's copy) and are parsed here.
 
 pub mod focus_ops;
-pub mod port;
 pub mod rules;
 pub mod select;
 

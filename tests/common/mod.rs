@@ -249,6 +249,69 @@ pub fn generated_set(ver: &str, vendor: &str) -> PathBuf {
     generated_set_with(ver, vendor, extra)
 }
 
+/// The checked-in sets (kernel, vendor) under `generated/`, as scripts/regenerate.sh writes
+/// them; the one list every test over the checked-in sets uses.
+pub const CHECKED_IN_SETS: &[(&str, &str)] = &[
+    ("7.2", "mlx5"),
+    ("7.2", "bnxt_re"),
+    ("7.2", "irdma"),
+    ("7.2", "rxe"),
+    ("6.12", "mlx5"),
+    ("6.12", "bnxt_re"),
+    ("6.12", "irdma"),
+    ("6.12", "rxe"),
+    ("6.1", "mlx5"),
+    ("6.1", "bnxt_re"),
+    ("6.1", "irdma"),
+    ("6.1", "rxe"),
+];
+
+/// The directory of a checked-in set.
+pub fn checked_in_set(ver: &str, vendor: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("generated")
+        .join(format!("linux-{ver}"))
+        .join(vendor)
+}
+
+/// Where this test process generates fresh sets, laid out as `generated/`: the sets under
+/// `linux-<ver>/<vendor>/`, the shared `probegen.bpf.h` at the root (`--header-dir`).
+pub fn generated_root() -> PathBuf {
+    std::env::temp_dir().join(format!("probegen-sets-{}", std::process::id()))
+}
+
+/// The staleness check of everything generated and checked in: each (checked-in file, fresh
+/// text) pair must be equal byte for byte; the failure lists every stale file with the start of
+/// its diff and the command that refreshes them. `None` as fresh text: the file should not
+/// exist.
+pub fn assert_fresh(files: &[(PathBuf, Option<Vec<u8>>)]) {
+    let mut stale = Vec::new();
+    for (checked_in, fresh) in files {
+        let current = std::fs::read(checked_in).ok();
+        if current == *fresh {
+            continue;
+        }
+        let dir = temp_dir("fresh");
+        let fresh_copy = dir.join(format!("fresh-{}", stale.len()));
+        std::fs::write(&fresh_copy, fresh.as_deref().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{}: {e}", fresh_copy.display()));
+        let diff = std::process::Command::new("diff")
+            .arg("-u")
+            .arg(checked_in)
+            .arg(&fresh_copy)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let diff: String = diff.lines().take(60).collect::<Vec<_>>().join("\n");
+        stale.push(format!("{}\n{diff}", checked_in.display()));
+    }
+    assert!(
+        stale.is_empty(),
+        "generated/ is stale; refresh it with `scripts/regenerate.sh` and commit:\n{}",
+        stale.join("\n\n")
+    );
+}
+
 /// Checked-in sets whose vendor Debian's config does not build: generated with `--not-built`
 /// (as scripts/regenerate.sh does), without which `generate` refuses a vendor-less set.
 pub const NOT_BUILT: &[(&str, &str)] = &[("6.1", "bnxt_re")];
@@ -264,12 +327,14 @@ pub fn generated_set_with(ver: &str, vendor: &str, extra: &[&str]) -> PathBuf {
     if let Some(p) = done.get(&key) {
         return p.clone();
     }
-    let out = std::env::temp_dir()
-        .join(format!("probegen-sets-{}", std::process::id()))
-        .join(format!("linux-{ver}"))
-        .join(vendor);
+    let root = generated_root();
+    let out = root.join(format!("linux-{ver}")).join(vendor);
     let src = kernel_dir(ver);
-    let (src, out_s) = (src.to_string_lossy(), out.to_string_lossy());
+    let (src, out_s, root_s) = (
+        src.to_string_lossy(),
+        out.to_string_lossy(),
+        root.to_string_lossy(),
+    );
     let mut args = vec![
         "generate",
         "--kernel-src",
@@ -278,6 +343,8 @@ pub fn generated_set_with(ver: &str, vendor: &str, extra: &[&str]) -> PathBuf {
         vendor,
         "--out",
         &out_s,
+        "--header-dir",
+        &root_s,
     ];
     args.extend_from_slice(extra);
     let o = probegen(&args);

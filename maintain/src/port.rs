@@ -8,12 +8,13 @@
 //! sets (as [`SetProbe`]s, the manifest's fields) in, a [`Port`] out.
 
 use std::collections::BTreeSet;
-use std::fmt::Write as _;
 
 use analyzer::graph::CallGraph;
+use askama::Template;
 use serde::Serialize;
 
-use crate::rules::Vendor;
+use heuristics::Vendor;
+use manifest::{FocusKind, Layer, Object};
 
 /// A probe of a set, as the manifest describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,11 +22,10 @@ pub struct SetProbe {
     pub function: String,
     pub module: String,
     pub file: String,
-    /// `core` or `vendor`.
-    pub layer: String,
-    pub object: String,
+    pub layer: Layer,
+    pub object: Object,
     /// R4 evidence: `ops-impl`, `hardware`, `handler`, ...
-    pub focus: Option<String>,
+    pub focus: Option<FocusKind>,
 }
 
 /// One vendor's side of a port.
@@ -72,10 +72,10 @@ pub enum UnmappedReason {
 pub struct Unmapped {
     pub from: String,
     pub module: String,
-    pub object: String,
+    pub object: Object,
     /// Why the source set keeps it (`hardware`, `ops-impl`, `handler`, ...).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub focus: Option<String>,
+    pub focus: Option<FocusKind>,
     pub reason: UnmappedReason,
     /// For [`UnmappedReason::MemberNotImplemented`]: the member.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -124,16 +124,16 @@ fn fillers(g: &CallGraph, side: &Side, member: &str) -> BTreeSet<String> {
         .collect()
 }
 
-fn name_has_object(function: &str, object: &str) -> bool {
-    let o = object.to_ascii_lowercase();
+fn name_has_object(function: &str, object: Object) -> bool {
+    let o = object.as_str().to_ascii_lowercase();
     function.split('_').any(|t| t.eq_ignore_ascii_case(&o))
 }
 
-fn candidates(to: &Side, object: &str) -> Vec<String> {
+fn candidates(to: &Side, object: Object) -> Vec<String> {
     let hw: Vec<&SetProbe> = to
         .set
         .iter()
-        .filter(|p| p.layer == "vendor" && p.focus.as_deref() == Some("hardware"))
+        .filter(|p| p.layer == Layer::Vendor && p.focus == Some(FocusKind::Hardware))
         .collect();
     let same: BTreeSet<String> = hw
         .iter()
@@ -156,7 +156,7 @@ pub fn port(g: &CallGraph, from: Side, to: Side) -> Port {
     let mut unmapped = Vec::new();
     let mut core = Vec::new();
     for p in from.set {
-        if p.layer != "vendor" {
+        if p.layer != Layer::Vendor {
             core.push(CoreProbe {
                 function: p.function.clone(),
                 module: p.module.clone(),
@@ -171,11 +171,11 @@ pub fn port(g: &CallGraph, from: Side, to: Side) -> Port {
         let unmapped_of = |reason, member: Option<String>| Unmapped {
             from: p.function.clone(),
             module: p.module.clone(),
-            object: p.object.clone(),
-            focus: p.focus.clone(),
+            object: p.object,
+            focus: p.focus,
             reason,
             member,
-            candidates: candidates(&to, &p.object),
+            candidates: candidates(&to, p.object),
         };
         if members.is_empty() {
             unmapped.push(unmapped_of(UnmappedReason::VendorInternal, None));
@@ -208,101 +208,39 @@ pub fn port(g: &CallGraph, from: Side, to: Side) -> Port {
     }
 }
 
+#[derive(Template)]
+#[template(path = "port.md", escape = "none")]
+struct PortTemplate<'a> {
+    p: &'a Port,
+    /// Members the target does not implement.
+    missing: Vec<&'a Unmapped>,
+    /// Vendor-internal probes without a counterpart.
+    internal: Vec<&'a Unmapped>,
+}
+
 impl Port {
-    pub fn to_markdown(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# Porting the {} probe set to {}\n",
-            self.from, self.to
-        );
-        let not_impl = self
-            .unmapped
-            .iter()
-            .filter(|u| u.reason == UnmappedReason::MemberNotImplemented)
-            .count();
-        let _ = writeln!(
-            out,
-            "{} mapping(s) through `ib_device_ops`, {} member(s) {} does not implement, \
-             {} vendor-internal probe(s) without a counterpart, {} core probe(s) shared.",
-            self.mappings.len(),
-            not_impl,
-            self.to,
-            self.unmapped.len() - not_impl,
-            self.core.len()
-        );
-        let _ = writeln!(out, "\n## Mapped through ib_device_ops\n");
-        let _ = writeln!(
-            out,
-            "| member | {} | {} | in the {} set |",
-            self.from, self.to, self.to
-        );
-        let _ = writeln!(out, "|---|---|---|---|");
-        for m in &self.mappings {
-            let _ = writeln!(
-                out,
-                "| `.{}` | `{}` | `{}` | {} |",
-                m.member,
-                m.from,
-                m.to,
-                if m.to_in_set { "yes" } else { "no" }
-            );
-        }
-        let (missing, internal): (Vec<&Unmapped>, Vec<&Unmapped>) = self
+    /// The port as a markdown report.
+    pub fn to_markdown(&self) -> Result<String, askama::Error> {
+        let (missing, internal) = self
             .unmapped
             .iter()
             .partition(|u| u.reason == UnmappedReason::MemberNotImplemented);
-        let _ = writeln!(out, "\n## Members {} does not implement\n", self.to);
-        if missing.is_empty() {
-            let _ = writeln!(out, "None.");
+        PortTemplate {
+            p: self,
+            missing,
+            internal,
         }
-        for u in missing {
-            let _ = writeln!(
-                out,
-                "- `.{}` (`{}`)",
-                u.member.as_deref().unwrap_or("?"),
-                u.from
-            );
-        }
-        let _ = writeln!(out, "\n## Vendor-internal probes without a counterpart\n");
-        if internal.is_empty() {
-            let _ = writeln!(out, "None.");
-        } else {
-            let _ = writeln!(
-                out,
-                "| {} | object | kept as | {} candidates |",
-                self.from, self.to
-            );
-            let _ = writeln!(out, "|---|---|---|---|");
-        }
-        for u in internal {
-            let _ = writeln!(
-                out,
-                "| `{}` | {} | {} | {} |",
-                u.from,
-                u.object,
-                u.focus.as_deref().unwrap_or("-"),
-                u.candidates
-                    .iter()
-                    .map(|c| format!("`{c}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        }
-        let _ = writeln!(out, "\n## Core probes, shared as they are\n");
-        for c in &self.core {
-            let _ = writeln!(
-                out,
-                "- `{}` ({}){}",
-                c.function,
-                c.module,
-                if c.in_target_set {
-                    ""
-                } else {
-                    " — not in the target's own set"
-                }
-            );
-        }
-        out
+        .render()
     }
+}
+
+/// `` `a`, `b` `` of names, for a table cell.
+fn code_list(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|c| format!("`{c}`")).collect();
+    quoted.join(", ")
+}
+
+/// The optional value of a table cell, `-` when absent.
+fn or_dash<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref().map_or_else(|| "-".to_string(), T::to_string)
 }

@@ -13,8 +13,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::manifest::Manifest;
 use crate::verbs::{self, VerbStatus};
+use manifest::Manifest;
 
 /// One failure row.
 #[derive(Debug, Clone, PartialEq, Serialize)]

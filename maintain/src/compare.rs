@@ -13,7 +13,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::manifest::{Manifest, Probe};
+use manifest::{Attach, FocusKind, Layer, Manifest, Object, Probe, Rule};
+
 use crate::verbs::{self, VerbStatus};
 
 /// Which set a report talks about.
@@ -39,12 +40,12 @@ pub struct ProbeSummary {
     pub module: String,
     pub file: String,
     pub line: usize,
-    pub layer: String,
-    pub object: String,
-    pub rule: String,
+    pub layer: Layer,
+    pub object: Object,
+    pub rule: Rule,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub focus: Option<String>,
-    pub attach: String,
+    pub focus: Option<FocusKind>,
+    pub attach: Attach,
 }
 
 impl From<&Probe> for ProbeSummary {
@@ -54,11 +55,11 @@ impl From<&Probe> for ProbeSummary {
             module: p.module.clone(),
             file: p.file.clone(),
             line: p.line,
-            layer: p.layer.clone(),
-            object: p.object.clone(),
-            rule: p.rule.clone(),
-            focus: p.focus.clone(),
-            attach: p.attach.clone(),
+            layer: p.layer,
+            object: p.object,
+            rule: p.rule,
+            focus: p.focus,
+            attach: p.attach,
         }
     }
 }
@@ -68,7 +69,7 @@ impl ProbeSummary {
     pub fn rule_text(&self) -> String {
         match &self.focus {
             Some(f) => format!("{} ({f})", self.rule),
-            None => self.rule.clone(),
+            None => self.rule.to_string(),
         }
     }
 }
@@ -78,7 +79,7 @@ impl ProbeSummary {
 #[serde(tag = "now", rename_all = "kebab-case")]
 pub enum Fate {
     /// Still reachable; a rule drops it now.
-    Excluded { rule: String, evidence: String },
+    Excluded { rule: Rule, evidence: String },
     /// Still defined in the source, no longer reached from the entries.
     Unreachable,
     /// No longer defined in the source.
@@ -193,11 +194,11 @@ pub fn rules_drift(
             p.evidence
                 .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
                 .any(|w| w == x)
-                || (p.rule == "override" && p.function == x)
+                || (p.rule == Rule::Override && p.function == x)
         }) || old
             .excluded
             .iter()
-            .any(|e| e.rule == "override" && e.function == x)
+            .any(|e| e.rule == Rule::Override && e.function == x)
     };
     let focus_new: BTreeSet<&str> = new.focus_ops.iter().map(|f| f.member.as_str()).collect();
     let focus_old: BTreeSet<&str> = old.focus_ops.iter().map(|f| f.member.as_str()).collect();
@@ -403,7 +404,7 @@ fn key(p: &Probe) -> Key {
 fn attach_text(p: &Probe) -> String {
     match &p.attach_symbol {
         Some(s) => format!("{} ({s})", p.attach),
-        None => p.attach.clone(),
+        None => p.attach.to_string(),
     }
 }
 
@@ -460,7 +461,11 @@ fn changes(o: &Probe, n: &Probe) -> Vec<Change> {
     push(ChangeKind::Module, o.module.clone(), n.module.clone());
     push(ChangeKind::File, o.file.clone(), n.file.clone());
     push(ChangeKind::Nargs, o.nargs.to_string(), n.nargs.to_string());
-    push(ChangeKind::Returns, o.returns.clone(), n.returns.clone());
+    push(
+        ChangeKind::Returns,
+        o.returns.to_string(),
+        n.returns.to_string(),
+    );
     push(ChangeKind::Attach, attach_text(o), attach_text(n));
     out
 }
@@ -529,7 +534,7 @@ pub fn drift(old: &Manifest, new: &Manifest, defined: Option<&dyn Fn(&str) -> bo
             .or_else(|| new.excluded.iter().find(|e| e.function == p.function))
         {
             return Fate::Excluded {
-                rule: e.rule.clone(),
+                rule: e.rule,
                 evidence: e.evidence.clone(),
             };
         }
@@ -785,8 +790,8 @@ pub fn check_markdown(d: &Drift, against: &str) -> String {
 /// Probes per (object, layer) in both sets.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ObjectLayer {
-    pub object: String,
-    pub layer: String,
+    pub object: Object,
+    pub layer: Layer,
     pub old: usize,
     pub new: usize,
 }
@@ -816,37 +821,26 @@ pub struct CoverageDiff {
     pub verbs: Vec<VerbDiff>,
 }
 
-const OBJECTS: &[&str] = &["QP", "MR", "PD", "CQ", "other"];
-const LAYERS: &[&str] = &["core", "vendor"];
-
 pub fn coverage_diff(old: &Manifest, new: &Manifest) -> CoverageDiff {
     let tally = |m: &Manifest| {
-        let mut t: BTreeMap<(String, String), usize> = BTreeMap::new();
+        let mut t: BTreeMap<(Object, Layer), usize> = BTreeMap::new();
         for p in &m.probes {
-            *t.entry((p.object.clone(), p.layer.clone())).or_default() += 1;
+            *t.entry((p.object, p.layer)).or_default() += 1;
         }
         t
     };
     let (to, tn) = (tally(old), tally(new));
-    let mut objects = Vec::new();
-    let mut keys: Vec<(String, String)> = OBJECTS
+    // Every (object, layer), in the order the report lists them, zero counts included.
+    let objects = Object::ALL
         .iter()
-        .flat_map(|o| LAYERS.iter().map(|l| (o.to_string(), l.to_string())))
-        .collect();
-    for k in to.keys().chain(tn.keys()) {
-        if !keys.contains(k) {
-            keys.push(k.clone());
-        }
-    }
-    for (object, layer) in keys {
-        let k = (object.clone(), layer.clone());
-        objects.push(ObjectLayer {
+        .flat_map(|&object| Layer::ALL.iter().map(move |&layer| (object, layer)))
+        .map(|k| ObjectLayer {
+            object: k.0,
+            layer: k.1,
             old: to.get(&k).copied().unwrap_or(0),
             new: tn.get(&k).copied().unwrap_or(0),
-            object,
-            layer,
-        });
-    }
+        })
+        .collect();
     let (so, sn) = (verbs::statuses(old), verbs::statuses(new));
     let verbs = verbs::REPORTED_VERBS
         .iter()
@@ -906,20 +900,20 @@ pub fn diff_markdown(d: &CoverageDiff) -> String {
     let _ = writeln!(out, "\n## Coverage by object and layer\n");
     let _ = writeln!(out, "| object | core | vendor | total |");
     let _ = writeln!(out, "|---|---|---|---|");
-    let mut objects: Vec<&str> = Vec::new();
+    let mut objects: Vec<Object> = Vec::new();
     for o in &d.objects {
-        if !objects.contains(&o.object.as_str()) {
-            objects.push(&o.object);
+        if !objects.contains(&o.object) {
+            objects.push(o.object);
         }
     }
     for obj in objects {
-        let get = |layer: &str| {
+        let get = |layer: Option<Layer>| {
             d.objects
                 .iter()
-                .filter(|o| o.object == obj && (layer.is_empty() || o.layer == layer))
+                .filter(|o| o.object == obj && layer.is_none_or(|l| o.layer == l))
                 .fold((0, 0), |(a, b), o| (a + o.old, b + o.new))
         };
-        let (c, v, t) = (get("core"), get("vendor"), get(""));
+        let (c, v, t) = (get(Some(Layer::Core)), get(Some(Layer::Vendor)), get(None));
         let _ = writeln!(
             out,
             "| {obj} | {} | {} | {} |",
@@ -990,7 +984,7 @@ pub fn diff_markdown(d: &CoverageDiff) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::{Excluded, KernelInfo, Stats};
+    use manifest::{Excluded, KernelInfo, Stats};
 
     fn probe(function: &str, module: &str, file: &str, object: &str, layer: &str) -> Probe {
         Probe {
@@ -999,16 +993,16 @@ mod tests {
             module: module.into(),
             file: file.into(),
             line: 10,
-            layer: layer.into(),
-            object: object.into(),
-            rule: "focus".into(),
-            focus: Some("hardware".into()),
+            layer: manifest::Layer::parse(layer).expect("layer"),
+            object: manifest::Object::parse(object).expect("object"),
+            rule: manifest::Rule::parse("focus").expect("rule"),
+            focus: Some(manifest::FocusKind::parse("hardware").expect("focus")),
             evidence: String::new(),
-            returns: "int".into(),
+            returns: manifest::ReturnKind::parse("int").expect("returns"),
             ret_size: 4,
             null_ok: false,
             nargs: 2,
-            attach: "fexit".into(),
+            attach: manifest::Attach::parse("fexit").expect("attach"),
             attach_symbol: None,
             suggest: None,
             args: Vec::new(),
@@ -1024,7 +1018,7 @@ mod tests {
         }
         Manifest {
             focus_ops: Vec::new(),
-            schema: crate::manifest::SCHEMA_ID.into(),
+            schema: manifest::SCHEMA_ID.into(),
             kernel: KernelInfo {
                 version: version.into(),
                 config: ".config".into(),
@@ -1088,7 +1082,7 @@ mod tests {
             vec![],
         );
         sig.nargs = 3;
-        sig.attach = "inlined".into();
+        sig.attach = manifest::Attach::Inlined;
         let new = manifest(
             "6.12",
             vec![
@@ -1121,7 +1115,7 @@ mod tests {
                 module: "ib_core".into(),
                 file: "drivers/infiniband/core/verbs.c".into(),
                 line: 1,
-                rule: "read-only".into(),
+                rule: manifest::Rule::parse("read-only").expect("rule"),
                 evidence: "name says query".into(),
                 path: vec![],
             }],
@@ -1146,7 +1140,7 @@ mod tests {
                 (
                     "dropped",
                     &Fate::Excluded {
-                        rule: "read-only".into(),
+                        rule: manifest::Rule::parse("read-only").expect("rule"),
                         evidence: "name says query".into()
                     }
                 ),

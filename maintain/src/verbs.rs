@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use analyzer::graph::CallGraph;
 use serde::Serialize;
 
-use crate::manifest::Manifest;
+use manifest::{FocusKind, Manifest, Rule};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -247,21 +247,23 @@ pub fn routes_in_manifest(m: &Manifest) -> Vec<Route> {
 pub enum HandlerVerdict {
     /// The handler is a probe.
     Probed {
-        rule: String,
+        rule: Rule,
         #[serde(skip_serializing_if = "Option::is_none")]
-        focus: Option<String>,
+        focus: Option<FocusKind>,
     },
     /// Reachable, dropped by `rule`.
-    Excluded { rule: String, evidence: String },
+    Excluded { rule: Rule, evidence: String },
     /// Not reachable in this kernel (no such command or method, or not built).
     Unreachable,
 }
 
 impl HandlerVerdict {
     /// The rule name: `focus`, `cleanup`, ..., or `unreachable`.
-    pub fn rule(&self) -> &str {
+    pub fn rule(&self) -> &'static str {
         match self {
-            HandlerVerdict::Probed { rule, .. } | HandlerVerdict::Excluded { rule, .. } => rule,
+            HandlerVerdict::Probed { rule, .. } | HandlerVerdict::Excluded { rule, .. } => {
+                rule.as_str()
+            }
             HandlerVerdict::Unreachable => "unreachable",
         }
     }
@@ -317,12 +319,12 @@ fn status_of(m: &Manifest, r: Route) -> VerbStatus {
         Some(h) => {
             let verdict = if let Some(p) = m.probes.iter().find(|p| &p.function == h) {
                 HandlerVerdict::Probed {
-                    rule: p.rule.clone(),
-                    focus: p.focus.clone(),
+                    rule: p.rule,
+                    focus: p.focus,
                 }
             } else if let Some(e) = m.excluded.iter().find(|e| &e.function == h) {
                 HandlerVerdict::Excluded {
-                    rule: e.rule.clone(),
+                    rule: e.rule,
                     evidence: e.evidence.clone(),
                 }
             } else {
@@ -345,8 +347,7 @@ fn status_of(m: &Manifest, r: Route) -> VerbStatus {
 /// Probes below `handler`: the probes whose call path passes through it (or the handler's
 /// own probe), closed over the probes they call.
 fn probes_below(m: &Manifest, handler: &str) -> Vec<String> {
-    let by_id: BTreeMap<u32, &crate::manifest::Probe> =
-        m.probes.iter().map(|p| (p.id, p)).collect();
+    let by_id: BTreeMap<u32, &manifest::Probe> = m.probes.iter().map(|p| (p.id, p)).collect();
     let mut seen: BTreeSet<u32> = BTreeSet::new();
     let mut stack: Vec<u32> = m
         .probes
@@ -372,7 +373,7 @@ fn probes_below(m: &Manifest, handler: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::{Excluded, KernelInfo, Probe, Stats};
+    use manifest::{Excluded, KernelInfo, Probe, Stats};
 
     fn probe(id: u32, function: &str, path: &[&str], calls: &[u32]) -> Probe {
         Probe {
@@ -381,16 +382,16 @@ mod tests {
             module: "ib_uverbs".into(),
             file: "drivers/infiniband/core/uverbs_cmd.c".into(),
             line: 1,
-            layer: "core".into(),
-            object: "QP".into(),
-            rule: "focus".into(),
-            focus: Some("handler".into()),
+            layer: manifest::Layer::parse("core").expect("layer"),
+            object: manifest::Object::parse("QP").expect("object"),
+            rule: manifest::Rule::parse("focus").expect("rule"),
+            focus: Some(manifest::FocusKind::parse("handler").expect("focus")),
             evidence: String::new(),
-            returns: "int".into(),
+            returns: manifest::ReturnKind::parse("int").expect("returns"),
             ret_size: 4,
             null_ok: false,
             nargs: 1,
-            attach: "fexit".into(),
+            attach: manifest::Attach::parse("fexit").expect("attach"),
             attach_symbol: None,
             suggest: None,
             args: Vec::new(),
@@ -405,7 +406,7 @@ mod tests {
             module: "ib_uverbs".into(),
             file: "drivers/infiniband/core/uverbs_std_types.c".into(),
             line: 1,
-            rule: rule.into(),
+            rule: manifest::Rule::parse(rule).expect("rule"),
             evidence: format!("{rule} evidence"),
             path: vec!["ib_uverbs_ioctl".into(), function.into()],
         }
@@ -414,7 +415,7 @@ mod tests {
     fn manifest() -> Manifest {
         Manifest {
             focus_ops: Vec::new(),
-            schema: crate::manifest::SCHEMA_ID.into(),
+            schema: manifest::SCHEMA_ID.into(),
             kernel: KernelInfo {
                 version: "6.12.117".into(),
                 config: ".config".into(),

@@ -1,10 +1,18 @@
-//! The manifest: the probe set as data (`manifest.yaml`), read by the collector, `check`,
-//! `port` and `diff`. Its JSON Schema is generated from these types (`probegen schema`).
+//! The manifest: the probe set as data (`manifest.yaml`), written by `generate`, read by the
+//! collector, `check`, `port`, `diff` and `coverage`. Its JSON Schema is generated from these
+//! types (`probegen schema`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::vocab::{
+    Attach, Derivation, FocusKind, GapKind, Layer, Object, Relation, ReturnKind, Rule,
+};
+
 pub const SCHEMA_ID: &str = "probegen/v1";
+
+/// What a manifest file is, in errors (`expected a probegen manifest.yaml`).
+pub const MANIFEST_WHAT: &str = "a probegen manifest.yaml";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -35,7 +43,7 @@ pub struct Manifest {
 pub struct Degraded {
     /// `unreadable`, `undecodable`, `unbalanced-conditional`, `parse-errors`, `too-deep`,
     /// `config-missing`, `makefile-missing` or `module-missing`.
-    pub kind: String,
+    pub kind: GapKind,
     /// The file that lost something, relative to the source directory when inside it.
     pub file: String,
     /// 1-based line; absent when the whole file is concerned.
@@ -47,17 +55,6 @@ pub struct Degraded {
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
-}
-
-impl From<&analyzer::completeness::Degradation> for Degraded {
-    fn from(d: &analyzer::completeness::Degradation) -> Self {
-        Degraded {
-            kind: d.kind.as_str().to_string(),
-            file: d.file.clone(),
-            line: d.line,
-            detail: d.detail.clone(),
-        }
-    }
 }
 
 impl std::fmt::Display for Degraded {
@@ -79,9 +76,9 @@ impl std::fmt::Display for Degraded {
 pub struct FocusOp {
     pub member: String,
     /// `QP`, `MR`, `PD` or `CQ`.
-    pub object: String,
+    pub object: Object,
     /// `constructor`, `updates`, `included` or `excluded` (excluded members are not focus).
-    pub derivation: String,
+    pub derivation: Derivation,
     /// Why, in words: the update token, or the rules' reason.
     pub why: String,
 }
@@ -106,17 +103,17 @@ pub struct Probe {
     pub file: String,
     pub line: usize,
     /// `core` or `vendor`.
-    pub layer: String,
+    pub layer: Layer,
     /// `QP`, `MR`, `PD`, `CQ` or `other`.
-    pub object: String,
+    pub object: Object,
     /// `focus` or `override`.
-    pub rule: String,
+    pub rule: Rule,
     /// What R4 evidence kept it: handler, ops-caller, ops-impl, hardware, helper.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub focus: Option<String>,
+    pub focus: Option<FocusKind>,
     pub evidence: String,
     /// `int`, `ptr`, `bool` or `void`.
-    pub returns: String,
+    pub returns: ReturnKind,
     /// Size in bytes of the return value per BTF (4 for int: sign-extend before testing).
     pub ret_size: u32,
     /// For `ptr`: NULL is an ordinary return (the function reports errors as ERR_PTR), so
@@ -125,7 +122,7 @@ pub struct Probe {
     pub null_ok: bool,
     pub nargs: usize,
     /// `fexit`, `clone-only`, `inlined`, `not-built`, `no-btf`, `no-ftrace`.
-    pub attach: String,
+    pub attach: Attach,
     /// For clone-only: the clone symbol a kretprobe attaches to instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attach_symbol: Option<String>,
@@ -149,7 +146,7 @@ pub struct Suggestion {
     pub function: String,
     pub module: String,
     /// `caller` or `callee`.
-    pub relation: String,
+    pub relation: Relation,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -168,7 +165,7 @@ pub struct Excluded {
     pub file: String,
     pub line: usize,
     /// `read-only`, `generic`, `cleanup`, `vendor-gate`, `not-focus` or `override`.
-    pub rule: String,
+    pub rule: Rule,
     pub evidence: String,
     pub path: Vec<String>,
 }
@@ -183,9 +180,9 @@ pub struct Stats {
     pub core: usize,
     pub vendor: usize,
     /// Excluded functions by rule.
-    pub excluded: std::collections::BTreeMap<String, usize>,
+    pub excluded: std::collections::BTreeMap<Rule, usize>,
     /// Probes by attach verdict.
-    pub attach: std::collections::BTreeMap<String, usize>,
+    pub attach: std::collections::BTreeMap<Attach, usize>,
 }
 
 impl Manifest {
@@ -193,11 +190,11 @@ impl Manifest {
         serde_yaml::to_string(self)
     }
 
-    /// Parse and validate a manifest ([`crate::validate`]); errors name the origin, line and
+    /// Parse and validate a manifest ([`crate::validate()`]); errors name the origin, line and
     /// column, and the field or value expected.
     pub fn from_yaml(text: &str, origin: &str) -> Result<Self, String> {
-        analyzer::limits::check_text(text, origin, "a probegen manifest.yaml")?;
-        analyzer::limits::check_yaml_nesting(text, origin)?;
+        crate::input::check_text(text, origin, MANIFEST_WHAT)?;
+        crate::input::check_yaml_nesting(text, origin)?;
         let m: Manifest = serde_yaml::from_str(text).map_err(|e| {
             let loc = e
                 .location()
@@ -217,9 +214,7 @@ impl Manifest {
 
     /// Probes a BPF program is generated for.
     pub fn attachable(&self) -> impl Iterator<Item = &Probe> {
-        self.probes
-            .iter()
-            .filter(|p| p.attach == "fexit" || p.attach == "clone-only")
+        self.probes.iter().filter(|p| p.attach.has_program())
     }
 }
 

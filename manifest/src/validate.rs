@@ -1,0 +1,115 @@
+//! Validation of a manifest read from a file, the same for every command (`check`, `diff`,
+//! `coverage`, `collect`). Serde checks the shape and the vocabulary (an `attach: teleport` or
+//! `layer: 7` is refused while parsing, see [`crate::vocab`]); this checks what the shape cannot:
+//! which rules a probe or an excluded function may carry, that probe ids are unique and small,
+//! that a clone-only probe names its clone and that `calls` name existing probes.
+
+use std::collections::BTreeSet;
+
+use crate::types::Manifest;
+use crate::vocab::{Attach, Rule};
+
+/// Probe ids above this are refused (the collector sizes its BPF tables by the largest id).
+pub const MAX_PROBE_ID: u32 = 1 << 16;
+
+fn rule_in(origin: &str, what: String, rule: Rule, allowed: &[Rule]) -> Result<(), String> {
+    if allowed.contains(&rule) {
+        return Ok(());
+    }
+    let names: Vec<&str> = allowed.iter().map(|r| r.as_str()).collect();
+    Err(format!(
+        "{origin}: {what}: rule `{rule}`: expected one of {}",
+        names.join(", ")
+    ))
+}
+
+/// Check the values of a parsed manifest; the error names the origin, the probe (by id and
+/// function) or excluded function, the field and the values expected.
+pub fn validate(m: &Manifest, origin: &str) -> Result<(), String> {
+    let mut ids = BTreeSet::new();
+    for p in &m.probes {
+        let what = || format!("probe {} ({})", p.id, p.function);
+        if p.id >= MAX_PROBE_ID {
+            return Err(format!(
+                "{origin}: {}: id {}: expected an id below {MAX_PROBE_ID}",
+                what(),
+                p.id
+            ));
+        }
+        if !ids.insert(p.id) {
+            return Err(format!(
+                "{origin}: {}: id {} appears twice: expected unique probe ids",
+                what(),
+                p.id
+            ));
+        }
+        rule_in(origin, what(), p.rule, &[Rule::Focus, Rule::Override])?;
+        if p.attach == Attach::CloneOnly && p.attach_symbol.is_none() {
+            return Err(format!(
+                "{origin}: {}: attach `clone-only` without attach_symbol: expected the clone's symbol",
+                what()
+            ));
+        }
+    }
+    for p in &m.probes {
+        if let Some(c) = p.calls.iter().find(|c| !ids.contains(*c)) {
+            return Err(format!(
+                "{origin}: probe {} ({}): calls {c}: expected the id of a probe in this manifest",
+                p.id, p.function
+            ));
+        }
+    }
+    let excluded_rules: Vec<Rule> = Rule::ALL
+        .iter()
+        .copied()
+        .filter(|r| *r != Rule::Focus)
+        .collect();
+    for e in &m.excluded {
+        let what = format!("excluded {} ({})", e.function, e.file);
+        rule_in(origin, what, e.rule, &excluded_rules)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::types::Manifest;
+
+    const M: &str = include_str!("../../generated/linux-6.12/rxe/manifest.yaml");
+
+    fn err(from: &str, to: &str) -> String {
+        let text = M.replacen(from, to, 1);
+        assert_ne!(text, M, "`{from}` not in the manifest");
+        Manifest::from_yaml(&text, "m.yaml").expect_err("invalid")
+    }
+
+    #[test]
+    fn checked_in_manifest_is_valid() {
+        Manifest::from_yaml(M, "m.yaml").expect("valid");
+    }
+
+    #[test]
+    fn unknown_values_duplicate_ids_and_dangling_calls_are_refused() {
+        let e = err("attach: fexit", "attach: teleport");
+        assert!(
+            e.contains("attach `teleport`: expected one of fexit,"),
+            "{e}"
+        );
+        let e = err("layer: core", "layer: 7");
+        assert!(e.contains("layer `7`: expected one of core, vendor"), "{e}");
+        let e = err("- id: 1\n", "- id: 0\n");
+        assert!(e.contains("id 0 appears twice"), "{e}");
+        let e = err("rule: cleanup", "rule: sometimes");
+        assert!(e.contains("rule `sometimes`"), "{e}");
+    }
+
+    #[test]
+    fn a_probe_rule_on_an_excluded_function_is_refused() {
+        let e = err("rule: cleanup", "rule: focus");
+        assert!(
+            e.contains("rule `focus`: expected one of read-only,"),
+            "{e}"
+        );
+        assert!(e.starts_with("m.yaml: excluded "), "{e}");
+    }
+}

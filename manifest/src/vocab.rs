@@ -1,0 +1,236 @@
+//! The manifest's closed vocabularies as enums. Each is written and read as the same string
+//! it always was (the YAML is unchanged), its schema is a plain string (the published schema is
+//! unchanged), and an unknown value is refused while parsing with the values expected.
+//!
+//! Values order by their name, as the strings they replace did, so every sorted listing built
+//! from them keeps its order.
+
+use std::fmt;
+
+/// Defines a string-valued enum: `as_str`, `ALL`, `parse`, `Display`, ordering by name,
+/// serde as the string, and a string JSON Schema.
+macro_rules! string_enum {
+    (
+        $(#[$meta:meta])*
+        $name:ident, $field:literal {
+            $( $(#[$vmeta:meta])* $variant:ident => $text:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant ),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The value as written in the manifest.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text),+
+                }
+            }
+
+            /// The value a manifest string names; the error names the field and the values
+            /// expected.
+            pub fn parse(s: &str) -> Result<Self, String> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    other => Err(format!(
+                        "{} `{other}`: expected one of {}",
+                        $field,
+                        [$($text),+].join(", ")
+                    )),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl PartialOrd for $name {
+            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+
+        impl Ord for $name {
+            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+                self.as_str().cmp(other.as_str())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                // Through String: a YAML scalar such as `7` is then refused by value, with
+                // the values expected, not by type.
+                let s = <String as serde::Deserialize>::deserialize(d)?;
+                $name::parse(&s).map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl schemars::JsonSchema for $name {
+            fn is_referenceable() -> bool {
+                false
+            }
+
+            fn schema_name() -> String {
+                String::schema_name()
+            }
+
+            fn json_schema(g: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+                String::json_schema(g)
+            }
+        }
+    };
+}
+
+string_enum! {
+    /// How a probe attaches (the binary's verdict on the function).
+    Attach, "attach" {
+        /// fexit by name.
+        Fexit => "fexit",
+        /// Only a compiler clone exists: a kretprobe on `attach_symbol` instead.
+        CloneOnly => "clone-only",
+        Inlined => "inlined",
+        NotBuilt => "not-built",
+        NoBtf => "no-btf",
+        NoFtrace => "no-ftrace",
+        /// More arguments than the kernel's fexit trampoline takes.
+        TooManyArgs => "too-many-args",
+    }
+}
+
+impl Attach {
+    /// A BPF program is generated for the probe (fexit, or its kretprobe fallback).
+    pub fn has_program(self) -> bool {
+        matches!(self, Attach::Fexit | Attach::CloneOnly)
+    }
+}
+
+string_enum! {
+    /// Where a function lives: the RDMA core or the vendor driver.
+    Layer, "layer" {
+        Core => "core",
+        Vendor => "vendor",
+    }
+}
+
+string_enum! {
+    /// The verbs object a function works on.
+    Object, "object" {
+        QP => "QP",
+        MR => "MR",
+        PD => "PD",
+        CQ => "CQ",
+        Other => "other",
+    }
+}
+
+impl Object {
+    /// The verbs objects proper (without `other`), in the order reports list them.
+    pub const VERBS: &'static [Object] = &[Object::QP, Object::MR, Object::PD, Object::CQ];
+}
+
+string_enum! {
+    /// The selection rule that kept (focus, override) or dropped a function.
+    Rule, "rule" {
+        ReadOnly => "read-only",
+        Generic => "generic",
+        Cleanup => "cleanup",
+        Focus => "focus",
+        VendorGate => "vendor-gate",
+        NotFocus => "not-focus",
+        Override => "override",
+    }
+}
+
+string_enum! {
+    /// What R4 evidence kept a function.
+    FocusKind, "focus" {
+        Handler => "handler",
+        OpsCaller => "ops-caller",
+        OpsImpl => "ops-impl",
+        Hardware => "hardware",
+        Helper => "helper",
+    }
+}
+
+string_enum! {
+    /// The return type class a program tests for failure.
+    ReturnKind, "returns" {
+        Int => "int",
+        Ptr => "ptr",
+        Bool => "bool",
+        Void => "void",
+    }
+}
+
+string_enum! {
+    /// How a suggested attachable function relates to the one that cannot be attached.
+    Relation, "suggest.relation" {
+        Caller => "caller",
+        Callee => "callee",
+    }
+}
+
+string_enum! {
+    /// Why an `ib_device_ops` member is (or is not) focus.
+    Derivation, "derivation" {
+        Constructor => "constructor",
+        Updates => "updates",
+        Included => "included",
+        Excluded => "excluded",
+    }
+}
+
+string_enum! {
+    /// What kind of gap the input had (`degraded`).
+    GapKind, "kind" {
+        Unreadable => "unreadable",
+        Undecodable => "undecodable",
+        UnbalancedConditional => "unbalanced-conditional",
+        ParseErrors => "parse-errors",
+        TooDeep => "too-deep",
+        ConfigMissing => "config-missing",
+        MakefileMissing => "makefile-missing",
+        ModuleMissing => "module-missing",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_round_trip_and_unknown_values_name_the_expected_ones() {
+        for a in Attach::ALL {
+            assert_eq!(Attach::parse(a.as_str()), Ok(*a));
+        }
+        let e = Layer::parse("7").expect_err("unknown");
+        assert_eq!(e, "layer `7`: expected one of core, vendor");
+        let y: Rule = serde_yaml::from_str("not-focus").expect("rule");
+        assert_eq!(y, Rule::NotFocus);
+        assert_eq!(
+            serde_yaml::to_string(&Object::Other).ok().as_deref(),
+            Some("other\n")
+        );
+    }
+
+    #[test]
+    fn values_order_by_name() {
+        assert!(Object::CQ < Object::MR && Object::QP < Object::Other);
+        assert!(Layer::Core < Layer::Vendor);
+    }
+}

@@ -1,0 +1,103 @@
+//! The crate boundaries hold (ARCHITECTURE invariants): the runtime (`collector`) stands on the
+//! contract (`manifest`) and on nothing that parses C or generates code, and the contract
+//! depends on no workspace crate.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+/// name -> names of its normal (non-dev, non-build) dependencies, from `cargo metadata`.
+fn normal_dependency_graph() -> BTreeMap<String, Vec<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--offline"])
+        // The host's dependencies only: other platforms' crates are not in the offline cache.
+        .args(["--filter-platform", "x86_64-unknown-linux-gnu"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
+    let names: BTreeMap<&str, &str> = v["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter_map(|p| Some((p["id"].as_str()?, p["name"].as_str()?)))
+        .collect();
+    let mut graph = BTreeMap::new();
+    for node in v["resolve"]["nodes"].as_array().expect("resolve.nodes") {
+        let name = names[node["id"].as_str().expect("id")].to_string();
+        let deps = node["deps"]
+            .as_array()
+            .expect("deps")
+            .iter()
+            .filter(|d| {
+                d["dep_kinds"]
+                    .as_array()
+                    .is_some_and(|k| k.iter().any(|k| k["kind"].is_null()))
+            })
+            .filter_map(|d| names.get(d["pkg"].as_str()?).map(|n| n.to_string()))
+            .collect();
+        graph.insert(name, deps);
+    }
+    graph
+}
+
+fn closure(graph: &BTreeMap<String, Vec<String>>, root: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![root.to_string()];
+    while let Some(n) = stack.pop() {
+        for d in graph.get(&n).into_iter().flatten() {
+            if seen.insert(d.clone()) {
+                stack.push(d.clone());
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn collector_depends_on_no_crate_that_parses_c_or_generates_code() {
+    let graph = normal_dependency_graph();
+    let deps = closure(&graph, "collector");
+    assert!(deps.contains("manifest"), "{deps:?}");
+    let forbidden: Vec<&String> = deps
+        .iter()
+        .filter(|d| {
+            d.starts_with("tree-sitter")
+                || d.starts_with("askama")
+                || [
+                    "analyzer",
+                    "codegen",
+                    "heuristics",
+                    "maintain",
+                    "petgraph",
+                    "rayon",
+                ]
+                .contains(&d.as_str())
+        })
+        .collect();
+    assert!(forbidden.is_empty(), "collector depends on {forbidden:?}");
+}
+
+#[test]
+fn manifest_depends_on_no_workspace_crate() {
+    let graph = normal_dependency_graph();
+    let deps = closure(&graph, "manifest");
+    let workspace = [
+        "analyzer",
+        "heuristics",
+        "codegen",
+        "maintain",
+        "collector",
+        "probegen",
+    ];
+    let inside: Vec<&String> = deps
+        .iter()
+        .filter(|d| workspace.contains(&d.as_str()))
+        .collect();
+    assert!(inside.is_empty(), "manifest depends on {inside:?}");
+}
