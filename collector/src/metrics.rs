@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use crate::clickhouse::SinkStatus;
 use crate::errno::errno_label;
+use crate::kernel_state::{AttachStatus, KernelTotals};
 use crate::owner::Owner;
-use crate::pipeline::{AttachStatus, KernelTotals};
 use crate::probes::ProbeTable;
 
 /// Everything the exposition shows.

@@ -23,39 +23,12 @@ use serde::{Serialize, Serializer};
 use crate::chains::{ChainBuilder, ChainClock, ChainsOut};
 use crate::decode::{comm_str, decode};
 use crate::errno::errno_label;
+pub use crate::kernel_state::{AttachStatus, KernelTotals};
 use crate::owner::Owner;
 use crate::probes::ProbeTable;
 use crate::procinfo::{ProcCache, ProcInfo};
 use crate::record::PgRecord;
 use crate::timefmt::{rfc3339, unix_ns};
-
-/// Cumulative kernel counters, summed over CPUs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KernelTotals {
-    pub calls: BTreeMap<u32, u64>,
-    pub failures: BTreeMap<u32, u64>,
-    /// (probe id, errno) -> failures
-    pub errnos: BTreeMap<(u32, u32), u64>,
-    /// records the ring buffer could not take
-    pub drops: u64,
-    /// the same per probe id (empty for recordings that only carry the total)
-    pub drops_by_probe: BTreeMap<u32, u64>,
-}
-
-impl KernelTotals {
-    /// Sum of one key's per-CPU u64 values (one `Vec<u8>` per CPU, as libbpf returns them).
-    /// A value that is not 8 bytes long counts as 0.
-    pub fn sum_percpu(values: &[Vec<u8>]) -> u64 {
-        values
-            .iter()
-            .map(|v| {
-                <[u8; 8]>::try_from(v.as_slice())
-                    .map(u64::from_ne_bytes)
-                    .unwrap_or(0)
-            })
-            .fold(0u64, u64::wrapping_add)
-    }
-}
 
 /// A monotonic counter's growth; a counter that went backwards (object reloaded) restarts.
 #[inline]
@@ -65,17 +38,6 @@ pub fn counter_delta(prev: u64, cur: u64) -> u64 {
     } else {
         cur
     }
-}
-
-/// Attach outcome of one probe.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AttachStatus {
-    pub probe: u32,
-    pub function: String,
-    pub module: String,
-    pub attached: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
 }
 
 /// A record kept for the snapshot.
