@@ -212,8 +212,79 @@ fn render_chains(o: &mut String, m: &MetricsInput<'_>) {
     }
 }
 
-/// The exposition text shared with the server thread.
-pub type Shared = Arc<Mutex<String>>;
+/// What the exposition shows, owned: the server thread renders it when scraped, so an idle
+/// collector nobody scrapes renders nothing.
+#[derive(Debug, Clone, Default)]
+pub struct MetricsState {
+    pub table: Arc<ProbeTable>,
+    pub kernel: KernelTotals,
+    pub received: Vec<u64>,
+    pub dropped_userspace: Vec<u64>,
+    pub attached: Vec<AttachStatus>,
+    pub sink_errors: u64,
+    pub snapshots: u64,
+    pub chains: std::collections::BTreeMap<(Owner, u32, u32), u64>,
+    pub clickhouse: Option<SinkStatus>,
+    pub last_snapshot_unix_ns: u64,
+}
+
+impl MetricsState {
+    /// Takes over `m`'s values (`table` is `m.table`), reusing this state's allocations.
+    pub fn update(&mut self, table: &Arc<ProbeTable>, m: &MetricsInput<'_>) {
+        if !Arc::ptr_eq(&self.table, table) {
+            self.table = table.clone();
+        }
+        self.kernel.clone_from(m.kernel);
+        self.received.clear();
+        self.received.extend_from_slice(m.received);
+        self.dropped_userspace.clear();
+        self.dropped_userspace.extend_from_slice(m.dropped_userspace);
+        if self.attached != m.attached {
+            self.attached = m.attached.to_vec();
+        }
+        self.sink_errors = m.sink_errors;
+        self.snapshots = m.snapshots;
+        self.chains.clone_from(m.chains);
+        self.clickhouse.clone_from(&m.clickhouse);
+        self.last_snapshot_unix_ns = m.last_snapshot_unix_ns;
+    }
+
+    pub fn input(&self) -> MetricsInput<'_> {
+        MetricsInput {
+            table: &self.table,
+            kernel: &self.kernel,
+            received: &self.received,
+            dropped_userspace: &self.dropped_userspace,
+            attached: &self.attached,
+            sink_errors: self.sink_errors,
+            snapshots: self.snapshots,
+            chains: &self.chains,
+            clickhouse: self.clickhouse.clone(),
+            last_snapshot_unix_ns: self.last_snapshot_unix_ns,
+        }
+    }
+}
+
+/// The page the server thread serves.
+#[derive(Debug)]
+pub enum Page {
+    /// a fixed text (tests)
+    Text(String),
+    /// rendered from the state at each request
+    State(Box<MetricsState>),
+}
+
+impl Page {
+    fn body(&self) -> String {
+        match self {
+            Page::Text(t) => t.clone(),
+            Page::State(s) => render(&s.input()),
+        }
+    }
+}
+
+/// The page shared with the server thread.
+pub type Shared = Arc<Mutex<Page>>;
 
 /// `PORT` alone or `:PORT` binds 127.0.0.1; `ADDR:PORT` binds that address.
 pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
@@ -266,7 +337,7 @@ fn handle(mut s: TcpStream, text: &Shared) -> std::io::Result<()> {
         ("GET" | "HEAD", "/metrics") => (
             "200 OK",
             "text/plain; version=0.0.4; charset=utf-8",
-            text.lock().map(|t| t.clone()).unwrap_or_default(),
+            text.lock().map(|t| t.body()).unwrap_or_default(),
         ),
         ("GET" | "HEAD", "/") => (
             "200 OK",
@@ -378,7 +449,7 @@ mod tests {
 
     #[test]
     fn http_server() {
-        let text: Shared = Arc::new(Mutex::new(input_text()));
+        let text: Shared = Arc::new(Mutex::new(Page::Text(input_text())));
         let addr = serve(SocketAddr::from(([127, 0, 0, 1], 0)), text).expect("bind");
         let get = |path: &str| {
             let mut c = TcpStream::connect(addr).expect("connect");

@@ -9,7 +9,7 @@ use crate::chains::ChainClock;
 use crate::clickhouse::{ClickhouseSink, SinkOptions, SinkStatus};
 use crate::error::CollectError;
 use crate::kernel_state::KernelTotals;
-use crate::metrics::{self, MetricsInput};
+use crate::metrics::{self, MetricsInput, MetricsState, Page};
 use crate::options::Options;
 use crate::pipeline::{Pipeline, Snapshot};
 use crate::sink::JsonlSink;
@@ -50,7 +50,8 @@ impl Outputs {
         let mut bound = None;
         let metrics = match opts.metrics {
             Some(addr) => {
-                let shared: metrics::Shared = Arc::new(Mutex::new(String::new()));
+                let shared: metrics::Shared =
+                    Arc::new(Mutex::new(Page::Text(String::new())));
                 bound = Some(
                     metrics::serve(addr, shared.clone())
                         .map_err(|source| CollectError::Metrics { addr, source })?,
@@ -90,10 +91,11 @@ impl Outputs {
         self.metrics.is_some()
     }
 
-    /// Renders the exposition (also before the first snapshot, for `probe_attached`).
+    /// Updates what the exposition shows (also before the first snapshot, for
+    /// `probe_attached`); it is rendered when scraped.
     pub fn update_metrics(&self, pipe: &Pipeline, k: &KernelTotals) {
         if let Some(m) = &self.metrics {
-            let text = metrics::render(&MetricsInput {
+            let input = MetricsInput {
                 table: pipe.table(),
                 kernel: k,
                 received: pipe.received_totals(),
@@ -108,9 +110,16 @@ impl Outputs {
                     .map(|c| c.status())
                     .or_else(|| self.clickhouse_status.clone()),
                 last_snapshot_unix_ns: self.last_snapshot_unix_ns,
-            });
-            if let Ok(mut t) = m.lock() {
-                *t = text;
+            };
+            if let Ok(mut page) = m.lock() {
+                match &mut *page {
+                    Page::State(s) => s.update(pipe.table(), &input),
+                    other => {
+                        let mut s = MetricsState::default();
+                        s.update(pipe.table(), &input);
+                        *other = Page::State(Box::new(s));
+                    }
+                }
             }
         }
     }

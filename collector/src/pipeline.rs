@@ -170,7 +170,7 @@ impl Pipeline {
                 cpus: Vec::new(),
                 from_zero: cfg.seq_from_zero,
             },
-            batch: Vec::with_capacity(cfg.batch_cap.min(1 << 16)),
+            batch: Vec::new(),
             chains: ChainBuilder::default(),
             table,
             cfg,
@@ -298,6 +298,9 @@ impl Pipeline {
                 .or_default() += 1;
         }
         if self.batch.len() < self.cfg.batch_cap {
+            if self.batch.capacity() == 0 {
+                self.batch.reserve(self.cfg.batch_cap.min(1 << 16));
+            }
             let proc_info = if self.procs.enabled() {
                 self.procs.lookup(rec.pid, &rec.comm, rec.cgroup_id)
             } else {
@@ -370,10 +373,9 @@ impl Pipeline {
                 end_unix_ns: unix_ns(end),
             },
             records: RecordsOut {
-                recs: std::mem::replace(
-                    &mut self.batch,
-                    Vec::with_capacity(self.cfg.batch_cap.min(1 << 16)),
-                ),
+                // the next window's batch is allocated by its first record: an idle window
+                // allocates nothing
+                recs: std::mem::take(&mut self.batch),
                 table: table.clone(),
             },
             chains,
