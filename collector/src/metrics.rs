@@ -1,5 +1,6 @@
 //! Prometheus text exposition (format 0.0.4) of the cumulative counters, served by a tiny
-//! std::net HTTP server (`GET /metrics`). The text is rendered at each snapshot and on start.
+//! std::net HTTP server (`GET /metrics`). The text is rendered when scraped, from the state of
+//! the last snapshot (or of the start): an idle collector that nobody scrapes renders nothing.
 //!
 //! Metrics, labelled `function` and `module` (the probe):
 //! `probegen_calls_total`, `probegen_failures_total`, `probegen_errno_total{errno="EFAULT"}`,
@@ -57,59 +58,9 @@ pub fn render(m: &MetricsInput<'_>) -> String {
             )
         })
         .collect();
-    let per_probe = |o: &mut String, name: &str, help: &str, get: &dyn Fn(u32) -> u64| {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter");
-        for (p, l) in m.table.probes.iter().zip(&labels) {
-            let _ = writeln!(o, "{name}{{{l}}} {}", get(p.id));
-        }
-    };
-    let at = |v: &[u64], id: u32| v.get(id as usize).copied().unwrap_or(0);
-    per_probe(
-        &mut o,
-        "probegen_calls_total",
-        "Calls of the probed function.",
-        &|id| m.kernel.calls.get(&id).copied().unwrap_or(0),
-    );
-    per_probe(
-        &mut o,
-        "probegen_failures_total",
-        "Failed returns of the probed function.",
-        &|id| m.kernel.failures.get(&id).copied().unwrap_or(0),
-    );
-    per_probe(
-        &mut o,
-        "probegen_records_total",
-        "Failure records received and kept in snapshots.",
-        &|id| at(m.received, id),
-    );
-    per_probe(
-        &mut o,
-        "probegen_userspace_drops_total",
-        "Failure records dropped by the collector (batch cap).",
-        &|id| at(m.dropped_userspace, id),
-    );
-    let _ = writeln!(
-        o,
-        "# HELP probegen_errno_total Failures by errno.\n# TYPE probegen_errno_total counter"
-    );
-    for (p, l) in m.table.probes.iter().zip(&labels) {
-        // several kernel errnos may share a label only if unnamed; sum them
-        let mut by_label: std::collections::BTreeMap<String, u64> = Default::default();
-        for (&(_, err), &v) in m.kernel.errnos.range((p.id, 0)..=(p.id, u32::MAX)) {
-            *by_label.entry(errno_label(err).into_owned()).or_default() += v;
-        }
-        for (e, v) in by_label {
-            let _ = writeln!(o, "probegen_errno_total{{{l},errno=\"{}\"}} {v}", esc(&e));
-        }
-    }
-    let _ = writeln!(
-        o,
-        "# HELP probegen_probe_attached 1 when the probe's program is attached.\n# TYPE probegen_probe_attached gauge"
-    );
-    for (p, l) in m.table.probes.iter().zip(&labels) {
-        let a = m.attached.iter().any(|a| a.probe == p.id && a.attached);
-        let _ = writeln!(o, "probegen_probe_attached{{{l}}} {}", u8::from(a));
-    }
+    render_per_probe(&mut o, m, &labels);
+    render_errnos(&mut o, m, &labels);
+    render_attached(&mut o, m, &labels);
     for (name, help, v) in [
         (
             "probegen_ring_drops_total",
@@ -139,48 +90,115 @@ pub fn render(m: &MetricsInput<'_>) -> String {
         m.last_snapshot_unix_ns % 1_000_000_000 / 1_000_000
     );
     if let Some(c) = &m.clickhouse {
-        for (name, kind, help, v) in [
-            (
-                "probegen_clickhouse_batches_sent_total",
-                "counter",
-                "Snapshot batches ClickHouse took.",
-                c.sent_batches,
-            ),
-            (
-                "probegen_clickhouse_records_sent_total",
-                "counter",
-                "Record rows ClickHouse took.",
-                c.sent_records,
-            ),
-            (
-                "probegen_clickhouse_send_errors_total",
-                "counter",
-                "Failed ClickHouse send attempts.",
-                c.send_errors,
-            ),
-            (
-                "probegen_clickhouse_spool_dropped_total",
-                "counter",
-                "Batches dropped, oldest first, past the spool limit.",
-                c.spool_dropped,
-            ),
-            (
-                "probegen_clickhouse_spool_batches",
-                "gauge",
-                "Batches waiting in the on-disk spool.",
-                c.spool_batches,
-            ),
-            (
-                "probegen_clickhouse_spool_bytes",
-                "gauge",
-                "Bytes waiting in the on-disk spool.",
-                c.spool_bytes,
-            ),
-        ] {
-            let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
-        }
+        render_clickhouse(&mut o, c);
     }
     o
+}
+
+/// The per-probe counters, one series per probe (`labels` in probe order).
+fn render_per_probe(o: &mut String, m: &MetricsInput<'_>, labels: &[String]) {
+    let per_probe = |o: &mut String, name: &str, help: &str, get: &dyn Fn(u32) -> u64| {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter");
+        for (p, l) in m.table.probes.iter().zip(labels) {
+            let _ = writeln!(o, "{name}{{{l}}} {}", get(p.id));
+        }
+    };
+    let at = |v: &[u64], id: u32| v.get(id as usize).copied().unwrap_or(0);
+    per_probe(
+        o,
+        "probegen_calls_total",
+        "Calls of the probed function.",
+        &|id| m.kernel.calls.get(&id).copied().unwrap_or(0),
+    );
+    per_probe(
+        o,
+        "probegen_failures_total",
+        "Failed returns of the probed function.",
+        &|id| m.kernel.failures.get(&id).copied().unwrap_or(0),
+    );
+    per_probe(
+        o,
+        "probegen_records_total",
+        "Failure records received and kept in snapshots.",
+        &|id| at(m.received, id),
+    );
+    per_probe(
+        o,
+        "probegen_userspace_drops_total",
+        "Failure records dropped by the collector (batch cap).",
+        &|id| at(m.dropped_userspace, id),
+    );
+}
+
+fn render_errnos(o: &mut String, m: &MetricsInput<'_>, labels: &[String]) {
+    let _ = writeln!(
+        o,
+        "# HELP probegen_errno_total Failures by errno.\n# TYPE probegen_errno_total counter"
+    );
+    for (p, l) in m.table.probes.iter().zip(labels) {
+        // several kernel errnos may share a label only if unnamed; sum them
+        let mut by_label: std::collections::BTreeMap<String, u64> = Default::default();
+        for (&(_, err), &v) in m.kernel.errnos.range((p.id, 0)..=(p.id, u32::MAX)) {
+            *by_label.entry(errno_label(err).into_owned()).or_default() += v;
+        }
+        for (e, v) in by_label {
+            let _ = writeln!(o, "probegen_errno_total{{{l},errno=\"{}\"}} {v}", esc(&e));
+        }
+    }
+}
+
+fn render_attached(o: &mut String, m: &MetricsInput<'_>, labels: &[String]) {
+    let _ = writeln!(
+        o,
+        "# HELP probegen_probe_attached 1 when the probe's program is attached.\n# TYPE probegen_probe_attached gauge"
+    );
+    for (p, l) in m.table.probes.iter().zip(labels) {
+        let a = m.attached.iter().any(|a| a.probe == p.id && a.attached);
+        let _ = writeln!(o, "probegen_probe_attached{{{l}}} {}", u8::from(a));
+    }
+}
+
+fn render_clickhouse(o: &mut String, c: &SinkStatus) {
+    for (name, kind, help, v) in [
+        (
+            "probegen_clickhouse_batches_sent_total",
+            "counter",
+            "Snapshot batches ClickHouse took.",
+            c.sent_batches,
+        ),
+        (
+            "probegen_clickhouse_records_sent_total",
+            "counter",
+            "Record rows ClickHouse took.",
+            c.sent_records,
+        ),
+        (
+            "probegen_clickhouse_send_errors_total",
+            "counter",
+            "Failed ClickHouse send attempts.",
+            c.send_errors,
+        ),
+        (
+            "probegen_clickhouse_spool_dropped_total",
+            "counter",
+            "Batches dropped, oldest first, past the spool limit.",
+            c.spool_dropped,
+        ),
+        (
+            "probegen_clickhouse_spool_batches",
+            "gauge",
+            "Batches waiting in the on-disk spool.",
+            c.spool_batches,
+        ),
+        (
+            "probegen_clickhouse_spool_bytes",
+            "gauge",
+            "Bytes waiting in the on-disk spool.",
+            c.spool_bytes,
+        ),
+    ] {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+    }
 }
 
 /// `probegen_chains_total{owner,origin,errno}`: failure chains by who gets the ticket, the

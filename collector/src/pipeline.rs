@@ -318,11 +318,10 @@ impl Pipeline {
         }
     }
 
-    /// Closes the window at `end` with the kernel's cumulative counters `k`.
-    pub fn snapshot(&mut self, k: &KernelTotals, end: SystemTime, is_final: bool) -> Snapshot {
-        let table = self.table.clone();
-        let mut counters = Vec::with_capacity(table.probes.len());
-        for p in &table.probes {
+    /// This window's counters per probe: the growth of `k` since the last window.
+    fn window_counters(&self, k: &KernelTotals) -> Vec<CounterOut> {
+        let mut counters = Vec::with_capacity(self.table.probes.len());
+        for p in &self.table.probes {
             let get = |m: &BTreeMap<u32, u64>| m.get(&p.id).copied().unwrap_or(0);
             let mut errno = BTreeMap::new();
             for (&(id, err), &v) in k.errnos.range((p.id, 0)..=(p.id, u32::MAX)) {
@@ -344,13 +343,17 @@ impl Pipeline {
                 dropped_userspace: self.win_dropped[i],
             });
         }
-        let gaps = self.seq.gaps();
+        counters
+    }
+
+    /// The chains this window completes (all of them when `is_final`), counted per owner.
+    fn take_chains(&mut self, is_final: bool) -> ChainsOut {
         for r in &self.batch {
             self.chains.push(&r.raw);
         }
         let chains = ChainsOut {
-            chains: self.chains.take(&table.relation, is_final),
-            table: table.clone(),
+            chains: self.chains.take(&self.table.relation, is_final),
+            table: self.table.clone(),
         };
         for c in chains.iter() {
             if let Some(o) = c.origin() {
@@ -360,6 +363,15 @@ impl Pipeline {
                     .or_default() += u64::from(c.count);
             }
         }
+        chains
+    }
+
+    /// Closes the window at `end` with the kernel's cumulative counters `k`.
+    pub fn snapshot(&mut self, k: &KernelTotals, end: SystemTime, is_final: bool) -> Snapshot {
+        let table = self.table.clone();
+        let counters = self.window_counters(k);
+        let chains = self.take_chains(is_final);
+        let gaps = self.seq.gaps();
         let snap = Snapshot {
             host: self.cfg.host.clone(),
             kernel: self.cfg.kernel.clone(),
