@@ -403,10 +403,15 @@ impl PercpuSums {
     }
 }
 
-/// Reads all of `map` with `BPF_MAP_LOOKUP_BATCH`: a few syscalls for the whole map instead
-/// of one per key (libbpf-rs refuses batch lookups on per-CPU maps, libbpf does them).
-/// `None` when the kernel refuses (the caller reads key by key).
+/// Reads all of per-CPU array `map` with `BPF_MAP_LOOKUP_BATCH`: a few syscalls for the whole
+/// map instead of one per key (libbpf-rs refuses batch lookups on per-CPU maps, libbpf does
+/// them). `None` for other map kinds, or when the kernel refuses (the caller reads key by
+/// key). Not for the sparse `errnos` hash: a batch walks every one of its 4096 buckets under
+/// a lock, slower than the few keys it holds (measured in the qemu guest).
 fn batch_sums(map: &libbpf_rs::Map<'_>) -> Option<PercpuSums> {
+    if map.map_type() != libbpf_rs::MapType::PercpuArray {
+        return None;
+    }
     use std::os::fd::{AsFd, AsRawFd};
     // SAFETY: reads sysfs, no arguments.
     let ncpus = usize::try_from(unsafe { libbpf_rs::libbpf_sys::libbpf_num_possible_cpus() })

@@ -256,7 +256,8 @@ impl MetricsState {
         self.received.clear();
         self.received.extend_from_slice(m.received);
         self.dropped_userspace.clear();
-        self.dropped_userspace.extend_from_slice(m.dropped_userspace);
+        self.dropped_userspace
+            .extend_from_slice(m.dropped_userspace);
         if self.attached != m.attached {
             self.attached = m.attached.to_vec();
         }

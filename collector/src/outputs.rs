@@ -50,8 +50,7 @@ impl Outputs {
         let mut bound = None;
         let metrics = match opts.metrics {
             Some(addr) => {
-                let shared: metrics::Shared =
-                    Arc::new(Mutex::new(Page::Text(String::new())));
+                let shared: metrics::Shared = Arc::new(Mutex::new(Page::Text(String::new())));
                 bound = Some(
                     metrics::serve(addr, shared.clone())
                         .map_err(|source| CollectError::Metrics { addr, source })?,
