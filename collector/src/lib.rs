@@ -59,6 +59,64 @@ mod tests {
         );
     }
 
+    /// The module graph stays one way: the leaves import no collector module, the input
+    /// sources do not import the processing stage, the probe table does not import chains.
+    #[test]
+    fn module_dependencies_point_one_way() {
+        let forbidden: &[(&str, &str, &[&str])] = &[
+            ("relation.rs", include_str!("relation.rs"), &["crate::"]),
+            (
+                "kernel_state.rs",
+                include_str!("kernel_state.rs"),
+                &["crate::"],
+            ),
+            (
+                "live.rs",
+                include_str!("live.rs"),
+                &["crate::pipeline", "crate::run"],
+            ),
+            (
+                "replay.rs",
+                include_str!("replay.rs"),
+                &["crate::pipeline", "crate::run"],
+            ),
+            (
+                "probes.rs",
+                include_str!("probes.rs"),
+                &["crate::chains", "crate::pipeline"],
+            ),
+            (
+                "source/mod.rs",
+                include_str!("source/mod.rs"),
+                &["crate::run"],
+            ),
+            (
+                "source/live.rs",
+                include_str!("source/live.rs"),
+                &["crate::run"],
+            ),
+            (
+                "source/replay.rs",
+                include_str!("source/replay.rs"),
+                &["crate::run"],
+            ),
+            ("outputs.rs", include_str!("outputs.rs"), &["crate::run"]),
+        ];
+        for (file, text, imports) in forbidden {
+            // code, not the doc comments that link to other modules
+            let code: Vec<&str> = text
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect();
+            for import in *imports {
+                assert!(
+                    !code.iter().any(|l| l.contains(import)),
+                    "{file} uses {import}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn record_layout_matches_codegen() {
         use std::mem::{offset_of, size_of};
