@@ -126,7 +126,7 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, String> {
         host: a.fleet.host.clone(),
         replay_pace: a.fleet.replay_pace,
     };
-    let s = run::run(&opts)?;
+    let s = run::run(&opts).map_err(|e| e.to_string())?;
     eprintln!(
         "probegen collect: {} snapshots; {}/{} probes attached; failures {}, records {}, dropped kernel {} userspace {}; invariant {}; sink errors {}{}",
         s.snapshots,

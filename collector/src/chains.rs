@@ -21,19 +21,17 @@
 //! later one, so a syscall whose records straddle a window boundary still gives one chain;
 //! the final snapshot reports everything. Limits are in `collector/README.md`.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
-
-use manifest::Manifest;
 
 use crate::decode::comm_str;
 use crate::errno::errno_label;
 use crate::owner::Owner;
 use crate::probes::ProbeTable;
 use crate::record::PgRecord;
+use crate::relation::CallRelation;
 
 /// Default bound between two consecutive records of one chain (100 ms): in-syscall gaps are
 /// microseconds on hardware and up to ~2 ms in the TCG guest; the bound leaves room for a
@@ -45,96 +43,6 @@ pub const MAX_CHAIN_LEN: usize = 64;
 
 /// Open chains held across windows, at most (oldest are closed first past it).
 const MAX_HELD_LINKS: usize = 1 << 16;
-
-/// Transitive caller -> callee reachability among the probes of a manifest.
-#[derive(Debug, Clone, Default)]
-pub struct CallRelation {
-    n: usize,
-    words: usize,
-    /// row `caller`: bit `callee` set when `caller` reaches `callee` through `calls`
-    bits: Vec<u64>,
-    /// some attachable probe reaches this one (a chain ending here may still grow)
-    has_probed_caller: Vec<bool>,
-}
-
-impl CallRelation {
-    /// From the manifest's `calls` (closed over all probes) and its attachable probes.
-    pub fn from_manifest(m: &Manifest) -> Self {
-        let edges: Vec<(u32, u32)> = m
-            .probes
-            .iter()
-            .flat_map(|p| p.calls.iter().map(move |&c| (p.id, c)))
-            .collect();
-        let attachable: Vec<u32> = m.attachable().map(|p| p.id).collect();
-        let n = m
-            .probes
-            .iter()
-            .map(|p| p.id as usize + 1)
-            .max()
-            .unwrap_or(0);
-        Self::from_edges(n, &edges, &attachable)
-    }
-
-    /// From direct caller -> callee edges among ids `0..n` (edges out of range are ignored)
-    /// and the ids that have a program.
-    pub fn from_edges(n: usize, edges: &[(u32, u32)], attachable: &[u32]) -> Self {
-        let words = n.div_ceil(64);
-        let mut adj: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for &(a, b) in edges {
-            if (a as usize) < n && (b as usize) < n {
-                adj[a as usize].push(b);
-            }
-        }
-        let mut bits = vec![0u64; n * words];
-        let mut queue = VecDeque::new();
-        for src in 0..n {
-            let row = &mut bits[src * words..(src + 1) * words];
-            queue.clear();
-            queue.extend(adj[src].iter().copied());
-            while let Some(v) = queue.pop_front() {
-                let (w, b) = (v as usize / 64, v as usize % 64);
-                if row[w] & (1 << b) != 0 {
-                    continue;
-                }
-                row[w] |= 1 << b;
-                queue.extend(adj[v as usize].iter().copied());
-            }
-        }
-        let mut rel = CallRelation {
-            n,
-            words,
-            bits,
-            has_probed_caller: vec![false; n],
-        };
-        for &a in attachable {
-            for v in 0..n {
-                if rel.calls(a, v as u32) {
-                    rel.has_probed_caller[v] = true;
-                }
-            }
-        }
-        rel
-    }
-
-    /// `caller` reaches `callee` through one or more `calls` edges.
-    #[inline]
-    pub fn calls(&self, caller: u32, callee: u32) -> bool {
-        let (a, b) = (caller as usize, callee as usize);
-        if a >= self.n || b >= self.n {
-            return false;
-        }
-        self.bits[a * self.words + b / 64] & (1 << (b % 64)) != 0
-    }
-
-    /// Some attachable probe calls `id` (directly or not): a chain ending at `id` may grow.
-    #[inline]
-    pub fn has_probed_caller(&self, id: u32) -> bool {
-        self.has_probed_caller
-            .get(id as usize)
-            .copied()
-            .unwrap_or(false)
-    }
-}
 
 /// The part of a record a chain needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

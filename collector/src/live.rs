@@ -6,9 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
-use libbpf_rs::{Link, MapCore, MapFlags, Object, ObjectBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, Object, ObjectBuilder, OpenObject};
 
-use crate::pipeline::{AttachStatus, KernelTotals};
+use crate::error::CollectError;
+use crate::kernel_state::{AttachStatus, KernelTotals};
 use crate::probes::{AttachKind, ProbeTable};
 use crate::record::PgErrnoKey;
 
@@ -21,9 +22,29 @@ const MAPS: &[(&str, u32, u32)] = &[
     ("drops", 4, 8),
 ];
 
+/// Every difference between an object's program table and a manifest's probes.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ProgramTableDiff(pub Vec<String>);
+
+impl std::fmt::Display for ProgramTableDiff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the object's probe table differs from the manifest ({} differences): {}",
+            self.0.len(),
+            self.0.join("; ")
+        )
+    }
+}
+
+impl std::error::Error for ProgramTableDiff {}
+
 /// The object's program table against the manifest's attachable probes: `Err` names every
 /// difference (missing program, extra program, different section).
-pub fn compare_programs(table: &ProbeTable, programs: &[(String, String)]) -> Result<(), String> {
+pub fn compare_programs(
+    table: &ProbeTable,
+    programs: &[(String, String)],
+) -> Result<(), ProgramTableDiff> {
     let want: BTreeMap<String, String> = table
         .probes
         .iter()
@@ -53,12 +74,17 @@ pub fn compare_programs(table: &ProbeTable, programs: &[(String, String)]) -> Re
     if diffs.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "the object's probe table differs from the manifest ({} differences): {}",
-            diffs.len(),
-            diffs.join("; ")
-        ))
+        Err(ProgramTableDiff(diffs))
     }
+}
+
+/// Where a probe attaches in the running kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Attach, retargeted at this `module:function` or function (`None`: as the section says).
+    Attach(Option<String>),
+    /// The running kernel lacks it (the reason): the probe is skipped.
+    Missing(String),
 }
 
 /// What the running kernel offers: kallsyms entries of the wanted names and the modules with
@@ -88,14 +114,14 @@ impl KernelSymbols {
         }
     }
 
-    /// `Ok(target)` to attach to, or `Err(reason)` when the running kernel lacks it.
-    pub fn target(&self, p: &crate::probes::ProbeInfo) -> Result<Option<String>, String> {
+    /// Where to attach `p`, or why the running kernel cannot have it.
+    pub fn target(&self, p: &crate::probes::ProbeInfo) -> Target {
         match &p.kind {
             AttachKind::Kretprobe(sym) => match &self.syms {
                 Some(s) if !s.iter().any(|(n, _)| n == sym) => {
-                    Err(format!("kprobe symbol {sym} not in /proc/kallsyms"))
+                    Target::Missing(format!("kprobe symbol {sym} not in /proc/kallsyms"))
                 }
-                _ => Ok(None),
+                _ => Target::Attach(None),
             },
             AttachKind::Fexit => {
                 let in_module = self.btf_dir.join(&p.module).exists();
@@ -105,17 +131,17 @@ impl KernelSymbols {
                         .is_none_or(|s| s.contains(&(p.function.clone(), m.to_string())))
                 };
                 if in_module && known(&p.module) {
-                    Ok(Some(p.target()))
+                    Target::Attach(Some(p.target()))
                 } else if known("vmlinux") && self.syms.is_some() {
                     // built into this kernel: resolve in vmlinux BTF by name
-                    Ok(Some(p.function.clone()))
+                    Target::Attach(Some(p.function.clone()))
                 } else if !in_module {
-                    Err(format!(
+                    Target::Missing(format!(
                         "module {} not loaded (no /sys/kernel/btf/{})",
                         p.module, p.module
                     ))
                 } else {
-                    Err(format!(
+                    Target::Missing(format!(
                         "{} not in /proc/kallsyms for [{}]",
                         p.function, p.module
                     ))
@@ -164,13 +190,23 @@ fn print_libbpf(level: libbpf_rs::PrintLevel, msg: String) {
     }
 }
 
-/// Opens, checks, loads and attaches `object` per `table`.
-pub fn load(table: &ProbeTable, object: &Path, opts: &LoadOptions) -> Result<Loaded, String> {
-    libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, print_libbpf)));
-    let obj_name = object.display();
+fn object_error(object: &Path, reason: impl std::fmt::Display) -> CollectError {
+    CollectError::Object {
+        object: object.to_path_buf(),
+        reason: reason.to_string(),
+    }
+}
+
+/// Opens `object` and checks it against `table`: the same programs in the same sections, the
+/// maps the collector reads; resizes the ring buffer.
+fn open_checked(
+    table: &ProbeTable,
+    object: &Path,
+    ringbuf_bytes: Option<u32>,
+) -> Result<OpenObject, CollectError> {
     let mut open = ObjectBuilder::default()
         .open_file(object)
-        .map_err(|e| format!("{obj_name}: {e}"))?;
+        .map_err(|e| object_error(object, e))?;
     let programs: Vec<(String, String)> = open
         .progs()
         .map(|p| {
@@ -180,37 +216,43 @@ pub fn load(table: &ProbeTable, object: &Path, opts: &LoadOptions) -> Result<Loa
             )
         })
         .collect();
-    compare_programs(table, &programs).map_err(|e| format!("{obj_name}: {e}"))?;
-    {
-        let names: BTreeSet<String> = open
-            .maps()
-            .map(|m| m.name().to_string_lossy().into_owned())
-            .collect();
-        for (m, _, _) in MAPS.iter().chain(&[("events", 0, 0)]) {
-            if !names.contains(*m) {
-                return Err(format!("{obj_name}: no map `{m}`"));
-            }
+    compare_programs(table, &programs).map_err(|e| object_error(object, e))?;
+    let names: BTreeSet<String> = open
+        .maps()
+        .map(|m| m.name().to_string_lossy().into_owned())
+        .collect();
+    for (m, _, _) in MAPS.iter().chain(&[("events", 0, 0)]) {
+        if !names.contains(*m) {
+            return Err(object_error(object, format!("no map `{m}`")));
         }
     }
-    if let Some(n) = opts.ringbuf_bytes {
+    if let Some(n) = ringbuf_bytes {
         if !n.is_power_of_two() || n < 4096 {
-            return Err(format!(
+            return Err(CollectError::Option(format!(
                 "--ringbuf-bytes {n}: must be a power of two of at least 4096"
-            ));
+            )));
         }
-        let mut done = false;
-        for mut m in open.maps_mut() {
-            if m.name() == "events" {
-                m.set_max_entries(n)
-                    .map_err(|e| format!("resizing events to {n}: {e}"))?;
-                done = true;
-            }
-        }
-        if !done {
-            return Err(format!("{obj_name}: no ring buffer `events`"));
+        let mut events = open.maps_mut().filter(|m| m.name() == "events");
+        match events.next() {
+            Some(mut m) => m
+                .set_max_entries(n)
+                .map_err(|source| CollectError::Libbpf {
+                    what: format!("resizing events to {n}"),
+                    source,
+                })?,
+            None => return Err(object_error(object, "no ring buffer `events`")),
         }
     }
+    Ok(open)
+}
 
+/// Retargets every program at what the running kernel has; a program whose target is missing
+/// is not loaded (or, with `strict`, the load fails). Returns each probe's attach status.
+fn resolve_targets(
+    open: &mut OpenObject,
+    table: &ProbeTable,
+    strict: bool,
+) -> Result<Vec<AttachStatus>, CollectError> {
     let ksyms = KernelSymbols::read(table);
     let mut attached = Vec::new();
     let mut skipped: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -227,18 +269,17 @@ pub fn load(table: &ProbeTable, object: &Path, opts: &LoadOptions) -> Result<Loa
             reason: None,
         };
         match ksyms.target(p) {
-            Ok(target) => {
-                if let Some(t) = target {
-                    prog.set_attach_target(0, Some(t.clone()))
-                        .map_err(|e| format!("{name}: set_attach_target({t}): {e}"))?;
-                }
+            Target::Attach(None) => {}
+            Target::Attach(Some(t)) => {
+                prog.set_attach_target(0, Some(t.clone()))
+                    .map_err(|source| CollectError::Libbpf {
+                        what: format!("{name}: set_attach_target({t})"),
+                        source,
+                    })?
             }
-            Err(reason) => {
-                if opts.strict {
-                    return Err(format!(
-                        "--strict: probe {} {}:{}: {reason}",
-                        p.id, p.module, p.function
-                    ));
+            Target::Missing(reason) => {
+                if strict {
+                    return Err(strict_error(p.id, &p.module, &p.function, reason));
                 }
                 prog.set_autoload(false);
                 skipped
@@ -257,9 +298,25 @@ pub fn load(table: &ProbeTable, object: &Path, opts: &LoadOptions) -> Result<Loa
             names.join(", ")
         );
     }
-    let obj = open
-        .load()
-        .map_err(|e| format!("loading {obj_name}: {e:#}"))?;
+    Ok(attached)
+}
+
+fn strict_error(probe: u32, module: &str, function: &str, reason: String) -> CollectError {
+    CollectError::Strict {
+        probe,
+        module: module.to_string(),
+        function: function.to_string(),
+        reason,
+    }
+}
+
+/// Attaches every loaded program; a failure is named (or, with `strict`, fatal).
+fn attach_all(
+    obj: &Object,
+    table: &ProbeTable,
+    attached: &mut [AttachStatus],
+    strict: bool,
+) -> Result<Vec<(u32, Link)>, CollectError> {
     let mut links = Vec::new();
     for prog in obj.progs_mut() {
         let name = prog.name().to_string_lossy().into_owned();
@@ -278,17 +335,10 @@ pub fn load(table: &ProbeTable, object: &Path, opts: &LoadOptions) -> Result<Loa
                 links.push((st.probe, link));
             }
             Err(e) => {
-                let nargs = table
-                    .probes
-                    .iter()
-                    .find(|p| p.id == st.probe)
-                    .map_or(0, |p| p.nargs);
+                let nargs = table.get(st.probe).map_or(0, |p| p.nargs);
                 let reason = attach_reason(&e, &st.function, nargs);
-                if opts.strict {
-                    return Err(format!(
-                        "--strict: probe {} {}:{}: {reason}",
-                        st.probe, st.module, st.function
-                    ));
+                if strict {
+                    return Err(strict_error(st.probe, &st.module, &st.function, reason));
                 }
                 eprintln!(
                     "probegen collect: probe {} {}:{} not attached: {reason}",
@@ -298,6 +348,19 @@ pub fn load(table: &ProbeTable, object: &Path, opts: &LoadOptions) -> Result<Loa
             }
         }
     }
+    Ok(links)
+}
+
+/// Opens, checks, loads and attaches `object` per `table`.
+pub fn load(table: &ProbeTable, object: &Path, opts: &LoadOptions) -> Result<Loaded, CollectError> {
+    libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, print_libbpf)));
+    let mut open = open_checked(table, object, opts.ringbuf_bytes)?;
+    let mut attached = resolve_targets(&mut open, table, opts.strict)?;
+    let obj = open.load().map_err(|e| CollectError::Load {
+        object: object.to_path_buf(),
+        reason: format!("{e:#}"),
+    })?;
+    let links = attach_all(&obj, table, &mut attached, opts.strict)?;
     attached.sort_by_key(|s| s.probe);
     Ok(Loaded {
         obj,
@@ -325,6 +388,94 @@ fn attach_reason(e: &libbpf_rs::Error, function: &str, nargs: usize) -> String {
     r
 }
 
+/// Every key of a per-CPU map of u64 values with the value summed over CPUs.
+pub struct PercpuSums {
+    key_size: usize,
+    keys: Vec<u8>,
+    sums: Vec<u64>,
+}
+
+impl PercpuSums {
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> + '_ {
+        self.keys
+            .chunks_exact(self.key_size.max(1))
+            .zip(self.sums.iter().copied())
+    }
+}
+
+/// Reads all of per-CPU array `map` with `BPF_MAP_LOOKUP_BATCH`: a few syscalls for the whole
+/// map instead of one per key (libbpf-rs refuses batch lookups on per-CPU maps, libbpf does
+/// them). `None` for other map kinds, or when the kernel refuses (the caller reads key by
+/// key). Not for the sparse `errnos` hash: a batch walks every one of its 4096 buckets under
+/// a lock, slower than the few keys it holds (measured in the qemu guest).
+fn batch_sums(map: &libbpf_rs::Map<'_>) -> Option<PercpuSums> {
+    if map.map_type() != libbpf_rs::MapType::PercpuArray {
+        return None;
+    }
+    use std::os::fd::{AsFd, AsRawFd};
+    // SAFETY: reads sysfs, no arguments.
+    let ncpus = usize::try_from(unsafe { libbpf_rs::libbpf_sys::libbpf_num_possible_cpus() })
+        .ok()
+        .filter(|&n| n > 0)?;
+    let (key_size, max) = (map.key_size() as usize, map.max_entries() as usize);
+    if map.value_size() != 8 || key_size == 0 || key_size > 8 || max == 0 {
+        return None;
+    }
+    let mut keys = vec![0u8; key_size * max];
+    let mut values = vec![0u8; 8 * ncpus * max];
+    let mut out = PercpuSums {
+        key_size,
+        keys: Vec::with_capacity(key_size * max),
+        sums: Vec::with_capacity(max),
+    };
+    // the batch position: a key for arrays, a bucket (u32) for hashes
+    let (mut pos_in, mut pos_out) = ([0u8; 8], [0u8; 8]);
+    let opts = libbpf_rs::libbpf_sys::bpf_map_batch_opts {
+        sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_batch_opts>() as _,
+        elem_flags: 0,
+        flags: 0,
+    };
+    let fd = map.as_fd().as_raw_fd();
+    let mut first = true;
+    while out.sums.len() < max {
+        let mut count = (max - out.sums.len()) as u32;
+        // SAFETY: keys holds `max` keys and values `max` per-CPU values (8 bytes per CPU),
+        // count is at most the room left; the positions hold a key (<= 8 bytes) or a u32.
+        let rc = unsafe {
+            libbpf_rs::libbpf_sys::bpf_map_lookup_batch(
+                fd,
+                if first {
+                    std::ptr::null_mut()
+                } else {
+                    pos_in.as_mut_ptr().cast()
+                },
+                pos_out.as_mut_ptr().cast(),
+                keys.as_mut_ptr().cast(),
+                values.as_mut_ptr().cast(),
+                &mut count,
+                &opts,
+            )
+        };
+        if rc < 0 && rc != -libc::ENOENT {
+            return None;
+        }
+        let n = (count as usize).min(max - out.sums.len());
+        out.keys.extend_from_slice(&keys[..n * key_size]);
+        out.sums
+            .extend(values[..n * 8 * ncpus].chunks_exact(8 * ncpus).map(|v| {
+                v.chunks_exact(8)
+                    .map(|b| <[u8; 8]>::try_from(b).map_or(0, u64::from_ne_bytes))
+                    .fold(0u64, u64::wrapping_add)
+            }));
+        if rc < 0 || n == 0 {
+            break;
+        }
+        pos_in = pos_out;
+        first = false;
+    }
+    Some(out)
+}
+
 impl Loaded {
     /// Detaches every program (the links are destroyed).
     pub fn detach(&mut self) {
@@ -335,56 +486,85 @@ impl Loaded {
         self.links.len()
     }
 
-    fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>, String> {
+    fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>, CollectError> {
         self.obj
             .maps()
             .find(|m| m.name() == name)
-            .ok_or_else(|| format!("no map `{name}`"))
+            .ok_or_else(|| CollectError::NoMap(name.to_string()))
+    }
+
+    /// Every key of map `name` with its value summed over CPUs: one batch lookup, or (when the
+    /// kernel refuses it) one lookup per key.
+    fn sums(&self, name: &str) -> Result<PercpuSums, CollectError> {
+        let m = self.map(name)?;
+        if let Some(s) = batch_sums(&m) {
+            return Ok(s);
+        }
+        let key_size = m.key_size() as usize;
+        let mut out = PercpuSums {
+            key_size,
+            keys: Vec::new(),
+            sums: Vec::new(),
+        };
+        for key in m.keys() {
+            let v =
+                m.lookup_percpu(&key, MapFlags::ANY)
+                    .map_err(|source| CollectError::Libbpf {
+                        what: name.to_string(),
+                        source,
+                    })?;
+            if key.len() == key_size {
+                out.keys.extend_from_slice(&key);
+                out.sums
+                    .push(v.map(|v| KernelTotals::sum_percpu(&v)).unwrap_or(0));
+            }
+        }
+        Ok(out)
     }
 
     /// Reads the cumulative per-CPU counters, summed over CPUs.
-    pub fn read_counters(&self, table: &ProbeTable) -> Result<KernelTotals, String> {
-        let mut k = KernelTotals::default();
-        let calls = self.map("calls")?;
-        let failures = self.map("failures")?;
-        let sum = |m: &libbpf_rs::Map<'_>, key: &[u8]| -> Result<u64, String> {
-            let v = m
-                .lookup_percpu(key, MapFlags::ANY)
-                .map_err(|e| format!("{}: {e}", m.name().to_string_lossy()))?;
-            Ok(v.map(|v| KernelTotals::sum_percpu(&v)).unwrap_or(0))
+    pub fn read_counters(&self, table: &ProbeTable) -> Result<KernelTotals, CollectError> {
+        let by_id = |name: &str| -> Result<Vec<u64>, CollectError> {
+            let mut v = vec![0u64; table.id_limit()];
+            for (key, sum) in self.sums(name)?.iter() {
+                let id = <[u8; 4]>::try_from(key).map_or(u32::MAX, u32::from_ne_bytes);
+                if let Some(slot) = v.get_mut(id as usize) {
+                    *slot = sum;
+                }
+            }
+            Ok(v)
         };
+        let (calls, failures, drops) = (by_id("calls")?, by_id("failures")?, by_id("drops")?);
+        let mut k = KernelTotals::default();
         for p in &table.probes {
-            let key = p.id.to_ne_bytes();
-            k.calls.insert(p.id, sum(&calls, &key)?);
-            k.failures.insert(p.id, sum(&failures, &key)?);
+            let i = p.id as usize;
+            k.calls.insert(p.id, calls[i]);
+            k.failures.insert(p.id, failures[i]);
+            k.drops += drops[i];
+            k.drops_by_probe.insert(p.id, drops[i]);
         }
-        let errnos = self.map("errnos")?;
-        for key in errnos.keys() {
-            let Ok(raw) = <[u8; 8]>::try_from(key.as_slice()) else {
+        for (key, sum) in self.sums("errnos")?.iter() {
+            let Ok(raw) = <[u8; 8]>::try_from(key) else {
                 continue;
             };
             // SAFETY: PgErrnoKey is repr(C) of two u32, 8 bytes, any bit pattern valid.
             let ek: PgErrnoKey = unsafe { std::ptr::read_unaligned(raw.as_ptr().cast()) };
-            let v = sum(&errnos, &key)?;
-            if v > 0 {
-                k.errnos.insert((ek.probe_id, ek.err), v);
+            if sum > 0 {
+                k.errnos.insert((ek.probe_id, ek.err), sum);
             }
-        }
-        let drops = self.map("drops")?;
-        for p in &table.probes {
-            let d = sum(&drops, &p.id.to_ne_bytes())?;
-            k.drops += d;
-            k.drops_by_probe.insert(p.id, d);
         }
         Ok(k)
     }
 
     /// Next sequence number of each CPU (records taken so far, kept or dropped).
-    pub fn seq_next(&self) -> Result<Vec<u64>, String> {
+    pub fn seq_next(&self) -> Result<Vec<u64>, CollectError> {
         let m = self.map("seq")?;
         let v = m
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
-            .map_err(|e| format!("seq: {e}"))?
+            .map_err(|source| CollectError::Libbpf {
+                what: "seq".into(),
+                source,
+            })?
             .unwrap_or_default();
         Ok(v.iter()
             .map(|b| {
@@ -412,7 +592,7 @@ mod tests {
             ("pg_1".to_string(), "fexit/x".to_string()),
             ("pg_3".to_string(), "fexit/c".to_string()),
         ];
-        let e = compare_programs(&t, &bad).unwrap_err();
+        let e = compare_programs(&t, &bad).unwrap_err().to_string();
         assert!(
             e.contains("pg_1: object section `fexit/x`, manifest `fexit/a`"),
             "{e}"

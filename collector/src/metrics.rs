@@ -1,5 +1,6 @@
 //! Prometheus text exposition (format 0.0.4) of the cumulative counters, served by a tiny
-//! std::net HTTP server (`GET /metrics`). The text is rendered at each snapshot and on start.
+//! std::net HTTP server (`GET /metrics`). The text is rendered when scraped, from the state of
+//! the last snapshot (or of the start): an idle collector that nobody scrapes renders nothing.
 //!
 //! Metrics, labelled `function` and `module` (the probe):
 //! `probegen_calls_total`, `probegen_failures_total`, `probegen_errno_total{errno="EFAULT"}`,
@@ -15,8 +16,8 @@ use std::time::Duration;
 
 use crate::clickhouse::SinkStatus;
 use crate::errno::errno_label;
+use crate::kernel_state::{AttachStatus, KernelTotals};
 use crate::owner::Owner;
-use crate::pipeline::{AttachStatus, KernelTotals};
 use crate::probes::ProbeTable;
 
 /// Everything the exposition shows.
@@ -57,59 +58,9 @@ pub fn render(m: &MetricsInput<'_>) -> String {
             )
         })
         .collect();
-    let per_probe = |o: &mut String, name: &str, help: &str, get: &dyn Fn(u32) -> u64| {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter");
-        for (p, l) in m.table.probes.iter().zip(&labels) {
-            let _ = writeln!(o, "{name}{{{l}}} {}", get(p.id));
-        }
-    };
-    let at = |v: &[u64], id: u32| v.get(id as usize).copied().unwrap_or(0);
-    per_probe(
-        &mut o,
-        "probegen_calls_total",
-        "Calls of the probed function.",
-        &|id| m.kernel.calls.get(&id).copied().unwrap_or(0),
-    );
-    per_probe(
-        &mut o,
-        "probegen_failures_total",
-        "Failed returns of the probed function.",
-        &|id| m.kernel.failures.get(&id).copied().unwrap_or(0),
-    );
-    per_probe(
-        &mut o,
-        "probegen_records_total",
-        "Failure records received and kept in snapshots.",
-        &|id| at(m.received, id),
-    );
-    per_probe(
-        &mut o,
-        "probegen_userspace_drops_total",
-        "Failure records dropped by the collector (batch cap).",
-        &|id| at(m.dropped_userspace, id),
-    );
-    let _ = writeln!(
-        o,
-        "# HELP probegen_errno_total Failures by errno.\n# TYPE probegen_errno_total counter"
-    );
-    for (p, l) in m.table.probes.iter().zip(&labels) {
-        // several kernel errnos may share a label only if unnamed; sum them
-        let mut by_label: std::collections::BTreeMap<String, u64> = Default::default();
-        for (&(_, err), &v) in m.kernel.errnos.range((p.id, 0)..=(p.id, u32::MAX)) {
-            *by_label.entry(errno_label(err).into_owned()).or_default() += v;
-        }
-        for (e, v) in by_label {
-            let _ = writeln!(o, "probegen_errno_total{{{l},errno=\"{}\"}} {v}", esc(&e));
-        }
-    }
-    let _ = writeln!(
-        o,
-        "# HELP probegen_probe_attached 1 when the probe's program is attached.\n# TYPE probegen_probe_attached gauge"
-    );
-    for (p, l) in m.table.probes.iter().zip(&labels) {
-        let a = m.attached.iter().any(|a| a.probe == p.id && a.attached);
-        let _ = writeln!(o, "probegen_probe_attached{{{l}}} {}", u8::from(a));
-    }
+    render_per_probe(&mut o, m, &labels);
+    render_errnos(&mut o, m, &labels);
+    render_attached(&mut o, m, &labels);
     for (name, help, v) in [
         (
             "probegen_ring_drops_total",
@@ -139,48 +90,115 @@ pub fn render(m: &MetricsInput<'_>) -> String {
         m.last_snapshot_unix_ns % 1_000_000_000 / 1_000_000
     );
     if let Some(c) = &m.clickhouse {
-        for (name, kind, help, v) in [
-            (
-                "probegen_clickhouse_batches_sent_total",
-                "counter",
-                "Snapshot batches ClickHouse took.",
-                c.sent_batches,
-            ),
-            (
-                "probegen_clickhouse_records_sent_total",
-                "counter",
-                "Record rows ClickHouse took.",
-                c.sent_records,
-            ),
-            (
-                "probegen_clickhouse_send_errors_total",
-                "counter",
-                "Failed ClickHouse send attempts.",
-                c.send_errors,
-            ),
-            (
-                "probegen_clickhouse_spool_dropped_total",
-                "counter",
-                "Batches dropped, oldest first, past the spool limit.",
-                c.spool_dropped,
-            ),
-            (
-                "probegen_clickhouse_spool_batches",
-                "gauge",
-                "Batches waiting in the on-disk spool.",
-                c.spool_batches,
-            ),
-            (
-                "probegen_clickhouse_spool_bytes",
-                "gauge",
-                "Bytes waiting in the on-disk spool.",
-                c.spool_bytes,
-            ),
-        ] {
-            let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
-        }
+        render_clickhouse(&mut o, c);
     }
     o
+}
+
+/// The per-probe counters, one series per probe (`labels` in probe order).
+fn render_per_probe(o: &mut String, m: &MetricsInput<'_>, labels: &[String]) {
+    let per_probe = |o: &mut String, name: &str, help: &str, get: &dyn Fn(u32) -> u64| {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter");
+        for (p, l) in m.table.probes.iter().zip(labels) {
+            let _ = writeln!(o, "{name}{{{l}}} {}", get(p.id));
+        }
+    };
+    let at = |v: &[u64], id: u32| v.get(id as usize).copied().unwrap_or(0);
+    per_probe(
+        o,
+        "probegen_calls_total",
+        "Calls of the probed function.",
+        &|id| m.kernel.calls.get(&id).copied().unwrap_or(0),
+    );
+    per_probe(
+        o,
+        "probegen_failures_total",
+        "Failed returns of the probed function.",
+        &|id| m.kernel.failures.get(&id).copied().unwrap_or(0),
+    );
+    per_probe(
+        o,
+        "probegen_records_total",
+        "Failure records received and kept in snapshots.",
+        &|id| at(m.received, id),
+    );
+    per_probe(
+        o,
+        "probegen_userspace_drops_total",
+        "Failure records dropped by the collector (batch cap).",
+        &|id| at(m.dropped_userspace, id),
+    );
+}
+
+fn render_errnos(o: &mut String, m: &MetricsInput<'_>, labels: &[String]) {
+    let _ = writeln!(
+        o,
+        "# HELP probegen_errno_total Failures by errno.\n# TYPE probegen_errno_total counter"
+    );
+    for (p, l) in m.table.probes.iter().zip(labels) {
+        // several kernel errnos may share a label only if unnamed; sum them
+        let mut by_label: std::collections::BTreeMap<String, u64> = Default::default();
+        for (&(_, err), &v) in m.kernel.errnos.range((p.id, 0)..=(p.id, u32::MAX)) {
+            *by_label.entry(errno_label(err).into_owned()).or_default() += v;
+        }
+        for (e, v) in by_label {
+            let _ = writeln!(o, "probegen_errno_total{{{l},errno=\"{}\"}} {v}", esc(&e));
+        }
+    }
+}
+
+fn render_attached(o: &mut String, m: &MetricsInput<'_>, labels: &[String]) {
+    let _ = writeln!(
+        o,
+        "# HELP probegen_probe_attached 1 when the probe's program is attached.\n# TYPE probegen_probe_attached gauge"
+    );
+    for (p, l) in m.table.probes.iter().zip(labels) {
+        let a = m.attached.iter().any(|a| a.probe == p.id && a.attached);
+        let _ = writeln!(o, "probegen_probe_attached{{{l}}} {}", u8::from(a));
+    }
+}
+
+fn render_clickhouse(o: &mut String, c: &SinkStatus) {
+    for (name, kind, help, v) in [
+        (
+            "probegen_clickhouse_batches_sent_total",
+            "counter",
+            "Snapshot batches ClickHouse took.",
+            c.sent_batches,
+        ),
+        (
+            "probegen_clickhouse_records_sent_total",
+            "counter",
+            "Record rows ClickHouse took.",
+            c.sent_records,
+        ),
+        (
+            "probegen_clickhouse_send_errors_total",
+            "counter",
+            "Failed ClickHouse send attempts.",
+            c.send_errors,
+        ),
+        (
+            "probegen_clickhouse_spool_dropped_total",
+            "counter",
+            "Batches dropped, oldest first, past the spool limit.",
+            c.spool_dropped,
+        ),
+        (
+            "probegen_clickhouse_spool_batches",
+            "gauge",
+            "Batches waiting in the on-disk spool.",
+            c.spool_batches,
+        ),
+        (
+            "probegen_clickhouse_spool_bytes",
+            "gauge",
+            "Bytes waiting in the on-disk spool.",
+            c.spool_bytes,
+        ),
+    ] {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+    }
 }
 
 /// `probegen_chains_total{owner,origin,errno}`: failure chains by who gets the ticket, the
@@ -212,8 +230,80 @@ fn render_chains(o: &mut String, m: &MetricsInput<'_>) {
     }
 }
 
-/// The exposition text shared with the server thread.
-pub type Shared = Arc<Mutex<String>>;
+/// What the exposition shows, owned: the server thread renders it when scraped, so an idle
+/// collector nobody scrapes renders nothing.
+#[derive(Debug, Clone, Default)]
+pub struct MetricsState {
+    pub table: Arc<ProbeTable>,
+    pub kernel: KernelTotals,
+    pub received: Vec<u64>,
+    pub dropped_userspace: Vec<u64>,
+    pub attached: Vec<AttachStatus>,
+    pub sink_errors: u64,
+    pub snapshots: u64,
+    pub chains: std::collections::BTreeMap<(Owner, u32, u32), u64>,
+    pub clickhouse: Option<SinkStatus>,
+    pub last_snapshot_unix_ns: u64,
+}
+
+impl MetricsState {
+    /// Takes over `m`'s values (`table` is `m.table`), reusing this state's allocations.
+    pub fn update(&mut self, table: &Arc<ProbeTable>, m: &MetricsInput<'_>) {
+        if !Arc::ptr_eq(&self.table, table) {
+            self.table = table.clone();
+        }
+        self.kernel.clone_from(m.kernel);
+        self.received.clear();
+        self.received.extend_from_slice(m.received);
+        self.dropped_userspace.clear();
+        self.dropped_userspace
+            .extend_from_slice(m.dropped_userspace);
+        if self.attached != m.attached {
+            self.attached = m.attached.to_vec();
+        }
+        self.sink_errors = m.sink_errors;
+        self.snapshots = m.snapshots;
+        self.chains.clone_from(m.chains);
+        self.clickhouse.clone_from(&m.clickhouse);
+        self.last_snapshot_unix_ns = m.last_snapshot_unix_ns;
+    }
+
+    pub fn input(&self) -> MetricsInput<'_> {
+        MetricsInput {
+            table: &self.table,
+            kernel: &self.kernel,
+            received: &self.received,
+            dropped_userspace: &self.dropped_userspace,
+            attached: &self.attached,
+            sink_errors: self.sink_errors,
+            snapshots: self.snapshots,
+            chains: &self.chains,
+            clickhouse: self.clickhouse.clone(),
+            last_snapshot_unix_ns: self.last_snapshot_unix_ns,
+        }
+    }
+}
+
+/// The page the server thread serves.
+#[derive(Debug)]
+pub enum Page {
+    /// a fixed text (tests)
+    Text(String),
+    /// rendered from the state at each request
+    State(Box<MetricsState>),
+}
+
+impl Page {
+    fn body(&self) -> String {
+        match self {
+            Page::Text(t) => t.clone(),
+            Page::State(s) => render(&s.input()),
+        }
+    }
+}
+
+/// The page shared with the server thread.
+pub type Shared = Arc<Mutex<Page>>;
 
 /// `PORT` alone or `:PORT` binds 127.0.0.1; `ADDR:PORT` binds that address.
 pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
@@ -266,7 +356,7 @@ fn handle(mut s: TcpStream, text: &Shared) -> std::io::Result<()> {
         ("GET" | "HEAD", "/metrics") => (
             "200 OK",
             "text/plain; version=0.0.4; charset=utf-8",
-            text.lock().map(|t| t.clone()).unwrap_or_default(),
+            text.lock().map(|t| t.body()).unwrap_or_default(),
         ),
         ("GET" | "HEAD", "/") => (
             "200 OK",
@@ -378,7 +468,7 @@ mod tests {
 
     #[test]
     fn http_server() {
-        let text: Shared = Arc::new(Mutex::new(input_text()));
+        let text: Shared = Arc::new(Mutex::new(Page::Text(input_text())));
         let addr = serve(SocketAddr::from(([127, 0, 0, 1], 0)), text).expect("bind");
         let get = |path: &str| {
             let mut c = TcpStream::connect(addr).expect("connect");

@@ -23,39 +23,12 @@ use serde::{Serialize, Serializer};
 use crate::chains::{ChainBuilder, ChainClock, ChainsOut};
 use crate::decode::{comm_str, decode};
 use crate::errno::errno_label;
+pub use crate::kernel_state::{AttachStatus, KernelTotals};
 use crate::owner::Owner;
 use crate::probes::ProbeTable;
 use crate::procinfo::{ProcCache, ProcInfo};
 use crate::record::PgRecord;
 use crate::timefmt::{rfc3339, unix_ns};
-
-/// Cumulative kernel counters, summed over CPUs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KernelTotals {
-    pub calls: BTreeMap<u32, u64>,
-    pub failures: BTreeMap<u32, u64>,
-    /// (probe id, errno) -> failures
-    pub errnos: BTreeMap<(u32, u32), u64>,
-    /// records the ring buffer could not take
-    pub drops: u64,
-    /// the same per probe id (empty for recordings that only carry the total)
-    pub drops_by_probe: BTreeMap<u32, u64>,
-}
-
-impl KernelTotals {
-    /// Sum of one key's per-CPU u64 values (one `Vec<u8>` per CPU, as libbpf returns them).
-    /// A value that is not 8 bytes long counts as 0.
-    pub fn sum_percpu(values: &[Vec<u8>]) -> u64 {
-        values
-            .iter()
-            .map(|v| {
-                <[u8; 8]>::try_from(v.as_slice())
-                    .map(u64::from_ne_bytes)
-                    .unwrap_or(0)
-            })
-            .fold(0u64, u64::wrapping_add)
-    }
-}
 
 /// A monotonic counter's growth; a counter that went backwards (object reloaded) restarts.
 #[inline]
@@ -65,17 +38,6 @@ pub fn counter_delta(prev: u64, cur: u64) -> u64 {
     } else {
         cur
     }
-}
-
-/// Attach outcome of one probe.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AttachStatus {
-    pub probe: u32,
-    pub function: String,
-    pub module: String,
-    pub attached: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
 }
 
 /// A record kept for the snapshot.
@@ -208,7 +170,7 @@ impl Pipeline {
                 cpus: Vec::new(),
                 from_zero: cfg.seq_from_zero,
             },
-            batch: Vec::with_capacity(cfg.batch_cap.min(1 << 16)),
+            batch: Vec::new(),
             chains: ChainBuilder::default(),
             table,
             cfg,
@@ -336,6 +298,9 @@ impl Pipeline {
                 .or_default() += 1;
         }
         if self.batch.len() < self.cfg.batch_cap {
+            if self.batch.capacity() == 0 {
+                self.batch.reserve(self.cfg.batch_cap.min(1 << 16));
+            }
             let proc_info = if self.procs.enabled() {
                 self.procs.lookup(rec.pid, &rec.comm, rec.cgroup_id)
             } else {
@@ -353,11 +318,10 @@ impl Pipeline {
         }
     }
 
-    /// Closes the window at `end` with the kernel's cumulative counters `k`.
-    pub fn snapshot(&mut self, k: &KernelTotals, end: SystemTime, is_final: bool) -> Snapshot {
-        let table = self.table.clone();
-        let mut counters = Vec::with_capacity(table.probes.len());
-        for p in &table.probes {
+    /// This window's counters per probe: the growth of `k` since the last window.
+    fn window_counters(&self, k: &KernelTotals) -> Vec<CounterOut> {
+        let mut counters = Vec::with_capacity(self.table.probes.len());
+        for p in &self.table.probes {
             let get = |m: &BTreeMap<u32, u64>| m.get(&p.id).copied().unwrap_or(0);
             let mut errno = BTreeMap::new();
             for (&(id, err), &v) in k.errnos.range((p.id, 0)..=(p.id, u32::MAX)) {
@@ -379,13 +343,17 @@ impl Pipeline {
                 dropped_userspace: self.win_dropped[i],
             });
         }
-        let gaps = self.seq.gaps();
+        counters
+    }
+
+    /// The chains this window completes (all of them when `is_final`), counted per owner.
+    fn take_chains(&mut self, is_final: bool) -> ChainsOut {
         for r in &self.batch {
             self.chains.push(&r.raw);
         }
         let chains = ChainsOut {
-            chains: self.chains.take(&table.relation, is_final),
-            table: table.clone(),
+            chains: self.chains.take(&self.table.relation, is_final),
+            table: self.table.clone(),
         };
         for c in chains.iter() {
             if let Some(o) = c.origin() {
@@ -395,6 +363,15 @@ impl Pipeline {
                     .or_default() += u64::from(c.count);
             }
         }
+        chains
+    }
+
+    /// Closes the window at `end` with the kernel's cumulative counters `k`.
+    pub fn snapshot(&mut self, k: &KernelTotals, end: SystemTime, is_final: bool) -> Snapshot {
+        let table = self.table.clone();
+        let counters = self.window_counters(k);
+        let chains = self.take_chains(is_final);
+        let gaps = self.seq.gaps();
         let snap = Snapshot {
             host: self.cfg.host.clone(),
             kernel: self.cfg.kernel.clone(),
@@ -408,10 +385,9 @@ impl Pipeline {
                 end_unix_ns: unix_ns(end),
             },
             records: RecordsOut {
-                recs: std::mem::replace(
-                    &mut self.batch,
-                    Vec::with_capacity(self.cfg.batch_cap.min(1 << 16)),
-                ),
+                // the next window's batch is allocated by its first record: an idle window
+                // allocates nothing
+                recs: std::mem::take(&mut self.batch),
                 table: table.clone(),
             },
             chains,

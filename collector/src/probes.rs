@@ -4,7 +4,8 @@
 use manifest::{Attach, Manifest, Probe};
 use sha2::{Digest, Sha256};
 
-use crate::chains::CallRelation;
+use crate::error::CollectError;
+use crate::relation::CallRelation;
 
 /// How a program attaches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,14 +74,14 @@ const MAX_PROBE_ID: u32 = manifest::MAX_PROBE_ID;
 
 impl ProbeTable {
     /// The table of a manifest file's text.
-    pub fn from_manifest_text(text: &str, origin: &str) -> Result<Self, String> {
-        let m = Manifest::from_yaml(text, origin)?;
+    pub fn from_manifest_text(text: &str, origin: &str) -> Result<Self, CollectError> {
+        let m = Manifest::from_yaml(text, origin).map_err(CollectError::Manifest)?;
         let mut t = Self::from_manifest(&m)?;
         t.manifest_hash = manifest_hash(text.as_bytes());
         Ok(t)
     }
 
-    pub fn from_manifest(m: &Manifest) -> Result<Self, String> {
+    pub fn from_manifest(m: &Manifest) -> Result<Self, CollectError> {
         let probes: Vec<ProbeInfo> = m.attachable().map(info).collect::<Result<_, _>>()?;
         let mut t = ProbeTable {
             probes,
@@ -138,13 +139,16 @@ impl ProbeTable {
         self
     }
 
-    fn reindex(&mut self) -> Result<(), String> {
+    fn reindex(&mut self) -> Result<(), CollectError> {
         let n = self.probes.iter().map(|p| p.id + 1).max().unwrap_or(0);
         self.index = vec![None; n as usize];
         for (i, p) in self.probes.iter().enumerate() {
             let slot = &mut self.index[p.id as usize];
             if slot.is_some() {
-                return Err(format!("manifest: probe id {} appears twice", p.id));
+                return Err(CollectError::Manifest(format!(
+                    "manifest: probe id {} appears twice",
+                    p.id
+                )));
             }
             *slot = Some(i as u32);
         }
@@ -163,18 +167,21 @@ impl ProbeTable {
     }
 }
 
-fn info(p: &Probe) -> Result<ProbeInfo, String> {
+fn info(p: &Probe) -> Result<ProbeInfo, CollectError> {
     if p.id >= MAX_PROBE_ID {
-        return Err(format!("manifest: probe id {} too large", p.id));
+        return Err(CollectError::Manifest(format!(
+            "manifest: probe id {} too large",
+            p.id
+        )));
     }
     let kind = if p.attach == Attach::Fexit {
         AttachKind::Fexit
     } else {
         AttachKind::Kretprobe(p.attach_symbol.clone().ok_or_else(|| {
-            format!(
+            CollectError::Manifest(format!(
                 "manifest: probe {} ({}) is clone-only without attach_symbol",
                 p.id, p.function
-            )
+            ))
         })?)
     };
     Ok(ProbeInfo {

@@ -33,7 +33,7 @@ use std::io::{self, BufRead, BufWriter, Read, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::decode::{hex, unhex};
-use crate::pipeline::KernelTotals;
+use crate::kernel_state::KernelTotals;
 use crate::record::RECORD_SIZE;
 
 pub const REPLAY_SCHEMA: &str = "probegen/v1";
@@ -86,19 +86,19 @@ impl CountersJson {
         }
     }
 
-    pub fn to_totals(&self) -> Result<KernelTotals, String> {
+    pub fn to_totals(&self) -> Result<KernelTotals, CounterKeyError> {
         let num = |s: &str| {
             s.parse::<u32>()
-                .map_err(|_| format!("counter key `{s}` is not a probe id"))
+                .map_err(|_| CounterKeyError::NotProbeId(s.to_string()))
         };
-        let m = |x: &BTreeMap<String, u64>| -> Result<BTreeMap<u32, u64>, String> {
+        let m = |x: &BTreeMap<String, u64>| -> Result<BTreeMap<u32, u64>, CounterKeyError> {
             x.iter().map(|(k, v)| Ok((num(k)?, *v))).collect()
         };
         let mut errnos = BTreeMap::new();
         for (k, v) in &self.errnos {
             let (p, e) = k
                 .split_once(':')
-                .ok_or_else(|| format!("errnos key `{k}`: expected probe:errno"))?;
+                .ok_or_else(|| CounterKeyError::NotErrnoKey(k.clone()))?;
             errnos.insert((num(p)?, num(e)?), *v);
         }
         Ok(KernelTotals {
@@ -129,97 +129,185 @@ struct Line {
     replay: Option<String>,
 }
 
-/// Reads a replay stream, calling `f` for each event. Errors name the line.
-pub fn read<R: Read>(
-    input: R,
+/// Why a replay file cannot be read (the CLI prefixes `replay FILE: `).
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("raw replay: {bytes} trailing bytes at offset {offset}")]
+    TrailingBytes { bytes: usize, offset: u64 },
+    #[error("line {line}: {reason}")]
+    Line { line: usize, reason: String },
+}
+
+/// A counters key that is not a probe id (or `probe:errno`).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CounterKeyError {
+    #[error("counter key `{0}` is not a probe id")]
+    NotProbeId(String),
+    #[error("errnos key `{0}`: expected probe:errno")]
+    NotErrnoKey(String),
+}
+
+/// Reads a replay stream one event at a time ([`Reader::next_event`]).
+pub struct Reader<R: Read> {
+    input: io::BufReader<R>,
     raw: bool,
-    mut f: impl FnMut(Event<'_>) -> Result<(), String>,
-) -> Result<(), String> {
-    let mut r = io::BufReader::with_capacity(1 << 16, input);
-    if raw {
-        // raw concatenated records
-        let mut buf = vec![0u8; RECORD_SIZE * 1024];
-        let mut off = 0u64;
-        loop {
-            let n = read_full(&mut r, &mut buf).map_err(|e| e.to_string())?;
+    /// raw: the chunk read last, the next record in it, bytes before it, input exhausted
+    chunk: Vec<u8>,
+    chunk_len: usize,
+    chunk_pos: usize,
+    offset: u64,
+    eof: bool,
+    /// JSONL: the current line, a record's bytes, the line number
+    line: Vec<u8>,
+    bytes: Vec<u8>,
+    line_no: usize,
+}
+
+impl<R: Read> Reader<R> {
+    /// `raw`: concatenated records (see [`is_raw_name`]); else JSON lines.
+    pub fn new(input: R, raw: bool) -> Self {
+        Reader {
+            input: io::BufReader::with_capacity(1 << 16, input),
+            raw,
+            chunk: if raw {
+                vec![0u8; RECORD_SIZE * 1024]
+            } else {
+                Vec::new()
+            },
+            chunk_len: 0,
+            chunk_pos: 0,
+            offset: 0,
+            eof: false,
+            line: Vec::new(),
+            bytes: Vec::with_capacity(RECORD_SIZE),
+            line_no: 0,
+        }
+    }
+
+    /// The next event, `None` at the end. Errors name the line (JSONL) or offset (raw).
+    pub fn next_event(&mut self) -> Result<Option<Event<'_>>, ReplayError> {
+        if self.raw {
+            self.next_raw()
+        } else {
+            self.next_line()
+        }
+    }
+
+    fn next_raw(&mut self) -> Result<Option<Event<'_>>, ReplayError> {
+        if self.chunk_pos >= self.chunk_len {
+            if self.eof {
+                return Ok(None);
+            }
+            let n = read_full(&mut self.input, &mut self.chunk)?;
             if n % RECORD_SIZE != 0 {
-                return Err(format!(
-                    "raw replay: {} trailing bytes at offset {}",
-                    n % RECORD_SIZE,
-                    off + (n - n % RECORD_SIZE) as u64
+                return Err(ReplayError::TrailingBytes {
+                    bytes: n % RECORD_SIZE,
+                    offset: self.offset + (n - n % RECORD_SIZE) as u64,
+                });
+            }
+            self.offset += n as u64;
+            self.eof = n < self.chunk.len();
+            (self.chunk_len, self.chunk_pos) = (n, 0);
+            if n == 0 {
+                return Ok(None);
+            }
+        }
+        let at = self.chunk_pos;
+        self.chunk_pos += RECORD_SIZE;
+        Ok(Some(Event::Record(&self.chunk[at..at + RECORD_SIZE])))
+    }
+
+    /// Reads lines up to the next one that is not blank or a comment; `false` at the end.
+    fn read_line(&mut self) -> Result<bool, ReplayError> {
+        loop {
+            self.line.clear();
+            let n = (&mut self.input)
+                .take(MAX_LINE_BYTES as u64 + 1)
+                .read_until(b'\n', &mut self.line)?;
+            if n == 0 {
+                return Ok(false);
+            }
+            self.line_no += 1;
+            let no = self.line_no;
+            let err = |reason: &str| ReplayError::Line {
+                line: no,
+                reason: reason.to_string(),
+            };
+            if self.line.len() > MAX_LINE_BYTES {
+                return Err(err(&format!(
+                    "longer than {MAX_LINE_BYTES} bytes: expected one JSON object per line"
+                )));
+            }
+            let l = std::str::from_utf8(&self.line)
+                .map_err(|_| err("not valid UTF-8: expected one JSON object per line"))?
+                .trim();
+            if no == 1 && l.starts_with('\u{feff}') {
+                return Err(err(
+                    "starts with a UTF-8 byte-order mark: expected JSON lines without a BOM",
                 ));
             }
-            for c in buf[..n].chunks_exact(RECORD_SIZE) {
-                f(Event::Record(c))?;
-            }
-            off += n as u64;
-            if n < buf.len() {
-                return Ok(());
+            if !(l.is_empty() || l.starts_with('#')) {
+                return Ok(true);
             }
         }
     }
-    let mut raw_line = Vec::new();
-    let mut bytes = Vec::with_capacity(RECORD_SIZE);
-    let mut no = 0usize;
-    loop {
-        raw_line.clear();
-        let n = (&mut r)
-            .take(MAX_LINE_BYTES as u64 + 1)
-            .read_until(b'\n', &mut raw_line)
-            .map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Ok(());
+
+    fn next_line(&mut self) -> Result<Option<Event<'_>>, ReplayError> {
+        if !self.read_line()? {
+            return Ok(None);
         }
-        no += 1;
-        if raw_line.len() > MAX_LINE_BYTES {
-            return Err(format!(
-                "line {no}: longer than {MAX_LINE_BYTES} bytes: expected one JSON object per line"
-            ));
-        }
-        let line = std::str::from_utf8(&raw_line).map_err(|_| {
-            format!("line {no}: not valid UTF-8: expected one JSON object per line")
-        })?;
-        let l = line.trim();
-        if no == 1 && l.starts_with('\u{feff}') {
-            return Err(
-                "line 1: starts with a UTF-8 byte-order mark: expected JSON lines without a BOM"
-                    .to_string(),
-            );
-        }
-        if l.is_empty() || l.starts_with('#') {
-            continue;
-        }
-        let at = |e: String| format!("line {no}: {e}");
+        let no = self.line_no;
+        let at = |reason: String| ReplayError::Line { line: no, reason };
+        // read_line checked the line is UTF-8
+        let l = std::str::from_utf8(&self.line).unwrap_or_default().trim();
         // fast path for the common record line
         if let Some(h) = l
             .strip_prefix("{\"rec\":\"")
             .and_then(|s| s.strip_suffix("\"}"))
         {
-            bytes.clear();
-            bytes.extend(unhex(h).ok_or_else(|| at("rec: not hex".into()))?);
-            f(Event::Record(&bytes)).map_err(at)?;
-            continue;
+            self.bytes.clear();
+            self.bytes
+                .extend(unhex(h).ok_or_else(|| at("rec: not hex".into()))?);
+            return Ok(Some(Event::Record(&self.bytes)));
         }
         let parsed: Line = serde_json::from_str(l).map_err(|e| at(e.to_string()))?;
         if let Some(h) = parsed.rec {
-            bytes.clear();
-            bytes.extend(unhex(&h).ok_or_else(|| at("rec: not hex".into()))?);
-            f(Event::Record(&bytes)).map_err(at)?;
+            self.bytes.clear();
+            self.bytes
+                .extend(unhex(&h).ok_or_else(|| at("rec: not hex".into()))?);
+            Ok(Some(Event::Record(&self.bytes)))
         } else if let Some(c) = parsed.counters {
-            f(Event::Counters(c.to_totals().map_err(at)?)).map_err(at)?;
+            let k = c.to_totals().map_err(|e| at(e.to_string()))?;
+            Ok(Some(Event::Counters(k)))
         } else if parsed.replay.is_some() {
-            let h: Header = serde_json::from_str(l).map_err(|e| at(e.to_string()))?;
-            if h.replay != REPLAY_SCHEMA {
-                return Err(at(format!(
-                    "replay `{}`: expected `{REPLAY_SCHEMA}`",
-                    h.replay
-                )));
-            }
-            f(Event::Header(h)).map_err(at)?;
+            header(l).map_err(at).map(Some)
         } else {
-            return Err(at("expected a rec, counters or replay line".into()));
+            Err(at("expected a rec, counters or replay line".into()))
         }
     }
+}
+
+fn header(l: &str) -> Result<Event<'static>, String> {
+    let h: Header = serde_json::from_str(l).map_err(|e| e.to_string())?;
+    if h.replay != REPLAY_SCHEMA {
+        return Err(format!("replay `{}`: expected `{REPLAY_SCHEMA}`", h.replay));
+    }
+    Ok(Event::Header(h))
+}
+
+/// Reads a replay stream, calling `f` for each event (stops at `f`'s first error).
+pub fn read<R: Read>(
+    input: R,
+    raw: bool,
+    mut f: impl FnMut(Event<'_>) -> Result<(), ReplayError>,
+) -> Result<(), ReplayError> {
+    let mut r = Reader::new(input, raw);
+    while let Some(e) = r.next_event()? {
+        f(e)?;
+    }
+    Ok(())
 }
 
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
@@ -322,7 +410,9 @@ mod tests {
     #[test]
     fn endless_line_is_an_error_not_an_allocation() {
         let zeros = std::io::repeat(0).take(8 * MAX_LINE_BYTES as u64);
-        let e = read(zeros, false, |_| Ok(())).expect_err("too long");
+        let e = read(zeros, false, |_| Ok(()))
+            .expect_err("too long")
+            .to_string();
         assert!(e.starts_with("line 1: longer than"), "{e}");
     }
 
@@ -333,15 +423,18 @@ mod tests {
             false,
             |_| Ok(()),
         );
-        assert_eq!(e, Err("line 2: rec: not hex".into()));
+        assert_eq!(
+            e.map_err(|e| e.to_string()),
+            Err("line 2: rec: not hex".into())
+        );
         let e = read(&b"\n# c\n{\"what\":1}\n"[..], false, |_| Ok(()));
-        assert!(e.is_err_and(|e| e.starts_with("line 3:")));
+        assert!(e.is_err_and(|e| e.to_string().starts_with("line 3:")));
         let e = read(
             &b"{\"counters\":{\"calls\":{\"x\":1}}}\n"[..],
             false,
             |_| Ok(()),
         );
-        assert!(e.is_err_and(|e| e.contains("not a probe id")));
+        assert!(e.is_err_and(|e| e.to_string().contains("not a probe id")));
         assert!(read(&b""[..], false, |_| Ok(())).is_ok());
     }
 }

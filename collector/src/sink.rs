@@ -155,4 +155,41 @@ mod tests {
         assert_eq!(std::fs::read(&p).expect("r"), b"{}\n");
         let _ = std::fs::remove_dir_all(&d);
     }
+
+    /// The module's promise: a failed file is closed and reopened at the next write, so the
+    /// same sink writes again once the disk has room (here: the path stops being /dev/full)
+    /// or its directory can be created again.
+    #[test]
+    fn a_failed_sink_reopens_and_writes_again() {
+        let d = dir("reopen");
+        // a full disk: the path is /dev/full, the open works and the write fails (ENOSPC)
+        let p = d.join("s.jsonl");
+        std::os::unix::fs::symlink("/dev/full", &p).expect("symlink");
+        let mut s = JsonlSink::new(&p, 0, 1);
+        s.write(b"{\"n\":0}\n").expect_err("the disk is full");
+        // the disk has room again: the next write opens the path anew (a regular file now)
+        std::fs::remove_file(&p).expect("rm symlink");
+        s.write(b"{\"n\":1}\n").expect("reopened after the failure");
+        s.write(b"{\"n\":2}\n").expect("and kept open");
+        assert_eq!(
+            std::fs::read_to_string(&p).expect("r"),
+            "{\"n\":1}\n{\"n\":2}\n"
+        );
+        assert!(!std::fs::symlink_metadata(&p)
+            .expect("stat")
+            .file_type()
+            .is_symlink());
+
+        // the directory is taken by a file: the open fails until it is gone
+        let sub = d.join("sub");
+        std::fs::write(&sub, b"").expect("w");
+        let q = sub.join("s.jsonl");
+        let mut s = JsonlSink::new(&q, 0, 1);
+        s.write(b"{}\n").expect_err("no directory");
+        std::fs::remove_file(&sub).expect("rm");
+        s.write(b"{}\n")
+            .expect("the directory is created and the file opened");
+        assert_eq!(std::fs::read(&q).expect("r"), b"{}\n");
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

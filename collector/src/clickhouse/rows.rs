@@ -183,6 +183,43 @@ fn push_row<T: Serialize>(body: &mut Vec<u8>, row: &T) {
     }
 }
 
+/// Wall-clock ns of a record time (`ts_ns` on the records' clock), see the module doc.
+struct WallClock {
+    end: u64,
+    now_on_record_clock: Option<u64>,
+}
+
+impl WallClock {
+    fn new(snap: &Snapshot, clock: ChainClock) -> Self {
+        let now_on_record_clock = match clock {
+            ChainClock::Monotonic => monotonic_ns(),
+            ChainClock::LastRecord => snap
+                .records
+                .recs
+                .iter()
+                .map(|r| r.raw.ts_ns)
+                .chain(
+                    snap.chains
+                        .iter()
+                        .filter_map(|c| c.outermost().map(|l| l.ts_ns)),
+                )
+                .max(),
+        };
+        WallClock {
+            end: snap.window.end_unix_ns,
+            now_on_record_clock,
+        }
+    }
+
+    fn at(&self, ts: u64) -> u64 {
+        match self.now_on_record_clock {
+            Some(now) => (i128::from(self.end) - i128::from(now) + i128::from(ts))
+                .clamp(0, u64::MAX as i128) as u64,
+            None => self.end,
+        }
+    }
+}
+
 /// The batch of `snap` (rows in every table), and the number of record rows.
 pub fn batch(
     key: &BatchKey<'_>,
@@ -192,41 +229,35 @@ pub fn batch(
     jobs: &mut PidJobs,
 ) -> Vec<u8> {
     jobs.learn(snap);
-    let table = &snap.records.table;
-    let end = snap.window.end_unix_ns;
-    let now_on_record_clock = match clock {
-        ChainClock::Monotonic => monotonic_ns(),
-        ChainClock::LastRecord => snap
-            .records
-            .recs
-            .iter()
-            .map(|r| r.raw.ts_ns)
-            .chain(
-                snap.chains
-                    .iter()
-                    .filter_map(|c| c.outermost().map(|l| l.ts_ns)),
-            )
-            .max(),
-    };
-    let wall = |ts: u64| match now_on_record_clock {
-        Some(now) => {
-            (i128::from(end) - i128::from(now) + i128::from(ts)).clamp(0, u64::MAX as i128) as u64
-        }
-        None => end,
-    };
+    let wall = WallClock::new(snap, clock);
     let mut out = Vec::with_capacity(256 + snap.records.len() * 420 + snap.chains.len() * 600);
     let _ = writeln!(out, "{BATCH_MAGIC} {}", key.seq);
-
     let mut body = Vec::with_capacity(snap.records.len() * 400);
+    record_rows(&mut body, key, snap, &wall);
+    frame(&mut out, RECORDS.name, &body);
+    body.clear();
+    chain_rows(&mut body, key, snap, &wall, jobs);
+    frame(&mut out, CHAINS.name, &body);
+    body.clear();
+    counter_rows(&mut body, key, snap);
+    frame(&mut out, COUNTERS.name, &body);
+    body.clear();
+    snapshot_row(&mut body, key, snap, spool_dropped);
+    frame(&mut out, SNAPSHOTS.name, &body);
+    out
+}
+
+fn record_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot, wall: &WallClock) {
+    let table = &snap.records.table;
     for (idx, r) in snap.records.recs.iter().enumerate() {
         let raw = &r.raw;
         let p = table.get(raw.probe_id);
         let nargs = (raw.nargs as usize).min(raw.args.len());
         push_row(
-            &mut body,
+            body,
             &Row {
                 key,
-                time_ns: wall(raw.ts_ns),
+                time_ns: wall.at(raw.ts_ns),
                 row: RecordRow {
                     idx: idx as u32,
                     probe: raw.probe_id,
@@ -248,9 +279,15 @@ pub fn batch(
             },
         );
     }
-    frame(&mut out, RECORDS.name, &body);
+}
 
-    body.clear();
+fn chain_rows(
+    body: &mut Vec<u8>,
+    key: &BatchKey<'_>,
+    snap: &Snapshot,
+    wall: &WallClock,
+    jobs: &PidJobs,
+) {
     for (idx, c) in snap.chains.iter().enumerate() {
         let (Some(origin), Some(outer)) = (c.origin(), c.outermost()) else {
             continue;
@@ -258,10 +295,10 @@ pub fn batch(
         let (of, om) = c.names_of(origin);
         let rev = c.links.iter().rev();
         push_row(
-            &mut body,
+            body,
             &Row {
                 key,
-                time_ns: wall(outer.ts_ns),
+                time_ns: wall.at(outer.ts_ns),
                 row: ChainRow {
                     idx: idx as u32,
                     owner: c.owner(),
@@ -289,15 +326,16 @@ pub fn batch(
             },
         );
     }
-    frame(&mut out, CHAINS.name, &body);
+}
 
-    body.clear();
+fn counter_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot) {
+    let end = snap.window.end_unix_ns;
     for c in &snap.counters {
         if c.calls == 0 && c.failures == 0 && c.received == 0 && c.dropped_userspace == 0 {
             continue;
         }
         push_row(
-            &mut body,
+            body,
             &Row {
                 key,
                 time_ns: end,
@@ -315,11 +353,12 @@ pub fn batch(
             },
         );
     }
-    frame(&mut out, COUNTERS.name, &body);
+}
 
-    body.clear();
+fn snapshot_row(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot, spool_dropped: u64) {
+    let end = snap.window.end_unix_ns;
     push_row(
-        &mut body,
+        body,
         &Row {
             key,
             time_ns: end,
@@ -337,8 +376,6 @@ pub fn batch(
             },
         },
     );
-    frame(&mut out, SNAPSHOTS.name, &body);
-    out
 }
 
 /// A batch read back: its sequence number and its (table, JSONEachRow body) parts.

@@ -1,0 +1,63 @@
+//! Why a collection cannot start or ends early: one enum, each value one clear line (the CLI
+//! prints it and exits 2). Problems met while collecting (a sink write, a counter read) are
+//! counted and logged instead; they never end the run.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use crate::replay::ReplayError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CollectError {
+    /// The manifest cannot be read, or is not a probe set's manifest.
+    #[error("{0}")]
+    Manifest(String),
+    /// Options that exclude each other, or neither of two that are needed.
+    #[error("{0}")]
+    Usage(&'static str),
+    /// The BPF object cannot be opened, does not match the manifest, or fails to load.
+    #[error("{}: {reason}", .object.display())]
+    Object { object: PathBuf, reason: String },
+    /// libbpf refuses to load the object (the verifier, a missing BTF target).
+    #[error("loading {}: {reason}", .object.display())]
+    Load { object: PathBuf, reason: String },
+    /// A value the loader refuses before opening anything (`--ringbuf-bytes`).
+    #[error("{0}")]
+    Option(String),
+    /// `--strict`: a probe the running kernel cannot attach.
+    #[error("--strict: probe {probe} {module}:{function}: {reason}")]
+    Strict {
+        probe: u32,
+        module: String,
+        function: String,
+        reason: String,
+    },
+    /// A libbpf call on one program or map failed.
+    #[error("{what}: {source}")]
+    Libbpf {
+        what: String,
+        source: libbpf_rs::Error,
+    },
+    /// A map the collector reads is missing from the loaded object.
+    #[error("no map `{0}`")]
+    NoMap(String),
+    /// A replay file that cannot be opened or read (the line is in `source`).
+    #[error("replay {}: {source}", .path.display())]
+    Replay { path: PathBuf, source: ReplayError },
+    /// A file the collector writes or reads besides the sink (`--record`, the replay input).
+    #[error("{}{}: {source}", .what.map(|w| format!("{w} ")).unwrap_or_default(), .path.display())]
+    File {
+        what: Option<&'static str>,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The metrics server cannot bind.
+    #[error("--metrics {addr}: {source}")]
+    Metrics {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    /// The ClickHouse sink cannot start (its spool directory, its sender thread).
+    #[error("{0}")]
+    Clickhouse(String),
+}

@@ -1,0 +1,46 @@
+//! What an input source (the live loader, a replay file) tells the processing stage about
+//! the kernel side: the cumulative counters and the attach outcome of each probe. Sources and
+//! the pipeline both depend on this module; sources do not import the pipeline.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// Cumulative kernel counters, summed over CPUs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KernelTotals {
+    pub calls: BTreeMap<u32, u64>,
+    pub failures: BTreeMap<u32, u64>,
+    /// (probe id, errno) -> failures
+    pub errnos: BTreeMap<(u32, u32), u64>,
+    /// records the ring buffer could not take
+    pub drops: u64,
+    /// the same per probe id (empty for recordings that only carry the total)
+    pub drops_by_probe: BTreeMap<u32, u64>,
+}
+
+impl KernelTotals {
+    /// Sum of one key's per-CPU u64 values (one `Vec<u8>` per CPU, as libbpf returns them).
+    /// A value that is not 8 bytes long counts as 0.
+    pub fn sum_percpu(values: &[Vec<u8>]) -> u64 {
+        values
+            .iter()
+            .map(|v| {
+                <[u8; 8]>::try_from(v.as_slice())
+                    .map(u64::from_ne_bytes)
+                    .unwrap_or(0)
+            })
+            .fold(0u64, u64::wrapping_add)
+    }
+}
+
+/// Attach outcome of one probe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttachStatus {
+    pub probe: u32,
+    pub function: String,
+    pub module: String,
+    pub attached: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}

@@ -1,0 +1,85 @@
+//! What `probegen collect` is asked to do (the CLI fills it; tests and embedders too).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub manifest: PathBuf,
+    /// compiled probes.bpf.o (live)
+    pub object: Option<PathBuf>,
+    /// replay file instead of BPF
+    pub replay: Option<PathBuf>,
+    /// replay without counters: records per window (0: one window)
+    pub replay_window: usize,
+    pub interval: Duration,
+    /// ring buffer drain period while records keep coming
+    pub drain: Duration,
+    /// longest sleep while idle: records are submitted without a wake-up until the ring holds
+    /// `wakeup_threshold` bytes (a burst wakes the collector at once), so an idle collector
+    /// sleeps this long between checks instead of waking every `drain`
+    pub idle_wait: Duration,
+    /// JSONL path, `-` for stdout
+    pub out: PathBuf,
+    pub rotate_bytes: u64,
+    pub rotate_keep: usize,
+    pub metrics: Option<SocketAddr>,
+    pub strict: bool,
+    pub duration: Option<Duration>,
+    pub ringbuf_bytes: Option<u32>,
+    pub batch_cap: usize,
+    pub job_vars: Vec<String>,
+    /// write a replay file of what was read (live)
+    pub record: Option<PathBuf>,
+    /// keep serving metrics this long after a replay ended (or until a signal)
+    pub linger: Option<Duration>,
+    /// /proc for job correlation (None: off; the default for replay)
+    pub proc_root: Option<PathBuf>,
+    /// also send every snapshot to ClickHouse (through the spool)
+    pub clickhouse: Option<crate::clickhouse::Endpoint>,
+    /// the spool directory (default: next to `out`)
+    pub clickhouse_spool: Option<PathBuf>,
+    pub clickhouse_spool_bytes: u64,
+    /// at exit, how long to keep sending what is spooled
+    pub clickhouse_flush: Duration,
+    /// the host name the snapshots carry (default: this host's, or the recording's)
+    pub host: Option<String>,
+    /// replay: pause this long after each window (a recording played out over time)
+    pub replay_pace: Option<Duration>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            manifest: PathBuf::new(),
+            object: None,
+            replay: None,
+            replay_window: 0,
+            interval: Duration::from_secs(5),
+            drain: Duration::from_millis(10),
+            idle_wait: Duration::from_millis(250),
+            out: PathBuf::from("probegen-snapshots.jsonl"),
+            rotate_bytes: 64 << 20,
+            rotate_keep: 5,
+            metrics: None,
+            strict: false,
+            duration: None,
+            ringbuf_bytes: Some(4 << 20),
+            batch_cap: 10_000,
+            job_vars: crate::procinfo::DEFAULT_JOB_VARS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            record: None,
+            linger: None,
+            proc_root: Some(PathBuf::from("/proc")),
+            clickhouse: None,
+            clickhouse_spool: None,
+            clickhouse_spool_bytes: 256 << 20,
+            clickhouse_flush: Duration::from_secs(5),
+            host: None,
+            replay_pace: None,
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! Where records and counters come from: the live ring buffer ([`live::LiveSource`]) or a
+//! replay file ([`replay::ReplaySource`]). [`crate::run`] drives either through one loop: ask
+//! the source for the next [`Step`], write a snapshot when a window closes, and at the end
+//! take the final counters from it.
+
+pub mod live;
+pub mod replay;
+
+use std::time::Duration;
+
+use crate::error::CollectError;
+use crate::kernel_state::KernelTotals;
+use crate::pipeline::Pipeline;
+
+/// What the loop does after one call of [`Source::next`].
+#[derive(Debug)]
+pub enum Step {
+    /// Records (if any) went into the pipeline; no window closes.
+    Continue,
+    /// A window closes with these cumulative kernel counters.
+    Window(KernelTotals),
+    /// The input ended (end of the replay file, `--duration` reached).
+    End,
+}
+
+pub trait Source {
+    /// Feeds what is available into `pipe` and says whether a window closes. An error ends
+    /// the run after its final snapshot.
+    fn next(&mut self, pipe: &mut Pipeline) -> Result<Step, CollectError>;
+
+    /// After a window's snapshot was written (replay: `--replay-pace`).
+    fn window_written(&mut self) {}
+
+    /// The final counters. Live: detach, drain what is left and read them, so the accounting
+    /// of the final snapshot is exact.
+    fn finish(&mut self, pipe: &mut Pipeline) -> KernelTotals;
+
+    /// After the final snapshot: the source's own accounting on stderr.
+    fn report(&self, _pipe: &Pipeline, _k: &KernelTotals) {}
+
+    /// Keep serving metrics this long after the input ended (replay `--linger`).
+    fn linger(&self) -> Option<Duration> {
+        None
+    }
+}

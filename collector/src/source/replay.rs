@@ -1,0 +1,122 @@
+//! A replay file as a source: its records go through the pipeline as they were recorded; a
+//! `counters` line closes a window, and without any, every `--replay-window` records do (with
+//! counters derived from the records).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::{Source, Step};
+use crate::error::CollectError;
+use crate::kernel_state::KernelTotals;
+use crate::pipeline::Pipeline;
+use crate::replay::{is_raw_name, Event, Reader};
+
+pub struct ReplaySource {
+    path: PathBuf,
+    reader: Reader<File>,
+    /// the host the snapshots name (else the recording's)
+    host: Option<String>,
+    manifest_hash: String,
+    /// records per window without counters (0: one window)
+    window: usize,
+    pace: Option<Duration>,
+    linger: Option<Duration>,
+    since_window: usize,
+    /// the last `counters` line (none: counters are derived from the records)
+    last: Option<KernelTotals>,
+}
+
+/// How a replay is played out.
+pub struct ReplayOptions {
+    pub host: Option<String>,
+    pub window: usize,
+    pub pace: Option<Duration>,
+    pub linger: Option<Duration>,
+}
+
+impl ReplaySource {
+    pub fn open(
+        path: &Path,
+        manifest_hash: String,
+        o: ReplayOptions,
+    ) -> Result<Self, CollectError> {
+        let input = File::open(path).map_err(|source| CollectError::File {
+            what: None,
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(ReplaySource {
+            path: path.to_path_buf(),
+            reader: Reader::new(input, is_raw_name(path)),
+            host: o.host,
+            manifest_hash,
+            window: o.window,
+            pace: o.pace,
+            linger: o.linger,
+            since_window: 0,
+            last: None,
+        })
+    }
+}
+
+impl Source for ReplaySource {
+    fn next(&mut self, pipe: &mut Pipeline) -> Result<Step, CollectError> {
+        let event = self
+            .reader
+            .next_event()
+            .map_err(|source| CollectError::Replay {
+                path: self.path.clone(),
+                source,
+            })?;
+        Ok(match event {
+            None => Step::End,
+            Some(Event::Header(h)) => {
+                pipe.set_origin(self.host.as_deref().unwrap_or(&h.host), &h.kernel);
+                if !h.manifest_hash.is_empty() && h.manifest_hash != self.manifest_hash {
+                    eprintln!(
+                        "probegen collect: warning: replay recorded with manifest {}, replayed with {}",
+                        h.manifest_hash, self.manifest_hash
+                    );
+                }
+                Step::Continue
+            }
+            Some(Event::Record(b)) => {
+                pipe.ingest(b);
+                self.since_window += 1;
+                if self.last.is_none() && self.window > 0 && self.since_window >= self.window {
+                    self.since_window = 0;
+                    Step::Window(pipe.derived())
+                } else {
+                    Step::Continue
+                }
+            }
+            Some(Event::Counters(k)) => {
+                self.last = Some(k.clone());
+                self.since_window = 0;
+                Step::Window(k)
+            }
+        })
+    }
+
+    fn window_written(&mut self) {
+        sleep_unless_stopped(self.pace, Duration::from_millis(20));
+    }
+
+    fn finish(&mut self, pipe: &mut Pipeline) -> KernelTotals {
+        self.last.clone().unwrap_or_else(|| pipe.derived())
+    }
+
+    fn linger(&self) -> Option<Duration> {
+        self.linger
+    }
+}
+
+/// Sleeps `d` in steps of at most `step`, so a signal ends it at once.
+pub fn sleep_unless_stopped(d: Option<Duration>, step: Duration) {
+    let Some(d) = d else { return };
+    let until = Instant::now() + d;
+    while Instant::now() < until && !crate::stop::stop_requested() {
+        std::thread::sleep(until.saturating_duration_since(Instant::now()).min(step));
+    }
+}
