@@ -148,65 +148,94 @@ pub fn graph(
             .unwrap_or_else(|| "(header inline)".into());
         *per_module.entry(m).or_default() += 1;
     }
-    let s = graph.stats();
+    let summary = GraphSummary {
+        tree: &tree,
+        stats: graph.stats(),
+        vendor: src.vendor.as_deref(),
+        entries: &names,
+        warnings: warnings.len(),
+        reachable: reach.len(),
+        per_module: &per_module,
+    };
     match format {
-        Format::Json => {
-            let v = serde_json::json!({
-                "kernel": tree.version,
-                "vendor": src.vendor,
-                "entries": names,
-                "files": s.files,
-                "functions": s.functions,
-                "edges": s.edges,
-                "edges_by_kind": s.edges_by_kind,
-                "parse_errors": s.parse_errors,
-                "warnings": warnings.len(),
-                "ops_tables": s.ops_tables,
-                "write_commands": s.write_commands,
-                "uapi_methods": s.uapi_methods,
-                "unresolved_indirect_calls": s.unresolved_indirect_calls,
-                "reachable": reach.len(),
-                "reachable_by_module": per_module,
-            });
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?
-            );
-        }
-        Format::Text => {
-            println!(
-                "kernel      {}",
-                tree.version.as_deref().unwrap_or("unknown")
-            );
-            println!("vendor      {}", src.vendor.as_deref().unwrap_or("(all)"));
-            println!(
-                "files       {} ({} .c not built by the config)",
-                s.files, tree.skipped_unbuilt
-            );
-            println!("functions   {}", s.functions);
-            println!("edges       {}", s.edges);
-            for (k, n) in &s.edges_by_kind {
-                println!("  {k:<14}{n}");
-            }
-            println!(
-                "parse errors {} ({} warnings)",
-                s.parse_errors,
-                warnings.len()
-            );
-            println!(
-                "ops tables  {}  write commands {}  uapi methods {}",
-                s.ops_tables, s.write_commands, s.uapi_methods
-            );
-            println!("reachable   {} from {}", reach.len(), names.join(", "));
-            for (m, n) in &per_module {
-                println!("  {m:<18}{n}");
-            }
-        }
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&summary.json()).map_err(|e| e.to_string())?
+        ),
+        Format::Text => summary.print_text(),
     }
     if let Some(stats) = &tree.cache_stats {
         eprintln!("facts cache: {stats}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `graph` prints: the tree, the graph's counts and the reachable set.
+struct GraphSummary<'a> {
+    tree: &'a SourceTree,
+    stats: &'a analyzer::graph::GraphStats,
+    vendor: Option<&'a str>,
+    entries: &'a [String],
+    warnings: usize,
+    reachable: usize,
+    per_module: &'a BTreeMap<String, usize>,
+}
+
+impl GraphSummary<'_> {
+    fn json(&self) -> serde_json::Value {
+        let s = self.stats;
+        serde_json::json!({
+            "kernel": self.tree.version,
+            "vendor": self.vendor,
+            "entries": self.entries,
+            "files": s.files,
+            "functions": s.functions,
+            "edges": s.edges,
+            "edges_by_kind": s.edges_by_kind,
+            "parse_errors": s.parse_errors,
+            "warnings": self.warnings,
+            "ops_tables": s.ops_tables,
+            "write_commands": s.write_commands,
+            "uapi_methods": s.uapi_methods,
+            "unresolved_indirect_calls": s.unresolved_indirect_calls,
+            "reachable": self.reachable,
+            "reachable_by_module": self.per_module,
+        })
+    }
+
+    fn print_text(&self) {
+        let s = self.stats;
+        println!(
+            "kernel      {}",
+            self.tree.version.as_deref().unwrap_or("unknown")
+        );
+        println!("vendor      {}", self.vendor.unwrap_or("(all)"));
+        println!(
+            "files       {} ({} .c not built by the config)",
+            s.files, self.tree.skipped_unbuilt
+        );
+        println!("functions   {}", s.functions);
+        println!("edges       {}", s.edges);
+        for (k, n) in &s.edges_by_kind {
+            println!("  {k:<14}{n}");
+        }
+        println!(
+            "parse errors {} ({} warnings)",
+            s.parse_errors, self.warnings
+        );
+        println!(
+            "ops tables  {}  write commands {}  uapi methods {}",
+            s.ops_tables, s.write_commands, s.uapi_methods
+        );
+        println!(
+            "reachable   {} from {}",
+            self.reachable,
+            self.entries.join(", ")
+        );
+        for (m, n) in self.per_module {
+            println!("  {m:<18}{n}");
+        }
+    }
 }
 
 pub fn path(src: &SourceArgs, from: &str, to: &str) -> CmdResult {

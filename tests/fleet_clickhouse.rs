@@ -9,6 +9,9 @@
 //! Without `clickhouse-server` (installed by `scripts/install-deps.sh`) the tests fail; they
 //! never skip. `PROBEGEN_KEEP_TEST_DIRS=1` keeps the directories (logs, JSONL, spool).
 
+// A test reads as one scenario from setup to assertions; the 80-line limit is for the code.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
 use std::path::Path;

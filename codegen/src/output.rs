@@ -43,59 +43,11 @@ pub fn write_set_atomic(out: &Path, files: &[(String, String)]) -> Result<(), St
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .ok_or_else(|| format!("{shown}: expected a directory name for --out"))?;
-    let mut carried = Vec::new();
-    match std::fs::symlink_metadata(out) {
-        Ok(meta) if meta.is_dir() => {
-            let entries = std::fs::read_dir(out).map_err(|e| format!("{shown}: {e}"))?;
-            for entry in entries {
-                let entry = entry.map_err(|e| format!("{shown}: {e}"))?;
-                let fname = entry.file_name().to_string_lossy().into_owned();
-                if files.iter().any(|(n, _)| *n == fname)
-                    || (fname.starts_with('.') && fname.ends_with(".tmp"))
-                {
-                    let ty = entry.file_type().map_err(|e| format!("{shown}/{fname}: {e}"))?;
-                    if ty.is_file() {
-                        continue;
-                    }
-                }
-                let ty = entry.file_type().map_err(|e| format!("{shown}/{fname}: {e}"))?;
-                if !ty.is_file() {
-                    return Err(format!(
-                        "{shown}/{fname}: not a file of a probe set: expected --out to be a new directory or an earlier probe set"
-                    ));
-                }
-                carried.push(fname);
-            }
-        }
-        Ok(_) => {
-            return Err(format!(
-                "{shown}: not a directory: expected --out to be a new directory or an earlier probe set"
-            ))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("{shown}: {e}")),
-    }
+    let carried = files_to_carry(out, files)?;
     std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
     let tmp = parent.join(format!(".{name}.{}.tmp", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    let staged = (|| -> Result<(), String> {
-        std::fs::create_dir(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-        for (fname, contents) in files {
-            let p = tmp.join(fname);
-            let mut f = std::fs::File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-            f.write_all(contents.as_bytes())
-                .and_then(|()| f.sync_all())
-                .map_err(|e| format!("{}: {e}", p.display()))?;
-        }
-        for fname in &carried {
-            let (from, to) = (out.join(fname), tmp.join(fname));
-            if std::fs::hard_link(&from, &to).is_err() {
-                std::fs::copy(&from, &to).map_err(|e| format!("{}: {e}", from.display()))?;
-            }
-        }
-        Ok(())
-    })();
-    if let Err(e) = staged {
+    if let Err(e) = stage_set(&tmp, out, files, &carried) {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e);
     }
@@ -116,6 +68,65 @@ pub fn write_set_atomic(out: &Path, files: &[(String, String)]) -> Result<(), St
             Err(format!("{shown}: {e}"))
         }
     }
+}
+
+/// The plain files of an earlier set in `out` that are not part of the new one (a compiled
+/// `probes.bpf.o`): they are carried over. Anything that is not a plain file is refused.
+fn files_to_carry(out: &Path, files: &[(String, String)]) -> Result<Vec<String>, String> {
+    let shown = out.display();
+    let mut carried = Vec::new();
+    match std::fs::symlink_metadata(out) {
+        Ok(meta) if meta.is_dir() => {
+            let entries = std::fs::read_dir(out).map_err(|e| format!("{shown}: {e}"))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| format!("{shown}: {e}"))?;
+                let fname = entry.file_name().to_string_lossy().into_owned();
+                let ty = entry
+                    .file_type()
+                    .map_err(|e| format!("{shown}/{fname}: {e}"))?;
+                if !ty.is_file() {
+                    return Err(format!(
+                        "{shown}/{fname}: not a file of a probe set: expected --out to be a new directory or an earlier probe set"
+                    ));
+                }
+                let replaced = files.iter().any(|(n, _)| *n == fname)
+                    || (fname.starts_with('.') && fname.ends_with(".tmp"));
+                if !replaced {
+                    carried.push(fname);
+                }
+            }
+            Ok(carried)
+        }
+        Ok(_) => Err(format!(
+            "{shown}: not a directory: expected --out to be a new directory or an earlier probe set"
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(carried),
+        Err(e) => Err(format!("{shown}: {e}")),
+    }
+}
+
+/// The new set in `tmp`: its files (synced) and the carried files of `out` (hard links).
+fn stage_set(
+    tmp: &Path,
+    out: &Path,
+    files: &[(String, String)],
+    carried: &[String],
+) -> Result<(), String> {
+    std::fs::create_dir(tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    for (fname, contents) in files {
+        let p = tmp.join(fname);
+        let mut f = std::fs::File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        f.write_all(contents.as_bytes())
+            .and_then(|()| f.sync_all())
+            .map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    for fname in carried {
+        let (from, to) = (out.join(fname), tmp.join(fname));
+        if std::fs::hard_link(&from, &to).is_err() {
+            std::fs::copy(&from, &to).map_err(|e| format!("{}: {e}", from.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Swap two directories: `renameat2(RENAME_EXCHANGE)` (atomic), or where the filesystem

@@ -206,6 +206,13 @@ fn main() {
         100.0 * added / (windows as f64 * WINDOW_S)
     );
 
+    outage(outage_windows, &|e| opts(e, "outage", 256 << 20), &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Part 3: the sink against a port nothing listens on for `outage_windows` windows: RSS and
+/// spool stay bounded.
+fn outage(outage_windows: usize, opts: &dyn Fn(Endpoint) -> SinkOptions, dir: &std::path::Path) {
     // nothing listens on this port: bind, read it, close
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -215,7 +222,7 @@ fn main() {
         Endpoint::parse(&format!("http://127.0.0.1:{port}"), Duration::from_secs(2)).expect("url");
     let c = run(
         outage_windows,
-        Some(opts(down, "outage", 256 << 20)),
+        Some(opts(down)),
         &dir.join("outage"),
         Duration::ZERO,
     );
@@ -239,5 +246,4 @@ fn main() {
         c.spool_bytes >> 20,
         c.dropped
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
