@@ -101,3 +101,30 @@ fn manifest_depends_on_no_workspace_crate() {
         .collect();
     assert!(inside.is_empty(), "manifest depends on {inside:?}");
 }
+
+/// Data flows one way (ARCHITECTURE.md): each workspace crate depends only on crates before it
+/// in the flow, and the two consumers of the analysis (`codegen`, `maintain`) not on each other.
+#[test]
+fn workspace_crates_depend_along_the_data_flow() {
+    let graph = normal_dependency_graph();
+    // Allowed workspace dependencies of each crate.
+    let allowed: &[(&str, &[&str])] = &[
+        ("manifest", &[]),
+        ("analyzer", &["manifest"]),
+        ("heuristics", &["manifest", "analyzer"]),
+        ("codegen", &["manifest", "analyzer", "heuristics"]),
+        ("maintain", &["manifest", "analyzer", "heuristics"]),
+        ("collector", &["manifest"]),
+    ];
+    let workspace: Vec<&str> = allowed.iter().map(|(c, _)| *c).collect();
+    for (krate, ok) in allowed {
+        let direct = graph
+            .get(*krate)
+            .unwrap_or_else(|| panic!("{krate} missing from cargo metadata"));
+        let wrong: Vec<&String> = direct
+            .iter()
+            .filter(|d| workspace.contains(&d.as_str()) && !ok.contains(&d.as_str()))
+            .collect();
+        assert!(wrong.is_empty(), "{krate} depends on {wrong:?}");
+    }
+}
