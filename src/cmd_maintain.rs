@@ -106,8 +106,11 @@ pub fn check(src: &SourceArgs, against: &Path, format: ReportFormat) -> CmdResul
     let drifted = !d.is_empty() || rd.breaking() > 0;
     match format {
         ReportFormat::Markdown => {
-            let mut text = maintain::compare::check_markdown(&d, &against.display().to_string());
-            text.push_str(&maintain::compare::rules_drift_markdown(&rd));
+            let mut text = maintain::compare::check_markdown(&d, &against.display().to_string())
+                .map_err(|e| e.to_string())?;
+            text.push_str(
+                &maintain::compare::rules_drift_markdown(&rd).map_err(|e| e.to_string())?,
+            );
             text.push_str(&crate::degraded::markdown(&new.degraded));
             emit(&text)?
         }
@@ -230,7 +233,9 @@ pub fn diff(old: &Path, new: &Path, format: ReportFormat) -> CmdResult {
     let (o, n) = (read_manifest(old)?, read_manifest(new)?);
     let d = maintain::compare::coverage_diff(&o, &n);
     match format {
-        ReportFormat::Markdown => emit(&maintain::compare::diff_markdown(&d))?,
+        ReportFormat::Markdown => {
+            emit(&maintain::compare::diff_markdown(&d).map_err(|e| e.to_string())?)?
+        }
         ReportFormat::Json => print_json(serde_json::to_value(&d))?,
     }
     Ok(ExitCode::SUCCESS)
@@ -286,7 +291,9 @@ pub fn coverage(
     maintain::coverage::total_weight(&rows, &origin)?;
     let c = maintain::coverage::coverage(&m, &manifest.display().to_string(), &rows, bad);
     match format {
-        ReportFormat::Markdown => emit(&maintain::coverage::coverage_markdown(&c))?,
+        ReportFormat::Markdown => {
+            emit(&maintain::coverage::coverage_markdown(&c).map_err(|e| e.to_string())?)?
+        }
         ReportFormat::Json => print_json(serde_json::to_value(&c))?,
     }
     Ok(ExitCode::SUCCESS)

@@ -8,13 +8,13 @@
 //! layer, are a *rename*; the same function in another module is a *module move*. Probes in
 //! both sets are compared for argument count, return kind, attach verdict and file.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
-
+use askama::Template;
 use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
 
 use manifest::{Attach, FocusKind, Layer, Manifest, Object, Probe, Rule};
 
+use crate::markdown::{cell, code_list, code_list_or_dash, code_or_em_dash, count};
 use crate::verbs::{self, VerbStatus};
 
 /// Which set a report talks about.
@@ -490,98 +490,120 @@ fn group(m: &Manifest) -> BTreeMap<Key, Vec<&Probe>> {
     g
 }
 
-/// Compare two probe sets. `defined` says whether a function is still defined in the new
-/// source (`None` when only the manifests are known: removed probes absent from the new
-/// manifest are then [`Fate::Absent`]).
-pub fn drift(old: &Manifest, new: &Manifest, defined: Option<&dyn Fn(&str) -> bool>) -> Drift {
+/// Probes of two sets after pairing: property changes of probes in both, and the probes only
+/// one side has.
+struct Paired<'a> {
+    changed: Vec<Change>,
+    removed: Vec<&'a Probe>,
+    added: Vec<&'a Probe>,
+}
+
+/// Pair the probes of both sets by (module, function), then the leftovers by function alone:
+/// the same function removed from one module and added in another is a module move, a change.
+fn pair_probes<'a>(old: &'a Manifest, new: &'a Manifest) -> Paired<'a> {
     let (og, ng) = (group(old), group(new));
     let keys: BTreeSet<&Key> = og.keys().chain(ng.keys()).collect();
-    let mut changed = Vec::new();
-    let mut removed_p: Vec<&Probe> = Vec::new();
-    let mut added_p: Vec<&Probe> = Vec::new();
+    let mut p = Paired {
+        changed: Vec::new(),
+        removed: Vec::new(),
+        added: Vec::new(),
+    };
     for k in keys {
         let o = og.get(k).map_or(&[][..], Vec::as_slice);
         let n = ng.get(k).map_or(&[][..], Vec::as_slice);
         let (pairs, ro, an) = pair_same_key(o, n);
         for (a, b) in pairs {
-            changed.extend(changes(a, b));
+            p.changed.extend(changes(a, b));
         }
-        removed_p.extend(ro);
-        added_p.extend(an);
+        p.removed.extend(ro);
+        p.added.extend(an);
     }
-
-    // Module moves: the same function removed from one module and added in another.
     let mut i = 0;
-    while i < removed_p.len() {
-        let r = removed_p[i];
-        if let Some(j) = added_p.iter().position(|a| a.function == r.function) {
-            let a = added_p.remove(j);
-            changed.extend(changes(r, a));
-            removed_p.remove(i);
+    while i < p.removed.len() {
+        let r = p.removed[i];
+        if let Some(j) = p.added.iter().position(|a| a.function == r.function) {
+            let a = p.added.remove(j);
+            p.changed.extend(changes(r, a));
+            p.removed.remove(i);
         } else {
             i += 1;
         }
     }
+    p
+}
 
-    let in_manifest = |m: &Manifest, f: &str| {
-        m.probes.iter().any(|p| p.function == f) || m.excluded.iter().any(|e| e.function == f)
-    };
-    let fate_of = |p: &Probe| -> Fate {
-        if let Some(e) = new
-            .excluded
-            .iter()
-            .find(|e| e.function == p.function && e.module == p.module)
-            .or_else(|| new.excluded.iter().find(|e| e.function == p.function))
-        {
-            return Fate::Excluded {
-                rule: e.rule,
-                evidence: e.evidence.clone(),
-            };
-        }
-        match defined {
-            Some(d) if d(&p.function) => Fate::Unreachable,
-            Some(_) => Fate::Gone,
-            None if in_manifest(new, &p.function) => Fate::Unreachable,
-            None => Fate::Absent,
-        }
-    };
+/// The function is a probe or an exclusion of the manifest.
+fn in_manifest(m: &Manifest, f: &str) -> bool {
+    m.probes.iter().any(|p| p.function == f) || m.excluded.iter().any(|e| e.function == f)
+}
 
-    // Renames: a removed probe gone from the source and a new function in the same file, on
-    // the same object and layer; the most similar name wins, ties by name.
+/// What became of a probe of the old set that the new set lacks.
+fn fate_of(new: &Manifest, defined: Option<&dyn Fn(&str) -> bool>, p: &Probe) -> Fate {
+    if let Some(e) = new
+        .excluded
+        .iter()
+        .find(|e| e.function == p.function && e.module == p.module)
+        .or_else(|| new.excluded.iter().find(|e| e.function == p.function))
+    {
+        return Fate::Excluded {
+            rule: e.rule,
+            evidence: e.evidence.clone(),
+        };
+    }
+    match defined {
+        Some(d) if d(&p.function) => Fate::Unreachable,
+        Some(_) => Fate::Gone,
+        None if in_manifest(new, &p.function) => Fate::Unreachable,
+        None => Fate::Absent,
+    }
+}
+
+/// The added probe a removed one was renamed to: in the same file, on the same object and
+/// layer, not in the old set; the most similar name wins, ties by name.
+fn rename_target(old: &Manifest, r: &Probe, added: &[&Probe]) -> Option<usize> {
+    added
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| {
+            a.file == r.file
+                && a.object == r.object
+                && a.layer == r.layer
+                && !in_manifest(old, &a.function)
+        })
+        .max_by(|(_, a), (_, b)| {
+            similarity(&r.function, &a.function)
+                .cmp(&similarity(&r.function, &b.function))
+                .then_with(|| b.function.cmp(&a.function))
+        })
+        .map(|(j, _)| j)
+}
+
+/// Compare two probe sets. `defined` says whether a function is still defined in the new
+/// source (`None` when only the manifests are known: removed probes absent from the new
+/// manifest are then [`Fate::Absent`]).
+pub fn drift(old: &Manifest, new: &Manifest, defined: Option<&dyn Fn(&str) -> bool>) -> Drift {
+    let Paired {
+        mut changed,
+        removed: removed_p,
+        added: mut added_p,
+    } = pair_probes(old, new);
+    // Renames: only a removed probe gone from the source can have been renamed.
     let mut renamed = Vec::new();
     let mut removed = Vec::new();
     for r in removed_p {
-        let fate = fate_of(r);
-        if matches!(fate, Fate::Gone | Fate::Absent) {
-            let best = added_p
-                .iter()
-                .enumerate()
-                .filter(|(_, a)| {
-                    a.file == r.file
-                        && a.object == r.object
-                        && a.layer == r.layer
-                        && !in_manifest(old, &a.function)
-                })
-                .max_by(|(_, a), (_, b)| {
-                    similarity(&r.function, &a.function)
-                        .cmp(&similarity(&r.function, &b.function))
-                        .then_with(|| b.function.cmp(&a.function))
-                })
-                .map(|(j, _)| j);
-            if let Some(j) = best {
-                let a = added_p.remove(j);
-                renamed.push(Renamed {
-                    from: r.into(),
-                    to: a.into(),
-                    why: "same file, object and layer; most similar name".into(),
-                });
-                continue;
-            }
+        let fate = fate_of(new, defined, r);
+        let gone = matches!(fate, Fate::Gone | Fate::Absent);
+        match gone.then(|| rename_target(old, r, &added_p)).flatten() {
+            Some(j) => renamed.push(Renamed {
+                from: r.into(),
+                to: added_p.remove(j).into(),
+                why: "same file, object and layer; most similar name".into(),
+            }),
+            None => removed.push(Removed {
+                probe: r.into(),
+                fate,
+            }),
         }
-        removed.push(Removed {
-            probe: r.into(),
-            fate,
-        });
     }
     let mut added: Vec<ProbeSummary> = added_p.into_iter().map(ProbeSummary::from).collect();
     added.sort_by(|a, b| (&a.function, &a.module).cmp(&(&b.function, &b.module)));
@@ -601,190 +623,44 @@ pub fn drift(old: &Manifest, new: &Manifest, defined: Option<&dyn Fn(&str) -> bo
     }
 }
 
-/// Markdown table cell: no pipes or newlines.
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+/// `` `name` (kind), ... `` of the rules names only the rules' upkeep needs.
+fn upkeep_list(missing: &[&MissingName]) -> String {
+    let named: Vec<String> = missing
+        .iter()
+        .map(|m| format!("`{}` ({})", m.name, m.kind))
+        .collect();
+    named.join(", ")
 }
 
-fn count(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
-    }
-}
-
-/// Markdown sections shared by `check` and `diff`: added, removed, renamed, changed.
-fn drift_sections(d: &Drift, out: &mut String) {
-    if !d.file_moves.is_empty() {
-        let _ = writeln!(out, "\n## Module moves ({})\n", d.file_moves.len());
-        let _ = writeln!(out, "| file | old module | new module |");
-        let _ = writeln!(out, "|---|---|---|");
-        for m in &d.file_moves {
-            let _ = writeln!(out, "| {} | {} | {} |", m.file, m.old_module, m.new_module);
-        }
-    }
-    if !d.added.is_empty() {
-        let _ = writeln!(out, "\n## Added probes ({})\n", d.added.len());
-        let _ = writeln!(
-            out,
-            "| function | module | file | object | layer | rule | attach |"
-        );
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|");
-        for p in &d.added {
-            let _ = writeln!(
-                out,
-                "| `{}` | {} | {}:{} | {} | {} | {} | {} |",
-                p.function,
-                p.module,
-                p.file,
-                p.line,
-                p.object,
-                p.layer,
-                p.rule_text(),
-                p.attach
-            );
-        }
-    }
-    if !d.removed.is_empty() {
-        let _ = writeln!(out, "\n## Removed probes ({})\n", d.removed.len());
-        let _ = writeln!(out, "| function | module | file | was | now |");
-        let _ = writeln!(out, "|---|---|---|---|---|");
-        for r in &d.removed {
-            let p = &r.probe;
-            let _ = writeln!(
-                out,
-                "| `{}` | {} | {} | {} | {} |",
-                p.function,
-                p.module,
-                p.file,
-                p.rule_text(),
-                cell(&r.fate.text())
-            );
-        }
-    }
-    if !d.renamed.is_empty() {
-        let _ = writeln!(out, "\n## Renamed targets ({})\n", d.renamed.len());
-        let _ = writeln!(out, "| old | new | module | file | object | layer | why |");
-        let _ = writeln!(out, "|---|---|---|---|---|---|---|");
-        for r in &d.renamed {
-            let _ = writeln!(
-                out,
-                "| `{}` | `{}` | {} | {} | {} | {} | {} |",
-                r.from.function,
-                r.to.function,
-                r.to.module,
-                r.to.file,
-                r.to.object,
-                r.to.layer,
-                cell(&r.why)
-            );
-        }
-    }
-    if !d.changed.is_empty() {
-        let _ = writeln!(out, "\n## Changed probes ({})\n", d.changed.len());
-        let _ = writeln!(out, "| function | module | what | old | new |");
-        let _ = writeln!(out, "|---|---|---|---|---|");
-        for c in &d.changed {
-            let _ = writeln!(
-                out,
-                "| `{}` | {} | {} | {} | {} |",
-                c.function,
-                c.module,
-                c.what.as_str(),
-                cell(&c.old),
-                cell(&c.new)
-            );
-        }
-    }
+/// The `probegen check` report; `templates/drift_sections.md` holds the sections it shares
+/// with `diff`.
+#[derive(Template)]
+#[template(path = "check.md", escape = "none")]
+struct CheckTemplate<'a> {
+    d: &'a Drift,
+    against: &'a str,
 }
 
 /// The rules-drift section of `probegen check`.
-pub fn rules_drift_markdown(r: &RulesDrift) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "\n## Rules drift\n");
-    if r.is_empty() {
-        let _ = writeln!(
-            out,
-            "None: every name the rules and the set's focus members rely on is in the new tree."
-        );
-        return out;
-    }
-    let (relied, upkeep): (Vec<&MissingName>, Vec<&MissingName>) =
-        r.missing.iter().partition(|m| m.used_by_set);
-    let gap = if relied.is_empty() { "" } else { "\n" };
-    if !relied.is_empty() {
-        let _ = writeln!(
-            out,
-            "Names the checked-in set relied on that the new tree lacks (the set changes):\n"
-        );
-        let _ = writeln!(out, "| kind | name | nearest in the new tree |");
-        let _ = writeln!(out, "|---|---|---|");
-        for m in relied {
-            let cands = if m.candidates.is_empty() {
-                "-".to_string()
-            } else {
-                m.candidates
-                    .iter()
-                    .map(|c| format!("`{c}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            let _ = writeln!(out, "| {} | `{}` | {} |", m.kind, m.name, cands);
-        }
-    }
-    if !upkeep.is_empty() {
-        let _ = writeln!(
-            out,
-            "{gap}Rules names this tree lacks that the set did not use (rules upkeep): {}",
-            upkeep
-                .iter()
-                .map(|m| format!("`{}` ({})", m.name, m.kind))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    if !r.new_focus_members.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nFocus members new in this tree (derived from `struct ib_device_ops`): {}",
-            r.new_focus_members
-                .iter()
-                .map(|m| format!("`{m}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    out
+#[derive(Template)]
+#[template(path = "rules_drift.md", escape = "none")]
+struct RulesDriftTemplate<'a> {
+    r: &'a RulesDrift,
+    /// Missing names the checked-in set relied on.
+    relied: Vec<&'a MissingName>,
+    /// Missing names only the rules' upkeep needs.
+    upkeep: Vec<&'a MissingName>,
+}
+
+/// The rules-drift section of `probegen check`.
+pub fn rules_drift_markdown(r: &RulesDrift) -> Result<String, askama::Error> {
+    let (relied, upkeep) = r.missing.iter().partition(|m| m.used_by_set);
+    RulesDriftTemplate { r, relied, upkeep }.render()
 }
 
 /// The `probegen check` report.
-pub fn check_markdown(d: &Drift, against: &str) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# probegen check: {} set of {} against the {} source\n",
-        d.old.vendor, d.old.kernel, d.new.kernel
-    );
-    let _ = writeln!(out, "Checked `{against}`.\n");
-    if d.is_empty() {
-        let _ = writeln!(
-            out,
-            "**No drift**: the regenerated set is the same probe for probe."
-        );
-        return out;
-    }
-    let _ = writeln!(
-        out,
-        "**Drift: {} to review** ({} added, {} removed, {} renamed, {} changed).",
-        count(d.len(), "item"),
-        d.added.len(),
-        d.removed.len(),
-        d.renamed.len(),
-        d.changed.len()
-    );
-    drift_sections(d, &mut out);
-    out
+pub fn check_markdown(d: &Drift, against: &str) -> Result<String, askama::Error> {
+    CheckTemplate { d, against }.render()
 }
 
 /// Probes per (object, layer) in both sets.
@@ -865,7 +741,8 @@ pub fn coverage_diff(old: &Manifest, new: &Manifest) -> CoverageDiff {
     }
 }
 
-fn arrow(old: usize, new: usize) -> String {
+/// `3`, `3 → 5 (+2)`, `5 → 3 (−2)` of an (old, new) count.
+fn arrow(&(old, new): &(usize, usize)) -> String {
     match new.cmp(&old) {
         std::cmp::Ordering::Equal => old.to_string(),
         std::cmp::Ordering::Greater => format!("{old} → {new} (+{})", new - old),
@@ -873,112 +750,93 @@ fn arrow(old: usize, new: usize) -> String {
     }
 }
 
-fn below_text(s: &VerbStatus) -> String {
-    s.below.len().to_string()
+/// The handler a verb lands in, the new set's first, `—` when neither set knows it.
+fn handler_cell(v: &VerbDiff) -> String {
+    code_or_em_dash(v.new.handler.as_deref().or(v.old.handler.as_deref()))
 }
 
-pub fn diff_markdown(d: &CoverageDiff) -> String {
-    let mut out = String::new();
-    let dr = &d.drift;
-    let _ = writeln!(
-        out,
-        "# Probe set diff: {} {} → {} {}\n",
-        dr.old.vendor, dr.old.kernel, dr.new.vendor, dr.new.kernel
-    );
-    let _ = writeln!(
-        out,
-        "{} (was {}): {} added, {} removed, {} renamed, {} changed.",
-        count(d.probes.new, "probe"),
-        d.probes.old,
-        dr.added.len(),
-        dr.removed.len(),
-        dr.renamed.len(),
-        dr.changed.len()
-    );
-    drift_sections(dr, &mut out);
+/// `✅ probed`, `❌ excluded (...)`: a verb's coverage in one set.
+fn mark(s: &VerbStatus) -> String {
+    let m = if s.covered { "✅" } else { "❌" };
+    format!("{m} {}", s.verdict.short())
+}
 
-    let _ = writeln!(out, "\n## Coverage by object and layer\n");
-    let _ = writeln!(out, "| object | core | vendor | total |");
-    let _ = writeln!(out, "|---|---|---|---|");
-    let mut objects: Vec<Object> = Vec::new();
-    for o in &d.objects {
-        if !objects.contains(&o.object) {
-            objects.push(o.object);
+/// How many probes are below the handler, `old → new` when the probes changed.
+fn below_cell(v: &VerbDiff) -> String {
+    if v.old.below == v.new.below {
+        v.new.below.len().to_string()
+    } else {
+        format!("{} → {}", v.old.below.len(), v.new.below.len())
+    }
+}
+
+/// `−gone, +new` probes below a verb's handler.
+fn below_change(v: &VerbDiff) -> String {
+    let o: BTreeSet<&String> = v.old.below.iter().collect();
+    let n: BTreeSet<&String> = v.new.below.iter().collect();
+    let minus = o.difference(&n).map(|s| format!("−{s}"));
+    let plus = n.difference(&o).map(|s| format!("+{s}"));
+    minus.chain(plus).collect::<Vec<_>>().join(", ")
+}
+
+/// One object's (old, new) probe counts in the diff's coverage table.
+struct ObjectRow {
+    object: Object,
+    core: (usize, usize),
+    vendor: (usize, usize),
+    total: (usize, usize),
+}
+
+/// The rows of the coverage table: objects in the order [`CoverageDiff::objects`] lists them.
+fn object_rows(objects: &[ObjectLayer]) -> Vec<ObjectRow> {
+    let mut order: Vec<Object> = Vec::new();
+    for o in objects {
+        if !order.contains(&o.object) {
+            order.push(o.object);
         }
     }
-    for obj in objects {
-        let get = |layer: Option<Layer>| {
-            d.objects
-                .iter()
-                .filter(|o| o.object == obj && layer.is_none_or(|l| o.layer == l))
-                .fold((0, 0), |(a, b), o| (a + o.old, b + o.new))
-        };
-        let (c, v, t) = (get(Some(Layer::Core)), get(Some(Layer::Vendor)), get(None));
-        let _ = writeln!(
-            out,
-            "| {obj} | {} | {} | {} |",
-            arrow(c.0, c.1),
-            arrow(v.0, v.1),
-            arrow(t.0, t.1)
-        );
-    }
+    let sum = |object: Object, layer: Option<Layer>| {
+        objects
+            .iter()
+            .filter(|o| o.object == object && layer.is_none_or(|l| o.layer == l))
+            .fold((0, 0), |(a, b), o| (a + o.old, b + o.new))
+    };
+    order
+        .into_iter()
+        .map(|object| ObjectRow {
+            object,
+            core: sum(object, Some(Layer::Core)),
+            vendor: sum(object, Some(Layer::Vendor)),
+            total: sum(object, None),
+        })
+        .collect()
+}
 
-    let _ = writeln!(out, "\n## Userspace verbs\n");
-    let _ = writeln!(
-        out,
-        "The handler each verb lands in (rdma-core 44's command or method, the kernel's \
-         handler for it) and the probes below it.\n"
-    );
-    let _ = writeln!(out, "| verb | via | handler | old | new | probes below |");
-    let _ = writeln!(out, "|---|---|---|---|---|---|");
-    for v in &d.verbs {
-        let handler = v
-            .new
-            .handler
-            .as_deref()
-            .or(v.old.handler.as_deref())
-            .map_or_else(|| "—".to_string(), |h| format!("`{h}`"));
-        let mark = |s: &VerbStatus| {
-            let m = if s.covered { "✅" } else { "❌" };
-            format!("{m} {}", s.verdict.short())
-        };
-        let _ = writeln!(
-            out,
-            "| `{}` | {} `{}` | {} | {} | {} | {} |",
-            v.verb,
-            v.new.transport.as_str(),
-            v.new.id,
-            handler,
-            mark(&v.old),
-            mark(&v.new),
-            if v.old.below == v.new.below {
-                below_text(&v.new)
-            } else {
-                format!("{} → {}", below_text(&v.old), below_text(&v.new))
-            }
-        );
+/// The `probegen diff` report.
+#[derive(Template)]
+#[template(path = "diff.md", escape = "none")]
+struct DiffTemplate<'a> {
+    cov: &'a CoverageDiff,
+    /// The drift, named `d` as `templates/drift_sections.md` expects.
+    d: &'a Drift,
+    objects: Vec<ObjectRow>,
+    /// Verbs whose probes below the handler changed.
+    below_changed: Vec<&'a VerbDiff>,
+}
+
+/// The `probegen diff` report.
+pub fn diff_markdown(cov: &CoverageDiff) -> Result<String, askama::Error> {
+    DiffTemplate {
+        cov,
+        d: &cov.drift,
+        objects: object_rows(&cov.objects),
+        below_changed: cov
+            .verbs
+            .iter()
+            .filter(|v| v.old.below != v.new.below)
+            .collect(),
     }
-    let changed: Vec<&VerbDiff> = d
-        .verbs
-        .iter()
-        .filter(|v| v.old.below != v.new.below)
-        .collect();
-    if !changed.is_empty() {
-        let _ = writeln!(out, "\nProbes below a handler that changed:\n");
-        for v in changed {
-            let o: BTreeSet<&String> = v.old.below.iter().collect();
-            let n: BTreeSet<&String> = v.new.below.iter().collect();
-            let plus: Vec<String> = n.difference(&o).map(|s| format!("+{s}")).collect();
-            let minus: Vec<String> = o.difference(&n).map(|s| format!("−{s}")).collect();
-            let _ = writeln!(
-                out,
-                "- `{}`: {}",
-                v.verb,
-                minus.into_iter().chain(plus).collect::<Vec<_>>().join(", ")
-            );
-        }
-    }
-    out
+    .render()
 }
 
 #[cfg(test)]
@@ -1039,7 +897,7 @@ mod tests {
         let m = manifest("6.12", vec![probe("a", "m", QP_C, "QP", "vendor")], vec![]);
         let d = drift(&m, &m, None);
         assert!(d.is_empty());
-        assert!(check_markdown(&d, "x.yaml").contains("No drift"));
+        assert!(check_markdown(&d, "x.yaml").unwrap().contains("No drift"));
     }
 
     #[test]
@@ -1181,7 +1039,7 @@ mod tests {
                 ("wandered", "module", "ib_core", "ib_uverbs"),
             ]
         );
-        let md = check_markdown(&d, "old.yaml");
+        let md = check_markdown(&d, "old.yaml").unwrap();
         assert!(md.contains("**Drift: 8 items to review**"), "{md}");
         assert!(md.contains("| `old_name` | `new_name` |"), "{md}");
         // Manifest-only: the vanished probe is absent, not known to be gone.

@@ -8,11 +8,11 @@
 //! non-negative number. Shares are of the total weight, unknown verbs included, so
 //! `covered_share + sum(uncovered) + unknown_share = 1`.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-
+use askama::Template;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
+use crate::markdown::{code_list, code_or_em_dash};
 use crate::verbs::{self, VerbStatus};
 use manifest::Manifest;
 
@@ -233,74 +233,29 @@ pub fn coverage(
     }
 }
 
-fn pct(x: f64) -> String {
+/// `12.5%` of a share.
+fn pct(x: &f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
-pub fn coverage_markdown(c: &CoverageReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# Coverage of the {} set ({}) against the failure log\n",
-        c.vendor, c.kernel
-    );
-    let _ = writeln!(
-        out,
-        "{} rows, total weight {}: **{} covered** (the verb's kernel handler is probed).\n",
-        c.rows,
-        c.total_weight,
-        pct(c.covered_share)
-    );
-    let _ = writeln!(out, "| | share |");
-    let _ = writeln!(out, "|---|---|");
-    let _ = writeln!(out, "| covered | {} |", pct(c.covered_share));
-    let mut rules: Vec<(&String, &f64)> = c.uncovered.iter().collect();
-    rules.sort_by(|a, b| b.1.total_cmp(a.1).then_with(|| a.0.cmp(b.0)));
-    for (rule, s) in rules {
-        let _ = writeln!(out, "| uncovered: {rule} | {} |", pct(*s));
-    }
-    if !c.unknown_verbs.is_empty() {
-        let _ = writeln!(out, "| unknown verbs | {} |", pct(c.unknown_share));
-    }
-    let _ = writeln!(
-        out,
-        "\n| verb | rows | weight | share | handler | verdict | probes below |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
-    for v in &c.verbs {
-        let _ = writeln!(
-            out,
-            "| `{}` | {} | {} | {} | {} | {} {} | {} |",
-            v.verb,
-            v.rows,
-            v.weight,
-            pct(v.share),
-            v.handler
-                .as_deref()
-                .map_or_else(|| "—".to_string(), |h| format!("`{h}`")),
-            if v.covered { "✅" } else { "❌" },
-            v.rule,
-            v.probes_below
-        );
-    }
-    if !c.unknown_verbs.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nUnknown verbs (counted in the total, not covered): {}",
-            c.unknown_verbs
-                .iter()
-                .map(|v| format!("`{v}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    if !c.skipped.is_empty() {
-        let _ = writeln!(out, "\nSkipped malformed rows (--lenient):");
-        for s in &c.skipped {
-            let _ = writeln!(out, "- line {}: {}", s.line, s.error);
-        }
-    }
-    out
+/// The handler a verb lands in, `—` when there is none.
+fn handler_cell(h: &Option<String>) -> String {
+    code_or_em_dash(h.as_deref())
+}
+
+#[derive(Template)]
+#[template(path = "coverage.md", escape = "none")]
+struct CoverageTemplate<'a> {
+    c: &'a CoverageReport,
+    /// Uncovered shares by rule, largest first, ties by rule.
+    uncovered: Vec<(&'a String, f64)>,
+}
+
+/// The coverage report as markdown.
+pub fn coverage_markdown(c: &CoverageReport) -> Result<String, askama::Error> {
+    let mut uncovered: Vec<(&String, f64)> = c.uncovered.iter().map(|(r, s)| (r, *s)).collect();
+    uncovered.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    CoverageTemplate { c, uncovered }.render()
 }
 
 #[cfg(test)]

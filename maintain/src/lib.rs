@@ -8,5 +8,6 @@
 pub mod check;
 pub mod compare;
 pub mod coverage;
+mod markdown;
 pub mod port;
 pub mod verbs;

@@ -13,6 +13,7 @@ use analyzer::graph::CallGraph;
 use askama::Template;
 use serde::Serialize;
 
+use crate::markdown::{code_list, or_dash};
 use heuristics::Vendor;
 use manifest::{FocusKind, Layer, Object};
 
@@ -232,15 +233,4 @@ impl Port {
         }
         .render()
     }
-}
-
-/// `` `a`, `b` `` of names, for a table cell.
-fn code_list(names: &[String]) -> String {
-    let quoted: Vec<String> = names.iter().map(|c| format!("`{c}`")).collect();
-    quoted.join(", ")
-}
-
-/// The optional value of a table cell, `-` when absent.
-fn or_dash<T: std::fmt::Display>(v: &Option<T>) -> String {
-    v.as_ref().map_or_else(|| "-".to_string(), T::to_string)
 }
