@@ -8,7 +8,9 @@
 # Packs at /extra: the release probegen (its shared libraries come via ldd), the rxe
 # manifest of that kernel and its probes.bpf.c compiled with clang, the hook.
 # Outputs: target/e2e/<ver>/{snapshots.jsonl,replay.jsonl,collect.log,metrics.txt,...}.
-# Environment: E2E_* knobs of scripts/e2e.sh; PROBEGEN_VENDOR (default rxe).
+# Environment: E2E_* knobs of scripts/e2e.sh; PROBEGEN_VENDOR (default rxe);
+# PROBEGEN_E2E_INTERVAL, the collector's --interval in the guest (default 1s: a snapshot a
+# second gives the short run enough windows; the fleet default is 5s).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 SERIES (7.2, 6.12, 6.1)" >&2; exit 2; }
 VER=$1
@@ -31,6 +33,7 @@ cp "$SET/manifest.yaml" "$STAGE/manifest.yaml"
 # debug info is not needed in the guest: keep the initramfs small
 strip -o "$STAGE/probegen" target/release/probegen
 install -m 755 scripts/e2e/collect-hook.sh "$STAGE/guest-hook.sh"
+printf 'INTERVAL=%s\n' "${PROBEGEN_E2E_INTERVAL:-1s}" >"$STAGE/hook.env"
 log "extra: $(du -sh "$STAGE" | cut -f1) ($(ls "$STAGE" | tr '\n' ' '))"
 
 rc=0

@@ -28,8 +28,9 @@ pub struct CollectArgs {
     /// collector per record)
     #[arg(long, default_value = "10ms", value_parser = parse_duration)]
     pub drain: std::time::Duration,
-    /// Longest sleep while no record arrives (a burst wakes the collector at once)
-    #[arg(long, default_value = "250ms", value_parser = parse_duration)]
+    /// Longest sleep while no record arrives (the first record wakes the collector at once;
+    /// the next snapshot bounds the sleep too)
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub idle_wait: std::time::Duration,
     /// JSON Lines output (`-`: stdout)
     #[arg(

@@ -20,9 +20,11 @@
  * Loader notes: fexit targets are resolved by name at load time; a loader serving several
  * kernels may re-target a program with bpf_program__set_attach_target(prog, 0, "func") and
  * skip missing ones with bpf_program__set_autoload(prog, false). `events` may be resized with
- * bpf_map__set_max_entries() and `wakeup_threshold` set in .rodata before load. Records are
- * submitted with BPF_RB_NO_WAKEUP until wakeup_threshold bytes are pending, so the consumer
- * must drain with ring_buffer__consume() on a timer.
+ * bpf_map__set_max_entries() and `wakeup_threshold` set in .rodata before load. Below
+ * wakeup_threshold pending bytes a record wakes the consumer only when it is the first one
+ * pending (the kernel's own rule without flags: the consumer had read everything), so an idle
+ * consumer can sleep in epoll until the first failure; a consumer that is draining should
+ * ring_buffer__consume() on a timer instead of polling, or it wakes once per record.
  *
  * A set defines PG_NPROBES (one past its largest probe id) before including this file.
  */
@@ -119,7 +121,7 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } events SEC(".maps");
 
-/* wake the consumer only once this many bytes are pending */
+/* past this many pending bytes every record wakes the consumer */
 const volatile __u64 wakeup_threshold = 64 * 1024;
 
 /* never read: keeps struct pg_record in the object's BTF (types of locals are not emitted) */
@@ -198,8 +200,9 @@ static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *c
 	rec->nargs = n;
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
 
+	/* 0: the kernel wakes the consumer when this record is the only one pending */
 	flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_threshold ?
-			BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+			BPF_RB_FORCE_WAKEUP : 0;
 	bpf_ringbuf_submit(rec, flags);
 	return 0;
 }

@@ -32,6 +32,7 @@ pub mod relation;
 pub mod replay;
 pub mod run;
 pub mod sink;
+pub mod snapshot_line;
 pub mod source;
 pub mod stop;
 pub mod timefmt;

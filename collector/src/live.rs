@@ -522,24 +522,49 @@ impl Loaded {
         Ok(out)
     }
 
+    /// Map `name` (keyed by probe id) as a vector indexed by probe id.
+    fn by_id(&self, table: &ProbeTable, name: &str) -> Result<Vec<u64>, CollectError> {
+        let mut v = vec![0u64; table.id_limit()];
+        for (key, sum) in self.sums(name)?.iter() {
+            let id = <[u8; 4]>::try_from(key).map_or(u32::MAX, u32::from_ne_bytes);
+            if let Some(slot) = v.get_mut(id as usize) {
+                *slot = sum;
+            }
+        }
+        Ok(v)
+    }
+
     /// Reads the cumulative per-CPU counters, summed over CPUs.
     pub fn read_counters(&self, table: &ProbeTable) -> Result<KernelTotals, CollectError> {
-        let by_id = |name: &str| -> Result<Vec<u64>, CollectError> {
-            let mut v = vec![0u64; table.id_limit()];
-            for (key, sum) in self.sums(name)?.iter() {
-                let id = <[u8; 4]>::try_from(key).map_or(u32::MAX, u32::from_ne_bytes);
-                if let Some(slot) = v.get_mut(id as usize) {
-                    *slot = sum;
-                }
-            }
-            Ok(v)
-        };
-        let (calls, failures, drops) = (by_id("calls")?, by_id("failures")?, by_id("drops")?);
+        let mut k = self.read_calls_failures(table)?;
+        self.read_failure_details(table, &mut k)?;
+        Ok(k)
+    }
+
+    /// Reads `calls` and `failures` only: `drops` and `errnos` stay empty. The programs count
+    /// a failure before its errno and before a drop (`pg_exit` in probegen.bpf.h), so when
+    /// `failures` has not moved, neither have they (see [`Loaded::read_failure_details`]).
+    pub fn read_calls_failures(&self, table: &ProbeTable) -> Result<KernelTotals, CollectError> {
+        let (calls, failures) = (self.by_id(table, "calls")?, self.by_id(table, "failures")?);
         let mut k = KernelTotals::default();
         for p in &table.probes {
             let i = p.id as usize;
             k.calls.insert(p.id, calls[i]);
             k.failures.insert(p.id, failures[i]);
+        }
+        Ok(k)
+    }
+
+    /// Adds `drops` and `errnos` to counters from [`Loaded::read_calls_failures`] (read after
+    /// them, so no errno or drop is newer than the failures it belongs to).
+    pub fn read_failure_details(
+        &self,
+        table: &ProbeTable,
+        k: &mut KernelTotals,
+    ) -> Result<(), CollectError> {
+        let drops = self.by_id(table, "drops")?;
+        for p in &table.probes {
+            let i = p.id as usize;
             k.drops += drops[i];
             k.drops_by_probe.insert(p.id, drops[i]);
         }
@@ -553,7 +578,7 @@ impl Loaded {
                 k.errnos.insert((ek.probe_id, ek.err), sum);
             }
         }
-        Ok(k)
+        Ok(())
     }
 
     /// Next sequence number of each CPU (records taken so far, kept or dropped).

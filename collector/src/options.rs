@@ -16,9 +16,8 @@ pub struct Options {
     pub interval: Duration,
     /// ring buffer drain period while records keep coming
     pub drain: Duration,
-    /// longest sleep while idle: records are submitted without a wake-up until the ring holds
-    /// `wakeup_threshold` bytes (a burst wakes the collector at once), so an idle collector
-    /// sleeps this long between checks instead of waking every `drain`
+    /// longest sleep while idle: the first record after an idle spell wakes the collector at
+    /// once, so this only bounds the sleep (the next window bounds it too)
     pub idle_wait: Duration,
     /// JSONL path, `-` for stdout
     pub out: PathBuf,
@@ -58,7 +57,7 @@ impl Default for Options {
             replay_window: 0,
             interval: Duration::from_secs(5),
             drain: Duration::from_millis(10),
-            idle_wait: Duration::from_millis(250),
+            idle_wait: Duration::from_secs(60),
             out: PathBuf::from("probegen-snapshots.jsonl"),
             rotate_bytes: 64 << 20,
             rotate_keep: 5,

@@ -13,6 +13,7 @@ use crate::metrics::{self, MetricsInput, MetricsState, Page};
 use crate::options::Options;
 use crate::pipeline::{Pipeline, Snapshot};
 use crate::sink::JsonlSink;
+use crate::snapshot_line::LineCache;
 
 pub struct Outputs {
     sink: JsonlSink,
@@ -22,6 +23,8 @@ pub struct Outputs {
     clickhouse: Option<ClickhouseSink>,
     clickhouse_status: Option<SinkStatus>,
     last_snapshot_unix_ns: u64,
+    /// the JSON of the parts the last line shares with the next (idle windows: most of it)
+    line_cache: LineCache,
 }
 
 impl Outputs {
@@ -62,6 +65,7 @@ impl Outputs {
         Ok((
             Outputs {
                 sink: JsonlSink::new(&opts.out, opts.rotate_bytes, opts.rotate_keep),
+                line_cache: LineCache::default(),
                 metrics,
                 snapshots: 0,
                 clickhouse_status: clickhouse.as_ref().map(|c| c.status()),
@@ -151,7 +155,7 @@ impl Outputs {
             }
         }
         self.last_snapshot_unix_ns = snap.window.end_unix_ns;
-        let line = snap.to_line();
+        let line = self.line_cache.line(snap);
         if let Err(e) = self.sink.write(&line) {
             pipe.sink_errors += 1;
             eprintln!(

@@ -464,7 +464,7 @@ pub struct Window {
     pub end_unix_ns: u64,
 }
 
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct CounterOut {
     pub probe: u32,
     pub function: String,
@@ -682,7 +682,7 @@ pub fn check_invariant(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::decode::encode;
 
@@ -712,7 +712,11 @@ mod tests {
         encode(&r)
     }
 
-    fn totals(f: &[(u32, u64)], errnos: &[((u32, u32), u64)], drops: u64) -> KernelTotals {
+    pub(crate) fn totals(
+        f: &[(u32, u64)],
+        errnos: &[((u32, u32), u64)],
+        drops: u64,
+    ) -> KernelTotals {
         KernelTotals {
             calls: f.iter().map(|&(p, n)| (p, n * 10)).collect(),
             failures: f.iter().copied().collect(),
@@ -722,7 +726,7 @@ mod tests {
         }
     }
 
-    fn pipe(cap: usize) -> Pipeline {
+    pub(crate) fn pipe(cap: usize) -> Pipeline {
         Pipeline::new(
             table(),
             PipelineConfig {

@@ -11,6 +11,9 @@
 X=/extra
 PIDF=/tmp/probegen-collect.pid
 mkdir -p /out
+# INTERVAL (the collector's --interval), written by scripts/e2e-collect.sh
+INTERVAL=1s
+[ -r $X/hook.env ] && . $X/hook.env
 
 case "$1" in
 start)
@@ -22,7 +25,7 @@ start)
 	mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
 	(
 		$X/probegen collect --manifest $X/manifest.yaml --object $X/probes.bpf.o \
-			--interval 1s --drain 2ms --out /out/snapshots.jsonl --record /out/replay.jsonl \
+			--interval $INTERVAL --drain 2ms --out /out/snapshots.jsonl --record /out/replay.jsonl \
 			--metrics 127.0.0.1:9464 >/out/collect.stdout 2>/out/collect.log &
 		echo $! >$PIDF
 		wait $!
@@ -58,7 +61,7 @@ stop)
 	t0=$(ticks) w0=$(wakeups)
 	sleep 10
 	t1=$(ticks) w1=$(wakeups)
-	echo "seconds=10 ticks=$((t1 - t0)) wakeups=$((w1 - w0)) hz=$(getconf CLK_TCK 2>/dev/null || echo 100)" >/out/idle.txt
+	echo "seconds=10 ticks=$((t1 - t0)) wakeups=$((w1 - w0)) hz=$(getconf CLK_TCK 2>/dev/null || echo 100) interval=$INTERVAL" >/out/idle.txt
 	cat /out/idle.txt
 	kill -TERM "$pid"
 	i=0

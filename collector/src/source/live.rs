@@ -1,10 +1,12 @@
 //! The live ring buffer as a source: drain continuously, read the kernel's counters every
 //! `--interval` (a window), and at the end detach, drain and read them once more.
 //!
-//! The programs submit below the wake-up threshold without waking anyone, so every poll is
-//! followed by a consume. Draining is fast (`--drain`) only while records keep coming; idle,
-//! the poll sleeps up to `--idle-wait` (bounded by the next snapshot and the deadline), and a
-//! burst that crosses the wake-up threshold ends the sleep at once.
+//! Below the wake-up threshold a record wakes the collector only when it is the first one
+//! pending (see `probegen.bpf.h`). So while records keep coming the source sleeps `--drain`
+//! without polling (a poll would end at every first record, a wake-up per record) and then
+//! consumes; idle, it sleeps in the poll until the next window, the deadline or `--idle-wait`,
+//! whichever comes first, and the first record ends the sleep at once: an idle collector wakes
+//! once per window, not every `--idle-wait`.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -51,7 +53,10 @@ pub struct LiveSource {
     next_window: Instant,
     /// the last drain read records: drain again after `drain`, not `idle_wait`
     busy: bool,
+    /// the counters of the last window
     last_k: KernelTotals,
+    /// the last full counter read found `failures` as the read before it
+    failures_settled: bool,
 }
 
 impl LiveSource {
@@ -90,14 +95,12 @@ impl LiveSource {
             timing,
             busy: false,
             last_k: KernelTotals::default(),
+            failures_settled: false,
         })
     }
 
-    /// How long the next poll may sleep.
-    fn wait(&self) -> Duration {
-        if self.busy {
-            return self.timing.drain;
-        }
+    /// How long the next idle poll may sleep.
+    fn idle_wait(&self) -> Duration {
         let now = Instant::now();
         let mut w = self
             .timing
@@ -108,6 +111,11 @@ impl LiveSource {
             w = w.min(d.saturating_duration_since(now));
         }
         w.max(Duration::from_millis(1))
+    }
+
+    /// Time left until the next window closes.
+    fn until_window(&self) -> Duration {
+        self.next_window.saturating_duration_since(Instant::now())
     }
 
     /// Consumes what the ring holds into `pipe` (and the recording); returns the samples read.
@@ -143,10 +151,30 @@ impl LiveSource {
         }
     }
 
+    /// The window's counters. `drops` and `errnos` only move after `failures` (the programs
+    /// count a failure first), so while `failures` stands still they are taken from the last
+    /// read instead of walking the maps again: an idle window reads two arrays. Only when the
+    /// last full read already saw `failures` unchanged (`failures_settled`): a failure counted
+    /// just before a full read could otherwise have its errno land just after it, and that
+    /// would need a program to stall across a whole window. The final read is always full.
+    fn read_window_counters(&mut self) -> Result<KernelTotals, CollectError> {
+        let mut k = self.loaded.read_calls_failures(&self.table)?;
+        let unchanged = k.failures == self.last_k.failures;
+        if unchanged && self.failures_settled {
+            k.drops = self.last_k.drops;
+            k.drops_by_probe.clone_from(&self.last_k.drops_by_probe);
+            k.errnos.clone_from(&self.last_k.errnos);
+        } else {
+            self.loaded.read_failure_details(&self.table, &mut k)?;
+            self.failures_settled = unchanged;
+        }
+        Ok(k)
+    }
+
     /// The window's counters (drained once more after reading them), or `None` when they
     /// cannot be read (logged; the window stays open).
     fn close_window(&mut self, pipe: &mut Pipeline, now: Instant) -> Option<KernelTotals> {
-        let k = match self.loaded.read_counters(&self.table) {
+        let k = match self.read_window_counters() {
             Ok(k) => {
                 self.drain(pipe);
                 self.record_counters(&k);
@@ -194,8 +222,11 @@ fn ring_buffer(
 
 impl Source for LiveSource {
     fn next(&mut self, pipe: &mut Pipeline) -> Result<Step, CollectError> {
-        // threshold wake-ups end the poll early; records below it need the consume
-        if let Err(e) = self.ring.poll(self.wait()) {
+        if self.busy {
+            // records keep coming: consume on the drain timer, past the wake-ups
+            std::thread::sleep(self.timing.drain.min(self.until_window()));
+        } else if let Err(e) = self.ring.poll(self.idle_wait()) {
+            // the first record (or a signal) ends the sleep
             if e.kind() != libbpf_rs::ErrorKind::Interrupted {
                 eprintln!("probegen collect: ring buffer poll: {e}");
             }
