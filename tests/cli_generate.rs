@@ -18,6 +18,24 @@ fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
+/// `generate --vendor mlx5` on the two-vendor fixture with a user's rules file.
+fn generate_with_rules(rules: &Path, out: &Path) -> std::process::Output {
+    let fixture = common::fixture("ops-table-two-vendors");
+    probegen(&[
+        "generate",
+        "--kernel-src",
+        s(&fixture),
+        "--vendor",
+        "mlx5",
+        "--entry",
+        "ib_uverbs_ioctl",
+        "--rules",
+        s(rules),
+        "--out",
+        s(out),
+    ])
+}
+
 /// A malformed rules file: one line naming file:line:column, exit 2, and the files a previous
 /// run wrote are left as they were.
 #[test]
@@ -29,20 +47,7 @@ fn malformed_rules_file_is_exit_2_and_keeps_previous_output() {
     let rules = dir.join("bad.yaml");
     let text = heuristics::rules::BUILTIN_RULES.replace("helper_depth: 2", "helper_depth: [2");
     std::fs::write(&rules, text).expect("write");
-    let fixture = common::fixture("ops-table-two-vendors");
-    let o = probegen(&[
-        "generate",
-        "--kernel-src",
-        s(&fixture),
-        "--vendor",
-        "mlx5",
-        "--entry",
-        "ib_uverbs_ioctl",
-        "--rules",
-        s(&rules),
-        "--out",
-        s(&out),
-    ]);
+    let o = generate_with_rules(&rules, &out);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -63,19 +68,7 @@ fn malformed_rules_file_is_exit_2_and_keeps_previous_output() {
         heuristics::rules::BUILTIN_RULES.replace("ib_pd: PD", "ib_pd: PDX"),
     )
     .expect("write");
-    let o = probegen(&[
-        "generate",
-        "--kernel-src",
-        s(&fixture),
-        "--vendor",
-        "mlx5",
-        "--entry",
-        "ib_uverbs_ioctl",
-        "--rules",
-        s(&rules),
-        "--out",
-        s(&out),
-    ]);
+    let o = generate_with_rules(&rules, &out);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -100,20 +93,7 @@ fn overrides_show_as_rule_override_with_the_reason() {
     );
     std::fs::write(&rules, text).expect("write");
     let out = dir.join("out");
-    let fixture = common::fixture("ops-table-two-vendors");
-    let o = probegen(&[
-        "generate",
-        "--kernel-src",
-        s(&fixture),
-        "--vendor",
-        "mlx5",
-        "--entry",
-        "ib_uverbs_ioctl",
-        "--rules",
-        s(&rules),
-        "--out",
-        s(&out),
-    ]);
+    let o = generate_with_rules(&rules, &out);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = std::fs::read_to_string(out.join("manifest.yaml")).expect("read");
     let m = manifest::Manifest::from_yaml(&text, "manifest.yaml").expect("parse");
@@ -207,20 +187,7 @@ fn depth_limit_out_of_range_is_exit_2_with_file_and_line() {
         .expect("key line");
     std::fs::write(&rules, text).expect("write");
     let out = dir.join("out");
-    let fixture = common::fixture("ops-table-two-vendors");
-    let o = probegen(&[
-        "generate",
-        "--kernel-src",
-        s(&fixture),
-        "--vendor",
-        "mlx5",
-        "--entry",
-        "ib_uverbs_ioctl",
-        "--rules",
-        s(&rules),
-        "--out",
-        s(&out),
-    ]);
+    let o = generate_with_rules(&rules, &out);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
