@@ -75,6 +75,46 @@ pub fn extract(parser: &mut Parser, path: &str, text: &str) -> FileFacts {
     facts
 }
 
+/// The node kinds and fields the body walk compares, as tree-sitter-c's ids, looked up once:
+/// `Node::kind` costs a strlen and a UTF-8 check, and `child_by_field_name` a linear search
+/// of the field names, on every one of the millions of nodes of a tree.
+struct BodyIds {
+    call_expression: u16,
+    assignment_expression: u16,
+    identifier: u16,
+    /// Kinds whose `declarator` field may be the declared identifier.
+    declares: [u16; 4],
+    field_function: u16,
+    field_declarator: u16,
+}
+
+fn body_ids() -> &'static BodyIds {
+    static IDS: std::sync::OnceLock<BodyIds> = std::sync::OnceLock::new();
+    IDS.get_or_init(|| {
+        let lang: tree_sitter::Language = tree_sitter_c::LANGUAGE.into();
+        let kind = |k: &str| lang.id_for_node_kind(k, true);
+        // The grammar is compiled in: a missing field is a build error, not an input error.
+        let field = |f: &str| {
+            lang.field_id_for_name(f)
+                .expect("tree-sitter-c has the field")
+                .get()
+        };
+        BodyIds {
+            call_expression: kind("call_expression"),
+            assignment_expression: kind("assignment_expression"),
+            identifier: kind("identifier"),
+            declares: [
+                kind("parameter_declaration"),
+                kind("declaration"),
+                kind("init_declarator"),
+                kind("pointer_declarator"),
+            ],
+            field_function: field("function"),
+            field_declarator: field("declarator"),
+        }
+    })
+}
+
 fn text<'a>(n: Node, src: &'a [u8]) -> &'a str {
     n.utf8_text(src).unwrap_or("")
 }
@@ -313,11 +353,79 @@ fn body_calls(fn_decl: Node, body: Node, src: &[u8]) -> (Vec<CallSite>, Vec<Stri
     if let Some(params) = fn_decl.child_by_field_name("parameters") {
         collect_declared_names(params, src, &mut locals);
     }
-    collect_declared_names(body, src, &mut locals);
-    let mut calls = Vec::new();
-    let mut field_writes = BTreeSet::new();
-    collect_calls(body, src, &locals, &mut calls, &mut field_writes);
-    (calls, field_writes.into_iter().collect())
+    let scan = scan_body(body, src, &mut locals);
+    let mut calls: Vec<CallSite> = scan
+        .calls
+        .iter()
+        .filter_map(|&(f, line)| {
+            Some(CallSite {
+                target: call_target(f, src, &locals)?,
+                line,
+            })
+        })
+        .collect();
+    calls.sort_by_key(|c| c.line);
+    (calls, scan.field_writes.into_iter().collect())
+}
+
+/// What one walk of a body finds: call sites (callee node, line) and fields written via `->`.
+struct BodyScan<'t> {
+    calls: Vec<(Node<'t>, usize)>,
+    field_writes: BTreeSet<String>,
+}
+
+/// One preorder walk of a body with one tree cursor (the bodies are most of the tree, and a
+/// cursor step allocates nothing). Declared names go into `locals`; calls are listed in the
+/// order a right-to-left preorder visits them, the reverse of the left-to-right postorder
+/// collected here, which is the order the call sites have always had within one line.
+fn scan_body<'t>(body: Node<'t>, src: &[u8], locals: &mut BTreeSet<String>) -> BodyScan<'t> {
+    let mut scan = BodyScan {
+        calls: Vec::new(),
+        field_writes: BTreeSet::new(),
+    };
+    let ids = body_ids();
+    let mut cursor = body.walk();
+    loop {
+        let n = cursor.node();
+        note_declared_name(n, src, locals);
+        if n.kind_id() == ids.assignment_expression {
+            if let Some(field) = written_field(n, src) {
+                scan.field_writes.insert(field.to_string());
+            }
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        // Leaving `n` and every ancestor whose last child this was: postorder.
+        loop {
+            let done = cursor.node();
+            if done.kind_id() == ids.call_expression {
+                if let Some(f) = done.child_by_field_id(ids.field_function) {
+                    scan.calls.push((f, line(done)));
+                }
+            }
+            if done.id() == body.id() {
+                scan.calls.reverse();
+                return scan;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                scan.calls.reverse();
+                return scan;
+            }
+        }
+    }
+}
+
+/// `x->field = ...`: the field.
+fn written_field<'a>(assignment: Node, src: &'a [u8]) -> Option<&'a str> {
+    let l = assignment.child_by_field_name("left")?;
+    if l.kind() == "field_expression" && text_of_op(l, src) == "->" {
+        return Some(text(l.child_by_field_name("field")?, src));
+    }
+    None
 }
 
 /// `-EXXX` (an errno constant) or the ERR_PTR family anywhere in a body.
@@ -398,58 +506,33 @@ fn count_params(fn_decl: Node, src: &[u8]) -> usize {
 /// Names declared as parameters or local variables (to tell `handler(x)` through a local
 /// function pointer from a call of a function named `handler`).
 fn collect_declared_names(node: Node, src: &[u8], out: &mut BTreeSet<String>) {
-    let mut stack = vec![node];
-    while let Some(n) = stack.pop() {
-        match n.kind() {
-            "parameter_declaration" | "declaration" | "init_declarator" | "pointer_declarator" => {
-                if let Some(d) = n.child_by_field_name("declarator") {
-                    if d.kind() == "identifier" {
-                        out.insert(text(d, src).to_string());
-                    }
-                }
-            }
-            _ => {}
+    let mut cursor = node.walk();
+    loop {
+        note_declared_name(cursor.node(), src, out);
+        if cursor.goto_first_child() {
+            continue;
         }
-        let mut c = n.walk();
-        stack.extend(n.named_children(&mut c));
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() || cursor.node().id() == node.id() {
+                return;
+            }
+        }
     }
 }
 
-fn collect_calls(
-    node: Node,
-    src: &[u8],
-    locals: &BTreeSet<String>,
-    calls: &mut Vec<CallSite>,
-    field_writes: &mut BTreeSet<String>,
-) {
-    let mut stack = vec![node];
-    while let Some(n) = stack.pop() {
-        match n.kind() {
-            "call_expression" => {
-                if let Some(f) = n.child_by_field_name("function") {
-                    if let Some(target) = call_target(f, src, locals) {
-                        calls.push(CallSite {
-                            target,
-                            line: line(n),
-                        });
-                    }
+/// The identifier `n` declares, when it is a declaration, parameter or declarator of one.
+fn note_declared_name(n: Node, src: &[u8], out: &mut BTreeSet<String>) {
+    let ids = body_ids();
+    if ids.declares.contains(&n.kind_id()) {
+        if let Some(d) = n.child_by_field_id(ids.field_declarator) {
+            if d.kind_id() == ids.identifier {
+                let name = text(d, src);
+                if !out.contains(name) {
+                    out.insert(name.to_string());
                 }
             }
-            "assignment_expression" => {
-                if let Some(l) = n.child_by_field_name("left") {
-                    if l.kind() == "field_expression" && text_of_op(l, src) == "->" {
-                        if let Some(field) = l.child_by_field_name("field") {
-                            field_writes.insert(text(field, src).to_string());
-                        }
-                    }
-                }
-            }
-            _ => {}
         }
-        let mut c = n.walk();
-        stack.extend(n.named_children(&mut c));
     }
-    calls.sort_by_key(|c| c.line);
 }
 
 fn text_of_op<'a>(field_expr: Node, src: &'a [u8]) -> &'a str {
