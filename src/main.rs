@@ -159,6 +159,20 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // tree-sitter allocates a node per token and frees whole trees after each file: under
+    // glibc's malloc that churn (consolidation, free lists) was about a tenth of a cold `graph`.
+    // Only tree-sitter gets mimalloc: the collector, always on every host, keeps the system
+    // allocator (mimalloc as the global allocator tripled its RSS, 10.6 -> 29.3 MB).
+    // SAFETY: first thing in main, before any tree-sitter allocation; mimalloc's functions have
+    // the C allocator signatures.
+    unsafe {
+        tree_sitter::set_allocator(
+            Some(libmimalloc_sys::mi_malloc),
+            Some(libmimalloc_sys::mi_calloc),
+            Some(libmimalloc_sys::mi_realloc),
+            Some(libmimalloc_sys::mi_free),
+        );
+    }
     // Last resort: a bug must not print a backtrace page or exit 101; one line and exit 2.
     std::panic::set_hook(Box::new(|info| {
         let what = info
