@@ -53,17 +53,82 @@ fn stats(o: &Output) -> Stats {
     }
 }
 
-/// Every `.facts` entry under `cache`, sorted.
-fn entries(cache: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let facts = cache.join("facts");
-    for dir in std::fs::read_dir(&facts).expect("facts dir").flatten() {
-        for e in std::fs::read_dir(dir.path()).expect("entry dir").flatten() {
-            out.push(e.path());
-        }
-    }
+/// Every file in the facts directory of `cache` (packs and temporary files), sorted.
+fn facts_files(cache: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(cache.join("facts"))
+        .expect("facts dir")
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     out.sort();
     out
+}
+
+fn is_pack(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "pack")
+}
+
+/// One pack, split at its documented layout (analyzer/src/facts_cache.rs):
+/// `probegen-facts-pack 1 <records> <index bytes> <sha256>\n`, index lines
+/// `<key> <offset> <length> <sha256>`, then the payloads.
+struct PackFile {
+    index: Vec<[String; 4]>,
+    payloads: Vec<u8>,
+}
+
+impl PackFile {
+    fn read(path: &Path) -> Self {
+        let bytes = std::fs::read(path).expect("read pack");
+        let nl = bytes.iter().position(|b| *b == b'\n').expect("header line");
+        let header = std::str::from_utf8(&bytes[..nl]).expect("utf-8 header");
+        let fields: Vec<&str> = header.split(' ').collect();
+        assert_eq!(fields[..2], ["probegen-facts-pack", "1"], "{header}");
+        let index_len: usize = fields[3].parse().expect("index length");
+        let index = std::str::from_utf8(&bytes[nl + 1..nl + 1 + index_len]).expect("utf-8 index");
+        let index: Vec<[String; 4]> = index
+            .lines()
+            .map(|l| {
+                let f: Vec<String> = l.split(' ').map(String::from).collect();
+                f.try_into().expect("four index fields")
+            })
+            .collect();
+        assert_eq!(index.len().to_string(), fields[2], "{header}");
+        Self {
+            index,
+            payloads: bytes[nl + 1 + index_len..].to_vec(),
+        }
+    }
+
+    /// The pack with its header's record count and index checksum made to match again.
+    fn write(&self, path: &Path) {
+        use sha2::{Digest, Sha256};
+        let index: String = self.index.iter().map(|f| f.join(" ") + "\n").collect();
+        let sum: String = Sha256::digest(index.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let mut bytes = format!(
+            "probegen-facts-pack 1 {} {} {sum}\n{index}",
+            self.index.len(),
+            index.len()
+        )
+        .into_bytes();
+        bytes.extend_from_slice(&self.payloads);
+        std::fs::write(path, bytes).expect("write pack");
+    }
+
+    fn offset(&self, i: usize) -> usize {
+        self.index[i][1].parse().expect("offset")
+    }
+}
+
+/// The entries the packs under `cache` hold.
+fn records(cache: &Path) -> usize {
+    facts_files(cache)
+        .iter()
+        .filter(|p| is_pack(p))
+        .map(|p| PackFile::read(p).index.len())
+        .sum()
 }
 
 fn dir_bytes(dir: &Path) -> u64 {
@@ -136,7 +201,9 @@ fn real_tree_sets_are_byte_identical_without_cold_and_warm_cache() {
         "--no-cache wrote to the cache"
     );
     let cold = gen("cold", &[]);
-    let files = entries(&cache).len();
+    let packs = facts_files(&cache);
+    assert_eq!(packs.len(), 1, "one pack per cold run: {packs:?}");
+    let files = records(&cache);
     assert!(files > 400, "only {files} entries after a cold run");
     let warm = gen("warm", &[]);
     assert!(uncached.len() >= 6, "{} files", uncached.len());
@@ -254,20 +321,27 @@ fn damaged_entries_are_rebuilt_never_trusted() {
         &["graph", "--kernel-src", &src, "--entry", STUB_ENTRY],
     );
     let files = stats(&clean).parsed;
-    let list = entries(&cache);
-    assert_eq!(list.len(), files);
+    let list = facts_files(&cache);
+    assert_eq!(list.len(), 1, "{list:?}");
+    let mut pack = PackFile::read(&list[0]);
+    assert_eq!(pack.index.len(), files);
     assert!(files >= 4, "{files} entries");
 
-    // A flipped byte in the payload, a truncated entry, an empty one, JSON that parses but
-    // names other facts under a valid checksum's header of another entry.
-    let mut bytes = std::fs::read(&list[0]).expect("read entry");
-    let at = bytes.len() - 10;
-    bytes[at] ^= 0x01;
-    std::fs::write(&list[0], &bytes).expect("damage entry 0");
-    let b1 = std::fs::read(&list[1]).expect("read entry");
-    std::fs::write(&list[1], &b1[..b1.len() / 3]).expect("truncate entry 1");
-    std::fs::write(&list[2], b"").expect("empty entry 2");
-    std::fs::copy(&list[3], &list[2]).expect("entry 3 under entry 2's key");
+    // Under a valid header and index: a flipped byte in record 0's payload, record 1 running
+    // past the end of the file, and record 2's key pointing at record 3's whole, checksummed
+    // payload (another file's facts).
+    let at = pack.offset(0) + 10;
+    pack.payloads[at] ^= 0x01;
+    pack.index[1][2] = (pack.payloads.len() * 2).to_string();
+    let (offset, len, sum) = (
+        pack.index[3][1].clone(),
+        pack.index[3][2].clone(),
+        pack.index[3][3].clone(),
+    );
+    pack.index[2][1] = offset;
+    pack.index[2][2] = len;
+    pack.index[2][3] = sum;
+    pack.write(&list[0]);
 
     let damaged = run(
         &cache,
@@ -327,9 +401,9 @@ fn concurrent_runs_share_one_cache() {
         assert_eq!(stats(o).damaged, 0, "{}", stderr(o));
         assert_eq!(stdout(o), stdout(&outs[0]));
     }
-    let leftovers: Vec<PathBuf> = entries(&cache)
+    let leftovers: Vec<PathBuf> = facts_files(&cache)
         .into_iter()
-        .filter(|p| !p.to_string_lossy().ends_with(".facts"))
+        .filter(|p| !is_pack(p))
         .collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
     let after = run(&cache, None, &["graph", "--kernel-src", &k]);
