@@ -31,11 +31,13 @@ pub mod record;
 pub mod relation;
 pub mod replay;
 pub mod run;
+pub mod shared;
 pub mod sink;
 pub mod snapshot_line;
 pub mod source;
 pub mod stop;
 pub mod timefmt;
+pub mod timings;
 
 pub use error::CollectError;
 pub use kernel_state::{AttachStatus, KernelTotals};

@@ -2,7 +2,8 @@
 //! in `counters` (the same in every idle window: all zero) and `attached` (fixed for a run).
 //! An idle window at `--interval 1s` spent most of its time escaping the same function and
 //! module names again; [`LineCache::line`] writes the same bytes as [`Snapshot::to_line`]
-//! (a test holds them equal) and reuses those two parts while they are unchanged.
+//! (a test holds them equal) and reuses those two parts while they are unchanged (the same
+//! [`Shared`] allocation as last time: no comparison at all).
 
 use std::io::Write;
 
@@ -10,6 +11,7 @@ use serde::Serialize;
 
 use crate::kernel_state::AttachStatus;
 use crate::pipeline::{CounterOut, Snapshot};
+use crate::shared::Shared;
 
 /// One part's last value and its JSON.
 struct Cached<T> {
@@ -20,8 +22,8 @@ struct Cached<T> {
 /// The serialised `counters` and `attached` of the last line.
 #[derive(Default)]
 pub struct LineCache {
-    counters: Option<Cached<Vec<CounterOut>>>,
-    attached: Option<Cached<Vec<AttachStatus>>>,
+    counters: Option<Cached<Shared<Vec<CounterOut>>>>,
+    attached: Option<Cached<Shared<Vec<AttachStatus>>>>,
 }
 
 /// `value`'s JSON from `slot` when `value` is what it holds, else serialised (and kept).
@@ -109,6 +111,7 @@ mod erased {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
     use std::time::SystemTime;
 
     use super::*;
@@ -120,8 +123,8 @@ mod tests {
         let mut cache = LineCache::default();
         p.ingest(&rec(3, 14, 0, 0, 288));
         p.ingest(&rec(1, 22, 1, 0, 288));
-        let k1 = totals(&[(1, 1), (3, 1)], &[((1, 22), 1), ((3, 14), 1)], 0);
-        let k2 = totals(&[(1, 1), (3, 1)], &[((1, 22), 1), ((3, 14), 1)], 0);
+        let k1 = Arc::new(totals(&[(1, 1), (3, 1)], &[((1, 22), 1), ((3, 14), 1)], 0));
+        let k2 = Arc::new(totals(&[(1, 1), (3, 1)], &[((1, 22), 1), ((3, 14), 1)], 0));
         let mut lines = 0;
         // records and counters, then idle windows (the cached parts reused), then a change
         for (i, k) in [&k1, &k2, &k2, &k2, &k1].into_iter().enumerate() {

@@ -11,9 +11,12 @@
 X=/extra
 PIDF=/tmp/probegen-collect.pid
 mkdir -p /out
-# INTERVAL (the collector's --interval), written by scripts/e2e-collect.sh
+# INTERVAL (the collector's --interval) and TIMINGS (PROBEGEN_COLLECT_TIMINGS), written by
+# scripts/e2e-collect.sh
 INTERVAL=1s
+TIMINGS=
 [ -r $X/hook.env ] && . $X/hook.env
+[ -n "$TIMINGS" ] && export PROBEGEN_COLLECT_TIMINGS=$TIMINGS
 
 case "$1" in
 start)
@@ -56,13 +59,31 @@ stop)
 	wget -q -O /out/metrics.txt http://127.0.0.1:9464/metrics || echo "collect-hook: scrape failed"
 	# idle: 10 s without RDMA traffic. CPU ticks (utime + stime, fields 14 and 15 of
 	# /proc/<pid>/stat, at USER_HZ) and voluntary context switches (the collector's wake-ups).
+	# Per thread (/proc/<pid>/task/*): ticks, run time in ns (schedstat, exact where ticks
+	# round), wake-ups and involuntary switches -> idle-threads.txt.
 	ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 	wakeups() { awk '/^voluntary_ctxt_switches/ {print $2}' "/proc/$pid/status"; }
+	threads() {
+		for t in /proc/$pid/task/*; do
+			printf '%s %s %s %s\n' "${t##*/}" "$(awk '{print $2, $14 + $15}' $t/stat)" \
+				"$(awk '{print $1}' $t/schedstat 2>/dev/null || echo 0)" \
+				"$(awk '/^voluntary_ctxt_switches/ {v = $2} /^nonvoluntary_ctxt_switches/ {n = $2} END {print v, n}' $t/status)"
+		done
+	}
+	th0=$(threads)
 	t0=$(ticks) w0=$(wakeups)
 	sleep 10
 	t1=$(ticks) w1=$(wakeups)
+	th1=$(threads)
+	# tid comm ticks runtime_ns voluntary nonvoluntary, before and after
+	printf '%s\n--\n%s\n' "$th0" "$th1" | awk '
+		$1 == "--" { after = 1; next }
+		!after { c[$1] = $2; t[$1] = $3; r[$1] = $4; v[$1] = $5; n[$1] = $6; next }
+		{ printf "thread tid=%s comm=%s ticks=%d runtime_us=%d wakeups=%d involuntary=%d\n",
+			$1, $2, $3 - t[$1], ($4 - r[$1]) / 1000, $5 - v[$1], $6 - n[$1]; total += ($4 - r[$1]) / 1000 }
+		END { printf "process runtime_us=%d\n", total }' >/out/idle-threads.txt
 	echo "seconds=10 ticks=$((t1 - t0)) wakeups=$((w1 - w0)) hz=$(getconf CLK_TCK 2>/dev/null || echo 100) interval=$INTERVAL" >/out/idle.txt
-	cat /out/idle.txt
+	cat /out/idle.txt /out/idle-threads.txt
 	kill -TERM "$pid"
 	i=0
 	while kill -0 "$pid" 2>/dev/null && [ $i -lt 300 ]; do
