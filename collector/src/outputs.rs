@@ -158,7 +158,7 @@ impl Outputs {
         crate::timings::mark("log+clickhouse");
         let line = self.line_cache.line(snap);
         crate::timings::mark("line");
-        if let Err(e) = self.sink.write(&line) {
+        if let Err(e) = self.sink.write(line) {
             pipe.sink_errors += 1;
             eprintln!(
                 "probegen collect: sink {}: snapshot {} not written: {e} (sink errors: {})",

@@ -54,8 +54,17 @@ stop)
 	mkdir -p /sys/fs/cgroup/probegen-job42
 	sh -c 'echo $$ >/sys/fs/cgroup/probegen-job42/cgroup.procs 2>/dev/null;
 		exec env SLURM_JOB_ID=42 RANK=3 OTHER=x VERBS_FAIL_LINGER_MS=1500 /usr/bin/verbs_fail rxe0' >/out/vf-job.log 2>&1
-	# two drain periods + a snapshot interval: everything is in the collector
+	# two drain periods + a snapshot interval: everything is in the collector; and a snapshot
+	# written since (at a long --interval the next one): the metrics show what the snapshots
+	# hold, and the idle period below starts after the job's snapshot, not with it
+	lines() { wc -l </out/snapshots.jsonl 2>/dev/null || echo 0; }
+	n0=$(lines)
 	sleep 1.5
+	i=0
+	while [ "$(lines)" -le "$n0" ] && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
 	wget -q -O /out/metrics.txt http://127.0.0.1:9464/metrics || echo "collect-hook: scrape failed"
 	# idle: 10 s without RDMA traffic. CPU ticks (utime + stime, fields 14 and 15 of
 	# /proc/<pid>/stat, at USER_HZ) and voluntary context switches (the collector's wake-ups).

@@ -172,7 +172,8 @@ impl LiveSource {
         })
     }
 
-    /// How long the next idle poll may sleep.
+    /// How long the next idle poll may sleep, in whole milliseconds (the poll's unit) rounded
+    /// up: a sleep cut short of the window's end would cost a second wake-up to close it.
     fn idle_wait(&self) -> Duration {
         let now = Instant::now();
         let mut w = self
@@ -183,7 +184,8 @@ impl LiveSource {
         if let Some(d) = self.deadline {
             w = w.min(d.saturating_duration_since(now));
         }
-        w.max(Duration::from_millis(1))
+        let ms = u64::try_from(w.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX);
+        Duration::from_millis(ms.max(1))
     }
 
     /// Time left until the next window closes.
