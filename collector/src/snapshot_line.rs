@@ -139,7 +139,7 @@ mod tests {
             }
             let want = s.to_line();
             assert_eq!(
-                String::from_utf8_lossy(&cache.line(&s)),
+                String::from_utf8_lossy(cache.line(&s)),
                 String::from_utf8_lossy(&want),
                 "window {i}"
             );
