@@ -20,12 +20,17 @@ fn enabled() -> bool {
 
 /// This thread's CPU time (user + system).
 fn thread_cpu() -> Duration {
+    read_clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// The time of clock `id` (zero if it cannot be read).
+fn read_clock(id: libc::clockid_t) -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes one timespec, which `ts` is.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let rc = unsafe { libc::clock_gettime(id, &mut ts) };
     if rc != 0 {
         return Duration::ZERO;
     }
@@ -85,7 +90,8 @@ pub fn mark(name: &'static str) {
     });
 }
 
-/// Prints window `window`'s steps (`name wall/cpu` in ms) and starts the next window.
+/// Prints window `window`'s steps (`name wall/cpu` in ms, the time on CLOCK_MONOTONIC, which
+/// /proc/uptime shows too) and starts the next window.
 pub fn report(window: u64) {
     if !enabled() {
         return;
@@ -94,7 +100,10 @@ pub fn report(window: u64) {
     let line = CLOCK.with(|c| {
         let mut c = c.borrow_mut();
         let clock = c.as_mut()?;
-        let mut line = format!("probegen collect: timings window {window} (ms wall/cpu):");
+        // CLOCK_MONOTONIC: /proc/uptime's clock, to line the windows up with other records
+        let at = read_clock(libc::CLOCK_MONOTONIC).as_secs_f64();
+        let mut line =
+            format!("probegen collect: timings window {window} at {at:.3} s (ms wall/cpu):");
         let (mut wall, mut cpu) = (Duration::ZERO, Duration::ZERO);
         for s in clock.steps.drain(..) {
             let _ = write!(line, " {} {}/{}", s.name, ms(s.wall), ms(s.cpu));

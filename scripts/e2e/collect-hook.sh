@@ -54,14 +54,14 @@ stop)
 	mkdir -p /sys/fs/cgroup/probegen-job42
 	sh -c 'echo $$ >/sys/fs/cgroup/probegen-job42/cgroup.procs 2>/dev/null;
 		exec env SLURM_JOB_ID=42 RANK=3 OTHER=x VERBS_FAIL_LINGER_MS=1500 /usr/bin/verbs_fail rxe0' >/out/vf-job.log 2>&1
-	# two drain periods + a snapshot interval: everything is in the collector; and a snapshot
-	# written since (at a long --interval the next one): the metrics show what the snapshots
-	# hold, and the idle period below starts after the job's snapshot, not with it
+	# two snapshots written since the job ended, whatever the --interval: the job's records
+	# (and its chains, complete one window later) are in the collector and in the metrics, and
+	# the idle period below starts after the traffic's snapshots (the second also re-reads the
+	# counters once more, see source/live.rs), not with them
 	lines() { wc -l </out/snapshots.jsonl 2>/dev/null || echo 0; }
 	n0=$(lines)
-	sleep 1.5
 	i=0
-	while [ "$(lines)" -le "$n0" ] && [ $i -lt 300 ]; do
+	while [ "$(lines)" -lt $((n0 + 2)) ] && [ $i -lt 300 ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done
@@ -80,9 +80,9 @@ stop)
 		done
 	}
 	th0=$(threads)
-	t0=$(ticks) w0=$(wakeups)
+	t0=$(ticks) w0=$(wakeups) up0=$(cut -d' ' -f1 /proc/uptime)
 	sleep 10
-	t1=$(ticks) w1=$(wakeups)
+	t1=$(ticks) w1=$(wakeups) up1=$(cut -d' ' -f1 /proc/uptime)
 	th1=$(threads)
 	# tid comm ticks runtime_ns voluntary nonvoluntary, before and after
 	printf '%s\n--\n%s\n' "$th0" "$th1" | awk '
@@ -91,6 +91,7 @@ stop)
 		{ printf "thread tid=%s comm=%s ticks=%d runtime_us=%d wakeups=%d involuntary=%d\n",
 			$1, $2, $3 - t[$1], ($4 - r[$1]) / 1000, $5 - v[$1], $6 - n[$1]; total += ($4 - r[$1]) / 1000 }
 		END { printf "process runtime_us=%d\n", total }' >/out/idle-threads.txt
+	echo "uptime from=$up0 to=$up1" >>/out/idle-threads.txt
 	echo "seconds=10 ticks=$((t1 - t0)) wakeups=$((w1 - w0)) hz=$(getconf CLK_TCK 2>/dev/null || echo 100) interval=$INTERVAL" >/out/idle.txt
 	cat /out/idle.txt /out/idle-threads.txt
 	kill -TERM "$pid"
