@@ -1008,17 +1008,17 @@ pub(crate) mod tests {
         let dropped = vec![0; ids];
         received[1] = 5;
         // a record lost without a kernel drop: not ok
-        let k = Arc::new(totals(&[(1, 6)], &[], 0));
+        let k = totals(&[(1, 6)], &[], 0);
         let inv = check_invariant(&t, &k, &received, &dropped, true);
         assert!(!inv.ok);
         assert_eq!(inv.unaccounted, 1);
         assert_eq!(inv.mismatches[0].function, "ib_uverbs_reg_mr");
         // ... explained by one kernel drop: ok
-        let k = Arc::new(totals(&[(1, 6)], &[], 1));
+        let k = totals(&[(1, 6)], &[], 1);
         assert!(check_invariant(&t, &k, &received, &dropped, true).ok);
         // more records than failures: not ok, even when totals balance elsewhere
         received[3] = 2;
-        let k = Arc::new(totals(&[(1, 7), (3, 1)], &[], 1));
+        let k = totals(&[(1, 7), (3, 1)], &[], 1);
         let inv = check_invariant(&t, &k, &received, &dropped, true);
         assert!(!inv.ok);
         assert!(inv.mismatches.iter().any(|m| m.probe == 3));

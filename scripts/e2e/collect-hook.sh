@@ -5,9 +5,10 @@
 #   start: probegen collect --object /extra/probes.bpf.o in the background; waits until it
 #          reports its attach line (the pingpong must run with the probes attached)
 #   stop:  one more verbs_fail inside a cgroup with job variables (job correlation), a scrape
-#          of /metrics, then SIGTERM; the collector writes its final snapshot and exits 0.
+#          of /metrics, 10 s idle (measured), then SIGTERM; the collector writes its final
+#          snapshot and exits 0.
 # Everything lands in /out (-> target/e2e/<ver>/): snapshots.jsonl, replay.jsonl,
-# collect.log, collect.rc, metrics.txt, vf.log, vf-job.log, attach-ms.
+# collect.log, collect.rc, metrics.txt, vf.log, vf-job.log, idle.txt, idle-threads.txt.
 X=/extra
 PIDF=/tmp/probegen-collect.pid
 mkdir -p /out
