@@ -281,9 +281,9 @@ fn check(ver: &str) {
     // window costs ~1.7-2.5 ms there (wake-up ~0.45, one counter read ~0.4, the recording's and
     // the snapshot's writes ~0.5, the rest ~0.4; PROBEGEN_COLLECT_TIMINGS=1), and utime and stime
     // round down apart, so 10 windows in 10 s read as 1-3 ticks: at --interval 1s they are only
-    // reported (17-26 ms run time, ticks 1-3 in 14 runs on 7.2, 6.12 and 6.1; 30-45 ms and 4-5
+    // reported (17-26 ms run time, ticks 1-3 in 17 runs on 7.2, 6.12 and 6.1; 30-45 ms and 4-5
     // ticks before, 22 ticks at first). At the fleet's 5s (PROBEGEN_E2E_INTERVAL=5s): 4.6-6.7 ms,
-    // ticks 0-1 in 9 runs over the three kernels, so at least 5 s asks for <= 2 ticks.
+    // ticks 0-1 in 10 runs over the three kernels, so at least 5 s asks for <= 2 ticks.
     let idle = std::fs::read_to_string(out.join("idle.txt")).unwrap_or_default();
     let field = |k: &str| -> Option<u64> {
         idle.split_whitespace()
