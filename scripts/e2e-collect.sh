@@ -10,7 +10,8 @@
 # Outputs: target/e2e/<ver>/{snapshots.jsonl,replay.jsonl,collect.log,metrics.txt,...}.
 # Environment: E2E_* knobs of scripts/e2e.sh; PROBEGEN_VENDOR (default rxe);
 # PROBEGEN_E2E_INTERVAL, the collector's --interval in the guest (default 1s: a snapshot a
-# second gives the short run enough windows; the fleet default is 5s).
+# second gives the short run enough windows; the fleet default is 5s); PROBEGEN_COLLECT_TIMINGS=1,
+# the collector's per-window step timings in collect.log (they cost a little CPU themselves).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 SERIES (7.2, 6.12, 6.1)" >&2; exit 2; }
 VER=$1
@@ -33,7 +34,10 @@ cp "$SET/manifest.yaml" "$STAGE/manifest.yaml"
 # debug info is not needed in the guest: keep the initramfs small
 strip -o "$STAGE/probegen" target/release/probegen
 install -m 755 scripts/e2e/collect-hook.sh "$STAGE/guest-hook.sh"
-printf 'INTERVAL=%s\n' "${PROBEGEN_E2E_INTERVAL:-1s}" >"$STAGE/hook.env"
+{
+	printf 'INTERVAL=%s\n' "${PROBEGEN_E2E_INTERVAL:-1s}"
+	printf 'TIMINGS=%s\n' "${PROBEGEN_COLLECT_TIMINGS:-}"
+} >"$STAGE/hook.env"
 log "extra: $(du -sh "$STAGE" | cut -f1) ($(ls "$STAGE" | tr '\n' ' '))"
 
 rc=0

@@ -106,7 +106,7 @@ fn main() {
             p.ingest(rec);
         }
         total += window;
-        let k = p.derived().clone();
+        let k = std::sync::Arc::new(p.derived());
         let s = p.snapshot(&k, SystemTime::now(), false);
         bytes_out += s.to_line().len();
     }
@@ -142,7 +142,7 @@ fn main() {
             }
             left = left.saturating_sub(window);
         }
-        let k = p.derived().clone();
+        let k = std::sync::Arc::new(p.derived());
         p.snapshot(&k, SystemTime::now(), false).to_line().len()
     };
     let burst = 200_000;

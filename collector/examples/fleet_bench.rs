@@ -130,7 +130,7 @@ fn run(windows: usize, sink: Option<SinkOptions>, dir: &std::path::Path, flush: 
         for rec in inputs[w % inputs.len()].chunks_exact(96) {
             pipe.ingest(rec);
         }
-        let k = pipe.derived();
+        let k = std::sync::Arc::new(pipe.derived());
         let mut s = pipe.snapshot(&k, SystemTime::now(), w + 1 == windows);
         if let Some(c) = &mut ch {
             s.clickhouse = Some(c.enqueue(&s).expect("spool"));

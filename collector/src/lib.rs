@@ -6,9 +6,9 @@
 //! ([`replay`]); both are a [`source::Source`] of the one loop in [`run`], which feeds
 //! [`pipeline::Pipeline`] and writes to the [`outputs`].
 //!
-//! Modules depend one way: [`relation`] and [`kernel_state`] are leaves; the input sources
-//! ([`live`], [`replay`]) know them but not the pipeline; [`source`] adapts them to the
-//! pipeline; [`run`] drives it all.
+//! Modules depend one way: [`relation`], [`kernel_state`], [`shared`] and [`timings`] are
+//! leaves; the input sources ([`live`], [`replay`]) know them but not the pipeline; [`source`]
+//! adapts them to the pipeline; [`run`] drives it all.
 //!
 //! Record layout: [`record`] re-exports the `manifest` crate's `PgRecord`, the one Rust mirror
 //! of the C `struct pg_record` (checked against the shared field table there).
@@ -31,11 +31,13 @@ pub mod record;
 pub mod relation;
 pub mod replay;
 pub mod run;
+pub mod shared;
 pub mod sink;
 pub mod snapshot_line;
 pub mod source;
 pub mod stop;
 pub mod timefmt;
+pub mod timings;
 
 pub use error::CollectError;
 pub use kernel_state::{AttachStatus, KernelTotals};
@@ -55,6 +57,8 @@ mod tests {
                 include_str!("kernel_state.rs"),
                 &["crate::"],
             ),
+            ("shared.rs", include_str!("shared.rs"), &["crate::"]),
+            ("timings.rs", include_str!("timings.rs"), &["crate::"]),
             (
                 "live.rs",
                 include_str!("live.rs"),

@@ -541,15 +541,32 @@ impl Loaded {
         Ok(k)
     }
 
+    /// `calls` by probe id. The programs count a call before anything else (`pg_exit` in
+    /// probegen.bpf.h), so when `calls` has not moved, no other counter has either.
+    pub fn read_calls(&self, table: &ProbeTable) -> Result<Vec<u64>, CollectError> {
+        self.by_id(table, "calls")
+    }
+
     /// Reads `calls` and `failures` only: `drops` and `errnos` stay empty. The programs count
     /// a failure before its errno and before a drop (`pg_exit` in probegen.bpf.h), so when
     /// `failures` has not moved, neither have they (see [`Loaded::read_failure_details`]).
     pub fn read_calls_failures(&self, table: &ProbeTable) -> Result<KernelTotals, CollectError> {
-        let (calls, failures) = (self.by_id(table, "calls")?, self.by_id(table, "failures")?);
+        let calls = self.read_calls(table)?;
+        self.read_failures_with(table, &calls)
+    }
+
+    /// Reads `failures` and takes `calls` (by probe id, read just before): `drops` and
+    /// `errnos` stay empty.
+    pub fn read_failures_with(
+        &self,
+        table: &ProbeTable,
+        calls: &[u64],
+    ) -> Result<KernelTotals, CollectError> {
+        let failures = self.by_id(table, "failures")?;
         let mut k = KernelTotals::default();
         for p in &table.probes {
             let i = p.id as usize;
-            k.calls.insert(p.id, calls[i]);
+            k.calls.insert(p.id, calls.get(i).copied().unwrap_or(0));
             k.failures.insert(p.id, failures[i]);
         }
         Ok(k)

@@ -19,6 +19,7 @@ use crate::errno::errno_label;
 use crate::kernel_state::{AttachStatus, KernelTotals};
 use crate::owner::Owner;
 use crate::probes::ProbeTable;
+use crate::shared;
 
 /// Everything the exposition shows.
 pub struct MetricsInput<'a> {
@@ -230,15 +231,30 @@ fn render_chains(o: &mut String, m: &MetricsInput<'_>) {
     }
 }
 
+/// What the loop hands the exposition at a snapshot: [`MetricsInput`] with the parts the
+/// loop shares by handle (taken over without a copy or a comparison).
+pub struct MetricsUpdate<'a> {
+    pub table: &'a Arc<ProbeTable>,
+    pub kernel: &'a Arc<KernelTotals>,
+    pub attached: &'a shared::Shared<Vec<AttachStatus>>,
+    pub received: &'a [u64],
+    pub dropped_userspace: &'a [u64],
+    pub sink_errors: u64,
+    pub snapshots: u64,
+    pub chains: &'a std::collections::BTreeMap<(Owner, u32, u32), u64>,
+    pub clickhouse: Option<SinkStatus>,
+    pub last_snapshot_unix_ns: u64,
+}
+
 /// What the exposition shows, owned: the server thread renders it when scraped, so an idle
 /// collector nobody scrapes renders nothing.
 #[derive(Debug, Clone, Default)]
 pub struct MetricsState {
     pub table: Arc<ProbeTable>,
-    pub kernel: KernelTotals,
+    pub kernel: Arc<KernelTotals>,
     pub received: Vec<u64>,
     pub dropped_userspace: Vec<u64>,
-    pub attached: Vec<AttachStatus>,
+    pub attached: shared::Shared<Vec<AttachStatus>>,
     pub sink_errors: u64,
     pub snapshots: u64,
     pub chains: std::collections::BTreeMap<(Owner, u32, u32), u64>,
@@ -247,23 +263,24 @@ pub struct MetricsState {
 }
 
 impl MetricsState {
-    /// Takes over `m`'s values (`table` is `m.table`), reusing this state's allocations.
-    pub fn update(&mut self, table: &Arc<ProbeTable>, m: &MetricsInput<'_>) {
-        if !Arc::ptr_eq(&self.table, table) {
-            self.table = table.clone();
+    /// Takes over `m`'s values, reusing this state's allocations and copying only what
+    /// changed (an idle window changes the snapshot count and time).
+    pub fn update(&mut self, m: &MetricsUpdate<'_>) {
+        if !Arc::ptr_eq(&self.table, m.table) {
+            self.table = m.table.clone();
         }
-        self.kernel.clone_from(m.kernel);
+        self.kernel = m.kernel.clone();
         self.received.clear();
         self.received.extend_from_slice(m.received);
         self.dropped_userspace.clear();
         self.dropped_userspace
             .extend_from_slice(m.dropped_userspace);
-        if self.attached != m.attached {
-            self.attached = m.attached.to_vec();
-        }
+        self.attached = m.attached.clone();
         self.sink_errors = m.sink_errors;
         self.snapshots = m.snapshots;
-        self.chains.clone_from(m.chains);
+        if self.chains != *m.chains {
+            self.chains.clone_from(m.chains);
+        }
         self.clickhouse.clone_from(&m.clickhouse);
         self.last_snapshot_unix_ns = m.last_snapshot_unix_ns;
     }

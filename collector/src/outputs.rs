@@ -9,7 +9,7 @@ use crate::chains::ChainClock;
 use crate::clickhouse::{ClickhouseSink, SinkOptions, SinkStatus};
 use crate::error::CollectError;
 use crate::kernel_state::KernelTotals;
-use crate::metrics::{self, MetricsInput, MetricsState, Page};
+use crate::metrics::{self, MetricsState, MetricsUpdate, Page};
 use crate::options::Options;
 use crate::pipeline::{Pipeline, Snapshot};
 use crate::sink::JsonlSink;
@@ -96,14 +96,14 @@ impl Outputs {
 
     /// Updates what the exposition shows (also before the first snapshot, for
     /// `probe_attached`); it is rendered when scraped.
-    pub fn update_metrics(&self, pipe: &Pipeline, k: &KernelTotals) {
+    pub fn update_metrics(&self, pipe: &Pipeline, k: &Arc<KernelTotals>) {
         if let Some(m) = &self.metrics {
-            let input = MetricsInput {
+            let input = MetricsUpdate {
                 table: pipe.table(),
                 kernel: k,
                 received: pipe.received_totals(),
                 dropped_userspace: pipe.dropped_totals(),
-                attached: pipe.attached(),
+                attached: pipe.attached_shared(),
                 sink_errors: pipe.sink_errors,
                 snapshots: self.snapshots,
                 chains: pipe.chain_totals(),
@@ -116,10 +116,10 @@ impl Outputs {
             };
             if let Ok(mut page) = m.lock() {
                 match &mut *page {
-                    Page::State(s) => s.update(pipe.table(), &input),
+                    Page::State(s) => s.update(&input),
                     other => {
                         let mut s = MetricsState::default();
-                        s.update(pipe.table(), &input);
+                        s.update(&input);
                         *other = Page::State(Box::new(s));
                     }
                 }
@@ -129,7 +129,7 @@ impl Outputs {
 
     /// Writes a snapshot; a sink error is counted and reported, never fatal. Its failure
     /// chains are logged on stderr, one line each (at most [`MAX_CHAIN_LINES`] per snapshot).
-    pub fn emit(&mut self, pipe: &mut Pipeline, snap: &mut Snapshot, k: &KernelTotals) {
+    pub fn emit(&mut self, pipe: &mut Pipeline, snap: &mut Snapshot, k: &Arc<KernelTotals>) {
         for c in snap.chains.iter().take(MAX_CHAIN_LINES) {
             eprintln!("probegen collect: chain {}", c.log_line());
         }
@@ -155,8 +155,10 @@ impl Outputs {
             }
         }
         self.last_snapshot_unix_ns = snap.window.end_unix_ns;
+        crate::timings::mark("log+clickhouse");
         let line = self.line_cache.line(snap);
-        if let Err(e) = self.sink.write(&line) {
+        crate::timings::mark("line");
+        if let Err(e) = self.sink.write(line) {
             pipe.sink_errors += 1;
             eprintln!(
                 "probegen collect: sink {}: snapshot {} not written: {e} (sink errors: {})",
@@ -167,8 +169,10 @@ impl Outputs {
                 pipe.sink_errors
             );
         }
+        crate::timings::mark("sink");
         self.snapshots += 1;
         self.update_metrics(pipe, k);
+        crate::timings::mark("metrics");
     }
 }
 

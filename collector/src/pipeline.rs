@@ -28,6 +28,7 @@ use crate::owner::Owner;
 use crate::probes::ProbeTable;
 use crate::procinfo::{ProcCache, ProcInfo};
 use crate::record::PgRecord;
+use crate::shared::Shared;
 use crate::timefmt::{rfc3339, unix_ns};
 
 /// A monotonic counter's growth; a counter that went backwards (object reloaded) restarts.
@@ -137,13 +138,18 @@ pub struct Pipeline {
     tot_decode_errors: u64,
     seq: SeqTracker,
     seq_gaps_prev: u64,
-    prev: KernelTotals,
+    /// the kernel's counters at the last window (an idle source hands the same ones on)
+    prev: Arc<KernelTotals>,
     /// Counters derived from the records (replay without counters): failures per probe id and
     /// per (probe id, errno). Vectors and a hash map: this is on the per-record path.
     derived_failures: Vec<u64>,
     derived_errnos: std::collections::HashMap<(u32, u32), u64>,
     window_start: SystemTime,
-    attached: Vec<AttachStatus>,
+    attached: Shared<Vec<AttachStatus>>,
+    /// the counters of a quiet window (every delta zero), built at the first one
+    quiet_counters: Option<Shared<Vec<CounterOut>>>,
+    /// the last snapshot's invariant (a quiet window's is the same)
+    last_invariant: Option<Invariant>,
     /// sink errors so far (the run loop adds to it)
     pub sink_errors: u64,
     snapshots: u64,
@@ -154,7 +160,7 @@ pub struct Pipeline {
 impl Pipeline {
     pub fn new(table: Arc<ProbeTable>, cfg: PipelineConfig, procs: ProcCache) -> Self {
         let n = table.id_limit();
-        let attached = table
+        let attached: Vec<AttachStatus> = table
             .probes
             .iter()
             .map(|p| AttachStatus {
@@ -182,11 +188,13 @@ impl Pipeline {
             win_decode_errors: 0,
             tot_decode_errors: 0,
             seq_gaps_prev: 0,
-            prev: KernelTotals::default(),
+            prev: Arc::default(),
             derived_failures: Vec::new(),
             derived_errnos: std::collections::HashMap::new(),
             window_start: SystemTime::now(),
-            attached,
+            attached: Shared::new(attached),
+            quiet_counters: None,
+            last_invariant: None,
             sink_errors: 0,
             snapshots: 0,
             chain_totals: BTreeMap::new(),
@@ -203,10 +211,15 @@ impl Pipeline {
     }
 
     pub fn set_attached(&mut self, attached: Vec<AttachStatus>) {
-        self.attached = attached;
+        self.attached = Shared::new(attached);
     }
 
     pub fn attached(&self) -> &[AttachStatus] {
+        &self.attached
+    }
+
+    /// The attach status as the snapshots share it.
+    pub fn attached_shared(&self) -> &Shared<Vec<AttachStatus>> {
         &self.attached
     }
 
@@ -318,8 +331,33 @@ impl Pipeline {
         }
     }
 
-    /// This window's counters per probe: the growth of `k` since the last window.
-    fn window_counters(&self, k: &KernelTotals) -> Vec<CounterOut> {
+    /// Whether this window changed nothing the counters or the invariant are made of: the
+    /// kernel's counters are the last window's (the very same, or equal) and no record was
+    /// read.
+    fn quiet(&self, k: &Arc<KernelTotals>) -> bool {
+        self.win_received.iter().all(|&n| n == 0)
+            && self.win_dropped.iter().all(|&n| n == 0)
+            && (Arc::ptr_eq(k, &self.prev) || **k == *self.prev)
+    }
+
+    /// This window's counters per probe: the growth of `k` since the last window. A quiet
+    /// window's are all zero: one shared list for all of them.
+    fn window_counters(&mut self, k: &KernelTotals, quiet: bool) -> Shared<Vec<CounterOut>> {
+        if !quiet {
+            return Shared::new(self.counter_deltas(k));
+        }
+        match &self.quiet_counters {
+            Some(c) => c.clone(),
+            None => {
+                let c = Shared::new(self.counter_deltas(k));
+                self.quiet_counters = Some(c.clone());
+                c
+            }
+        }
+    }
+
+    /// The growth of `k` since the last window, per probe.
+    fn counter_deltas(&self, k: &KernelTotals) -> Vec<CounterOut> {
         let mut counters = Vec::with_capacity(self.table.probes.len());
         for p in &self.table.probes {
             let get = |m: &BTreeMap<u32, u64>| m.get(&p.id).copied().unwrap_or(0);
@@ -367,11 +405,17 @@ impl Pipeline {
     }
 
     /// Closes the window at `end` with the kernel's cumulative counters `k`.
-    pub fn snapshot(&mut self, k: &KernelTotals, end: SystemTime, is_final: bool) -> Snapshot {
+    pub fn snapshot(&mut self, k: &Arc<KernelTotals>, end: SystemTime, is_final: bool) -> Snapshot {
         let table = self.table.clone();
-        let counters = self.window_counters(k);
+        let quiet = self.quiet(k);
+        let counters = self.window_counters(k, quiet);
         let chains = self.take_chains(is_final);
         let gaps = self.seq.gaps();
+        let invariant = match self.last_invariant.take() {
+            Some(inv) if quiet && inv.exact == is_final => inv,
+            _ => check_invariant(&table, k, &self.tot_received, &self.tot_dropped, is_final),
+        };
+        self.last_invariant = Some(invariant.clone());
         let snap = Snapshot {
             host: self.cfg.host.clone(),
             kernel: self.cfg.kernel.clone(),
@@ -402,7 +446,7 @@ impl Pipeline {
                 decode: self.win_decode_errors,
                 sink: self.sink_errors,
             },
-            invariant: check_invariant(&table, k, &self.tot_received, &self.tot_dropped, is_final),
+            invariant,
             clickhouse: None,
         };
         self.seq_gaps_prev = gaps;
@@ -431,10 +475,10 @@ pub struct Snapshot {
     pub records: RecordsOut,
     /// failure chains completed in this window (their records may be in earlier windows)
     pub chains: ChainsOut,
-    pub counters: Vec<CounterOut>,
+    pub counters: Shared<Vec<CounterOut>>,
     pub drops: Drops,
     pub seq_gaps: u64,
-    pub attached: Vec<AttachStatus>,
+    pub attached: Shared<Vec<AttachStatus>>,
     pub errors: Errors,
     pub invariant: Invariant,
     /// The ClickHouse sink's spool after this snapshot was queued (with `--clickhouse`)
@@ -754,7 +798,7 @@ pub(crate) mod tests {
         // rec() records two arguments: 0x10 and an address.
         p.ingest(&rec(3, 14, 0, 0, 288));
         let s = p.snapshot(
-            &totals(&[(3, 1)], &[((3, 14), 1)], 0),
+            &Arc::new(totals(&[(3, 1)], &[((3, 14), 1)], 0)),
             SystemTime::now(),
             true,
         );
@@ -770,11 +814,11 @@ pub(crate) mod tests {
         p.ingest(&rec(3, 14, 0, 0, 288));
         p.ingest(&rec(4, 14, 0, 1, 288));
         p.ingest(&rec(1, 14, 1, 0, 288));
-        let k1 = totals(
+        let k1 = Arc::new(totals(
             &[(1, 1), (3, 1), (4, 1)],
             &[((1, 14), 1), ((3, 14), 1), ((4, 14), 1)],
             0,
-        );
+        ));
         let s = p.snapshot(&k1, SystemTime::now(), false);
         assert_eq!(s.records.len(), 3);
         assert!(s.invariant.ok, "{:?}", s.invariant);
@@ -824,11 +868,11 @@ pub(crate) mod tests {
         assert_eq!(v["drops"], serde_json::json!({"kernel": 0, "userspace": 0}));
         // second window: only the growth
         p.ingest(&rec(1, 22, 1, 1, 300));
-        let k2 = totals(
+        let k2 = Arc::new(totals(
             &[(1, 2), (3, 1), (4, 1)],
             &[((1, 14), 1), ((1, 22), 1), ((3, 14), 1), ((4, 14), 1)],
             0,
-        );
+        ));
         let s = p.snapshot(&k2, SystemTime::now(), true);
         assert_eq!(s.records.len(), 1);
         assert_eq!(s.counters[0].failures, 1);
@@ -857,17 +901,17 @@ pub(crate) mod tests {
         p.ingest(&rec(3, 14, 0, 0, 288));
         p.ingest(&rec(4, 14, 0, 1, 288));
         // the window closes before the handler returned: no chain yet
-        let k = totals(&[(3, 1), (4, 1)], &[((3, 14), 1), ((4, 14), 1)], 0);
+        let k = Arc::new(totals(&[(3, 1), (4, 1)], &[((3, 14), 1), ((4, 14), 1)], 0));
         let s = p.snapshot(&k, SystemTime::now(), false);
         assert_eq!((s.records.len(), s.chains.len()), (2, 0));
         let v: serde_json::Value = serde_json::from_slice(&s.to_line()).expect("json");
         assert_eq!(v["chains"], serde_json::json!([]));
         p.ingest(&rec(1, 14, 0, 2, 288)); // ts_ns = 1000 + seq: after the first two
-        let k = totals(
+        let k = Arc::new(totals(
             &[(1, 1), (3, 1), (4, 1)],
             &[((1, 14), 1), ((3, 14), 1), ((4, 14), 1)],
             0,
-        );
+        ));
         let s = p.snapshot(&k, SystemTime::now(), false);
         assert_eq!((s.records.len(), s.chains.len()), (1, 1));
         let v: serde_json::Value = serde_json::from_slice(&s.to_line()).expect("json");
@@ -894,13 +938,42 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn quiet_windows_share_their_all_zero_counters() {
+        let mut p = pipe(100);
+        p.ingest(&rec(3, 14, 0, 0, 288));
+        let k = Arc::new(totals(&[(3, 1)], &[((3, 14), 1)], 0));
+        let busy = p.snapshot(&k, SystemTime::now(), false);
+        assert_eq!(busy.counters[1].failures, 1);
+        // the same counters again (the live source hands on the same allocation), or equal
+        // ones (a replay parses them anew): all zero, one list for every quiet window
+        let equal = Arc::new(totals(&[(3, 1)], &[((3, 14), 1)], 0));
+        let quiet: Vec<Snapshot> = [&k, &k, &equal]
+            .into_iter()
+            .map(|k| p.snapshot(k, SystemTime::now(), false))
+            .collect();
+        let zero = p.counter_deltas(&k);
+        assert!(zero.iter().all(|c| c.calls + c.failures + c.received == 0));
+        for s in &quiet {
+            assert_eq!(*s.counters, zero);
+            assert!(Shared::same(&s.counters, &quiet[0].counters));
+            assert_eq!(s.invariant, busy.invariant);
+        }
+        // a record ends the quiet spell
+        p.ingest(&rec(3, 14, 0, 1, 288));
+        let k = Arc::new(totals(&[(3, 2)], &[((3, 14), 2)], 0));
+        let s = p.snapshot(&k, SystemTime::now(), true);
+        assert_eq!((s.counters[1].failures, s.counters[1].received), (1, 1));
+        assert!(s.invariant.exact && s.invariant.ok);
+    }
+
+    #[test]
     fn batch_cap_counts_userspace_drops() {
         let mut p = pipe(10);
         for i in 0..1000 {
             p.ingest(&rec(3, 14, 0, i, 1));
         }
         assert_eq!(p.batch_len(), 10);
-        let k = totals(&[(3, 1000)], &[((3, 14), 1000)], 0);
+        let k = Arc::new(totals(&[(3, 1000)], &[((3, 14), 1000)], 0));
         let s = p.snapshot(&k, SystemTime::now(), true);
         assert_eq!(s.records.len(), 10);
         assert_eq!(s.drops.userspace, 990);
@@ -917,7 +990,7 @@ pub(crate) mod tests {
         for (cpu, seq) in [(0, 0), (0, 1), (0, 4), (1, 1), (1, 0), (1, 2)] {
             p.ingest(&rec(1, 14, cpu, seq, 1));
         }
-        let k = totals(&[(1, 8)], &[((1, 14), 8)], 2);
+        let k = Arc::new(totals(&[(1, 8)], &[((1, 14), 8)], 2));
         let s = p.snapshot(&k, SystemTime::now(), true);
         assert_eq!(s.seq_gaps, 2);
         assert_eq!(s.drops.kernel, 2);
@@ -978,7 +1051,7 @@ pub(crate) mod tests {
         p.ingest(&[0u8; 95]);
         p.ingest(&rec(2, 14, 0, 0, 1)); // probe 2 not in the table
         p.ingest(&rec(1, 14, 1 << 20, 0, 1)); // absurd cpu
-        let s = p.snapshot(&KernelTotals::default(), SystemTime::now(), false);
+        let s = p.snapshot(&Arc::default(), SystemTime::now(), false);
         assert_eq!(s.errors.decode, 3);
         assert!(s.records.is_empty());
     }
@@ -1018,7 +1091,7 @@ pub(crate) mod tests {
         );
         p.ingest(&rec(1, 14, 0, 100, 1));
         p.ingest(&rec(1, 0, 0, 101, 1));
-        let k = p.derived();
+        let k = Arc::new(p.derived());
         assert_eq!(k.failures[&1], 2);
         let s = p.snapshot(&k, SystemTime::now(), true);
         assert_eq!(s.counters[0].errno.get("none"), Some(&1));

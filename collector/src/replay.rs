@@ -29,6 +29,7 @@ pub fn is_raw_name(path: &std::path::Path) -> bool {
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufWriter, Read, Write};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -326,6 +327,8 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 /// Writes a JSONL replay file (`--record`).
 pub struct Recorder<W: Write> {
     out: BufWriter<W>,
+    /// the last counters written and their line (idle windows write the same line again)
+    last_counters: Option<(Arc<KernelTotals>, Vec<u8>)>,
 }
 
 impl<W: Write> Recorder<W> {
@@ -333,7 +336,10 @@ impl<W: Write> Recorder<W> {
         let mut out = BufWriter::with_capacity(1 << 16, w);
         serde_json::to_writer(&mut out, header)?;
         out.write_all(b"\n")?;
-        Ok(Recorder { out })
+        Ok(Recorder {
+            out,
+            last_counters: None,
+        })
     }
 
     pub fn record(&mut self, bytes: &[u8]) -> io::Result<()> {
@@ -342,10 +348,20 @@ impl<W: Write> Recorder<W> {
         self.out.write_all(b"\"}\n")
     }
 
-    pub fn counters(&mut self, k: &KernelTotals) -> io::Result<()> {
-        self.out.write_all(b"{\"counters\":")?;
-        serde_json::to_writer(&mut self.out, &CountersJson::from_totals(k))?;
-        self.out.write_all(b"}\n")?;
+    /// Writes a `counters` line (closing a window) and flushes.
+    pub fn counters(&mut self, k: &Arc<KernelTotals>) -> io::Result<()> {
+        let line = match self.last_counters.take() {
+            Some((last, line)) if Arc::ptr_eq(&last, k) || last == *k => (last, line),
+            _ => {
+                let mut line = b"{\"counters\":".to_vec();
+                serde_json::to_writer(&mut line, &CountersJson::from_totals(k))?;
+                line.extend_from_slice(b"}\n");
+                (k.clone(), line)
+            }
+        };
+        let written = self.out.write_all(&line.1);
+        self.last_counters = Some(line);
+        written?;
         self.out.flush()
     }
 
@@ -377,7 +393,7 @@ mod tests {
         {
             let mut r = Recorder::new(&mut buf, &h).expect("rec");
             r.record(&rec).expect("w");
-            r.counters(&k).expect("w");
+            r.counters(&Arc::new(k.clone())).expect("w");
             r.record(&rec).expect("w");
             r.flush().expect("f");
         }
@@ -405,6 +421,37 @@ mod tests {
         .expect("raw");
         assert_eq!(n, 3);
         assert!(read(&raw[..100], true, |_| Ok(())).is_err());
+    }
+
+    #[test]
+    fn repeated_counters_write_the_same_line() {
+        let k = KernelTotals {
+            calls: [(25, 3)].into(),
+            failures: [(25, 1)].into(),
+            errnos: [((25, 14), 1)].into(),
+            drops: 0,
+            drops_by_probe: [(25, 0)].into(),
+        };
+        let h = Header::default();
+        let mut once = Vec::new();
+        Recorder::new(&mut once, &h)
+            .and_then(|mut r| r.counters(&Arc::new(k.clone())))
+            .expect("write");
+        let line = &once[once.iter().position(|&b| b == b'\n').expect("header") + 1..];
+        let mut buf = Vec::new();
+        {
+            let mut r = Recorder::new(&mut buf, &h).expect("rec");
+            let shared = Arc::new(k.clone());
+            r.counters(&shared).expect("w");
+            r.counters(&shared).expect("w");
+            r.counters(&Arc::new(k.clone())).expect("w");
+        }
+        let text = String::from_utf8(buf).expect("utf8");
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(lines.len(), 3);
+        for l in lines {
+            assert_eq!(format!("{l}\n").as_bytes(), line);
+        }
     }
 
     #[test]

@@ -112,8 +112,14 @@ fn collect(
         match source.next(pipe) {
             Ok(Step::Continue) => {}
             Ok(Step::Window(k)) => {
+                crate::timings::mark("source");
                 let mut s = pipe.snapshot(&k, SystemTime::now(), false);
+                crate::timings::mark("snapshot");
                 outputs.emit(pipe, &mut s, &k);
+                let window = s.snapshot;
+                drop(s);
+                crate::timings::mark("free");
+                crate::timings::report(window);
                 source.window_written();
             }
             Ok(Step::End) => break,
@@ -249,7 +255,7 @@ fn run_live(
     };
     let mut source = LiveSource::new(loaded, table, timing, record)?;
     let mut outputs = open_outputs(opts, ChainClock::Monotonic)?;
-    outputs.update_metrics(&pipe, &KernelTotals::default());
+    outputs.update_metrics(&pipe, &Arc::default());
     pipe.start_window(SystemTime::now());
     collect(&mut source, &mut pipe, &mut outputs, opts.clickhouse_flush)
 }

@@ -2,7 +2,8 @@
 //! in `counters` (the same in every idle window: all zero) and `attached` (fixed for a run).
 //! An idle window at `--interval 1s` spent most of its time escaping the same function and
 //! module names again; [`LineCache::line`] writes the same bytes as [`Snapshot::to_line`]
-//! (a test holds them equal) and reuses those two parts while they are unchanged.
+//! (a test holds them equal) and reuses those two parts while they are unchanged (the same
+//! [`Shared`] allocation as last time: no comparison at all).
 
 use std::io::Write;
 
@@ -10,6 +11,7 @@ use serde::Serialize;
 
 use crate::kernel_state::AttachStatus;
 use crate::pipeline::{CounterOut, Snapshot};
+use crate::shared::Shared;
 
 /// One part's last value and its JSON.
 struct Cached<T> {
@@ -17,11 +19,12 @@ struct Cached<T> {
     json: Vec<u8>,
 }
 
-/// The serialised `counters` and `attached` of the last line.
+/// The serialised `counters` and `attached` of the last line, and the line's buffer.
 #[derive(Default)]
 pub struct LineCache {
-    counters: Option<Cached<Vec<CounterOut>>>,
-    attached: Option<Cached<Vec<AttachStatus>>>,
+    counters: Option<Cached<Shared<Vec<CounterOut>>>>,
+    attached: Option<Cached<Shared<Vec<AttachStatus>>>>,
+    buf: Vec<u8>,
 }
 
 /// `value`'s JSON from `slot` when `value` is what it holds, else serialised (and kept).
@@ -40,46 +43,47 @@ fn cached<'a, T: Serialize + PartialEq + Clone>(
 
 impl LineCache {
     /// `snap` as one JSON line (with the trailing newline), byte for byte
-    /// [`Snapshot::to_line`].
-    pub fn line(&mut self, snap: &Snapshot) -> Vec<u8> {
-        match self.write_line(snap) {
-            Ok(v) => v,
-            Err(_) => snap.to_line(),
+    /// [`Snapshot::to_line`]; valid until the next line.
+    pub fn line(&mut self, snap: &Snapshot) -> &[u8] {
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        if self.write_line(snap, &mut buf).is_err() {
+            buf = snap.to_line();
         }
+        self.buf = buf;
+        &self.buf
     }
 
     /// The fields in [`Snapshot`]'s order (serde writes them so).
-    fn write_line(&mut self, s: &Snapshot) -> serde_json::Result<Vec<u8>> {
-        let mut v = Vec::with_capacity(
-            8192 + s.counters.len() * 160 + s.records.len() * 300 + s.chains.len() * 400,
-        );
+    fn write_line(&mut self, s: &Snapshot, v: &mut Vec<u8>) -> serde_json::Result<()> {
+        v.reserve(8192 + s.counters.len() * 160 + s.records.len() * 300 + s.chains.len() * 400);
         let field = |v: &mut Vec<u8>, name: &str, value: &dyn erased::Json| {
             v.push(if v.is_empty() { b'{' } else { b',' });
             serde_json::to_writer(&mut *v, name)?;
             v.push(b':');
             value.write(v)
         };
-        field(&mut v, "host", &s.host)?;
-        field(&mut v, "kernel", &s.kernel)?;
-        field(&mut v, "manifest_hash", &s.manifest_hash)?;
-        field(&mut v, "snapshot", &s.snapshot)?;
-        field(&mut v, "final", &s.is_final)?;
-        field(&mut v, "window", &s.window)?;
-        field(&mut v, "records", &s.records)?;
-        field(&mut v, "chains", &s.chains)?;
+        field(v, "host", &s.host)?;
+        field(v, "kernel", &s.kernel)?;
+        field(v, "manifest_hash", &s.manifest_hash)?;
+        field(v, "snapshot", &s.snapshot)?;
+        field(v, "final", &s.is_final)?;
+        field(v, "window", &s.window)?;
+        field(v, "records", &s.records)?;
+        field(v, "chains", &s.chains)?;
         let counters = cached(&mut self.counters, &s.counters)?;
-        field(&mut v, "counters", &erased::Raw(counters))?;
-        field(&mut v, "drops", &s.drops)?;
-        field(&mut v, "seq_gaps", &s.seq_gaps)?;
+        field(v, "counters", &erased::Raw(counters))?;
+        field(v, "drops", &s.drops)?;
+        field(v, "seq_gaps", &s.seq_gaps)?;
         let attached = cached(&mut self.attached, &s.attached)?;
-        field(&mut v, "attached", &erased::Raw(attached))?;
-        field(&mut v, "errors", &s.errors)?;
-        field(&mut v, "invariant", &s.invariant)?;
+        field(v, "attached", &erased::Raw(attached))?;
+        field(v, "errors", &s.errors)?;
+        field(v, "invariant", &s.invariant)?;
         if let Some(c) = &s.clickhouse {
-            field(&mut v, "clickhouse", c)?;
+            field(v, "clickhouse", c)?;
         }
         v.extend_from_slice(b"}\n");
-        Ok(v)
+        Ok(())
     }
 }
 
@@ -109,6 +113,7 @@ mod erased {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
     use std::time::SystemTime;
 
     use super::*;
@@ -120,8 +125,8 @@ mod tests {
         let mut cache = LineCache::default();
         p.ingest(&rec(3, 14, 0, 0, 288));
         p.ingest(&rec(1, 22, 1, 0, 288));
-        let k1 = totals(&[(1, 1), (3, 1)], &[((1, 22), 1), ((3, 14), 1)], 0);
-        let k2 = totals(&[(1, 1), (3, 1)], &[((1, 22), 1), ((3, 14), 1)], 0);
+        let k1 = Arc::new(totals(&[(1, 1), (3, 1)], &[((1, 22), 1), ((3, 14), 1)], 0));
+        let k2 = Arc::new(totals(&[(1, 1), (3, 1)], &[((1, 22), 1), ((3, 14), 1)], 0));
         let mut lines = 0;
         // records and counters, then idle windows (the cached parts reused), then a change
         for (i, k) in [&k1, &k2, &k2, &k2, &k1].into_iter().enumerate() {
@@ -134,7 +139,7 @@ mod tests {
             }
             let want = s.to_line();
             assert_eq!(
-                String::from_utf8_lossy(&cache.line(&s)),
+                String::from_utf8_lossy(cache.line(&s)),
                 String::from_utf8_lossy(&want),
                 "window {i}"
             );

@@ -5,15 +5,19 @@
 #   start: probegen collect --object /extra/probes.bpf.o in the background; waits until it
 #          reports its attach line (the pingpong must run with the probes attached)
 #   stop:  one more verbs_fail inside a cgroup with job variables (job correlation), a scrape
-#          of /metrics, then SIGTERM; the collector writes its final snapshot and exits 0.
+#          of /metrics, 10 s idle (measured), then SIGTERM; the collector writes its final
+#          snapshot and exits 0.
 # Everything lands in /out (-> target/e2e/<ver>/): snapshots.jsonl, replay.jsonl,
-# collect.log, collect.rc, metrics.txt, vf.log, vf-job.log, attach-ms.
+# collect.log, collect.rc, metrics.txt, vf.log, vf-job.log, idle.txt, idle-threads.txt.
 X=/extra
 PIDF=/tmp/probegen-collect.pid
 mkdir -p /out
-# INTERVAL (the collector's --interval), written by scripts/e2e-collect.sh
+# INTERVAL (the collector's --interval) and TIMINGS (PROBEGEN_COLLECT_TIMINGS), written by
+# scripts/e2e-collect.sh
 INTERVAL=1s
+TIMINGS=
 [ -r $X/hook.env ] && . $X/hook.env
+[ -n "$TIMINGS" ] && export PROBEGEN_COLLECT_TIMINGS=$TIMINGS
 
 case "$1" in
 start)
@@ -51,18 +55,46 @@ stop)
 	mkdir -p /sys/fs/cgroup/probegen-job42
 	sh -c 'echo $$ >/sys/fs/cgroup/probegen-job42/cgroup.procs 2>/dev/null;
 		exec env SLURM_JOB_ID=42 RANK=3 OTHER=x VERBS_FAIL_LINGER_MS=1500 /usr/bin/verbs_fail rxe0' >/out/vf-job.log 2>&1
-	# two drain periods + a snapshot interval: everything is in the collector
-	sleep 1.5
+	# two snapshots written since the job ended, whatever the --interval: the job's records
+	# (and its chains, complete one window later) are in the collector and in the metrics, and
+	# the idle period below starts after the traffic's snapshots (the second also re-reads the
+	# counters once more, see source/live.rs), not with them
+	lines() { wc -l </out/snapshots.jsonl 2>/dev/null || echo 0; }
+	n0=$(lines)
+	i=0
+	while [ "$(lines)" -lt $((n0 + 2)) ] && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
 	wget -q -O /out/metrics.txt http://127.0.0.1:9464/metrics || echo "collect-hook: scrape failed"
 	# idle: 10 s without RDMA traffic. CPU ticks (utime + stime, fields 14 and 15 of
 	# /proc/<pid>/stat, at USER_HZ) and voluntary context switches (the collector's wake-ups).
+	# Per thread (/proc/<pid>/task/*): ticks, run time in ns (schedstat, exact where ticks
+	# round), wake-ups and involuntary switches -> idle-threads.txt.
 	ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 	wakeups() { awk '/^voluntary_ctxt_switches/ {print $2}' "/proc/$pid/status"; }
-	t0=$(ticks) w0=$(wakeups)
+	threads() {
+		for t in /proc/$pid/task/*; do
+			printf '%s %s %s %s\n' "${t##*/}" "$(awk '{print $2, $14 + $15}' $t/stat)" \
+				"$(awk '{print $1}' $t/schedstat 2>/dev/null || echo 0)" \
+				"$(awk '/^voluntary_ctxt_switches/ {v = $2} /^nonvoluntary_ctxt_switches/ {n = $2} END {print v, n}' $t/status)"
+		done
+	}
+	th0=$(threads)
+	t0=$(ticks) w0=$(wakeups) up0=$(cut -d' ' -f1 /proc/uptime)
 	sleep 10
-	t1=$(ticks) w1=$(wakeups)
+	t1=$(ticks) w1=$(wakeups) up1=$(cut -d' ' -f1 /proc/uptime)
+	th1=$(threads)
+	# tid comm ticks runtime_ns voluntary nonvoluntary, before and after
+	printf '%s\n--\n%s\n' "$th0" "$th1" | awk '
+		$1 == "--" { after = 1; next }
+		!after { c[$1] = $2; t[$1] = $3; r[$1] = $4; v[$1] = $5; n[$1] = $6; next }
+		{ printf "thread tid=%s comm=%s ticks=%d runtime_us=%d wakeups=%d involuntary=%d\n",
+			$1, $2, $3 - t[$1], ($4 - r[$1]) / 1000, $5 - v[$1], $6 - n[$1]; total += ($4 - r[$1]) / 1000 }
+		END { printf "process runtime_us=%d\n", total }' >/out/idle-threads.txt
+	echo "uptime from=$up0 to=$up1" >>/out/idle-threads.txt
 	echo "seconds=10 ticks=$((t1 - t0)) wakeups=$((w1 - w0)) hz=$(getconf CLK_TCK 2>/dev/null || echo 100) interval=$INTERVAL" >/out/idle.txt
-	cat /out/idle.txt
+	cat /out/idle.txt /out/idle-threads.txt
 	kill -TERM "$pid"
 	i=0
 	while kill -0 "$pid" 2>/dev/null && [ $i -lt 300 ]; do

@@ -330,7 +330,7 @@ fn chain_rows(
 
 fn counter_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot) {
     let end = snap.window.end_unix_ns;
-    for c in &snap.counters {
+    for c in snap.counters.iter() {
         if c.calls == 0 && c.failures == 0 && c.received == 0 && c.dropped_userspace == 0 {
             continue;
         }
@@ -453,7 +453,7 @@ mod tests {
         for r in [rec(1, 14, 1_000, 0), rec(0, 14, 2_000, 1)] {
             p.ingest(&crate::decode::encode(&r));
         }
-        let k = p.derived();
+        let k = std::sync::Arc::new(p.derived());
         let end = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         let snap = p.snapshot(&k, end, true);
         let key = BatchKey {

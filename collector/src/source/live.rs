@@ -12,6 +12,7 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use libbpf_rs::{MapCore, RingBuffer, RingBufferBuilder};
@@ -53,10 +54,83 @@ pub struct LiveSource {
     next_window: Instant,
     /// the last drain read records: drain again after `drain`, not `idle_wait`
     busy: bool,
+    /// the counters of the last window and which maps the next window may skip
+    reads: WindowReads,
+}
+
+/// The kernel's counter maps as a window reads them, in the order the programs count: a
+/// call, then its failure, then the failure's errno and drop (`pg_exit` in probegen.bpf.h).
+trait CounterMaps {
+    /// `calls` by probe id.
+    fn calls(&self) -> Result<Vec<u64>, CollectError>;
+    /// `failures` read now, with `calls` read just before (no `drops`, no `errnos`).
+    fn calls_failures(&self, calls: &[u64]) -> Result<KernelTotals, CollectError>;
+    /// Adds `drops` and `errnos` to `k`.
+    fn failure_details(&self, k: &mut KernelTotals) -> Result<(), CollectError>;
+}
+
+/// A loaded object's maps with the probe table that keys them.
+struct LoadedMaps<'a>(&'a Loaded, &'a ProbeTable);
+
+impl CounterMaps for LoadedMaps<'_> {
+    fn calls(&self) -> Result<Vec<u64>, CollectError> {
+        self.0.read_calls(self.1)
+    }
+
+    fn calls_failures(&self, calls: &[u64]) -> Result<KernelTotals, CollectError> {
+        self.0.read_failures_with(self.1, calls)
+    }
+
+    fn failure_details(&self, k: &mut KernelTotals) -> Result<(), CollectError> {
+        self.0.read_failure_details(self.1, k)
+    }
+}
+
+/// What the last window read, and so which maps the next one may skip.
+///
+/// While `calls` stands still nothing else moved (a call is counted first): an idle window
+/// reads one array and hands on the last window's counters as they are, the same allocation
+/// (the pipeline, the recording and the exposition then know them unchanged without a look).
+/// While `failures` stands still `drops` and `errnos` are taken from the last read instead of
+/// walking the maps again. Each shortcut only once the read before already saw its counters
+/// unchanged (`counters_settled`, `failures_settled`): a call counted just before a read could
+/// otherwise have its failure or errno land just after it, and that would need a program to
+/// stall across a whole window. The final read is always full.
+#[derive(Default)]
+struct WindowReads {
     /// the counters of the last window
-    last_k: KernelTotals,
-    /// the last full counter read found `failures` as the read before it
+    last_k: Arc<KernelTotals>,
+    /// `calls` by probe id at the last read
+    last_calls: Vec<u64>,
+    /// the last read of `failures` found them as the read before it
     failures_settled: bool,
+    /// the last read of every counter found them all as the read before it
+    counters_settled: bool,
+}
+
+impl WindowReads {
+    /// This window's counters (kept as the last window's); on an error nothing changes.
+    fn read(&mut self, maps: &impl CounterMaps) -> Result<Arc<KernelTotals>, CollectError> {
+        let calls = maps.calls()?;
+        if self.counters_settled && calls == self.last_calls {
+            return Ok(self.last_k.clone());
+        }
+        let mut k = maps.calls_failures(&calls)?;
+        let unchanged = k.failures == self.last_k.failures;
+        let details_settled = unchanged && self.failures_settled;
+        if details_settled {
+            k.drops = self.last_k.drops;
+            k.drops_by_probe.clone_from(&self.last_k.drops_by_probe);
+            k.errnos.clone_from(&self.last_k.errnos);
+        } else {
+            maps.failure_details(&mut k)?;
+        }
+        self.failures_settled = unchanged;
+        self.counters_settled = k == *self.last_k;
+        self.last_calls = calls;
+        self.last_k = Arc::new(k);
+        Ok(self.last_k.clone())
+    }
 }
 
 impl LiveSource {
@@ -94,12 +168,12 @@ impl LiveSource {
             next_window: start + timing.interval,
             timing,
             busy: false,
-            last_k: KernelTotals::default(),
-            failures_settled: false,
+            reads: WindowReads::default(),
         })
     }
 
-    /// How long the next idle poll may sleep.
+    /// How long the next idle poll may sleep, in whole milliseconds (the poll's unit) rounded
+    /// up: a sleep cut short of the window's end would cost a second wake-up to close it.
     fn idle_wait(&self) -> Duration {
         let now = Instant::now();
         let mut w = self
@@ -110,7 +184,8 @@ impl LiveSource {
         if let Some(d) = self.deadline {
             w = w.min(d.saturating_duration_since(now));
         }
-        w.max(Duration::from_millis(1))
+        let ms = u64::try_from(w.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX);
+        Duration::from_millis(ms.max(1))
     }
 
     /// Time left until the next window closes.
@@ -143,7 +218,7 @@ impl LiveSource {
         n
     }
 
-    fn record_counters(&mut self, k: &KernelTotals) {
+    fn record_counters(&mut self, k: &Arc<KernelTotals>) {
         if let Some(r) = &mut self.recorder {
             if r.counters(k).is_err() {
                 self.record_errors += 1;
@@ -151,34 +226,16 @@ impl LiveSource {
         }
     }
 
-    /// The window's counters. `drops` and `errnos` only move after `failures` (the programs
-    /// count a failure first), so while `failures` stands still they are taken from the last
-    /// read instead of walking the maps again: an idle window reads two arrays. Only when the
-    /// last full read already saw `failures` unchanged (`failures_settled`): a failure counted
-    /// just before a full read could otherwise have its errno land just after it, and that
-    /// would need a program to stall across a whole window. The final read is always full.
-    fn read_window_counters(&mut self) -> Result<KernelTotals, CollectError> {
-        let mut k = self.loaded.read_calls_failures(&self.table)?;
-        let unchanged = k.failures == self.last_k.failures;
-        if unchanged && self.failures_settled {
-            k.drops = self.last_k.drops;
-            k.drops_by_probe.clone_from(&self.last_k.drops_by_probe);
-            k.errnos.clone_from(&self.last_k.errnos);
-        } else {
-            self.loaded.read_failure_details(&self.table, &mut k)?;
-            self.failures_settled = unchanged;
-        }
-        Ok(k)
-    }
-
     /// The window's counters (drained once more after reading them), or `None` when they
     /// cannot be read (logged; the window stays open).
-    fn close_window(&mut self, pipe: &mut Pipeline, now: Instant) -> Option<KernelTotals> {
-        let k = match self.read_window_counters() {
+    fn close_window(&mut self, pipe: &mut Pipeline, now: Instant) -> Option<Arc<KernelTotals>> {
+        let k = match self.reads.read(&LoadedMaps(&self.loaded, &self.table)) {
             Ok(k) => {
+                crate::timings::mark("counters");
                 self.drain(pipe);
+                crate::timings::mark("drain");
                 self.record_counters(&k);
-                self.last_k = k.clone();
+                crate::timings::mark("record");
                 Some(k)
             }
             Err(e) => {
@@ -222,6 +279,7 @@ fn ring_buffer(
 
 impl Source for LiveSource {
     fn next(&mut self, pipe: &mut Pipeline) -> Result<Step, CollectError> {
+        crate::timings::mark("turn");
         if self.busy {
             // records keep coming: consume on the drain timer, past the wake-ups
             std::thread::sleep(self.timing.drain.min(self.until_window()));
@@ -231,7 +289,9 @@ impl Source for LiveSource {
                 eprintln!("probegen collect: ring buffer poll: {e}");
             }
         }
+        crate::timings::mark("wait");
         self.busy = self.drain(pipe) > 0;
+        crate::timings::mark("drain");
         let now = Instant::now();
         if self.deadline.is_some_and(|d| now >= d) {
             return Ok(Step::End);
@@ -245,13 +305,16 @@ impl Source for LiveSource {
         })
     }
 
-    fn finish(&mut self, pipe: &mut Pipeline) -> KernelTotals {
+    fn finish(&mut self, pipe: &mut Pipeline) -> Arc<KernelTotals> {
         self.loaded.detach();
         self.drain(pipe);
-        let k = self.loaded.read_counters(&self.table).unwrap_or_else(|e| {
-            eprintln!("probegen collect: reading counters: {e}");
-            self.last_k.clone()
-        });
+        let k = match self.loaded.read_counters(&self.table) {
+            Ok(k) => Arc::new(k),
+            Err(e) => {
+                eprintln!("probegen collect: reading counters: {e}");
+                self.reads.last_k.clone()
+            }
+        };
         self.record_counters(&k);
         k
     }
@@ -272,5 +335,112 @@ impl Source for LiveSource {
                 self.record_errors
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::{Cell, RefCell};
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// Counter maps of one probe (id 0) whose values the test sets; counts the map reads.
+    #[derive(Default)]
+    struct FakeMaps {
+        calls: Cell<u64>,
+        failures: Cell<u64>,
+        errnos: RefCell<BTreeMap<(u32, u32), u64>>,
+        /// maps read so far: calls, failures, details
+        reads: Cell<(u32, u32, u32)>,
+    }
+
+    impl FakeMaps {
+        fn set(&self, calls: u64, failures: u64, errno_14: u64) {
+            self.calls.set(calls);
+            self.failures.set(failures);
+            *self.errnos.borrow_mut() = [((0, 14), errno_14)].into();
+        }
+
+        /// The maps read since the last call: (calls, failures, details).
+        fn take_reads(&self) -> (u32, u32, u32) {
+            self.reads.replace((0, 0, 0))
+        }
+    }
+
+    impl CounterMaps for FakeMaps {
+        fn calls(&self) -> Result<Vec<u64>, CollectError> {
+            let (c, f, d) = self.reads.get();
+            self.reads.set((c + 1, f, d));
+            Ok(vec![self.calls.get()])
+        }
+
+        fn calls_failures(&self, calls: &[u64]) -> Result<KernelTotals, CollectError> {
+            let (c, f, d) = self.reads.get();
+            self.reads.set((c, f + 1, d));
+            Ok(KernelTotals {
+                calls: [(0, calls[0])].into(),
+                failures: [(0, self.failures.get())].into(),
+                ..Default::default()
+            })
+        }
+
+        fn failure_details(&self, k: &mut KernelTotals) -> Result<(), CollectError> {
+            let (c, f, d) = self.reads.get();
+            self.reads.set((c, f, d + 1));
+            k.errnos.clone_from(&self.errnos.borrow());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_idle_window_reads_calls_only_and_hands_on_the_same_counters() {
+        let maps = FakeMaps::default();
+        let mut reads = WindowReads::default();
+        maps.set(5, 1, 1);
+        let first = reads.read(&maps).expect("read");
+        assert_eq!(maps.take_reads(), (1, 1, 1));
+        // unchanged once: read in full again (a late errno would land here)
+        let second = reads.read(&maps).expect("read");
+        assert_eq!(maps.take_reads(), (1, 1, 1));
+        assert_eq!(first, second);
+        // settled: calls only, the very same counters
+        let third = reads.read(&maps).expect("read");
+        assert_eq!(maps.take_reads(), (1, 0, 0));
+        assert!(Arc::ptr_eq(&second, &third));
+        reads.read(&maps).expect("read");
+        assert_eq!(maps.take_reads(), (1, 0, 0));
+        // a successful call: calls and failures read, errnos taken from the last read
+        maps.set(6, 1, 1);
+        let k = reads.read(&maps).expect("read");
+        assert_eq!(maps.take_reads(), (1, 1, 0));
+        assert_eq!((k.calls[&0], k.errnos[&(0, 14)]), (6, 1));
+    }
+
+    #[test]
+    fn an_errno_counted_after_its_failure_was_read_is_read_in_the_next_window() {
+        let maps = FakeMaps::default();
+        let mut reads = WindowReads::default();
+        maps.set(5, 1, 1);
+        for _ in 0..3 {
+            reads.read(&maps).expect("read");
+        }
+        maps.take_reads();
+        // a failing call: the read sees its call and failure, its errno not yet
+        maps.set(6, 2, 1);
+        let k = reads.read(&maps).expect("read");
+        assert_eq!((k.failures[&0], k.errnos[&(0, 14)]), (2, 1));
+        maps.set(6, 2, 2);
+        // calls stand still, but the read before saw them move: everything is read
+        let k = reads.read(&maps).expect("read");
+        assert_eq!(maps.take_reads(), (2, 2, 2));
+        assert_eq!(k.errnos[&(0, 14)], 2);
+        // the window after found a change: calls and failures once more (failures stood still
+        // twice: errnos from the last read), then calls only
+        reads.read(&maps).expect("read");
+        assert_eq!(maps.take_reads(), (1, 1, 0));
+        let k = reads.read(&maps).expect("read");
+        assert_eq!(maps.take_reads(), (1, 0, 0));
+        assert_eq!(k.errnos[&(0, 14)], 2);
     }
 }

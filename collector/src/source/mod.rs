@@ -6,6 +6,7 @@
 pub mod live;
 pub mod replay;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::CollectError;
@@ -17,8 +18,9 @@ use crate::pipeline::Pipeline;
 pub enum Step {
     /// Records (if any) went into the pipeline; no window closes.
     Continue,
-    /// A window closes with these cumulative kernel counters.
-    Window(KernelTotals),
+    /// A window closes with these cumulative kernel counters (shared: an idle live source
+    /// hands on the last window's as they are).
+    Window(Arc<KernelTotals>),
     /// The input ended (end of the replay file, `--duration` reached).
     End,
 }
@@ -33,7 +35,7 @@ pub trait Source {
 
     /// The final counters. Live: detach, drain what is left and read them, so the accounting
     /// of the final snapshot is exact.
-    fn finish(&mut self, pipe: &mut Pipeline) -> KernelTotals;
+    fn finish(&mut self, pipe: &mut Pipeline) -> Arc<KernelTotals>;
 
     /// After the final snapshot: the source's own accounting on stderr.
     fn report(&self, _pipe: &Pipeline, _k: &KernelTotals) {}

@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Source, Step};
@@ -86,7 +87,7 @@ impl Source for ReplaySource {
                 self.since_window += 1;
                 if self.last.is_none() && self.window > 0 && self.since_window >= self.window {
                     self.since_window = 0;
-                    Step::Window(pipe.derived())
+                    Step::Window(Arc::new(pipe.derived()))
                 } else {
                     Step::Continue
                 }
@@ -94,7 +95,7 @@ impl Source for ReplaySource {
             Some(Event::Counters(k)) => {
                 self.last = Some(k.clone());
                 self.since_window = 0;
-                Step::Window(k)
+                Step::Window(Arc::new(k))
             }
         })
     }
@@ -103,8 +104,8 @@ impl Source for ReplaySource {
         sleep_unless_stopped(self.pace, Duration::from_millis(20));
     }
 
-    fn finish(&mut self, pipe: &mut Pipeline) -> KernelTotals {
-        self.last.clone().unwrap_or_else(|| pipe.derived())
+    fn finish(&mut self, pipe: &mut Pipeline) -> Arc<KernelTotals> {
+        Arc::new(self.last.clone().unwrap_or_else(|| pipe.derived()))
     }
 
     fn linger(&self) -> Option<Duration> {
