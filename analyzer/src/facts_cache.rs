@@ -116,6 +116,8 @@ struct CacheCounters {
     parsed: AtomicUsize,
     damaged: AtomicUsize,
     damaged_packs: AtomicUsize,
+    /// Entries that could not be serialized (added to the pack writes that failed).
+    unserializable: AtomicUsize,
 }
 
 /// What the cache did in one load.
@@ -197,10 +199,6 @@ impl FactsCache {
         });
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// The key of `rel` with contents `bytes` (as decoded to `text`) under `config`.
     pub fn key(rel: &str, bytes: &[u8], text: &str, config: &KernelConfig) -> EntryKey {
         let mut h = Sha256::new();
@@ -256,10 +254,13 @@ impl FactsCache {
     /// serialized only costs the next run a parse.
     pub fn put(&self, key: &EntryKey, entry: &FileEntry) {
         self.stats.parsed.fetch_add(1, Ordering::Relaxed);
-        if let Ok(payload) = serde_json::to_vec(entry) {
-            if let Ok(mut pending) = self.pending.lock() {
-                pending.push((key.0.clone(), payload));
-            }
+        let kept = serde_json::to_vec(entry).ok().and_then(|payload| {
+            let mut pending = self.pending.lock().ok()?;
+            pending.push((key.0.clone(), payload));
+            Some(())
+        });
+        if kept.is_none() {
+            self.stats.unserializable.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -282,7 +283,7 @@ impl FactsCache {
             damaged: self.stats.damaged.load(Ordering::Relaxed),
             damaged_packs: self.stats.damaged_packs.load(Ordering::Relaxed),
             written,
-            write_errors,
+            write_errors: write_errors + self.stats.unserializable.load(Ordering::Relaxed),
             evicted,
         }
     }
@@ -323,14 +324,20 @@ fn parse_header(line: &str) -> Option<(usize, usize, &str)> {
     (f.next().is_none() && sum.len() == 64).then_some((records, index_len, sum))
 }
 
-/// The payloads' start and the records of a pack whose header and index pass their checks.
-fn read_index(file: &File) -> Option<(u64, Vec<(String, Slot)>)> {
-    let mut reader = BufReader::new(file);
+/// A pack's header line, at most [`MAX_INDEX_LINE`] bytes, with its line break.
+fn read_header_line(reader: &mut impl BufRead) -> Option<String> {
     let mut header = String::new();
-    (&mut reader)
+    reader
         .take(MAX_INDEX_LINE as u64)
         .read_line(&mut header)
         .ok()?;
+    header.ends_with('\n').then_some(header)
+}
+
+/// The payloads' start and the records of a pack whose header and index pass their checks.
+fn read_index(file: &File) -> Option<(u64, Vec<(String, Slot)>)> {
+    let mut reader = BufReader::new(file);
+    let header = read_header_line(&mut reader)?;
     let (records, index_len, sum) = parse_header(header.strip_suffix('\n')?)?;
     let file_len = file.metadata().ok()?.len();
     if index_len > records.checked_mul(MAX_INDEX_LINE)? || index_len as u64 > file_len {
@@ -507,11 +514,9 @@ fn enforce_bound(dir: &Path, max_bytes: u64) -> usize {
 
 /// The record count a pack's header claims (0 when unreadable).
 fn pack_records(file: &File) -> usize {
-    let mut header = String::new();
-    let _ = BufReader::new(file)
-        .take(MAX_INDEX_LINE as u64)
-        .read_line(&mut header);
-    parse_header(header.trim_end()).map_or(0, |(records, _, _)| records)
+    read_header_line(&mut BufReader::new(file))
+        .and_then(|h| Some(parse_header(h.strip_suffix('\n')?)?.0))
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
