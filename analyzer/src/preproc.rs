@@ -137,6 +137,7 @@ pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
     }
     blank_annotations(&mut out);
     rewrite_macro_idioms(&mut out);
+    blank_tracepoint_definitions(&mut out);
     Preprocessed {
         text: out,
         unknown_conditions: cond.unknown_conditions,
@@ -788,6 +789,112 @@ fn skip_non_code(bytes: &[u8], i: usize, directives: bool) -> Option<usize> {
     }
 }
 
+/// The kernel's tracepoint definition macros. Their arguments are the trace event DSL
+/// (`TP_STRUCT__entry(__field(u32, qpn) ...)`, `TP_fast_assign(__entry->qpn = qp->qpn;)`), not C:
+/// tree-sitter reads them as hundreds of errors (hfi1's trace_tid.h: 559) and slowly, and what it
+/// finds there is never a definition, a call inside a function or an ops table.
+const TRACEPOINT_DEFINERS: &[&[u8]] = &[
+    b"TRACE_EVENT",
+    b"TRACE_EVENT_CONDITION",
+    b"TRACE_EVENT_FN",
+    b"TRACE_EVENT_FN_COND",
+    b"DECLARE_EVENT_CLASS",
+    b"DEFINE_EVENT",
+    b"DEFINE_EVENT_PRINT",
+    b"DEFINE_EVENT_CONDITION",
+    b"DEFINE_EVENT_FN",
+    b"DECLARE_TRACE",
+    b"TRACE_DEFINE_ENUM",
+    b"TRACE_DEFINE_SIZEOF",
+];
+
+/// Blank every top-level invocation of a [`TRACEPOINT_DEFINERS`] macro, its arguments and its
+/// `;` (newlines kept). Preprocessor lines are left as they are, so a `#define` that wraps one
+/// of these macros is still a macro the graph sees.
+fn blank_tracepoint_definitions(text: &mut String) {
+    // The definers come from <linux/tracepoint.h>, which every trace header of the tree
+    // includes itself; the other files (nearly all) are not scanned.
+    if !text.contains("linux/tracepoint.h") {
+        return;
+    }
+    let mut bytes = std::mem::take(text).into_bytes();
+    let n = bytes.len();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < n {
+        if let Some(next) = skip_non_code(&bytes, i, true) {
+            i = next;
+            continue;
+        }
+        match bytes[i] {
+            b'{' => depth += 1,
+            b'}' => depth = depth.saturating_sub(1),
+            c if c.is_ascii_alphabetic() || c == b'_' => {
+                let start = i;
+                while i < n && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                    i += 1;
+                }
+                if depth == 0 && TRACEPOINT_DEFINERS.contains(&&bytes[start..i]) {
+                    if let Some(end) = invocation_end(&bytes, i) {
+                        for b in &mut bytes[start..end] {
+                            if *b != b'\n' {
+                                *b = b' ';
+                            }
+                        }
+                        i = end;
+                    }
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    // Only ASCII bytes were replaced by spaces (a string inside the blanked range keeps its
+    // newlines; any other byte, multi-byte UTF-8 included, becomes a space per byte).
+    *text = String::from_utf8(bytes).unwrap_or_default();
+}
+
+/// The index after the parenthesized arguments that follow `i` (whitespace allowed before the
+/// `(`) and after the `;` that ends the statement, if any; None when no `(` follows or the
+/// parentheses do not close.
+fn invocation_end(bytes: &[u8], mut i: usize) -> Option<usize> {
+    let n = bytes.len();
+    while i < n && bytes[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    if bytes.get(i) != Some(&b'(') {
+        return None;
+    }
+    let mut parens = 0usize;
+    while i < n {
+        if let Some(next) = skip_non_code(bytes, i, false) {
+            i = next;
+            continue;
+        }
+        match bytes[i] {
+            b'(' => parens += 1,
+            b')' => {
+                parens -= 1;
+                if parens == 0 {
+                    let mut j = i + 1;
+                    while j < n && matches!(bytes[j], b' ' | b'\t') {
+                        j += 1;
+                    }
+                    return Some(if bytes.get(j) == Some(&b';') {
+                        j + 1
+                    } else {
+                        i + 1
+                    });
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// In a header, the bodies of top-level `struct`/`union`/`enum` definitions hold no calls the
 /// graph needs, yet they are most of the bytes (mlx5_ifc.h: 300 KB of field layouts). Blank them
 /// (newlines kept) so tree-sitter parses only what matters: inline functions and macros.
@@ -954,5 +1061,46 @@ mod tests {
     fn unbalanced_endif_is_reported_not_fatal() {
         let p = preprocess("#endif\nx\n", &cfg());
         assert_eq!(p.unbalanced, vec![1]);
+    }
+
+    #[test]
+    fn tracepoint_definitions_are_blanked_and_their_wrappers_kept() {
+        let src = "#include <linux/tracepoint.h>\n\
+#define DEF_QP_EVENT(name) DEFINE_EVENT(qp_class, name, TP_PROTO(u32 q), TP_ARGS(q))\n\
+DECLARE_EVENT_CLASS(qp_class,\n\
+\tTP_PROTO(u32 q),\n\
+\tTP_fast_assign(__entry->q = q; /* ) */),\n\
+\tTP_printk(\"qp %u (%s)\", __entry->q, \")\")\n\
+);\n\
+DEF_QP_EVENT(modify);\n\
+static inline int keep(void) { return rdma_call(TRACE_EVENT); }\n\
+TRACE_EVENT_CONDITION (unterminated,\n";
+        let p = preprocess(src, &cfg());
+        assert_eq!(p.text.len(), src.len());
+        let lines: Vec<&str> = p.text.lines().map(str::trim).collect();
+        assert_eq!(
+            lines,
+            [
+                "#include <linux/tracepoint.h>",
+                "#define DEF_QP_EVENT(name) DEFINE_EVENT(qp_class, name, TP_PROTO(u32 q), TP_ARGS(q))",
+                "",
+                "",
+                "",
+                "",
+                "",
+                // A wrapper's use is an ordinary macro call: the graph's macro expansion sees it.
+                "DEF_QP_EVENT(modify);",
+                "static inline int keep(void) { return rdma_call(TRACE_EVENT); }",
+                // Unclosed arguments are left for the parser to report.
+                "TRACE_EVENT_CONDITION (unterminated,",
+            ]
+        );
+        // A file that does not include the definers' header is left as it is.
+        let other = src.replacen(
+            "#include <linux/tracepoint.h>",
+            "#include <linux/kernel.h>   ",
+            1,
+        );
+        assert_eq!(preprocess(&other, &cfg()).text, other);
     }
 }
