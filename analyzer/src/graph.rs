@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 // The name indexes are hashed per call site (about 100,000 lookups per build): Fx, not SipHash.
 // Nothing iterates them, so their order never reaches an output.
+use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -338,22 +339,25 @@ struct NodePass {
 /// definition order. A `UVERBS_HANDLER(X)` definition whose name the loader could not resolve
 /// is left out: it has no callable name.
 fn collect_nodes(tree: &SourceTree, scope: &VendorScope) -> NodePass {
-    let mut nodes: Vec<FnNode> = Vec::new();
-    let mut origin: Vec<(usize, usize)> = Vec::new();
-    for (fi, file) in tree.files.iter().enumerate() {
-        if !scope.admits(&file.path) {
-            continue;
-        }
-        let module = tree.build.module_or_unbuilt(&file.path).map(str::to_string);
-        let built = file.is_header() || tree.build.module_of(&file.path).is_some();
-        for (i, f) in file.functions.iter().enumerate() {
-            if f.uverbs_handler_id.is_some() && f.name == "UVERBS_HANDLER" {
-                continue;
-            }
-            nodes.push(fn_node(&file.path, module.clone(), built, f));
-            origin.push((fi, i));
-        }
-    }
+    // Per file in parallel (the nodes copy every definition's facts), joined in file order.
+    let per_file: Vec<Vec<(FnNode, (usize, usize))>> = tree
+        .files
+        .par_iter()
+        .enumerate()
+        .filter(|(_, file)| scope.admits(&file.path))
+        .map(|(fi, file)| {
+            let module = tree.build.module_or_unbuilt(&file.path).map(str::to_string);
+            let built = file.is_header() || tree.build.module_of(&file.path).is_some();
+            file.functions
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| !(f.uverbs_handler_id.is_some() && f.name == "UVERBS_HANDLER"))
+                .map(|(i, f)| (fn_node(&file.path, module.clone(), built, f), (fi, i)))
+                .collect()
+        })
+        .collect();
+    let (nodes, origin): (Vec<FnNode>, Vec<(usize, usize)>) =
+        per_file.into_iter().flatten().unzip();
     let mut by_name: HashMap<String, Vec<FnId>> = HashMap::default();
     for (id, n) in nodes.iter().enumerate() {
         by_name.entry(n.name.clone()).or_default().push(id);
@@ -501,12 +505,12 @@ struct CallFacts {
     unresolved_indirect: Vec<String>,
 }
 
-/// One caller's outgoing edges, added in call-site order: the first edge to a callee wins.
+/// One caller's outgoing edges, in call-site order: the first edge to a callee wins.
 struct CallerEdges<'g> {
-    graph: &'g mut DiGraph<FnId, CallEdge>,
     caller: FnId,
     file: &'g str,
     seen: BTreeSet<FnId>,
+    edges: Vec<(FnId, CallEdge)>,
     facts: CallFacts,
 }
 
@@ -519,8 +523,7 @@ impl CallerEdges<'_> {
                 line,
                 via,
             };
-            self.graph
-                .add_edge(NodeIndex::new(self.caller), NodeIndex::new(to), edge);
+            self.edges.push((to, edge));
         }
     }
 
@@ -544,33 +547,44 @@ struct EdgePass<'a> {
 /// Pass 3, edges. Reads every node's call sites (from its file's facts) and resolves each
 /// through macros, names, `ib_device_ops` members and the uverbs dispatch tables of pass 2.
 /// Produces the graph (one edge per caller and callee: the first call site) and, per node,
-/// the calls that are not edges.
+/// the calls that are not edges. Callers are resolved in parallel (they only read the passes
+/// before) and their edges added in caller order, so the graph is the same on any thread count.
 fn resolve_edges(
     tree: &SourceTree,
     origin: &[(usize, usize)],
     pass: &EdgePass,
 ) -> (DiGraph<FnId, CallEdge>, Vec<CallFacts>) {
+    let callers: Vec<CallerEdges> = origin
+        .par_iter()
+        .enumerate()
+        .map(|(caller, &(fi, i))| {
+            let file = &tree.files[fi];
+            let func = &file.functions[i];
+            let module = pass.resolver.nodes[caller].module.as_deref();
+            let mut edges = CallerEdges {
+                caller,
+                file: &file.path,
+                seen: BTreeSet::new(),
+                edges: Vec::new(),
+                facts: CallFacts::default(),
+            };
+            for call in &func.calls {
+                pass.call_site(&mut edges, module, func, call);
+            }
+            edges
+        })
+        .collect();
     let n = origin.len();
     let mut graph: DiGraph<FnId, CallEdge> = DiGraph::with_capacity(n, n * 4);
     for id in 0..n {
         graph.add_node(id);
     }
     let mut facts = Vec::with_capacity(n);
-    for (caller, &(fi, i)) in origin.iter().enumerate() {
-        let file = &tree.files[fi];
-        let func = &file.functions[i];
-        let module = pass.resolver.nodes[caller].module.as_deref();
-        let mut edges = CallerEdges {
-            graph: &mut graph,
-            caller,
-            file: &file.path,
-            seen: BTreeSet::new(),
-            facts: CallFacts::default(),
-        };
-        for call in &func.calls {
-            pass.call_site(&mut edges, module, func, call);
+    for c in callers {
+        for (to, edge) in c.edges {
+            graph.add_edge(NodeIndex::new(c.caller), NodeIndex::new(to), edge);
         }
-        facts.push(edges.facts);
+        facts.push(c.facts);
     }
     (graph, facts)
 }
