@@ -3,8 +3,9 @@
 //!
 //! Every program adds one to its CPU's slot as the last thing it does, after all of its
 //! counting (`pg_ended` in probegen.bpf.h, an atomic add). So when the sum is the one read
-//! before the last read of the counter maps, every program that had begun before that read had
-//! ended before it, and no counter moved since: an idle window reads no map at all. The map is
+//! before the last read of the counter maps, no program has ended since: whatever was counted
+//! after that read belongs to a program still running, whose end will move the sum, and an
+//! idle window reads no map at all (see `source::live::WindowReads`). The map is
 //! a `BPF_F_MMAPABLE` array mapped read-only here; an object without it (compiled from an older
 //! header) has no [`Activity`] and the counters are read every window as before.
 //!
@@ -83,9 +84,10 @@ impl Activity {
         (0..self.used)
             .map(|i| {
                 // SAFETY: slot i's first 8 bytes lie within the mapping (used <= slots,
-                // slots * stride <= len), 8-byte aligned (page-aligned base, stride a multiple of 8), and are
-                // only ever changed atomically (the programs' adds). Acquire: the counter-map
-                // reads that follow see the counting that came before the adds seen here.
+                // slots * stride <= len), 8-byte aligned (page-aligned base, stride a
+                // multiple of 8), and only ever changed atomically (the programs' adds).
+                // Acquire: the counter-map reads that follow see the counting that came
+                // before the adds seen here.
                 let count =
                     unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(i * self.stride).cast()) };
                 count.load(Ordering::Acquire)

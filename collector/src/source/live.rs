@@ -112,7 +112,9 @@ impl CounterMaps for LoadedMaps<'_> {
 /// Without `activity` (an older object): while `calls` stands still nothing else moved (a call
 /// is counted first), so an idle window reads one array. Either way, while `failures` stands
 /// still `drops` and `errnos` are taken from the last read instead of walking the maps again.
-/// These two shortcuts only once the read before already saw its counters unchanged
+/// These two shortcuts (the first only without `activity`: with it, a sum that moved while
+/// `calls` stood still is a program that counted its call before the last read and ended
+/// after it) only once the read before already saw its counters unchanged
 /// (`counters_settled`, `failures_settled`): a call counted just before a read could otherwise
 /// have its failure or errno land just after it, and that would need a program to stall across
 /// a whole window. The final read is always full.
@@ -138,7 +140,8 @@ impl WindowReads {
             return Ok(self.last_k.clone());
         }
         let calls = maps.calls()?;
-        if self.counters_settled && calls == self.last_calls {
+        // with `activity`, a sum that moved is a program that ended: its counting is read
+        if ended.is_none() && self.counters_settled && calls == self.last_calls {
             return Ok(self.last_k.clone());
         }
         let mut k = maps.calls_failures(&calls)?;
@@ -520,6 +523,13 @@ mod tests {
         for _ in 0..3 {
             assert!(Arc::ptr_eq(&reads.read(&maps).expect("read"), &k));
         }
+        assert_eq!(maps.take_reads(), (0, 0, 0));
+        // a program whose call was counted before the last read ends: calls stand still but
+        // are read with failures (settled: errnos as they were), and idle again after
+        maps.ended.set(Some(13));
+        reads.read(&maps).expect("read");
+        assert_eq!(maps.take_reads(), (1, 1, 0));
+        reads.read(&maps).expect("read");
         assert_eq!(maps.take_reads(), (0, 0, 0));
     }
 }
