@@ -5,8 +5,8 @@
  * set, or once into --header-dir for several sets).
  *
  * Observe only: every program counts its calls; on failure it also counts the failure and its
- * errno and emits one struct pg_record into the `events` ring buffer. Nothing is modified
- * (no fmod_ret, no bpf_override_return).
+ * errno and emits one struct pg_record into the `events` ring buffer; last, it adds one to its
+ * CPU's slot in `activity`. Nothing is modified (no fmod_ret, no bpf_override_return).
  *
  * Failure predicate, by the function's return type:
  *   int   the raw u64 from bpf_get_func_ret() is sign-extended from the BTF return size
@@ -44,6 +44,8 @@
 #define PG_ERRNO_ENTRIES {{ errno_entries }}
 #define PG_NARGS {{ record_args }}
 #define PG_MAX_FUNC_ARGS {{ max_func_args }}
+/* slots of `activity`, a power of two: CPU n bumps slot n % PG_ACTIVITY_SLOTS */
+#define PG_ACTIVITY_SLOTS 256
 
 /* errno carried by a failed return value (sign-extended): -ret in [1, 4095], else 0 */
 #define PG_ERRNO(ret) ((ret) < 0 && (ret) >= -PG_MAX_ERRNO ? -(ret) : 0)
@@ -121,6 +123,30 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } events SEC(".maps");
 
+/*
+ * Activity: one more in the running CPU's slot as the last thing every program does, after all
+ * of its counting. The map is mmapable, so a collector reads the slots from memory without a
+ * syscall and reads the counter maps only when their sum moved since its last read: while it
+ * stands still no program has ended, so whatever was counted since belongs to a program still
+ * running, whose end will move it. The add is atomic: a program interrupted on its CPU by
+ * another one cannot lose it (a lost add could bring the sum back to a value already read).
+ * Each slot has its own cache line, so CPUs do not write one another's (CPUs past the slots
+ * fold onto them: shared lines, still exact). On x86 (TSO) a reader that sees the add also sees
+ * the counting stores before it.
+ */
+struct pg_activity {
+	__u64 ended; /* programs ended on this slot's CPUs */
+	__u64 pad[7]; /* the rest of the 64-byte cache line */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, PG_ACTIVITY_SLOTS);
+	__type(key, __u32);
+	__type(value, struct pg_activity);
+} activity SEC(".maps");
+
 /* past this many pending bytes every record wakes the consumer */
 const volatile __u64 wakeup_threshold = 64 * 1024;
 
@@ -136,12 +162,11 @@ static __always_inline void pg_inc(void *map, const void *key)
 }
 
 /*
- * Shared exit path. err: errno (0 when none); failed: the return value is a failure;
- * ctx: the fexit context (arguments are read only when argmask is non-zero);
- * argmask: bit i set records argument i (at most PG_NARGS, by ascending position).
+ * The counting of pg_exit: the call; on failure the failure, its errno and its record (or
+ * its drop).
  */
-static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *ctx,
-				   __u32 argmask)
+static __always_inline void pg_count(__u32 probe_id, long err, int failed, void *ctx,
+				     __u32 argmask)
 {
 	struct pg_errno_key key = {};
 	struct pg_record *rec;
@@ -152,7 +177,7 @@ static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *c
 
 	pg_inc(&calls, &probe_id);
 	if (!failed)
-		return 0;
+		return;
 	pg_inc(&failures, &probe_id);
 
 	key.probe_id = probe_id;
@@ -168,14 +193,14 @@ static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *c
 
 	next = bpf_map_lookup_elem(&seq, &zero);
 	if (!next)
-		return 0;
+		return;
 	s = *next;
 	*next = s + 1;
 
 	rec = bpf_ringbuf_reserve(&events, sizeof(*rec), 0);
 	if (!rec) {
 		pg_inc(&drops, &probe_id);
-		return 0;
+		return;
 	}
 	rec->seq = s;
 	rec->ts_ns = bpf_ktime_get_ns();
@@ -204,6 +229,28 @@ static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *c
 	flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_threshold ?
 			BPF_RB_FORCE_WAKEUP : 0;
 	bpf_ringbuf_submit(rec, flags);
+}
+
+/* Ends a program: one more in this CPU's activity slot, after all of its counting. */
+static __always_inline void pg_ended(void)
+{
+	__u32 slot = bpf_get_smp_processor_id() & (PG_ACTIVITY_SLOTS - 1);
+	struct pg_activity *a = bpf_map_lookup_elem(&activity, &slot);
+
+	if (a)
+		__sync_fetch_and_add(&a->ended, 1);
+}
+
+/*
+ * Shared exit path. err: errno (0 when none); failed: the return value is a failure;
+ * ctx: the fexit context (arguments are read only when argmask is non-zero);
+ * argmask: bit i set records argument i (at most PG_NARGS, by ascending position).
+ */
+static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *ctx,
+				   __u32 argmask)
+{
+	pg_count(probe_id, err, failed, ctx, argmask);
+	pg_ended();
 	return 0;
 }
 

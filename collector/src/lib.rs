@@ -6,13 +6,14 @@
 //! ([`replay`]); both are a [`source::Source`] of the one loop in [`run`], which feeds
 //! [`pipeline::Pipeline`] and writes to the [`outputs`].
 //!
-//! Modules depend one way: [`relation`], [`kernel_state`], [`shared`] and [`timings`] are
-//! leaves; the input sources ([`live`], [`replay`]) know them but not the pipeline; [`source`]
-//! adapts them to the pipeline; [`run`] drives it all.
+//! Modules depend one way: [`relation`], [`kernel_state`], [`shared`], [`timings`] and
+//! [`activity`] are leaves; the input sources ([`live`], [`replay`]) know them but not the
+//! pipeline; [`source`] adapts them to the pipeline; [`run`] drives it all.
 //!
 //! Record layout: [`record`] re-exports the `manifest` crate's `PgRecord`, the one Rust mirror
 //! of the C `struct pg_record` (checked against the shared field table there).
 
+pub mod activity;
 pub mod chains;
 pub mod clickhouse;
 pub mod decode;
@@ -59,6 +60,7 @@ mod tests {
             ),
             ("shared.rs", include_str!("shared.rs"), &["crate::"]),
             ("timings.rs", include_str!("timings.rs"), &["crate::"]),
+            ("activity.rs", include_str!("activity.rs"), &["crate::"]),
             (
                 "live.rs",
                 include_str!("live.rs"),

@@ -541,6 +541,14 @@ impl Loaded {
         Ok(k)
     }
 
+    /// The object's `activity` map read from memory, or `None` when the object has none that
+    /// can be mapped (an object compiled from an older header: its counters are then read
+    /// every window).
+    pub fn activity(&self) -> Option<crate::activity::Activity> {
+        let m = self.map(crate::activity::ACTIVITY_MAP).ok()?;
+        crate::activity::Activity::map(&m)
+    }
+
     /// `calls` by probe id. The programs count a call before anything else (`pg_exit` in
     /// probegen.bpf.h), so when `calls` has not moved, no other counter has either.
     pub fn read_calls(&self, table: &ProbeTable) -> Result<Vec<u64>, CollectError> {

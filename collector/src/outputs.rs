@@ -12,7 +12,7 @@ use crate::kernel_state::KernelTotals;
 use crate::metrics::{self, MetricsState, MetricsUpdate, Page};
 use crate::options::Options;
 use crate::pipeline::{Pipeline, Snapshot};
-use crate::sink::JsonlSink;
+use crate::sink::{JsonlSink, SyncWhen};
 use crate::snapshot_line::LineCache;
 
 pub struct Outputs {
@@ -156,9 +156,16 @@ impl Outputs {
         }
         self.last_snapshot_unix_ns = snap.window.end_unix_ns;
         crate::timings::mark("log+clickhouse");
-        let line = self.line_cache.line(snap);
+        let parts = self.line_cache.parts(snap);
         crate::timings::mark("line");
-        if let Err(e) = self.sink.write(line) {
+        // a window in which nothing happened is synced later (see sink.rs)
+        let sync = if snap.idle {
+            SyncWhen::Later
+        } else {
+            SyncWhen::Now
+        };
+        let written = self.sink.write_parts(&parts, sync);
+        if let Err(e) = written {
             pipe.sink_errors += 1;
             eprintln!(
                 "probegen collect: sink {}: snapshot {} not written: {e} (sink errors: {})",

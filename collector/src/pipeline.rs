@@ -434,7 +434,6 @@ impl Pipeline {
                 recs: std::mem::take(&mut self.batch),
                 table: table.clone(),
             },
-            chains,
             counters,
             drops: Drops {
                 kernel: counter_delta(self.prev.drops, k.drops),
@@ -446,8 +445,15 @@ impl Pipeline {
                 decode: self.win_decode_errors,
                 sink: self.sink_errors,
             },
-            invariant,
             clickhouse: None,
+            idle: quiet
+                && !is_final
+                && chains.is_empty()
+                && self.win_decode_errors == 0
+                && gaps == self.seq_gaps_prev
+                && invariant.ok,
+            invariant,
+            chains,
         };
         self.seq_gaps_prev = gaps;
         self.prev = k.clone();
@@ -484,6 +490,10 @@ pub struct Snapshot {
     /// The ClickHouse sink's spool after this snapshot was queued (with `--clickhouse`)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clickhouse: Option<crate::clickhouse::SinkStatus>,
+    /// Nothing happened in this window: no record, no chain, no counter moved, no decode
+    /// error, and it is not the final snapshot (its line need not be synced on its own)
+    #[serde(skip)]
+    pub idle: bool,
 }
 
 impl Snapshot {
@@ -522,13 +532,13 @@ pub struct CounterOut {
     pub dropped_userspace: u64,
 }
 
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Drops {
     pub kernel: u64,
     pub userspace: u64,
 }
 
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Errors {
     /// samples of the wrong size, unknown probe id or CPU, this window
     pub decode: u64,
@@ -964,6 +974,31 @@ pub(crate) mod tests {
         let s = p.snapshot(&k, SystemTime::now(), true);
         assert_eq!((s.counters[1].failures, s.counters[1].received), (1, 1));
         assert!(s.invariant.exact && s.invariant.ok);
+    }
+
+    #[test]
+    fn only_a_window_in_which_nothing_happened_is_idle() {
+        let mut p = pipe(100);
+        p.ingest(&rec(3, 14, 0, 0, 288));
+        let k = Arc::new(totals(&[(3, 1)], &[((3, 14), 1)], 0));
+        assert!(!p.snapshot(&k, SystemTime::now(), false).idle, "a record");
+        // the same counters again: idle once the record's chain is reported
+        let idle: Vec<bool> = (0..3)
+            .map(|_| {
+                let s = p.snapshot(&k, SystemTime::now(), false);
+                assert!(!s.idle || (s.records.is_empty() && s.chains.is_empty()));
+                s.idle
+            })
+            .collect();
+        assert!(idle[1] && idle[2], "{idle:?}");
+        // a successful call: no record, but counters moved
+        let called = Arc::new(KernelTotals {
+            calls: [(3, 11)].into(),
+            ..(*k).clone()
+        });
+        assert!(!p.snapshot(&called, SystemTime::now(), false).idle);
+        assert!(p.snapshot(&called, SystemTime::now(), false).idle);
+        assert!(!p.snapshot(&called, SystemTime::now(), true).idle, "final");
     }
 
     #[test]

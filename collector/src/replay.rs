@@ -30,6 +30,7 @@ pub fn is_raw_name(path: &std::path::Path) -> bool {
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufWriter, Read, Write};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -324,11 +325,26 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
+/// How long the `counters` lines of idle windows may wait in the recorder's buffer.
+pub const IDLE_FLUSH_EVERY: Duration = Duration::from_secs(30);
+
 /// Writes a JSONL replay file (`--record`).
+///
+/// Every window's records and `counters` line are written out (flushed) when the window
+/// closes, except in a window in which nothing happened (no record, the counters as before):
+/// its `counters` line, the last one again, waits in the buffer until a window that recorded
+/// something, until the oldest waiting line is [`IDLE_FLUSH_EVERY`] old, or [`Recorder::flush`]
+/// (at exit). So a crash of the collector can lose at most those repeated lines of the last
+/// [`IDLE_FLUSH_EVERY`] and one `--interval` (idle windows at the end of the recording), never a
+/// record or a counter that moved.
 pub struct Recorder<W: Write> {
     out: BufWriter<W>,
     /// the last counters written and their line (idle windows write the same line again)
     last_counters: Option<(Arc<KernelTotals>, Vec<u8>)>,
+    /// records written since the last flush
+    records_pending: bool,
+    /// when the oldest idle `counters` line still in the buffer was written
+    idle_since: Option<Instant>,
 }
 
 impl<W: Write> Recorder<W> {
@@ -339,20 +355,26 @@ impl<W: Write> Recorder<W> {
         Ok(Recorder {
             out,
             last_counters: None,
+            records_pending: false,
+            idle_since: None,
         })
     }
 
     pub fn record(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.records_pending = true;
         self.out.write_all(b"{\"rec\":\"")?;
         self.out.write_all(hex(bytes).as_bytes())?;
         self.out.write_all(b"\"}\n")
     }
 
-    /// Writes a `counters` line (closing a window) and flushes.
+    /// Writes a `counters` line (closing a window) and flushes, unless nothing happened in the
+    /// window (see [`Recorder`]).
     pub fn counters(&mut self, k: &Arc<KernelTotals>) -> io::Result<()> {
+        let mut unchanged = true;
         let line = match self.last_counters.take() {
             Some((last, line)) if Arc::ptr_eq(&last, k) || last == *k => (last, line),
             _ => {
+                unchanged = false;
                 let mut line = b"{\"counters\":".to_vec();
                 serde_json::to_writer(&mut line, &CountersJson::from_totals(k))?;
                 line.extend_from_slice(b"}\n");
@@ -362,11 +384,23 @@ impl<W: Write> Recorder<W> {
         let written = self.out.write_all(&line.1);
         self.last_counters = Some(line);
         written?;
-        self.out.flush()
+        if unchanged && !self.records_pending {
+            let now = Instant::now();
+            let oldest = *self.idle_since.get_or_insert(now);
+            if now.duration_since(oldest) < IDLE_FLUSH_EVERY {
+                return Ok(());
+            }
+        }
+        self.flush()
     }
 
+    /// Writes out everything buffered.
     pub fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
+        // on an error what was not written stays buffered, and the next window tries again
+        self.out.flush()?;
+        self.records_pending = false;
+        self.idle_since = None;
+        Ok(())
     }
 }
 
@@ -452,6 +486,66 @@ mod tests {
         for l in lines {
             assert_eq!(format!("{l}\n").as_bytes(), line);
         }
+    }
+
+    /// The bytes a recorder wrote out so far (past its buffer).
+    #[derive(Clone, Default)]
+    struct WrittenOut(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+    impl Write for WrittenOut {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(b);
+            Ok(b.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl WrittenOut {
+        fn lines(&self) -> usize {
+            self.0.borrow().iter().filter(|&&b| b == b'\n').count()
+        }
+    }
+
+    #[test]
+    fn idle_counters_lines_wait_in_the_buffer() {
+        let k = Arc::new(KernelTotals {
+            calls: [(25, 3)].into(),
+            ..Default::default()
+        });
+        let out = WrittenOut::default();
+        let mut r = Recorder::new(out.clone(), &Header::default()).expect("rec");
+        // the first counters line is written out (header + counters)
+        r.counters(&k).expect("w");
+        assert_eq!(out.lines(), 2);
+        // idle windows: the same line again, buffered
+        r.counters(&k).expect("w");
+        r.counters(&k).expect("w");
+        assert_eq!(out.lines(), 2);
+        // a window with a record: written out with the idle lines before it
+        r.record(&[7u8; RECORD_SIZE]).expect("w");
+        r.counters(&k).expect("w");
+        assert_eq!(out.lines(), 6);
+        // counters that moved: written out
+        r.counters(&k).expect("w");
+        let moved = Arc::new(KernelTotals {
+            calls: [(25, 4)].into(),
+            ..Default::default()
+        });
+        r.counters(&moved).expect("w");
+        assert_eq!(out.lines(), 8);
+        // the oldest idle line is IDLE_FLUSH_EVERY old: written out
+        r.counters(&moved).expect("w");
+        r.idle_since = Instant::now().checked_sub(IDLE_FLUSH_EVERY);
+        r.counters(&moved).expect("w");
+        assert_eq!(out.lines(), 10);
+        // at exit
+        r.counters(&moved).expect("w");
+        assert_eq!(out.lines(), 10);
+        r.flush().expect("flush");
+        assert_eq!(out.lines(), 11);
     }
 
     #[test]

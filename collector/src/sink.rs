@@ -1,13 +1,54 @@
-//! JSON Lines sink: append-only, one snapshot per line, `fsync` (fdatasync) after each
-//! snapshot, rotated by size (`FILE` -> `FILE.1` -> ... -> `FILE.<keep>`, the oldest removed).
-//! `-` writes to stdout (no rotation, no fsync).
+//! JSON Lines sink: append-only, one snapshot per line, rotated by size (`FILE` -> `FILE.1`
+//! -> ... -> `FILE.<keep>`, the oldest removed). `-` writes to stdout (no rotation, no fsync).
 //!
-//! Errors never stop collection: [`JsonlSink::write`] returns the error for the caller to count
-//! and report; a failed file is closed and reopened at the next write.
+//! Durability: a line is written (`write(2)`: readers see it at once, and a crash of the
+//! collector loses nothing) and then synced (`fdatasync`) when it carries anything
+//! ([`JsonlSink::write`]: records, chains, counters that moved, the final snapshot). A line of a
+//! window in which nothing happened ([`JsonlSink::write_idle`]) is not synced on its own: the
+//! next synced line syncs it too, and so does an idle line once the oldest line not synced is
+//! [`IDLE_SYNC_EVERY`] old, and a rotation. So a crash of the machine (power, kernel) can lose
+//! at most the idle lines of the last [`IDLE_SYNC_EVERY`] and one `--interval`, never a line
+//! that counted something (and the lines after a lost one are lost too: one file, in order).
+//!
+//! Errors never stop collection: a write returns the error for the caller to count and
+//! report; a failed file is closed and reopened at the next write.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// At most this long between a sync and the next one while lines that changed nothing are
+/// written.
+pub const IDLE_SYNC_EVERY: Duration = Duration::from_secs(30);
+
+/// When a line reaches the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncWhen {
+    /// synced (`fdatasync`) before the write returns
+    Now,
+    /// a line of a window in which nothing happened: synced later (see the module's doc)
+    Later,
+}
+
+/// Writes all of `parts`, in order, with as few `writev` calls as the kernel allows.
+fn write_all_parts(f: &mut File, parts: &[&[u8]]) -> io::Result<()> {
+    let mut slices: Vec<io::IoSlice<'_>> = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| io::IoSlice::new(p))
+        .collect();
+    let mut left = &mut slices[..];
+    while !left.is_empty() {
+        match f.write_vectored(left) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => io::IoSlice::advance_slices(&mut left, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
 
 pub struct JsonlSink {
     path: Option<PathBuf>,
@@ -16,6 +57,8 @@ pub struct JsonlSink {
     file: Option<File>,
     size: u64,
     pub rotations: u64,
+    /// when the oldest line of the open file not synced yet was written (`None`: all synced)
+    unsynced_since: Option<Instant>,
 }
 
 impl JsonlSink {
@@ -28,6 +71,7 @@ impl JsonlSink {
             file: None,
             size: 0,
             rotations: 0,
+            unsynced_since: None,
         }
     }
 
@@ -45,7 +89,10 @@ impl JsonlSink {
     }
 
     fn rotate(&mut self, path: &Path) -> io::Result<()> {
-        self.file = None;
+        // the idle lines not synced yet go with the file
+        if let (Some(f), Some(_)) = (self.file.take(), self.unsynced_since.take()) {
+            f.sync_data()?;
+        }
         let numbered = |i: usize| {
             let mut s = path.as_os_str().to_owned();
             s.push(format!(".{i}"));
@@ -65,34 +112,61 @@ impl JsonlSink {
 
     /// Appends one line (which must end in `\n`) and syncs it to disk.
     pub fn write(&mut self, line: &[u8]) -> io::Result<()> {
+        self.write_parts(&[line], SyncWhen::Now)
+    }
+
+    /// Appends the line of a window in which nothing happened: synced only when the oldest
+    /// line not synced is [`IDLE_SYNC_EVERY`] old (see the module's doc).
+    pub fn write_idle(&mut self, line: &[u8]) -> io::Result<()> {
+        self.write_parts(&[line], SyncWhen::Later)
+    }
+
+    /// Appends one line given in parts (joined, they end in `\n`) with one `writev`.
+    pub fn write_parts(&mut self, parts: &[&[u8]], sync: SyncWhen) -> io::Result<()> {
         let Some(path) = self.path.clone() else {
             let mut out = io::stdout().lock();
-            out.write_all(line)?;
+            for part in parts {
+                out.write_all(part)?;
+            }
             return out.flush();
         };
+        let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
         if self.file.is_none() {
             let (f, size) = Self::open(&path)?;
             self.file = Some(f);
             self.size = size;
         }
-        if self.max_bytes > 0 && self.size > 0 && self.size + line.len() as u64 > self.max_bytes {
+        if self.max_bytes > 0 && self.size > 0 && self.size + len > self.max_bytes {
             self.rotate(&path)?;
             let (f, size) = Self::open(&path)?;
             self.file = Some(f);
             self.size = size;
         }
+        let now = Instant::now();
+        let sync = sync == SyncWhen::Now
+            || self
+                .unsynced_since
+                .is_some_and(|t| now.duration_since(t) >= IDLE_SYNC_EVERY);
         let res = match self.file.as_mut() {
-            Some(f) => f.write_all(line).and_then(|_| f.sync_data()),
+            Some(f) => {
+                write_all_parts(f, parts).and_then(|_| if sync { f.sync_data() } else { Ok(()) })
+            }
             None => Err(io::Error::other("sink not open")),
         };
         match res {
             Ok(()) => {
-                self.size += line.len() as u64;
+                self.size += len;
+                self.unsynced_since = if sync {
+                    None
+                } else {
+                    self.unsynced_since.or(Some(now))
+                };
                 Ok(())
             }
             Err(e) => {
                 // reopen next time (the file may have been removed, the disk freed)
                 self.file = None;
+                self.unsynced_since = None;
                 Err(e)
             }
         }
@@ -190,6 +264,45 @@ mod tests {
         s.write(b"{}\n")
             .expect("the directory is created and the file opened");
         assert_eq!(std::fs::read(&q).expect("r"), b"{}\n");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Idle lines are written at once (a reader sees them) and synced with the next line that
+    /// is, once the oldest of them is [`IDLE_SYNC_EVERY`] old, or before a rotation.
+    #[test]
+    fn idle_lines_are_written_at_once_and_synced_later() {
+        let d = dir("idle");
+        let p = d.join("s.jsonl");
+        let mut s = JsonlSink::new(&p, 48, 3);
+        s.write_idle(b"{\"n\":0}\n").expect("write");
+        let first = s.unsynced_since.expect("not synced yet");
+        s.write_idle(b"{\"n\":1}\n").expect("write");
+        assert_eq!(std::fs::read(&p).expect("r"), b"{\"n\":0}\n{\"n\":1}\n");
+        assert_eq!(
+            s.unsynced_since,
+            Some(first),
+            "the oldest line's time is kept"
+        );
+        // a line that counted something syncs them all (here in parts, one writev)
+        s.write_parts(&[b"{\"n\"", b"", b":2}\n"], SyncWhen::Now)
+            .expect("write");
+        assert_eq!(s.unsynced_since, None);
+        // the oldest idle line is IDLE_SYNC_EVERY old: the next idle line syncs
+        s.write_idle(b"{\"n\":3}\n").expect("write");
+        s.unsynced_since = Instant::now().checked_sub(IDLE_SYNC_EVERY);
+        s.write_idle(b"{\"n\":4}\n").expect("write");
+        assert_eq!(s.unsynced_since, None);
+        // a rotation syncs what the old file holds (n5), the new file has n6 only
+        s.write_idle(b"{\"n\":5}\n").expect("write");
+        assert!(s.unsynced_since.is_some());
+        s.write_idle(b"{\"n\":6}\n").expect("write");
+        assert_eq!(s.rotations, 1);
+        assert_eq!(
+            std::fs::read_to_string(d.join("s.jsonl.1")).expect("r"),
+            "{\"n\":0}\n{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n{\"n\":5}\n"
+        );
+        assert!(s.unsynced_since.is_some(), "n6 waits for its sync");
+        assert_eq!(std::fs::read(&p).expect("r"), b"{\"n\":6}\n");
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use libbpf_rs::{MapCore, RingBuffer, RingBufferBuilder};
 
 use super::{Source, Step};
+use crate::activity::Activity;
 use crate::error::CollectError;
 use crate::kernel_state::KernelTotals;
 use crate::live::Loaded;
@@ -56,11 +57,17 @@ pub struct LiveSource {
     busy: bool,
     /// the counters of the last window and which maps the next window may skip
     reads: WindowReads,
+    /// the programs' `activity` mapped (when the object has it)
+    activity: Option<Activity>,
 }
 
 /// The kernel's counter maps as a window reads them, in the order the programs count: a
-/// call, then its failure, then the failure's errno and drop (`pg_exit` in probegen.bpf.h).
+/// call, then its failure, then the failure's errno and drop, then the program's end in
+/// `activity` (`pg_exit` in probegen.bpf.h).
 trait CounterMaps {
+    /// Programs ended so far (`activity`, read from memory), or `None` when the object has no
+    /// such map.
+    fn ended(&self) -> Option<u64>;
     /// `calls` by probe id.
     fn calls(&self) -> Result<Vec<u64>, CollectError>;
     /// `failures` read now, with `calls` read just before (no `drops`, no `errnos`).
@@ -69,10 +76,14 @@ trait CounterMaps {
     fn failure_details(&self, k: &mut KernelTotals) -> Result<(), CollectError>;
 }
 
-/// A loaded object's maps with the probe table that keys them.
-struct LoadedMaps<'a>(&'a Loaded, &'a ProbeTable);
+/// A loaded object's maps with the probe table that keys them, and its `activity` mapped.
+struct LoadedMaps<'a>(&'a Loaded, &'a ProbeTable, Option<&'a Activity>);
 
 impl CounterMaps for LoadedMaps<'_> {
+    fn ended(&self) -> Option<u64> {
+        self.2.map(Activity::ended)
+    }
+
     fn calls(&self) -> Result<Vec<u64>, CollectError> {
         self.0.read_calls(self.1)
     }
@@ -88,18 +99,31 @@ impl CounterMaps for LoadedMaps<'_> {
 
 /// What the last window read, and so which maps the next one may skip.
 ///
-/// While `calls` stands still nothing else moved (a call is counted first): an idle window
-/// reads one array and hands on the last window's counters as they are, the same allocation
+/// While the programs' `activity` (read from memory, no syscall) is the sum read just before
+/// the last read of the maps, no program has ended since that read: whatever was counted
+/// after it belongs to a program still running, whose end will move the sum. So an idle
+/// window reads no map at all and hands on the last counters as they are, the same allocation
 /// (the pipeline, the recording and the exposition then know them unchanged without a look).
-/// While `failures` stands still `drops` and `errnos` are taken from the last read instead of
-/// walking the maps again. Each shortcut only once the read before already saw its counters
-/// unchanged (`counters_settled`, `failures_settled`): a call counted just before a read could
-/// otherwise have its failure or errno land just after it, and that would need a program to
-/// stall across a whole window. The final read is always full.
+/// A program running across a read (its call counted, its failure not yet) moves the sum when
+/// it ends, and the next window reads the maps again. A call is counted in the window in which
+/// its program ends (microseconds after the call is counted), or in the one before; so, as
+/// before, in the window of the call or the next, unless a program stalls across a window.
+///
+/// Without `activity` (an older object): while `calls` stands still nothing else moved (a call
+/// is counted first), so an idle window reads one array. Either way, while `failures` stands
+/// still `drops` and `errnos` are taken from the last read instead of walking the maps again.
+/// These two shortcuts (the first only without `activity`: with it, a sum that moved while
+/// `calls` stood still is a program that counted its call before the last read and ended
+/// after it) only once the read before already saw its counters unchanged
+/// (`counters_settled`, `failures_settled`): a call counted just before a read could otherwise
+/// have its failure or errno land just after it, and that would need a program to stall across
+/// a whole window. The final read is always full.
 #[derive(Default)]
 struct WindowReads {
     /// the counters of the last window
     last_k: Arc<KernelTotals>,
+    /// `activity` read just before the last read of the maps
+    ended_at_read: Option<u64>,
     /// `calls` by probe id at the last read
     last_calls: Vec<u64>,
     /// the last read of `failures` found them as the read before it
@@ -111,8 +135,13 @@ struct WindowReads {
 impl WindowReads {
     /// This window's counters (kept as the last window's); on an error nothing changes.
     fn read(&mut self, maps: &impl CounterMaps) -> Result<Arc<KernelTotals>, CollectError> {
+        let ended = maps.ended();
+        if ended.is_some() && ended == self.ended_at_read {
+            return Ok(self.last_k.clone());
+        }
         let calls = maps.calls()?;
-        if self.counters_settled && calls == self.last_calls {
+        // with `activity`, a sum that moved is a program that ended: its counting is read
+        if ended.is_none() && self.counters_settled && calls == self.last_calls {
             return Ok(self.last_k.clone());
         }
         let mut k = maps.calls_failures(&calls)?;
@@ -127,6 +156,7 @@ impl WindowReads {
         }
         self.failures_settled = unchanged;
         self.counters_settled = k == *self.last_k;
+        self.ended_at_read = ended;
         self.last_calls = calls;
         self.last_k = Arc::new(k);
         Ok(self.last_k.clone())
@@ -156,6 +186,12 @@ impl LiveSource {
         };
         let samples = Rc::new(RefCell::new(Samples::default()));
         let ring = ring_buffer(&loaded, samples.clone())?;
+        let activity = loaded.activity();
+        if activity.is_none() {
+            eprintln!(
+                "probegen collect: the object has no mmapable `activity` map (an older probegen.bpf.h): the counters are read every window"
+            );
+        }
         let start = Instant::now();
         Ok(LiveSource {
             ring,
@@ -169,6 +205,7 @@ impl LiveSource {
             timing,
             busy: false,
             reads: WindowReads::default(),
+            activity,
         })
     }
 
@@ -229,7 +266,8 @@ impl LiveSource {
     /// The window's counters (drained once more after reading them), or `None` when they
     /// cannot be read (logged; the window stays open).
     fn close_window(&mut self, pipe: &mut Pipeline, now: Instant) -> Option<Arc<KernelTotals>> {
-        let k = match self.reads.read(&LoadedMaps(&self.loaded, &self.table)) {
+        let maps = LoadedMaps(&self.loaded, &self.table, self.activity.as_ref());
+        let k = match self.reads.read(&maps) {
             Ok(k) => {
                 crate::timings::mark("counters");
                 self.drain(pipe);
@@ -316,6 +354,12 @@ impl Source for LiveSource {
             }
         };
         self.record_counters(&k);
+        // the idle windows' counters lines still buffered
+        if let Some(r) = &mut self.recorder {
+            if r.flush().is_err() {
+                self.record_errors += 1;
+            }
+        }
         k
     }
 
@@ -348,6 +392,8 @@ mod tests {
     /// Counter maps of one probe (id 0) whose values the test sets; counts the map reads.
     #[derive(Default)]
     struct FakeMaps {
+        /// `activity` (None: an object without it)
+        ended: Cell<Option<u64>>,
         calls: Cell<u64>,
         failures: Cell<u64>,
         errnos: RefCell<BTreeMap<(u32, u32), u64>>,
@@ -369,6 +415,10 @@ mod tests {
     }
 
     impl CounterMaps for FakeMaps {
+        fn ended(&self) -> Option<u64> {
+            self.ended.get()
+        }
+
         fn calls(&self) -> Result<Vec<u64>, CollectError> {
             let (c, f, d) = self.reads.get();
             self.reads.set((c + 1, f, d));
@@ -442,5 +492,44 @@ mod tests {
         let k = reads.read(&maps).expect("read");
         assert_eq!(maps.take_reads(), (1, 0, 0));
         assert_eq!(k.errnos[&(0, 14)], 2);
+    }
+
+    #[test]
+    fn an_unmoved_activity_reads_no_map_and_a_moved_one_reads_them_again() {
+        let maps = FakeMaps::default();
+        let mut reads = WindowReads::default();
+        // a failing call whose program is still running: its errno is not counted yet
+        maps.ended.set(Some(10));
+        maps.set(6, 2, 1);
+        let first = reads.read(&maps).expect("read");
+        assert_eq!(maps.take_reads(), (1, 1, 1));
+        // no program ended since: no map is read, the very same counters
+        let idle = reads.read(&maps).expect("read");
+        assert_eq!(maps.take_reads(), (0, 0, 0));
+        assert!(Arc::ptr_eq(&first, &idle));
+        // the program ends (its errno counted before): everything is read again
+        maps.set(6, 2, 2);
+        maps.ended.set(Some(11));
+        let k = reads.read(&maps).expect("read");
+        assert_eq!(maps.take_reads(), (1, 1, 1));
+        assert_eq!(k.errnos[&(0, 14)], 2);
+        // a successful call: calls and failures (standing still twice: errnos as they were)
+        maps.set(7, 2, 2);
+        maps.ended.set(Some(12));
+        let k = reads.read(&maps).expect("read");
+        assert_eq!(maps.take_reads(), (1, 1, 0));
+        assert_eq!((k.calls[&0], k.errnos[&(0, 14)]), (7, 2));
+        // idle from then on: nothing read, however long
+        for _ in 0..3 {
+            assert!(Arc::ptr_eq(&reads.read(&maps).expect("read"), &k));
+        }
+        assert_eq!(maps.take_reads(), (0, 0, 0));
+        // a program whose call was counted before the last read ends: calls stand still but
+        // are read with failures (settled: errnos as they were), and idle again after
+        maps.ended.set(Some(13));
+        reads.read(&maps).expect("read");
+        assert_eq!(maps.take_reads(), (1, 1, 0));
+        reads.read(&maps).expect("read");
+        assert_eq!(maps.take_reads(), (0, 0, 0));
     }
 }

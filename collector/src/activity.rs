@@ -1,0 +1,106 @@
+//! The object's `activity` map read from memory: how many programs have ended, summed over
+//! its per-CPU slots, without a syscall.
+//!
+//! Every program adds one to its CPU's slot as the last thing it does, after all of its
+//! counting (`pg_ended` in probegen.bpf.h, an atomic add). So when the sum is the one read
+//! before the last read of the counter maps, no program has ended since: whatever was counted
+//! after that read belongs to a program still running, whose end will move the sum, and an
+//! idle window reads no map at all (see `source::live::WindowReads`). The map is
+//! a `BPF_F_MMAPABLE` array mapped read-only here; an object without it (compiled from an older
+//! header) has no [`Activity`] and the counters are read every window as before.
+//!
+//! A leaf module: it knows libbpf-rs and libc, no other collector module.
+
+use std::os::fd::{AsFd, AsRawFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use libbpf_rs::MapCore;
+
+/// The map's name in the object.
+pub const ACTIVITY_MAP: &str = "activity";
+
+/// `BPF_F_MMAPABLE` (linux/bpf.h): the array's values can be mapped into user memory.
+const BPF_F_MMAPABLE: u32 = 1 << 10;
+
+/// The `activity` map mapped read-only: values of `stride` bytes, each starting with its
+/// slot's count (a u64 the programs add to atomically), of which the first `used` can move.
+pub struct Activity {
+    base: NonNull<u8>,
+    len: usize,
+    /// CPU n adds to slot n % slots: with fewer CPUs than slots the rest stay zero, unread
+    used: usize,
+    stride: usize,
+}
+
+impl Activity {
+    /// Maps `map` (a loaded object's `activity`), or `None` when it is not an mmapable array
+    /// of values starting with a u64, or the mapping is refused.
+    pub fn map(map: &libbpf_rs::Map<'_>) -> Option<Self> {
+        if map.map_type() != libbpf_rs::MapType::Array
+            || map.value_size() < 8
+            || map.info().map_or(0, |i| i.info.map_flags) & BPF_F_MMAPABLE == 0
+        {
+            return None;
+        }
+        // the kernel lays the values out at a multiple of 8 bytes, from a page boundary
+        let stride = (map.value_size() as usize).next_multiple_of(8);
+        let slots = map.max_entries() as usize;
+        // SAFETY: sysconf takes no pointer.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+            .ok()
+            .filter(|&p| p > 0)?;
+        if slots == 0 {
+            return None;
+        }
+        let len = slots.checked_mul(stride)?.next_multiple_of(page);
+        // SAFETY: a new read-only shared mapping of the map's fd (no address hint); the
+        // kernel checks `len` against the map's size. The mapping holds the map alive until
+        // it is unmapped (Drop), whatever becomes of the fd.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                map.as_fd().as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return None;
+        }
+        let cpus = libbpf_rs::num_possible_cpus().unwrap_or(slots);
+        Some(Activity {
+            base: NonNull::new(ptr.cast())?,
+            len,
+            used: slots.min(cpus.max(1)),
+            stride,
+        })
+    }
+
+    /// Programs ended so far, summed over the slots (wrapping: only equality matters).
+    pub fn ended(&self) -> u64 {
+        (0..self.used)
+            .map(|i| {
+                // SAFETY: slot i's first 8 bytes lie within the mapping (used <= slots,
+                // slots * stride <= len), 8-byte aligned (page-aligned base, stride a
+                // multiple of 8), and only ever changed atomically (the programs' adds).
+                // Acquire: the counter-map reads that follow see the counting that came
+                // before the adds seen here.
+                let count =
+                    unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(i * self.stride).cast()) };
+                count.load(Ordering::Acquire)
+            })
+            .fold(0u64, u64::wrapping_add)
+    }
+}
+
+impl Drop for Activity {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping `map` made; nothing refers to it afterwards.
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.len);
+        }
+    }
+}
