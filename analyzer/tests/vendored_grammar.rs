@@ -1,5 +1,5 @@
-//! The vendored C grammar (third_party/tree-sitter-c) is the crates.io release plus the one
-//! documented change in its `parser.h` (PROBEGEN.md there): a re-vendoring or an edit that
+//! The vendored C grammar (third_party/tree-sitter-c) is the crates.io release plus the two
+//! documented changes in its `parser.h` (PROBEGEN.md there): a re-vendoring or an edit that
 //! goes further fails here.
 
 use sha2::{Digest, Sha256};
@@ -30,17 +30,43 @@ fn parser_c_is_the_release_file() {
     assert_eq!(sha256(&read("parser.c")), UPSTREAM_PARSER_C);
 }
 
+/// The release's `ADVANCE_MAP`, which the second change replaces.
+const UPSTREAM_ADVANCE_MAP: &str =
+    "#define ADVANCE_MAP(...)                                              \\
+  {                                                                   \\
+    static const uint16_t map[] = { __VA_ARGS__ };                    \\
+    for (uint32_t i = 0; i < sizeof(map) / sizeof(map[0]); i += 2) {  \\
+      if (map[i] == lookahead) {                                      \\
+        state = map[i + 1];                                           \\
+        goto next_state;                                              \\
+      }                                                               \\
+    }                                                                 \\
+  }
+";
+
+/// `text` with the part from `start` up to (not including) `end` replaced by `with`.
+fn splice(text: &str, start: &str, end: &str, with: &str) -> String {
+    let a = text
+        .find(start)
+        .unwrap_or_else(|| panic!("{start:?} in parser.h"));
+    let b = text[a..]
+        .find(end)
+        .map(|e| a + e)
+        .unwrap_or_else(|| panic!("{end:?} after {start:?} in parser.h"));
+    format!("{}{with}{}", &text[..a], &text[b..])
+}
+
 #[test]
-fn parser_h_is_the_release_file_plus_the_probegen_block() {
+fn parser_h_is_the_release_file_plus_the_probegen_blocks() {
     let patched = String::from_utf8(read("tree_sitter/parser.h")).expect("parser.h is UTF-8");
-    let start = patched
-        .find("  // probegen:")
-        .expect("the probegen block in set_contains");
-    let end = patched[start..]
-        .find("  uint32_t index = 0;")
-        .map(|e| start + e)
-        .expect("set_contains's binary search after the block");
-    let upstream = format!("{}{}", &patched[..start], &patched[end..]);
+    assert!(patched.contains("if (lookahead < 128)"));
+    assert!(patched.contains("switch (lookahead) {"));
+    let set_contains = splice(&patched, "  // probegen:", "  uint32_t index = 0;", "");
+    let upstream = splice(
+        &set_contains,
+        "// probegen: ADVANCE_MAP",
+        "\n#define SKIP(",
+        UPSTREAM_ADVANCE_MAP,
+    );
     assert_eq!(sha256(upstream.as_bytes()), UPSTREAM_PARSER_H);
-    assert!(patched[start..end].contains("if (lookahead < 128)"));
 }

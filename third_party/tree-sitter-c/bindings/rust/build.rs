@@ -28,6 +28,8 @@ fn main() {
     let parser_path = src_dir.join("parser.c");
     c_config.file(&parser_path);
     println!("cargo:rerun-if-changed={}", parser_path.to_str().unwrap());
+    // probegen: parser.h carries the vendored change (PROBEGEN.md); rebuild when it changes.
+    println!("cargo:rerun-if-changed=src/tree_sitter/parser.h");
 
     c_config.compile("tree-sitter-c");
 
