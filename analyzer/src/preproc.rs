@@ -836,11 +836,7 @@ fn blank_tracepoint_definitions(text: &mut String) {
                 }
                 if depth == 0 && TRACEPOINT_DEFINERS.contains(&&bytes[start..i]) {
                     if let Some(end) = invocation_end(&bytes, i) {
-                        for b in &mut bytes[start..end] {
-                            if *b != b'\n' {
-                                *b = b' ';
-                            }
-                        }
+                        blank_keeping_newlines(&mut bytes[start..end]);
                         i = end;
                     }
                 }
@@ -850,9 +846,19 @@ fn blank_tracepoint_definitions(text: &mut String) {
         }
         i += 1;
     }
-    // Only ASCII bytes were replaced by spaces (a string inside the blanked range keeps its
-    // newlines; any other byte, multi-byte UTF-8 included, becomes a space per byte).
+    // Each blanked range starts at an identifier and ends after `)` or `;`: every byte inside
+    // (a multi-byte character whole) became a space, so the text is still UTF-8.
     *text = String::from_utf8(bytes).unwrap_or_default();
+}
+
+/// Every byte of `range` but its newlines becomes a space, so line numbers stay put. `range`
+/// must begin and end on character boundaries (then the text stays valid UTF-8).
+fn blank_keeping_newlines(range: &mut [u8]) {
+    for b in range {
+        if *b != b'\n' {
+            *b = b' ';
+        }
+    }
 }
 
 /// The index after the parenthesized arguments that follow `i` (whitespace allowed before the
@@ -924,11 +930,7 @@ pub fn blank_type_bodies(text: &mut String) {
                 depth = depth.saturating_sub(1);
                 if let Some((start, d)) = blanking {
                     if depth == d {
-                        for b in &mut bytes[start..i] {
-                            if *b != b'\n' {
-                                *b = b' ';
-                            }
-                        }
+                        blank_keeping_newlines(&mut bytes[start..i]);
                         blanking = None;
                     }
                 }

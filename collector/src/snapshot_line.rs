@@ -76,8 +76,6 @@ pub struct LineCache {
     rest_key: Option<RestKey>,
     /// the line up to and including `window`
     head: Vec<u8>,
-    /// the parts joined ([`LineCache::line`])
-    joined: Vec<u8>,
 }
 
 /// `value`'s JSON from `slot` when `value` is what it holds, else serialised (and kept).
@@ -131,17 +129,6 @@ impl LineCache {
         }
         self.head = head;
         [&self.head, &self.rest]
-    }
-
-    /// `snap` as one JSON line (the parts joined); valid until the next line.
-    pub fn line(&mut self, snap: &Snapshot) -> &[u8] {
-        let mut joined = std::mem::take(&mut self.joined);
-        joined.clear();
-        for part in self.parts(snap) {
-            joined.extend_from_slice(part);
-        }
-        self.joined = joined;
-        &self.joined
     }
 
     /// The fields up to `window`, in [`Snapshot`]'s order (serde writes them so).
@@ -240,7 +227,7 @@ mod tests {
             }
             let want = s.to_line();
             assert_eq!(
-                String::from_utf8_lossy(cache.line(&s)),
+                String::from_utf8_lossy(&cache.parts(&s).concat()),
                 String::from_utf8_lossy(&want),
                 "window {i}"
             );
@@ -250,7 +237,7 @@ mod tests {
         // a new attach status is not taken from the cache
         p.set_attached(Vec::new());
         let s = p.snapshot(&k2, SystemTime::now(), false);
-        assert_eq!(cache.line(&s), s.to_line());
+        assert_eq!(cache.parts(&s).concat(), s.to_line());
     }
 
     #[test]
