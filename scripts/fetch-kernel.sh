@@ -4,6 +4,7 @@
 # Usage: scripts/fetch-kernel.sh [--flavor FLAVOR] [--suite SUITE] SPEC
 #        scripts/fetch-kernel.sh --list [SERIES]
 #        scripts/fetch-kernel.sh --debs DIR [--flavor FLAVOR] [--suite SUITE] SPEC
+#        scripts/fetch-kernel.sh --source-dirs
 #
 #   SPEC     a series (7.2, 6.12, 6.1) or an exact Debian version of linux-source-<series>
 #            (7.2.13-1, 6.12.117-1~deb12u1).
@@ -14,6 +15,7 @@
 #            alone would fetch.
 #   --debs   only download the binary packages of SPEC (image, or binary + modules + base)
 #            into DIR and print their paths, one per line: the qemu testbed boots them.
+#   --source-dirs  print the source paths extracted (from heuristics/rules.yaml), one a line.
 #
 # Which version a series means: the newest one Debian ships for this machine's own release
 # (VERSION_CODENAME of /etc/os-release with its -updates, -security and -backports suites):
@@ -29,7 +31,9 @@
 # (config, System.map) of 7.x.
 #
 # Result: ${PROBEGEN_CACHE:-$HOME/.cache/probegen}/linux-<SPEC>[-<flavor>] containing
-#   Makefile drivers/infiniband include/{rdma,uapi/rdma,linux/mlx5}  (from linux-source-<series>)
+#   Makefile and every directory heuristics/rules.yaml names (source: kbuild_top and
+#   include_dirs, each vendor's dirs: drivers/infiniband include/rdma include/uapi/rdma
+#   include/linux/mlx5 include/linux/mlx4)  (from linux-source-<series>)
 #   .config vmlinux vmlinuz [System.map] modules/*.ko modules/MISSING (from the binary packages)
 #   KERNEL_VERSION DEBIAN_PACKAGES .complete
 # The tree is built in a temporary directory next to it and renamed into place, and
@@ -42,7 +46,9 @@
 # PROBEGEN_APT_UPDATE=1 forces a refresh of the apt lists (otherwise refreshed after 7 days).
 set -euo pipefail
 
-readonly FORMAT=2 # bump when the cache layout changes: forces a rebuild (2: every vendor module of the rules)
+# Bump when the cache layout changes: forces a rebuild (2: every vendor module of the rules;
+# 3: every source directory of the rules, include/linux/mlx4 among them).
+readonly FORMAT=3
 # Modules whose BTF and symbols give the attach verdicts: the core and every vendor of
 # heuristics/rules.yaml (ib_uverbs_support is new in 7.x; one the config does not build is
 # listed in modules/MISSING).
@@ -50,7 +56,34 @@ readonly MODULES=(ib_core ib_uverbs ib_uverbs_support mlx5_ib mlx5_core bnxt_re 
   mlx4_ib efa hns_roce_hw_v2 siw)
 # Modules every kernel of the supported range builds (a missing one is an error).
 readonly REQUIRED_MODULES=(ib_core ib_uverbs rdma_rxe)
-readonly SOURCE_PATHS=(drivers/infiniband include/rdma include/uapi/rdma include/linux/mlx5 Makefile)
+RULES_FILE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/heuristics/rules.yaml"
+readonly RULES_FILE
+# The source directories the analyzer scans, read from the rules (no second list to keep):
+# `kbuild_top` and `include_dirs` of `source:`, and every vendor's `dirs` outside kbuild_top.
+# Each is a one-line value (`key: [a/, b/]` or `key: a/`), trailing slash dropped.
+rules_source_dirs() {
+  awk '
+    /^[^ #]/ { section = $1 }
+    section == "source:" && $1 ~ /^(kbuild_top|include_dirs):$/ { print_values() }
+    section == "vendors:" && $1 == "dirs:" { print_values() }
+    function print_values(  v, n, i, parts) {
+      v = $0
+      sub(/^[^:]*:[ \t]*/, "", v)
+      sub(/[ \t]+#.*$/, "", v)
+      gsub(/[][ \t]/, "", v)
+      n = split(v, parts, ",")
+      for (i = 1; i <= n; i++) if (parts[i] != "") { sub(/\/$/, "", parts[i]); print parts[i] }
+    }
+  ' "${RULES_FILE}" | awk '
+    NR == 1 { top = $0; print; next }
+    index($0, top "/") != 1 && !seen[$0]++ { print }
+  '
+}
+mapfile -t RULES_DIRS < <(rules_source_dirs)
+[[ ${#RULES_DIRS[@]} -ge 1 ]] \
+  || { printf 'fetch-kernel: error: cannot read the source directories from %s (got: %s)\n' \
+         "${RULES_FILE}" "${RULES_DIRS[*]}" >&2; exit 1; }
+readonly SOURCE_PATHS=("${RULES_DIRS[@]}" Makefile)
 readonly RELEASES=(bookworm trixie sid bullseye)
 readonly FLAVORS=(amd64 cloud rt)
 
@@ -58,7 +91,7 @@ log() { printf 'fetch-kernel: %s\n' "$*" >&2; }
 die() { printf 'fetch-kernel: error: %s\n' "$*" >&2; exit 1; }
 usage_error() { printf 'fetch-kernel: %s\n' "$*" >&2; exit 2; }
 usage() {
-  sed -n '3,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//' >&2
 }
 
 # ---------------------------------------------------------------------------- arguments
@@ -75,6 +108,7 @@ while [[ $# -gt 0 ]]; do
     --suite) [[ $# -ge 2 ]] || usage_error "--suite needs a value"; SUITE=$2; shift 2 ;;
     --suite=*) SUITE=${1#--suite=}; shift ;;
     --list) LIST=1; shift ;;
+    --source-dirs) printf '%s\n' "${SOURCE_PATHS[@]}"; exit 0 ;;
     --debs) [[ $# -ge 2 ]] || usage_error "--debs needs a directory"; DEBS_DIR=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     -*) usage; usage_error "unknown option $1" ;;
@@ -451,18 +485,36 @@ flock 9 || die "cannot lock ${CACHE_ROOT}/.linux-${NAME}.lock"
 # Leftovers of interrupted runs (we hold the lock, so nobody else is using them).
 rm -rf -- "${CACHE_ROOT}/.linux-${NAME}.tmp."*
 
+# The first source path of the rules missing from DIR, if any (a cache made before the rules
+# named a directory is rebuilt, not used without it).
+missing_source_path() {
+  local p
+  for p in "${SOURCE_PATHS[@]}"; do
+    [[ -e $1/${p} ]] || { printf '%s\n' "${p}"; return 0; }
+  done
+}
+
 if [[ -f ${DEST}/.complete ]]; then
   done_format=$(kv_get "${DEST}/.complete" format)
   done_src=$(kv_get "${DEST}/.complete" source_package)
   done_img=$(kv_get "${DEST}/.complete" image_package)
-  if [[ ${done_format} == "${FORMAT}" && ${done_src} == "${SOURCE_PKG} ${SRC_VERSION}" \
-        && ${done_img} == "${image_pkgs[0]} ${SRC_VERSION}" ]] \
-     && [[ -s ${DEST}/vmlinux && -s ${DEST}/.config && -f ${DEST}/Makefile && -d ${DEST}/drivers/infiniband ]]; then
+  stale=""
+  if [[ ${done_format} != "${FORMAT}" ]]; then
+    stale="cache layout ${done_format:-unknown}, expected ${FORMAT}"
+  elif [[ ${done_src} != "${SOURCE_PKG} ${SRC_VERSION}" || ${done_img} != "${image_pkgs[0]} ${SRC_VERSION}" ]]; then
+    stale="made from ${done_src:-unknown}, ${done_img:-unknown}"
+  elif [[ ! -s ${DEST}/vmlinux || ! -s ${DEST}/.config ]]; then
+    stale="vmlinux or .config missing"
+  else
+    missing=$(missing_source_path "${DEST}")
+    [[ -z ${missing} ]] || stale="${missing} missing (heuristics/rules.yaml names it)"
+  fi
+  if [[ -z ${stale} ]]; then
     log "up to date: $(kv_get "${DEST}/.complete" kernel_version) (${done_src})"
     printf '%s\n' "${DEST}"
     exit 0
   fi
-  log "existing ${DEST} is stale (${done_src:-unknown}, ${done_img:-unknown}); rebuilding"
+  log "existing ${DEST} is stale (${stale}); rebuilding"
 fi
 
 # ---------------------------------------------------------------------------- full run

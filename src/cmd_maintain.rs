@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use analyzer::graph::DEFAULT_ENTRIES;
 use analyzer::source::{LoadOptions, SourceTree};
-use analyzer::{CallGraph, VendorScope};
+use analyzer::CallGraph;
 use clap::ValueEnum;
 use maintain::port::Side;
 use manifest::Manifest;
@@ -170,7 +170,7 @@ pub fn port(a: &PortArgs) -> CmdResult {
         a.kernel_src,
         &LoadOptions {
             kconfig: a.kconfig.map(Path::to_path_buf),
-            ..LoadOptions::default()
+            ..LoadOptions::new(rules.source_layout())
         },
     )
     .map_err(|e| e.to_string())?;
@@ -184,7 +184,7 @@ pub fn port(a: &PortArgs) -> CmdResult {
             .map_or_else(|| ".config".to_string(), |p| p.display().to_string()),
     };
     let manifest_for = |name: &str, v: &heuristics::Vendor| -> Result<Manifest, String> {
-        let g = CallGraph::build(&tree, &VendorScope::only(&v.dirs));
+        let g = CallGraph::build(&tree, &rules.scope_of(&v.dirs));
         let ids = g
             .entries(&entries)
             .map_err(|n| format!("entry `{n}` not found in {}", a.kernel_src.display()))?;
@@ -206,7 +206,7 @@ pub fn port(a: &PortArgs) -> CmdResult {
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let g = CallGraph::build(&tree, &VendorScope::only(&dirs));
+    let g = CallGraph::build(&tree, &rules.scope_of(&dirs));
     let (fs, ts) = (maintain::check::set_of(&fm), maintain::check::set_of(&tm));
     let p = maintain::port::port(
         &g,

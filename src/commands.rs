@@ -32,7 +32,7 @@ pub fn vendor_scope(
     let Some(v) = vendor_dirs(rules, vendor)? else {
         return Ok(VendorScope::default());
     };
-    Ok(VendorScope::only(&v))
+    Ok(rules.scope_of(&v))
 }
 
 /// The source directories of `--vendor`, from the rules of this run.
@@ -93,6 +93,7 @@ pub fn load(src: &SourceArgs, rules: &heuristics::Rules) -> Result<Loaded, Strin
             kconfig: src.kconfig.clone(),
             unbuilt_dirs: vendor_dirs(rules, src.vendor.as_deref())?.unwrap_or_default(),
             facts_cache: facts_cache(src)?,
+            ..LoadOptions::new(rules.source_layout())
         },
     )
     .map_err(|e| e.to_string())?;
@@ -509,6 +510,7 @@ fn generate_many(
             // when not built (bnxt_re on 6.1: its probes are `not-built`).
             unbuilt_dirs: if all { Vec::new() } else { dirs },
             facts_cache: facts_cache(src)?,
+            ..LoadOptions::new(rules.source_layout())
         },
     )
     .map_err(|e| e.to_string())?;
@@ -538,7 +540,7 @@ fn generate_many(
         };
         let loaded = Loaded {
             tree: tree.clone(),
-            graph: CallGraph::build(&tree, &VendorScope::only(&vd)),
+            graph: CallGraph::build(&tree, &rules.scope_of(&vd)),
         };
         let s = select_loaded(&src_v, rules.clone(), loaded, binaries.clone(), v, entries)?;
         let line = write_set(&src_v, &s, &out.join(v), header_dir.is_none())?;

@@ -3,7 +3,8 @@
 //! `--allow-degraded`, always with one summary line on stderr.
 
 use analyzer::completeness::{self, Degradation};
-use analyzer::source::{SourceTree, KBUILD_TOP};
+use analyzer::missing;
+use analyzer::source::SourceTree;
 
 use crate::SourceArgs;
 
@@ -18,7 +19,12 @@ pub fn vendor_present(
     if src.not_built {
         return Ok(());
     }
-    let Some(dir) = vendor.dirs.iter().find(|d| d.starts_with(KBUILD_TOP)) else {
+    let kbuild_top = &tree.layout().kbuild_top;
+    let Some(dir) = vendor
+        .dirs
+        .iter()
+        .find(|d| d.starts_with(kbuild_top.as_str()))
+    else {
         return Ok(());
     };
     let dir = dir.trim_end_matches('/');
@@ -36,7 +42,7 @@ pub fn vendor_present(
             .unbuilt
             .keys()
             .find(|f| f.starts_with(&prefix))
-            .map(|f| completeness::why_missing_file(tree, f))
+            .map(|f| missing::why_missing_file(tree, f))
             .unwrap_or_else(|| format!("no Makefile under {dir} names a built object"));
         return Err(format!(
             "--vendor {name}: {} does not build {dir} ({why}); {hint}",
@@ -56,7 +62,7 @@ pub fn missing_entry(tree: &SourceTree, name: &str, named_by_user: bool) -> Stri
     format!(
         "{what} `{name}` not found in {}: {}",
         tree.root.display(),
-        completeness::why_missing(tree, name)
+        missing::why_missing(tree, name)
     )
 }
 

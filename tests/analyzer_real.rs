@@ -56,14 +56,14 @@ fn kernel(version: &'static str) -> &'static Kernel {
 }
 
 fn mlx5_scope() -> VendorScope {
-    VendorScope::only(&[
+    scope_of(&[
         "drivers/infiniband/hw/mlx5/".into(),
         "include/linux/mlx5/".into(),
     ])
 }
 
 fn bnxt_scope() -> VendorScope {
-    VendorScope::only(&["drivers/infiniband/hw/bnxt_re/".into()])
+    scope_of(&["drivers/infiniband/hw/bnxt_re/".into()])
 }
 
 impl Kernel {
@@ -495,4 +495,32 @@ fn v6_1_bnxt_re_not_built() {
         "{} header inlines of the unbuilt hw/bnxt_re are graph nodes: {in_bnxt:?}",
         in_bnxt.len()
     );
+}
+
+/// The real tree holds a header in every include directory the rules name, and the load reads
+/// them (a cache from before the rules named `include/linux/mlx4/` lacks it:
+/// scripts/fetch-kernel.sh rebuilds such a cache, its layout version says so).
+#[test]
+fn v6_12_reads_every_include_directory_of_the_rules() {
+    let k = kernel("6.12");
+    let layout = k.tree.layout();
+    for dir in &layout.include_dirs {
+        let prefix = format!("{dir}/");
+        let n = k
+            .tree
+            .files
+            .iter()
+            .filter(|f| f.path.starts_with(&prefix))
+            .count();
+        assert!(
+            n > 0,
+            "no file read under {dir} in {}: run scripts/fetch-kernel.sh 6.12 (layout 3 extracts every directory of the rules)",
+            k.tree.root.display()
+        );
+        eprintln!("[6.12] {dir}: {n} files");
+    }
+    assert!(layout
+        .include_dirs
+        .iter()
+        .any(|d| d == "include/linux/mlx4"));
 }

@@ -60,3 +60,31 @@ fn unknown_series_version_and_flavor_list_what_exists() {
     let o = fetch(&["seven"]);
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
 }
+
+/// The script extracts the directories the analyzer reads, derived from heuristics/rules.yaml
+/// (no second list): the Kbuild root, the include directories and every vendor's outside it.
+#[test]
+fn source_dirs_are_the_rules_directories() {
+    let o = fetch(&["--source-dirs"]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let printed: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let rules = heuristics::Rules::builtin().expect("built-in rules");
+    let mut expected: Vec<String> = rules
+        .source_layout()
+        .scan_dirs()
+        .map(str::to_string)
+        .collect();
+    expected.push("Makefile".into());
+    // The script lists vendors in file order, the rules by name: the same set.
+    let (mut printed_sorted, mut expected) = (printed.clone(), expected);
+    printed_sorted.sort();
+    expected.sort();
+    assert_eq!(printed_sorted, expected);
+    assert!(
+        printed.iter().any(|d| d == "include/linux/mlx4"),
+        "{printed:?}"
+    );
+}

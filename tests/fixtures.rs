@@ -351,7 +351,7 @@ fn ops_table_two_vendors() {
     assert_eq!(reach.len(), 12);
 
     // Only bnxt_re: mlx5 disappears entirely.
-    let scope = VendorScope::only(&["drivers/infiniband/hw/bnxt_re/".into()]);
+    let scope = scope_of(&["drivers/infiniband/hw/bnxt_re/".into()]);
     let (_tree, g) = fixture_graph("ops-table-two-vendors", &scope);
     assert_eq!(g.nodes().len(), 10);
     assert!(
@@ -450,7 +450,7 @@ fn kconfig_stub() {
         &root,
         &LoadOptions {
             kconfig: Some(on.clone()),
-            ..LoadOptions::default()
+            ..load_options()
         },
     );
     assert_eq!(tree.skipped_unbuilt, 0);
@@ -690,10 +690,65 @@ fn bad_input_is_reported_not_fatal() {
 
     // Not a kernel tree: an error naming the directory, no panic.
     let missing = root.join("does-not-exist");
-    let err = SourceTree::load(&missing, &LoadOptions::default())
-        .expect_err("a missing directory is an error");
+    let err =
+        SourceTree::load(&missing, &load_options()).expect_err("a missing directory is an error");
     assert!(err.to_string().contains("does-not-exist"), "{err}");
-    let err = SourceTree::load(&root.join("drivers"), &LoadOptions::default())
+    let err = SourceTree::load(&root.join("drivers"), &load_options())
         .expect_err("a directory without drivers/infiniband/core is an error");
     assert!(err.to_string().contains("drivers/infiniband/core"), "{err}");
+}
+
+/// Every directory heuristics/rules.yaml names is read: `source.kbuild_top`, its
+/// `include_dirs` and each vendor's `dirs` (mlx4's `include/linux/mlx4/` among them). A header
+/// with one inline function is put in each include directory of a copy of a fixture; each
+/// function is in the loaded tree, and a vendor scope keeps another vendor's header inlines out.
+#[test]
+fn every_directory_the_rules_name_is_scanned() {
+    let rules = rules();
+    let layout = rules.source_layout();
+    let root = temp_dir("rules-dirs");
+    copy_dir(&fixture("ops-table-two-vendors"), &root);
+    let mut named: Vec<String> = vec![rules.source.kbuild_top.clone()];
+    named.extend(rules.source.include_dirs.iter().cloned());
+    named.extend(rules.vendors.values().flat_map(|v| v.dirs.iter().cloned()));
+    assert!(
+        named.iter().any(|d| d.starts_with("include/linux/mlx4")),
+        "the rules name mlx4's include directory: {named:?}"
+    );
+    let mut planted = Vec::new();
+    for dir in &named {
+        let dir = dir.trim_end_matches('/');
+        assert!(layout.contains(dir), "{dir} is not scanned: {layout:?}");
+        if dir.starts_with(&layout.kbuild_top) {
+            continue; // Kbuild decides which of its files are built (fixtures above)
+        }
+        let func = format!("scan_probe_{}", dir.replace('/', "_"));
+        std::fs::create_dir_all(root.join(dir)).expect("create include dir");
+        std::fs::write(
+            root.join(dir).join("scan_probe.h"),
+            format!("static inline int {func}(int x)\n{{\n\treturn x;\n}}\n"),
+        )
+        .expect("write header");
+        planted.push((format!("{dir}/scan_probe.h"), func));
+    }
+    assert!(planted.len() >= 4, "{planted:?}");
+    let tree = load(&root);
+    let g = CallGraph::build(&tree, &VendorScope::default());
+    for (file, func) in &planted {
+        assert!(
+            tree.files.iter().any(|f| &f.path == file),
+            "{file} not read"
+        );
+        assert_eq!(g.node(one(&g, func)).file, *file);
+    }
+    let mlx5_only = rules.scope_of(&rules.vendor("mlx5").expect("mlx5").dirs);
+    let g = CallGraph::build(&tree, &mlx5_only);
+    let mlx4_inline = "scan_probe_include_linux_mlx4";
+    assert!(
+        g.find(mlx4_inline).is_empty(),
+        "mlx4 header inline in an mlx5 graph"
+    );
+    assert_eq!(g.find("scan_probe_include_linux_mlx5").len(), 1);
+    assert_eq!(g.find("scan_probe_include_rdma").len(), 1);
+    std::fs::remove_dir_all(&root).ok();
 }

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use analyzer::graph::DEFAULT_ENTRIES;
-use analyzer::{CallGraph, EdgeKind, FnId, VendorScope};
+use analyzer::{CallGraph, EdgeKind, FnId};
 use manifest::Manifest;
 
 const KERNELS: &[&str] = &["6.1", "6.12", "7.2"];
@@ -57,11 +57,11 @@ fn tree<'b>(ver: &str, vendor: &str, binaries: &'b analyzer::traceability::Binar
         &dir,
         &analyzer::source::LoadOptions {
             unbuilt_dirs: dirs.clone(),
-            ..Default::default()
+            ..common::load_options()
         },
     );
     Tree {
-        graph: CallGraph::build(&t, &VendorScope::only(&dirs)),
+        graph: CallGraph::build(&t, &rules.scope_of(&dirs)),
         rules,
         binaries,
     }

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use analyzer::{CallGraph, VendorScope};
+use analyzer::CallGraph;
 use maintain::verbs::{self, Transport};
 use manifest::Manifest;
 use serde_json::{json, Value};
@@ -360,7 +360,7 @@ fn verb_routes_from_manifests_match_the_kernel_tables() {
     let dirs = rules.vendor("mlx5").expect("mlx5").dirs.clone();
     for ver in ["6.12", "6.1"] {
         let tree = common::load(&common::kernel_dir(ver));
-        let g = CallGraph::build(&tree, &VendorScope::only(&dirs));
+        let g = CallGraph::build(&tree, &rules.scope_of(&dirs));
         let from_graph = verbs::routes(&g);
         let from_manifest = verbs::routes_in_manifest(&read(&fresh(ver, "mlx5")));
         assert_eq!(from_graph, from_manifest, "{ver}");

@@ -112,33 +112,23 @@ impl FnNode {
     }
 }
 
-/// Which driver directories' functions may appear in the graph.
-#[derive(Debug, Clone)]
+/// Which driver directories' functions may appear in the graph. The default admits every
+/// function; [`VendorScope::only`] keeps one vendor's part of the driver directories.
+#[derive(Debug, Clone, Default)]
 pub struct VendorScope {
-    /// Directory prefixes that hold vendor drivers (`drivers/infiniband/hw/`, ...).
+    /// Directory prefixes that hold vendor drivers (`drivers/infiniband/hw/`,
+    /// `include/linux/mlx5/`, ...), named by the caller's rules.
     pub driver_dirs: Vec<String>,
     /// When set, only functions under these prefixes survive among the driver dirs.
     pub allowed: Option<Vec<String>>,
 }
 
-impl Default for VendorScope {
-    fn default() -> Self {
-        Self {
-            driver_dirs: vec![
-                "drivers/infiniband/hw/".into(),
-                "drivers/infiniband/sw/".into(),
-                "include/linux/mlx5/".into(),
-            ],
-            allowed: None,
-        }
-    }
-}
-
 impl VendorScope {
-    pub fn only(dirs: &[String]) -> Self {
+    /// Of the functions under `driver_dirs`, only those under `allowed`; every other function.
+    pub fn only(driver_dirs: &[String], allowed: &[String]) -> Self {
         Self {
-            allowed: Some(dirs.to_vec()),
-            ..Self::default()
+            driver_dirs: driver_dirs.to_vec(),
+            allowed: Some(allowed.to_vec()),
         }
     }
 

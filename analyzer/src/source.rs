@@ -15,20 +15,14 @@ use crate::kconfig::KernelConfig;
 use crate::model::FileFacts;
 use crate::preproc::preprocess;
 
-/// Directories read under the source root. `drivers/infiniband` is compiled per Kbuild;
-/// the include directories contribute `static inline` functions and macros.
-pub const SCAN_DIRS: &[&str] = &[
-    "drivers/infiniband",
-    "include/rdma",
-    "include/uapi/rdma",
-    "include/linux/mlx5",
-];
+pub use crate::layout::SourceLayout;
 
-/// The Kbuild root whose Makefiles decide which `.c` files are built.
-pub const KBUILD_TOP: &str = "drivers/infiniband";
-
-#[derive(Debug, Default, Clone)]
+/// How to load a tree. No `Default`: the directories read come from the caller's rules
+/// ([`LoadOptions::new`]), never from a list kept here.
+#[derive(Debug, Clone)]
 pub struct LoadOptions {
+    /// The directories read under the source root.
+    pub layout: SourceLayout,
     /// Use this `.config` instead of `<root>/.config`.
     pub kconfig: Option<PathBuf>,
     /// Also parse the files under these directory prefixes that the config does not build
@@ -37,6 +31,18 @@ pub struct LoadOptions {
     pub unbuilt_dirs: Vec<String>,
     /// Reuse and keep per-file facts here (None: parse every file).
     pub facts_cache: Option<CacheLocation>,
+}
+
+impl LoadOptions {
+    /// Read `layout` with the tree's own `.config`, no unbuilt directories and no facts cache.
+    pub fn new(layout: SourceLayout) -> Self {
+        Self {
+            layout,
+            kconfig: None,
+            unbuilt_dirs: Vec::new(),
+            facts_cache: None,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -55,6 +61,8 @@ pub struct SourceTree {
     pub degraded: Vec<Degradation>,
     /// The `.config` as the user named it (`.config` when it is the tree's own).
     config_name: String,
+    /// The directories read.
+    layout: SourceLayout,
     /// What the facts cache did in this load (None without a cache).
     pub cache_stats: Option<CacheStats>,
 }
@@ -68,8 +76,9 @@ impl SourceTree {
             None => ".config".to_string(),
         };
         let mut warnings = Vec::new();
-        let build = read_build_map(root, KBUILD_TOP, &config, &mut warnings);
-        let mut degraded = completeness::config_gaps(root, &config, &config_name);
+        let layout = &opts.layout;
+        let build = read_build_map(root, &layout.kbuild_top, &config, &mut warnings);
+        let mut degraded = completeness::config_gaps(root, layout, &config, &config_name);
         let (paths, skipped_unbuilt) = list_files(root, &build, opts, &mut warnings);
         let cache = opts.facts_cache.as_ref().map(FactsCache::open);
         let mut files = Vec::with_capacity(paths.len());
@@ -106,8 +115,14 @@ impl SourceTree {
             skipped_unbuilt,
             degraded,
             config_name,
+            layout: layout.clone(),
             cache_stats: cache.map(|c| c.finish()),
         })
+    }
+
+    /// The directories this tree was read from.
+    pub fn layout(&self) -> &SourceLayout {
+        &self.layout
     }
 
     /// The `.config` as named in messages (`.config`, or the `--kconfig` path).
@@ -135,7 +150,7 @@ fn check_tree(root: &Path, opts: &LoadOptions) -> Result<PathBuf, AnalyzerError>
             "an existing directory (the output of scripts/fetch-kernel.sh)",
         ));
     }
-    if !root.join(KBUILD_TOP).join("core").is_dir() {
+    if !root.join(&opts.layout.kbuild_top).join("core").is_dir() {
         return Err(AnalyzerError::NotKernelTree(
             root.to_path_buf(),
             "drivers/infiniband/core/ inside it",
@@ -161,7 +176,7 @@ fn list_files(
 ) -> (Vec<(String, PathBuf)>, usize) {
     let mut paths: Vec<(String, PathBuf)> = Vec::new();
     let mut skipped_unbuilt = 0;
-    for dir in SCAN_DIRS {
+    for dir in opts.layout.scan_dirs() {
         let base = root.join(dir);
         if !base.is_dir() {
             continue;
@@ -223,7 +238,7 @@ fn file_role(rel: &str, build: &BuildMap, opts: &LoadOptions) -> FileRole {
     if !rel.ends_with(".h") {
         return FileRole::NotSource;
     }
-    if rel.starts_with(KBUILD_TOP) {
+    if rel.starts_with(&opts.layout.kbuild_top) {
         // A driver header is compiled only with its directory: the inlines of a driver the
         // config does not build (bnxt_re on 6.1) must not enter the graph.
         let dir = rel.rsplit_once('/').map_or("", |(d, _)| d);

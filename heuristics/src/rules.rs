@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use analyzer::source::SourceLayout;
+use analyzer::VendorScope;
 use serde::Deserialize;
 
 /// The rules shipped with probegen.
@@ -47,6 +49,19 @@ pub struct Vendor {
     /// Vendor functions that play the hardware's role themselves (Soft-RoCE).
     #[serde(default)]
     pub hardware_functions: Vec<String>,
+}
+
+/// The kernel source the analyzer reads (`source:`); with every vendor's `dirs`, all the
+/// directories scanned (see [`Rules::source_layout`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceRule {
+    /// The Kbuild root (`drivers/infiniband/`).
+    pub kbuild_top: String,
+    /// The subsystem's header directories (`include/rdma/`, ...).
+    pub include_dirs: Vec<String>,
+    /// Directory prefixes of vendor drivers (`drivers/infiniband/hw/`, ...).
+    pub driver_dirs: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -104,6 +119,7 @@ pub struct FocusOpsRule {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rules {
+    pub source: SourceRule,
     pub vendors: BTreeMap<String, Vendor>,
     pub focus_ops: FocusOpsRule,
     pub object_tokens: BTreeMap<String, String>,
@@ -214,6 +230,18 @@ impl Rules {
                 )));
             }
         }
+        let src = &self.source;
+        let named_dirs = std::iter::once(&src.kbuild_top)
+            .chain(&src.include_dirs)
+            .chain(&src.driver_dirs)
+            .chain(self.vendors.values().flat_map(|v| &v.dirs));
+        for dir in named_dirs {
+            if !is_tree_relative_dir(dir) {
+                return Err(bad(format!(
+                    "directory `{dir}`: expected a path relative to the kernel root (`include/rdma/`), without `..`"
+                )));
+            }
+        }
         for o in self.focus_ops.include.iter().chain(&self.focus_ops.exclude) {
             if o.reason.trim().is_empty() {
                 return Err(bad(format!(
@@ -231,6 +259,35 @@ impl Rules {
             }
         }
         Ok(())
+    }
+
+    /// Every directory the analyzer reads: `source.kbuild_top`, then `source.include_dirs`,
+    /// then each vendor's `dirs` outside the Kbuild root (`include/linux/mlx5/`), by vendor name.
+    pub fn source_layout(&self) -> SourceLayout {
+        let includes: Vec<String> = self
+            .source
+            .include_dirs
+            .iter()
+            .chain(self.vendors.values().flat_map(|v| &v.dirs))
+            .cloned()
+            .collect();
+        SourceLayout::new(&self.source.kbuild_top, &includes)
+    }
+
+    /// Every directory prefix of a vendor driver: `source.driver_dirs` and each vendor's `dirs`.
+    pub fn driver_dirs(&self) -> Vec<String> {
+        let mut dirs = self.source.driver_dirs.clone();
+        for d in self.vendors.values().flat_map(|v| &v.dirs) {
+            if !dirs.contains(d) {
+                dirs.push(d.clone());
+            }
+        }
+        dirs
+    }
+
+    /// The graph scope that keeps only the drivers under `allowed` (a vendor's `dirs`).
+    pub fn scope_of(&self, allowed: &[String]) -> VendorScope {
+        VendorScope::only(&self.driver_dirs(), allowed)
     }
 
     pub fn vendor(&self, name: &str) -> Option<&Vendor> {
@@ -260,6 +317,17 @@ impl Rules {
             .find(|(_, v)| v.dirs.iter().any(|d| file.starts_with(d.as_str())))
             .map(|(n, _)| n.as_str())
     }
+}
+
+/// A directory named relative to the kernel root that stays inside it: the analyzer joins it
+/// to the root and the fetch script extracts it from the source tarball.
+fn is_tree_relative_dir(dir: &str) -> bool {
+    let trimmed = dir.trim_end_matches('/');
+    !trimmed.is_empty()
+        && !dir.starts_with('/')
+        && trimmed
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..")
 }
 
 /// The 1-based line where `key:` starts a line (a top-level block key), 0 when none does
@@ -328,6 +396,42 @@ mod tests {
                 "{key} is a block key"
             );
         }
+    }
+
+    #[test]
+    fn source_layout_names_every_vendor_include_dir() {
+        let r = Rules::builtin().expect("builtin rules");
+        let layout = r.source_layout();
+        assert_eq!(layout.kbuild_top, "drivers/infiniband");
+        for dir in [
+            "include/rdma",
+            "include/uapi/rdma",
+            "include/linux/mlx5",
+            "include/linux/mlx4",
+        ] {
+            assert!(
+                layout.include_dirs.iter().any(|d| d == dir),
+                "{dir}: {layout:?}"
+            );
+        }
+        let drivers = r.driver_dirs();
+        assert!(
+            drivers.iter().any(|d| d == "include/linux/mlx4/"),
+            "{drivers:?}"
+        );
+        assert!(
+            drivers.iter().any(|d| d == "drivers/infiniband/hw/"),
+            "{drivers:?}"
+        );
+    }
+
+    #[test]
+    fn a_directory_outside_the_tree_is_rejected() {
+        let text =
+            BUILTIN_RULES.replace("include_dirs: [include/rdma/,", "include_dirs: [../rdma/,");
+        assert_ne!(text, BUILTIN_RULES);
+        let msg = Rules::parse(&text, "r.yaml").unwrap_err().to_string();
+        assert!(msg.contains("`../rdma/`"), "{msg}");
     }
 
     #[test]

@@ -11,7 +11,8 @@ use heuristics::{select, FocusKind, Rule, Rules};
 fn graph() -> CallGraph {
     let root =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernel-fixtures/ops-table-two-vendors");
-    let tree = SourceTree::load(&root, &LoadOptions::default()).expect("fixture loads");
+    let layout = Rules::builtin().expect("rules").source_layout();
+    let tree = SourceTree::load(&root, &LoadOptions::new(layout)).expect("fixture loads");
     CallGraph::build(&tree, &VendorScope::default())
 }
 

@@ -47,8 +47,24 @@ pub fn kernel_dir(version: &str) -> PathBuf {
     dir
 }
 
+/// The built-in rules: the directories every load reads and the driver directories a vendor
+/// scope filters come from them.
+pub fn rules() -> heuristics::Rules {
+    heuristics::Rules::builtin().expect("built-in rules")
+}
+
+/// Load options that read the built-in rules' directories.
+pub fn load_options() -> LoadOptions {
+    LoadOptions::new(rules().source_layout())
+}
+
+/// The graph scope that keeps only the vendor drivers under `allowed`.
+pub fn scope_of(allowed: &[String]) -> VendorScope {
+    rules().scope_of(allowed)
+}
+
 pub fn load(dir: &Path) -> SourceTree {
-    load_with(dir, &LoadOptions::default())
+    load_with(dir, &load_options())
 }
 
 pub fn load_with(dir: &Path, opts: &LoadOptions) -> SourceTree {
