@@ -10,7 +10,7 @@
 #               ${PROBEGEN_CACHE:-$HOME/.cache/probegen}/linux-<v>; scripts/fetch-kernel.sh puts them there)
 #
 # probegen: `target/release/probegen graph --kernel-src DIR` (built here first): reads the .config and
-#   Kbuild, parses drivers/infiniband + include/{rdma,uapi/rdma,linux/mlx5} (cold) or reads their
+#   Kbuild, parses the directories of heuristics/rules.yaml's source: and vendors (cold) or reads their
 #   facts from the cache (warm), builds the graph with macro/inline/uapi/write/ops-table dispatch,
 #   and computes the reachable set.
 # cflow:    `cflow -i _ -m ib_uverbs_ioctl` with the kernel-attribute --symbol flags over every .c
