@@ -62,6 +62,25 @@ fn malformed_rules_file_is_exit_2_and_keeps_previous_output() {
         std::fs::read_to_string(out.join("manifest.yaml")).expect("read"),
         "previous run\n"
     );
+    // A limit moved from code into the rules (calls_depth): out of range, one line with
+    // file:line, exit 2.
+    std::fs::write(
+        &rules,
+        heuristics::rules::BUILTIN_RULES.replace("calls_depth: 8", "calls_depth: 800"),
+    )
+    .expect("write");
+    let o = generate_with_rules(&rules, &out);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let line = 1 + heuristics::rules::BUILTIN_RULES
+        .lines()
+        .position(|l| l.starts_with("calls_depth:"))
+        .expect("calls_depth line");
+    assert!(
+        err.starts_with(&format!("{prefix}{line}: `calls_depth: 800`")),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
     // A rule that names an unknown object: the field and what is expected.
     std::fs::write(
         &rules,

@@ -84,7 +84,10 @@ fn kept_or_caller(t: &Tree<'_>, m: &Manifest, function: &str) -> Result<String, 
             if attachable(id) || !n.built {
                 continue;
             }
-            if let Some((c, "caller")) = heuristics::nearest_attachable(g, id, 3, attachable) {
+            let hops = t.rules.suggest_hops;
+            if let Some((c, manifest::Relation::Caller)) =
+                heuristics::nearest_attachable(g, id, hops, attachable)
+            {
                 let caller = &g.node(c).name;
                 if m.probes.iter().any(|q| &q.function == caller) {
                     return Ok(format!("{function} (inlined) via probed caller {caller}"));

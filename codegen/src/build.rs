@@ -4,15 +4,12 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use analyzer::graph::{CallGraph, FnId};
 use analyzer::traceability::{AttachVerdict, Binaries};
-use heuristics::{nearest_attachable, Selection};
+use heuristics::{nearest_attachable, ManifestLimits, Selection};
 
 use manifest::{
-    Attach, Derivation, Excluded, FocusKind, FocusOp, GapKind, KernelInfo, Layer, Manifest, Object,
-    Probe, ProbeArg, Relation, ReturnKind, Rule, Stats, Suggestion, SCHEMA_ID,
+    Attach, Derivation, Excluded, FocusOp, GapKind, KernelInfo, Layer, Manifest, Probe, ProbeArg,
+    ReturnKind, Stats, Suggestion, SCHEMA_ID,
 };
-
-/// How deep below a probe to look for the probes it calls (through unprobed functions).
-const CALLS_DEPTH: usize = 8;
 
 fn module_name(g: &CallGraph, id: FnId) -> String {
     g.node(id).module.clone().unwrap_or_else(|| "inline".into())
@@ -112,7 +109,7 @@ pub fn build_manifest(
     };
     let mut probes = Vec::with_capacity(kept.len());
     for (i, v) in kept.iter().enumerate() {
-        let p = probe_of(g, bins, v, i as u32, &probe_index);
+        let p = probe_of(g, bins, v, i as u32, &probe_index, sel.manifest_limits);
         *stats.attach.entry(p.attach).or_default() += 1;
         if p.attach.has_program() {
             stats.attachable += 1;
@@ -170,6 +167,7 @@ fn probe_of(
     v: &heuristics::Verdict,
     id: u32,
     probe_index: &BTreeMap<FnId, u32>,
+    limits: ManifestLimits,
 ) -> Probe {
     let n = g.node(v.id);
     let verdict = attach_of(g, bins, v.id);
@@ -177,17 +175,14 @@ fn probe_of(
     let suggest = if verdict.is_attachable() {
         None
     } else {
-        nearest_attachable(g, v.id, 3, |c| attach_of(g, bins, c).is_attachable()).map(
-            |(c, relation)| Suggestion {
-                function: g.node(c).name.clone(),
-                module: module_name(g, c),
-                relation: if relation == "caller" {
-                    Relation::Caller
-                } else {
-                    Relation::Callee
-                },
-            },
-        )
+        nearest_attachable(g, v.id, limits.suggest_hops, |c| {
+            attach_of(g, bins, c).is_attachable()
+        })
+        .map(|(c, relation)| Suggestion {
+            function: g.node(c).name.clone(),
+            module: module_name(g, c),
+            relation,
+        })
     };
     Probe {
         id,
@@ -195,10 +190,10 @@ fn probe_of(
         module: module_name(g, v.id),
         file: n.file.clone(),
         line: n.line,
-        layer: layer(v.layer),
-        object: object(v.object),
-        rule: rule(v.rule),
-        focus: v.focus.map(focus_kind),
+        layer: v.layer,
+        object: v.object,
+        rule: v.rule,
+        focus: v.focus,
         evidence: v.evidence.clone(),
         returns,
         ret_size,
@@ -211,7 +206,7 @@ fn probe_of(
         },
         suggest,
         args: scalar_args(n),
-        calls: probed_callees(g, v.id, probe_index),
+        calls: probed_callees(g, v.id, probe_index, limits.calls_depth),
         path: path_names(g, &v.path),
     }
 }
@@ -223,53 +218,15 @@ fn excluded_of(g: &CallGraph, v: &heuristics::Verdict) -> Excluded {
         module: module_name(g, v.id),
         file: n.file.clone(),
         line: n.line,
-        rule: rule(v.rule),
+        rule: v.rule,
         evidence: v.evidence.clone(),
         path: path_names(g, &v.path),
     }
 }
 
-// The analysis' vocabulary in the manifest's terms. Exhaustive matches on purpose: a new
-// value upstream fails to compile here until the manifest has it too.
-
-fn layer(l: heuristics::Layer) -> Layer {
-    match l {
-        heuristics::Layer::Core => Layer::Core,
-        heuristics::Layer::Vendor => Layer::Vendor,
-    }
-}
-
-fn object(o: heuristics::Object) -> Object {
-    match o {
-        heuristics::Object::QP => Object::QP,
-        heuristics::Object::MR => Object::MR,
-        heuristics::Object::PD => Object::PD,
-        heuristics::Object::CQ => Object::CQ,
-        heuristics::Object::Other => Object::Other,
-    }
-}
-
-fn rule(r: heuristics::Rule) -> Rule {
-    match r {
-        heuristics::Rule::ReadOnly => Rule::ReadOnly,
-        heuristics::Rule::Generic => Rule::Generic,
-        heuristics::Rule::Cleanup => Rule::Cleanup,
-        heuristics::Rule::Focus => Rule::Focus,
-        heuristics::Rule::VendorGate => Rule::VendorGate,
-        heuristics::Rule::NotFocus => Rule::NotFocus,
-        heuristics::Rule::Override => Rule::Override,
-    }
-}
-
-fn focus_kind(f: heuristics::FocusKind) -> FocusKind {
-    match f {
-        heuristics::FocusKind::Handler => FocusKind::Handler,
-        heuristics::FocusKind::OpsCaller => FocusKind::OpsCaller,
-        heuristics::FocusKind::OpsImpl => FocusKind::OpsImpl,
-        heuristics::FocusKind::Hardware => FocusKind::Hardware,
-        heuristics::FocusKind::Helper => FocusKind::Helper,
-    }
-}
+// The analyzer's return and attach classes in the manifest's terms (the selection's verdicts
+// already speak the manifest's vocabulary). Exhaustive matches on purpose: a new value
+// upstream fails to compile here until the manifest has it too.
 
 fn return_kind(r: analyzer::RetKind) -> ReturnKind {
     match r {
@@ -329,7 +286,7 @@ fn focus_ops_of(sel: &Selection) -> Vec<FocusOp> {
             };
             FocusOp {
                 member: m.member.clone(),
-                object: object(m.object),
+                object: m.object,
                 derivation,
                 why,
             }
@@ -338,7 +295,13 @@ fn focus_ops_of(sel: &Selection) -> Vec<FocusOp> {
 }
 
 /// Probes reachable from `id` through unprobed functions.
-fn probed_callees(g: &CallGraph, id: FnId, probes: &BTreeMap<FnId, u32>) -> Vec<u32> {
+/// The probes below `id` through unprobed functions, up to `calls_depth` calls down.
+fn probed_callees(
+    g: &CallGraph,
+    id: FnId,
+    probes: &BTreeMap<FnId, u32>,
+    calls_depth: usize,
+) -> Vec<u32> {
     let mut out = BTreeSet::new();
     let mut seen = BTreeSet::from([id]);
     let mut queue = VecDeque::from([(id, 0usize)]);
@@ -349,7 +312,7 @@ fn probed_callees(g: &CallGraph, id: FnId, probes: &BTreeMap<FnId, u32>) -> Vec<
             }
             if let Some(&p) = probes.get(&c) {
                 out.insert(p);
-            } else if d + 1 < CALLS_DEPTH {
+            } else if d + 1 < calls_depth {
                 queue.push_back((c, d + 1));
             }
         }

@@ -8,8 +8,8 @@ use analyzer::opsdecl::{struct_pointee, OpsMemberDecl};
 use analyzer::CallGraph;
 use serde::Serialize;
 
-use crate::rules::Rules;
-use crate::select::Object;
+use crate::rules::{object_named, Rules};
+use manifest::Object;
 
 /// Why a member is (or is not) focus.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -97,7 +97,7 @@ impl FocusOps {
             }
         }
         for o in &rules.focus_ops.include {
-            let object = Object::parse(o.object.as_deref().unwrap_or(""));
+            let object = object_named(o.object.as_deref().unwrap_or(""));
             let line = decls
                 .iter()
                 .find(|d| d.name == o.member)
@@ -144,7 +144,7 @@ fn derive_member(d: &OpsMemberDecl, rules: &Rules) -> Option<(Object, Derivation
     let object_of = |ty: &str| {
         struct_pointee(ty)
             .and_then(|s| objects.get(s))
-            .map(|o| Object::parse(o))
+            .map(|o| object_named(o))
     };
     let toks = tokens(&d.name);
     let has = |list: &[String]| toks.iter().find(|t| list.iter().any(|l| l == *t)).copied();
@@ -156,7 +156,7 @@ fn derive_member(d: &OpsMemberDecl, rules: &Rules) -> Option<(Object, Derivation
         return object_of(&d.returns).map(|o| (o, Derivation::Constructor));
     }
     let first_object = d.params.iter().find_map(|p| struct_pointee(p))?;
-    let object = objects.get(first_object).map(|o| Object::parse(o))?;
+    let object = objects.get(first_object).map(|o| object_named(o))?;
     if has(&rules.read_only_tokens).is_some() {
         return None;
     }

@@ -5,8 +5,9 @@ pub mod focus_ops;
 pub mod rules;
 pub mod select;
 
+// The verdicts speak the manifest's vocabulary: codegen writes them into the manifest as they are.
+pub use manifest::{FocusKind, Layer, Object, Rule};
 pub use rules::{Rules, RulesError, Vendor};
 pub use select::{
-    nearest_attachable, select, select_with, FocusKind, Layer, Object, Rule, SelectError,
-    Selection, Verdict,
+    nearest_attachable, select, select_with, ManifestLimits, SelectError, Selection, Verdict,
 };

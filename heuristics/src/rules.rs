@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use analyzer::source::SourceLayout;
 use analyzer::VendorScope;
+use manifest::Object;
 use serde::Deserialize;
 
 /// The rules shipped with probegen.
@@ -20,7 +21,7 @@ pub enum RulesError {
     },
     #[error("{origin}: {message}")]
     Invalid { origin: String, message: String },
-    #[error("{origin}:{line}: `{key}: {value}`: expected at most {MAX_DEPTH_LIMIT} (a bound on how far a walk goes down the call graph)")]
+    #[error("{origin}:{line}: `{key}: {value}`: expected at most {MAX_DEPTH_LIMIT} (a bound on how far a walk goes through the call graph)")]
     DepthOutOfRange {
         origin: String,
         /// The line of the key, 0 when it is not written as a block key.
@@ -144,11 +145,25 @@ pub struct Rules {
     pub inline_ops_depth: usize,
     /// Rounds of R3/R1 inheritance from the callers.
     pub inherit_rounds: usize,
+    /// A probe's `calls` in the manifest: probes below it through unprobed functions.
+    pub calls_depth: usize,
+    /// A probe that cannot attach: its nearest attachable caller or callee, this many calls away.
+    pub suggest_hops: usize,
+    /// `check`: below the former callers of a probe gone from the set, how far to look for the
+    /// function that now does its job.
+    pub replacement_depth: usize,
     #[serde(default)]
     pub overrides: Overrides,
 }
 
-const OBJECTS: &[&str] = &["QP", "MR", "PD", "CQ"];
+/// The verbs object a rules value names (`QP`). The loader admits only [`Object::VERBS`], so
+/// `Other` stands for an absent value (an excluded member has none).
+pub fn object_named(name: &str) -> Object {
+    Object::parse(name)
+        .ok()
+        .filter(|o| Object::VERBS.contains(o))
+        .unwrap_or(Object::Other)
+}
 
 impl Rules {
     pub fn builtin() -> Result<Self, RulesError> {
@@ -172,7 +187,7 @@ impl Rules {
     }
 
     /// Every depth limit, by its key in the rules file.
-    pub fn depth_limits(&self) -> [(&'static str, usize); 6] {
+    pub fn depth_limits(&self) -> [(&'static str, usize); 9] {
         [
             ("evidence_depth", self.evidence_depth),
             ("failure_depth", self.failure_depth),
@@ -180,6 +195,9 @@ impl Rules {
             ("vendor_walk_depth", self.vendor_walk_depth),
             ("inline_ops_depth", self.inline_ops_depth),
             ("inherit_rounds", self.inherit_rounds),
+            ("calls_depth", self.calls_depth),
+            ("suggest_hops", self.suggest_hops),
+            ("replacement_depth", self.replacement_depth),
         ]
     }
 
@@ -216,10 +234,11 @@ impl Rules {
             .chain(self.object_tokens.iter())
             .chain(included)
         {
-            if !OBJECTS.contains(&obj.as_str()) {
+            if object_named(obj) == Object::Other {
+                let verbs: Vec<&str> = Object::VERBS.iter().map(|o| o.as_str()).collect();
                 return Err(bad(format!(
                     "`{member}: {obj}`: expected one of {}",
-                    OBJECTS.join(", ")
+                    verbs.join(", ")
                 )));
             }
         }
@@ -384,6 +403,34 @@ mod tests {
             "{msg}"
         );
         assert_eq!(msg.lines().count(), 1, "{msg}");
+    }
+
+    #[test]
+    fn limits_moved_from_code_are_validated_like_the_others() {
+        for (from, to) in [
+            ("calls_depth: 8", "calls_depth: 99"),
+            ("suggest_hops: 3", "suggest_hops: 17"),
+            ("replacement_depth: 12", "replacement_depth: 40"),
+        ] {
+            let text = BUILTIN_RULES.replace(from, to);
+            assert_ne!(text, BUILTIN_RULES, "{from} found");
+            let key = from.split(':').next().unwrap_or_default();
+            let line = 1 + BUILTIN_RULES
+                .lines()
+                .position(|l| l.starts_with(from))
+                .expect("key line");
+            let msg = Rules::parse(&text, "r.yaml").unwrap_err().to_string();
+            assert!(
+                msg.starts_with(&format!("r.yaml:{line}: `{to}`")),
+                "{key}: {msg}"
+            );
+            assert_eq!(msg.lines().count(), 1, "{msg}");
+        }
+        let r = Rules::builtin().expect("builtin rules");
+        assert_eq!(
+            (r.calls_depth, r.suggest_hops, r.replacement_depth),
+            (8, 3, 12)
+        );
     }
 
     #[test]

@@ -20,90 +20,11 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use analyzer::graph::{CallGraph, EdgeKind, FnId, FnNode};
 use analyzer::RetKind;
+use manifest::{FocusKind, Layer, Object, Relation, Rule};
 use serde::Serialize;
 
 use crate::focus_ops::{FocusOps, FocusOpsError};
-use crate::rules::Rules;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Rule {
-    /// R1
-    ReadOnly,
-    /// R2
-    Generic,
-    /// R3
-    Cleanup,
-    /// R4
-    Focus,
-    VendorGate,
-    NotFocus,
-    Override,
-}
-
-impl Rule {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Rule::ReadOnly => "read-only",
-            Rule::Generic => "generic",
-            Rule::Cleanup => "cleanup",
-            Rule::Focus => "focus",
-            Rule::VendorGate => "vendor-gate",
-            Rule::NotFocus => "not-focus",
-            Rule::Override => "override",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub enum Object {
-    QP,
-    MR,
-    PD,
-    CQ,
-    #[serde(rename = "other")]
-    Other,
-}
-
-impl Object {
-    pub(crate) fn parse(s: &str) -> Object {
-        match s {
-            "QP" => Object::QP,
-            "MR" => Object::MR,
-            "PD" => Object::PD,
-            "CQ" => Object::CQ,
-            _ => Object::Other,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Object::QP => "QP",
-            Object::MR => "MR",
-            Object::PD => "PD",
-            Object::CQ => "CQ",
-            Object::Other => "other",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Layer {
-    Core,
-    Vendor,
-}
-
-/// Why R4 kept a function.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FocusKind {
-    Handler,
-    OpsCaller,
-    OpsImpl,
-    Hardware,
-    Helper,
-}
+use crate::rules::{object_named, Rules};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
@@ -126,6 +47,17 @@ pub struct Selection {
     pub focus_ops: FocusOps,
     /// One per reachable function, sorted by (name, file).
     pub verdicts: Vec<Verdict>,
+    /// The rules' limits of what the manifest records about the kept functions.
+    pub manifest_limits: ManifestLimits,
+}
+
+/// How far the manifest looks around a kept function (rules `calls_depth`, `suggest_hops`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ManifestLimits {
+    /// A probe's `calls`: probes below it through unprobed functions, this many calls down.
+    pub calls_depth: usize,
+    /// A probe's `suggest`: the nearest attachable caller or callee, this many calls away.
+    pub suggest_hops: usize,
 }
 
 impl Selection {
@@ -223,7 +155,7 @@ impl Ctx<'_> {
         tokens(name)
             .iter()
             .find_map(|t| self.rules.object_tokens.get(t))
-            .map(|o| Object::parse(o))
+            .map(|o| object_named(o))
     }
 
     fn override_of(&self, id: FnId) -> Option<(bool, String)> {
@@ -445,6 +377,10 @@ pub fn select_with(
         entries: entries.to_vec(),
         focus_ops: focus,
         verdicts,
+        manifest_limits: ManifestLimits {
+            calls_depth: rules.calls_depth,
+            suggest_hops: rules.suggest_hops,
+        },
     })
 }
 
@@ -874,8 +810,8 @@ pub fn nearest_attachable(
     id: FnId,
     max_hops: usize,
     attachable: impl Fn(FnId) -> bool,
-) -> Option<(FnId, &'static str)> {
-    for (dir, label) in [(true, "caller"), (false, "callee")] {
+) -> Option<(FnId, Relation)> {
+    for (dir, label) in [(true, Relation::Caller), (false, Relation::Callee)] {
         let mut frontier = vec![id];
         let mut seen = BTreeSet::from([id]);
         for _ in 0..max_hops {

@@ -103,7 +103,7 @@ pub fn successor(
         .flat_map(|c| g.find(c).iter().map(|&id| (id, 0)))
         .collect();
     while let Some((f, d)) = queue.pop_front() {
-        if d > 12 || depth_of.contains_key(&f) {
+        if d > rules.replacement_depth || depth_of.contains_key(&f) {
             continue;
         }
         depth_of.insert(f, d);

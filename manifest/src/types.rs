@@ -190,28 +190,6 @@ impl Manifest {
         serde_yaml::to_string(self)
     }
 
-    /// Parse and validate a manifest ([`crate::validate()`]); errors name the origin, line and
-    /// column, and the field or value expected.
-    pub fn from_yaml(text: &str, origin: &str) -> Result<Self, String> {
-        crate::input::check_text(text, origin, MANIFEST_WHAT)?;
-        crate::input::check_yaml_nesting(text, origin)?;
-        let m: Manifest = serde_yaml::from_str(text).map_err(|e| {
-            let loc = e
-                .location()
-                .map(|l| format!(":{}:{}", l.line(), l.column()))
-                .unwrap_or_default();
-            format!("{origin}{loc}: {e}")
-        })?;
-        if m.schema != SCHEMA_ID {
-            return Err(format!(
-                "{origin}: schema `{}`: expected `{SCHEMA_ID}`",
-                m.schema
-            ));
-        }
-        crate::validate::validate(&m, origin)?;
-        Ok(m)
-    }
-
     /// Probes a BPF program is generated for.
     pub fn attachable(&self) -> impl Iterator<Item = &Probe> {
         self.probes.iter().filter(|p| p.attach.has_program())

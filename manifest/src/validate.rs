@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::types::Manifest;
+use crate::types::{Manifest, MANIFEST_WHAT, SCHEMA_ID};
 use crate::vocab::{Attach, Rule};
 
 /// Probe ids above this are refused (the collector sizes its BPF tables by the largest id).
@@ -21,6 +21,32 @@ fn rule_in(origin: &str, what: String, rule: Rule, allowed: &[Rule]) -> Result<(
         "{origin}: {what}: rule `{rule}`: expected one of {}",
         names.join(", ")
     ))
+}
+
+// Reading a manifest is parsing it and then validating it: here, so that the types (types.rs)
+// do not depend on their validation while it depends on them.
+impl Manifest {
+    /// Parse and validate a manifest ([`crate::validate()`]); errors name the origin, line and
+    /// column, and the field or value expected.
+    pub fn from_yaml(text: &str, origin: &str) -> Result<Self, String> {
+        crate::input::check_text(text, origin, MANIFEST_WHAT)?;
+        crate::input::check_yaml_nesting(text, origin)?;
+        let m: Manifest = serde_yaml::from_str(text).map_err(|e| {
+            let loc = e
+                .location()
+                .map(|l| format!(":{}:{}", l.line(), l.column()))
+                .unwrap_or_default();
+            format!("{origin}{loc}: {e}")
+        })?;
+        if m.schema != SCHEMA_ID {
+            return Err(format!(
+                "{origin}: schema `{}`: expected `{SCHEMA_ID}`",
+                m.schema
+            ));
+        }
+        validate(&m, origin)?;
+        Ok(m)
+    }
 }
 
 /// Check the values of a parsed manifest; the error names the origin, the probe (by id and
