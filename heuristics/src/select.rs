@@ -126,6 +126,10 @@ pub struct Selection {
     pub focus_ops: FocusOps,
     /// One per reachable function, sorted by (name, file).
     pub verdicts: Vec<Verdict>,
+    /// Reachable functions whose own body calls a user-memory pinning function (the rules'
+    /// `state_changing_prefixes`): the graph fact the manifest's `pins_user_memory` is
+    /// derived from (codegen adds what a probe reaches through unprobed callees).
+    pub pins_user_memory: BTreeSet<FnId>,
 }
 
 impl Selection {
@@ -440,11 +444,18 @@ pub fn select_with(
     walk_down(&ctx, &mut decided, &seeds);
     inherit(&ctx, &mut decided);
     let verdicts = verdicts(&ctx, decided);
+    let pins_user_memory = ctx
+        .reach
+        .keys()
+        .copied()
+        .filter(|&id| ctx.pins_user_memory(ctx.node(id)).is_some())
+        .collect();
     Ok(Selection {
         vendor: vendor.to_string(),
         entries: entries.to_vec(),
         focus_ops: focus,
         verdicts,
+        pins_user_memory,
     })
 }
 
