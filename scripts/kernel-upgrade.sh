@@ -15,8 +15,10 @@
 #   3. regenerate generated/linux-<series>/<vendor>/ for every VENDOR;
 #   4. compile every probes.bpf.c with clang;
 #   5. boot Debian's stock new kernel in the qemu testbed (Soft-RoCE) with the rxe set:
-#      every attachable probe must attach and the induced failures must be caught
-#      (scripts/e2e-collect.sh); skip with KERNEL_UPGRADE_BOOT=0.
+#      every attachable probe must attach and the induced failures must be caught, each
+#      with its origin and routed to its owner (reg_mr EFAULT: application; the driver's
+#      EINVALs: vendor-driver) (scripts/e2e-collect.sh, tests/collector_e2e.rs); skip with
+#      KERNEL_UPGRADE_BOOT=0.
 # Report: target/kernel-upgrade/<series>/report.md (its path is the last line of stdout).
 # KERNEL_UPGRADE_OUT: where the regenerated sets go (default generated/, the checked-in ones).
 # Exit: 0 everything passed (drift is expected and reported, not a failure); 1 a step failed;
@@ -96,12 +98,27 @@ for v in "${VENDORS[@]}"; do
 done
 
 boot_line="skipped (KERNEL_UPGRADE_BOOT=0)"
+owner_line="skipped (KERNEL_UPGRADE_BOOT=0)"
 boot_summary=""
 if [[ ${KERNEL_UPGRADE_BOOT:-1} != 0 ]]; then
   log "5. boot ${SERIES} in the qemu testbed with the rxe set"
   boot_rc=0
   bash scripts/e2e-collect.sh "${SERIES}" 2>&1 | tee "${OUT}/e2e.log" >&2 || boot_rc=${PIPESTATUS[0]}
   boot_summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$|^(PASS|FAIL) |TB_STEP|attached|^test result' "${OUT}/e2e.log" | tail -n 20 || true)
+  # The owner of each induced failure (tests/collector_e2e.rs prints one line per failure and
+  # fails the boot on a wrong one): a misrouted ticket is a regression of the new kernel.
+  owner_lines=$(grep -E ': owner [a-z-]+ \(want [a-z-]+\)$' "${OUT}/e2e.log" || true)
+  misrouted=$(grep -vE ': owner ([a-z-]+) \(want \1\)$' <<<"${owner_lines}" || true)
+  if [[ -z ${owner_lines} ]]; then
+    owner_line="not checked (no owner lines in ${OUT}/e2e.log)"
+    if [[ ${boot_rc} -eq 0 ]]; then fail "the testbed printed no owner of the induced failures"; fi
+  elif [[ -n ${misrouted} ]]; then
+    owner_line="MISROUTED: $(tr '\n' ';' <<<"${misrouted}")"
+    fail "induced failures routed to the wrong owner"
+  else
+    # `case owner` pairs, once each (two verbs_fail processes make the same failures)
+    owner_line="each to its owner: $(sed -E 's/.* ([a-z_]+): owner ([a-z-]+) .*/\1 \2/' <<<"${owner_lines}" | sort -u | paste -sd, - | sed 's/,/, /g')"
+  fi
   if [[ ${boot_rc} -eq 0 ]]; then
     boot_line="passed"
   else
@@ -120,6 +137,7 @@ fi
     printf '| compile %s | %s |\n' "${v}" "${CC[$v]:-not run}"
   done
   printf '| boot the stock kernel, rxe set attached, induced failures | %s |\n' "${boot_line}"
+  printf '| owner of each induced failure | %s |\n' "${owner_line}"
   if [[ -n ${boot_summary} ]]; then
     printf '\n<details><summary>testbed</summary>\n\n```\n%s\n```\n</details>\n' "${boot_summary}"
   fi

@@ -419,12 +419,15 @@ fn pinning(ver: &str) -> (&'static str, &'static str) {
     }
 }
 
-/// One induced failure: the errno, the origin (deepest probed function that failed) and the
-/// layers that must appear in its chain, outermost first (others may lie between them).
+/// One induced failure: the errno, the origin (deepest probed function that failed), the
+/// owner the collector must route it to and the layers that must appear in its chain,
+/// outermost first (others may lie between them).
 struct Induced {
     case: &'static str,
     errno: &'static str,
     origin: (&'static str, &'static str),
+    /// collector/README.md's owner table on the origin's manifest facts
+    owner: &'static str,
     layers: &'static [(&'static str, &'static str)],
 }
 
@@ -439,6 +442,11 @@ struct Induced {
 ///   read-only predicate, not probed); 6.12 moved the state check into `rxe_qp_from_attr`
 ///   (`__qp_chk_state` under the state lock, read-only, not probed), so there
 ///   `rxe_qp_chk_attr` succeeds and the origin is `rxe_qp_from_attr`.
+///
+/// Owners: the pinning's EFAULT is the application's unmapped buffer on every series (the
+/// origin carries `pins_user_memory: true`, whatever its name: a 7.x set once routed it to
+/// verbs-core by a name prefix); the driver rejecting caps or a state transition is the
+/// vendor driver's (vendor layer, EINVAL).
 fn induced(ver: &str) -> [Induced; 3] {
     let pin = pinning(ver);
     [
@@ -446,6 +454,7 @@ fn induced(ver: &str) -> [Induced; 3] {
             case: "reg_mr_unmapped",
             errno: "EFAULT",
             origin: pin,
+            owner: "application",
             layers: if ver.starts_with("6.") {
                 &[
                     ("ib_uverbs_reg_mr", "ib_uverbs"),
@@ -466,6 +475,7 @@ fn induced(ver: &str) -> [Induced; 3] {
             case: "create_qp_absurd",
             errno: "EINVAL",
             origin: ("rxe_qp_chk_init", "rdma_rxe"),
+            owner: "vendor-driver",
             layers: &[
                 ("ib_uverbs_handler_UVERBS_METHOD_QP_CREATE", "ib_uverbs"),
                 ("ib_create_qp_user", "ib_core"),
@@ -482,6 +492,7 @@ fn induced(ver: &str) -> [Induced; 3] {
             } else {
                 ("rxe_qp_from_attr", "rdma_rxe")
             },
+            owner: "vendor-driver",
             layers: &[
                 ("ib_uverbs_modify_qp", "ib_uverbs"),
                 ("modify_qp", "ib_uverbs"),
@@ -559,6 +570,15 @@ fn check_chains(
                 "{tag}: origin {origin:?}, innermost {:?} (want {:?})",
                 layers.last(),
                 w.origin
+            ));
+        }
+        // the team that gets the ticket: kernel-upgrade.sh's report quotes these lines
+        let owner = c["owner"].as_str().unwrap_or("");
+        println!("{ver}: {tag}: owner {owner} (want {})", w.owner);
+        if owner != w.owner {
+            problems.push(format!(
+                "{tag}: owner {owner:?} (want {:?}) for origin {origin:?}",
+                w.owner
             ));
         }
         if layers.first() != w.layers.first() {

@@ -134,6 +134,67 @@ fn registration_cascade_is_kept_at_every_layer() {
     }
 }
 
+/// The checked-in set of (`ver`, `vendor`), as the collector loads it (no kernel needed).
+fn checked_in(ver: &str, vendor: &str) -> (Manifest, collector::probes::ProbeTable) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("generated")
+        .join(format!("linux-{ver}"))
+        .join(vendor)
+        .join("manifest.yaml");
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(&path).expect("read checked-in manifest");
+    let m = Manifest::from_yaml(&text, &origin).expect("parse checked-in manifest");
+    let t = collector::probes::ProbeTable::from_manifest_text(&text, &origin).expect("table");
+    (m, t)
+}
+
+/// The owner fact comes from the graph: in every checked-in set exactly the function whose
+/// body calls pin_user_pages_fast is marked (6.x `ib_umem_get` in ib_uverbs, 7.2
+/// `__ib_umem_get_va` in ib_core, five wrappers below the driver), not the other `ib_umem_*`
+/// probes 7.2 keeps; and the collector routes its EFAULT (the application's unmapped buffer,
+/// the reg_mr case of the testbed) to the application on every series.
+#[test]
+fn checked_in_sets_mark_the_user_memory_pinning_for_the_owner() {
+    use collector::owner::{decide_for, Owner};
+    const EFAULT: u32 = 14;
+    for &(ver, vendor) in SETS {
+        let (m, t) = checked_in(ver, vendor);
+        let (pin, module) = if ver.starts_with("6.") {
+            ("ib_umem_get", "ib_uverbs")
+        } else {
+            ("__ib_umem_get_va", "ib_core")
+        };
+        let marked: Vec<(&str, &str)> = m
+            .probes
+            .iter()
+            .filter(|p| p.pins_user_memory)
+            .map(|p| (p.function.as_str(), p.module.as_str()))
+            .collect();
+        assert_eq!(marked, [(pin, module)], "{ver} {vendor}");
+        let p = t
+            .probes
+            .iter()
+            .find(|p| p.function == pin)
+            .unwrap_or_else(|| panic!("{ver} {vendor}: {pin} has no program"));
+        assert!(p.pins_user_memory, "{ver} {vendor}: {pin}");
+        assert_eq!(
+            decide_for(t.get(p.id), EFAULT),
+            Owner::Application,
+            "{ver} {vendor}"
+        );
+        // 7.2's descriptor wrappers reach the pinning only through that probe: their own
+        // failures are the core's
+        for w in t
+            .probes
+            .iter()
+            .filter(|w| w.function.starts_with("ib_umem_get_"))
+        {
+            assert!(!w.pins_user_memory, "{ver} {vendor}: {}", w.function);
+            assert_eq!(decide_for(Some(w), EFAULT), Owner::VerbsCore);
+        }
+    }
+}
+
 #[test]
 fn read_only_and_cleanup_handlers_are_excluded_with_their_rule() {
     for (ver, vendor) in SETS {

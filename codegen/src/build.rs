@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use analyzer::graph::{CallGraph, FnId};
+use analyzer::graph::{CallGraph, EdgeKind, FnId};
 use analyzer::traceability::{AttachVerdict, Binaries};
 use heuristics::{nearest_attachable, ManifestLimits, Selection};
 
@@ -103,13 +103,27 @@ pub fn build_manifest(
         .enumerate()
         .map(|(i, v)| (v.id, i as u32))
         .collect();
+    // Kept functions a program attaches to: their failures are records of their own, so
+    // what they do below is not their callers' (pins_user_memory stops at them).
+    let probed: BTreeSet<FnId> = kept
+        .iter()
+        .filter(|v| attach(&attach_of(g, bins, v.id)).has_program())
+        .map(|v| v.id)
+        .collect();
     let mut stats = Stats {
         reachable: sel.verdicts.len(),
         ..Stats::default()
     };
     let mut probes = Vec::with_capacity(kept.len());
     for (i, v) in kept.iter().enumerate() {
-        let p = probe_of(g, bins, v, i as u32, &probe_index, sel.manifest_limits);
+        let mut p = probe_of(g, bins, v, i as u32, &probe_index, sel.manifest_limits);
+        p.pins_user_memory = pins_user_memory(
+            g,
+            v.id,
+            &sel.pins_user_memory,
+            &probed,
+            sel.manifest_limits.calls_depth,
+        );
         *stats.attach.entry(p.attach).or_default() += 1;
         if p.attach.has_program() {
             stats.attachable += 1;
@@ -194,6 +208,8 @@ fn probe_of(
         object: v.object,
         rule: v.rule,
         focus: v.focus,
+        // set by build_manifest, which knows every probe's program
+        pins_user_memory: false,
         evidence: v.evidence.clone(),
         returns,
         ret_size,
@@ -318,6 +334,43 @@ fn probed_callees(
         }
     }
     out.into_iter().collect()
+}
+
+/// Whether `id`'s body pins user memory: a function of `pinning` (its own body calls a pinning
+/// function) is `id` itself or is reached from it through body calls (direct, macro, inline:
+/// not a dispatch through an ops table or a uverbs method table, whose target fails on its
+/// own account) to callees without a program of their own (`probed`): header and compiler
+/// inlines, functions the selection dropped, kept functions that cannot be attached. A
+/// failure of such a callee is only ever seen as `id`'s, so its pinning is `id`'s fact.
+/// 7.x pins in `__ib_umem_get_va` (a probe: the fact is its own, not its callers'); 6.x in
+/// `ib_umem_get`. As deep as a probe's `calls` look (the rules' `calls_depth`).
+fn pins_user_memory(
+    g: &CallGraph,
+    id: FnId,
+    pinning: &BTreeSet<FnId>,
+    probed: &BTreeSet<FnId>,
+    calls_depth: usize,
+) -> bool {
+    let mut seen = BTreeSet::from([id]);
+    let mut queue = VecDeque::from([(id, 0usize)]);
+    while let Some((f, d)) = queue.pop_front() {
+        if pinning.contains(&f) {
+            return true;
+        }
+        if d + 1 >= calls_depth {
+            continue;
+        }
+        for (c, e) in g.callees(f) {
+            let body_call = matches!(
+                e.kind,
+                EdgeKind::Direct | EdgeKind::Macro | EdgeKind::Inline
+            );
+            if body_call && !probed.contains(&c) && seen.insert(c) {
+                queue.push_back((c, d + 1));
+            }
+        }
+    }
+    false
 }
 
 /// Arguments recorded on failure: the first four scalar parameters (flags, masks, lengths,

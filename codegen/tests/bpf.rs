@@ -33,6 +33,7 @@ fn probe(
         object: manifest::Object::parse("MR").expect("object"),
         rule: manifest::Rule::parse("focus").expect("rule"),
         focus: Some(manifest::FocusKind::parse("handler").expect("focus")),
+        pins_user_memory: false,
         evidence: "test".into(),
         returns: manifest::ReturnKind::parse(returns).expect("returns"),
         ret_size: match returns {

@@ -60,8 +60,9 @@ fn table() -> Arc<ProbeTable> {
         (4, "rxe_create_qp", "rdma_rxe"),
         (5, "rxe_qp_chk_init", "rdma_rxe"),
     ])
-    .with_focus(0, "handler")
-    .with_focus(3, "handler")
+    .with_focus(0, manifest::FocusKind::Handler)
+    .with_focus(3, manifest::FocusKind::Handler)
+    .with_pins_user_memory(2)
     .with_calls(6, &[(0, 1), (1, 2), (3, 4), (4, 5)]);
     Arc::new(t)
 }

@@ -543,8 +543,9 @@ mod tests {
             (OTHER, "rdma_set_cq_moderation", "ib_core"),
         ]);
         let t = t
-            .with_focus(HANDLER, "handler")
-            .with_focus(MODIFY, "handler");
+            .with_focus(HANDLER, manifest::FocusKind::Handler)
+            .with_focus(MODIFY, manifest::FocusKind::Handler)
+            .with_pins_user_memory(UMEM);
         Arc::new(t.with_calls(8, &[(0, 1), (1, 2), (2, 3), (4, 5), (5, 6)]))
     }
 

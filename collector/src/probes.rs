@@ -1,7 +1,7 @@
 //! The probe table the collector works with: the manifest's attachable probes (those with a
 //! program in probes.bpf.c), indexed by probe id, plus the manifest's hash.
 
-use manifest::{Attach, Manifest, Probe};
+use manifest::{Attach, FocusKind, Layer, Manifest, Probe};
 use sha2::{Digest, Sha256};
 
 use crate::error::CollectError;
@@ -27,11 +27,12 @@ pub struct ProbeInfo {
     /// Names of the arguments the probe records, in record order (the manifest's `args`,
     /// ascending position); empty when the manifest names none.
     pub arg_names: Vec<String>,
-    /// `core` or `vendor` (the manifest's `layer`; owner decision).
-    pub layer: String,
-    /// R4 focus evidence (`handler`, `ops-caller`, `ops-impl`, `hardware`, `helper`; empty
-    /// for an override; owner decision).
-    pub focus: String,
+    /// The manifest's `layer` (owner decision).
+    pub layer: Layer,
+    /// The manifest's R4 focus evidence; `None` for an override (owner decision).
+    pub focus: Option<FocusKind>,
+    /// The manifest's `pins_user_memory`: the body pins user memory (owner decision).
+    pub pins_user_memory: bool,
 }
 
 impl ProbeInfo {
@@ -96,7 +97,8 @@ impl ProbeTable {
     }
 
     /// A table from (id, function, module) triples, all fexit (tests, benchmarks); the layer
-    /// is `core` for `ib_*` and `inline` modules, else `vendor`, without focus.
+    /// is `core` for `ib_*` and `inline` modules, else `vendor`, without focus and without
+    /// pinning user memory (see [`Self::with_focus`], [`Self::with_pins_user_memory`]).
     pub fn from_triples(triples: &[(u32, &str, &str)]) -> Self {
         let mut t = ProbeTable {
             probes: triples
@@ -109,11 +111,12 @@ impl ProbeTable {
                     nargs: 0,
                     arg_names: Vec::new(),
                     layer: if m.starts_with("ib_") || m == "inline" {
-                        "core".into()
+                        Layer::Core
                     } else {
-                        "vendor".into()
+                        Layer::Vendor
                     },
-                    focus: String::new(),
+                    focus: None,
+                    pins_user_memory: false,
                 })
                 .collect(),
             ..Default::default()
@@ -132,9 +135,17 @@ impl ProbeTable {
     }
 
     /// The same table with `focus` set on probe `id` (tests of the owner decision).
-    pub fn with_focus(mut self, id: u32, focus: &str) -> Self {
+    pub fn with_focus(mut self, id: u32, focus: FocusKind) -> Self {
         if let Some(p) = self.probes.iter_mut().find(|p| p.id == id) {
-            p.focus = focus.to_string();
+            p.focus = Some(focus);
+        }
+        self
+    }
+
+    /// The same table with probe `id` pinning user memory (tests of the owner decision).
+    pub fn with_pins_user_memory(mut self, id: u32) -> Self {
+        if let Some(p) = self.probes.iter_mut().find(|p| p.id == id) {
+            p.pins_user_memory = true;
         }
         self
     }
@@ -195,8 +206,9 @@ fn info(p: &Probe) -> Result<ProbeInfo, CollectError> {
             a.sort();
             a.into_iter().map(|(_, n)| n).collect()
         },
-        layer: p.layer.to_string(),
-        focus: p.focus.map(|f| f.to_string()).unwrap_or_default(),
+        layer: p.layer,
+        focus: p.focus,
+        pins_user_memory: p.pins_user_memory,
     })
 }
 
@@ -221,6 +233,18 @@ mod tests {
         assert_eq!(t.get(reg.id).map(|p| p.module.as_str()), Some("ib_uverbs"));
         assert_eq!(reg.section(), "fexit/ib_uverbs_reg_mr");
         assert_eq!(reg.target(), "ib_uverbs:ib_uverbs_reg_mr");
+        // the manifest's typed facts, as they are: the owner decision reads them
+        assert_eq!(
+            (reg.layer, reg.focus, reg.pins_user_memory),
+            (Layer::Core, Some(FocusKind::OpsCaller), false)
+        );
+        let pinning: Vec<&str> = t
+            .probes
+            .iter()
+            .filter(|p| p.pins_user_memory)
+            .map(|p| p.function.as_str())
+            .collect();
+        assert_eq!(pinning, ["ib_umem_get"]);
         // create_qp exists in ib_core (clone-only: kretprobe) and ib_uverbs (fexit)
         let cq: Vec<_> = t
             .probes

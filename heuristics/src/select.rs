@@ -49,6 +49,10 @@ pub struct Selection {
     pub verdicts: Vec<Verdict>,
     /// The rules' limits of what the manifest records about the kept functions.
     pub manifest_limits: ManifestLimits,
+    /// Reachable functions whose own body calls a user-memory pinning function (the rules'
+    /// `state_changing_prefixes`): the graph fact the manifest's `pins_user_memory` is
+    /// derived from (codegen adds what a probe reaches through unprobed callees).
+    pub pins_user_memory: BTreeSet<FnId>,
 }
 
 /// How far the manifest looks around a kept function (rules `calls_depth`, `suggest_hops`).
@@ -372,6 +376,12 @@ pub fn select_with(
     walk_down(&ctx, &mut decided, &seeds);
     inherit(&ctx, &mut decided);
     let verdicts = verdicts(&ctx, decided);
+    let pins_user_memory = ctx
+        .reach
+        .keys()
+        .copied()
+        .filter(|&id| ctx.pins_user_memory(ctx.node(id)).is_some())
+        .collect();
     Ok(Selection {
         vendor: vendor.to_string(),
         entries: entries.to_vec(),
@@ -381,6 +391,7 @@ pub fn select_with(
             calls_depth: rules.calls_depth,
             suggest_hops: rules.suggest_hops,
         },
+        pins_user_memory,
     })
 }
 

@@ -857,6 +857,7 @@ mod tests {
             object: manifest::Object::parse(object).expect("object"),
             rule: manifest::Rule::parse("focus").expect("rule"),
             focus: Some(manifest::FocusKind::parse("hardware").expect("focus")),
+            pins_user_memory: false,
             evidence: String::new(),
             returns: manifest::ReturnKind::parse("int").expect("returns"),
             ret_size: 4,

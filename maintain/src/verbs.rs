@@ -386,6 +386,7 @@ mod tests {
             object: manifest::Object::parse("QP").expect("object"),
             rule: manifest::Rule::parse("focus").expect("rule"),
             focus: Some(manifest::FocusKind::parse("handler").expect("focus")),
+            pins_user_memory: false,
             evidence: String::new(),
             returns: manifest::ReturnKind::parse("int").expect("returns"),
             ret_size: 4,

@@ -111,6 +111,14 @@ pub struct Probe {
     /// What R4 evidence kept it: handler, ops-caller, ops-impl, hardware, helper.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub focus: Option<FocusKind>,
+    /// The function pins user memory (`pin_user_pages*`, `get_user_pages*`: the rules'
+    /// `state_changing_prefixes`): its body calls a pinning function directly, or through
+    /// callees that are not probes of their own (inlined wrappers, unprobed functions), so a
+    /// failure it returns may be the pinning's (an EFAULT on the caller's unmapped buffer).
+    /// From the call graph, never from the name; absent (false) in sets written before it
+    /// existed. The collector routes such an origin's argument errors to the application.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pins_user_memory: bool,
     pub evidence: String,
     /// `int`, `ptr`, `bool` or `void`.
     pub returns: ReturnKind,

@@ -1,6 +1,8 @@
 //! Validation of a manifest read from a file, the same for every command (`check`, `diff`,
 //! `coverage`, `collect`). Serde checks the shape and the vocabulary (an `attach: teleport` or
-//! `layer: 7` is refused while parsing, see [`crate::vocab`]); this checks what the shape cannot:
+//! `layer: 7` is refused while parsing, see [`crate::vocab`]; so is a `pins_user_memory` that is
+//! not a boolean, or one on an excluded function, while a probe without it, as every set
+//! written before it existed, does not pin user memory); this checks what the shape cannot:
 //! which rules a probe or an excluded function may carry, that probe ids are unique and small,
 //! that a clone-only probe names its clone and that `calls` name existing probes.
 
@@ -127,6 +129,34 @@ mod tests {
         assert!(e.contains("id 0 appears twice"), "{e}");
         let e = err("rule: cleanup", "rule: sometimes");
         assert!(e.contains("rule `sometimes`"), "{e}");
+    }
+
+    #[test]
+    fn the_owner_fact_is_a_boolean_of_probes_and_absent_in_older_sets() {
+        let pin = "  focus: helper\n  pins_user_memory: true\n";
+        assert_eq!(M.matches(pin).count(), 1, "ib_umem_get carries the fact");
+        let m = Manifest::from_yaml(M, "m.yaml").expect("valid");
+        let marked: Vec<&str> = m
+            .probes
+            .iter()
+            .filter(|p| p.pins_user_memory)
+            .map(|p| p.function.as_str())
+            .collect();
+        assert_eq!(marked, ["ib_umem_get"]);
+        // a set written before the field existed loads, nothing pinning
+        let older = M.replacen(pin, "  focus: helper\n", 1);
+        let m = Manifest::from_yaml(&older, "old.yaml").expect("an older set loads");
+        assert!(m.probes.iter().all(|p| !p.pins_user_memory));
+        let e = err("pins_user_memory: true", "pins_user_memory: maybe");
+        assert!(
+            e.contains("m.yaml:") && e.contains("expected a boolean"),
+            "{e}"
+        );
+        let e = err(
+            "  rule: cleanup\n",
+            "  rule: cleanup\n  pins_user_memory: true\n",
+        );
+        assert!(e.contains("unknown field `pins_user_memory`"), "{e}");
     }
 
     #[test]

@@ -440,7 +440,8 @@ mod tests {
             (0, "ib_uverbs_reg_mr", "ib_uverbs"),
             (1, "ib_umem_get", "ib_uverbs"),
         ])
-        .with_calls(2, &[(0, 1)]);
+        .with_calls(2, &[(0, 1)])
+        .with_pins_user_memory(1);
         let mut p = Pipeline::new(
             Arc::new(t),
             PipelineConfig {
