@@ -90,7 +90,12 @@ fn collector_depends_on_no_crate_that_parses_c_or_generates_code() {
 fn agent_depends_on_no_analyzer_and_no_c_parser() {
     let graph = normal_dependency_graph();
     let deps = closure(&graph, "probegen-agent");
-    for needed in ["manifest", "collector", "sink-clickhouse"] {
+    for needed in [
+        "manifest",
+        "collector",
+        "sink-clickhouse",
+        "sink-prometheus",
+    ] {
         assert!(deps.contains(needed), "{needed} not in {deps:?}");
     }
     let forbidden: Vec<&String> = deps
@@ -128,6 +133,7 @@ fn manifest_depends_on_no_workspace_crate() {
         "maintain",
         "collector",
         "sink-clickhouse",
+        "sink-prometheus",
         "probegen-agent",
         "probegen",
     ];
@@ -152,9 +158,15 @@ fn workspace_crates_depend_along_the_data_flow() {
         ("maintain", &["manifest", "analyzer", "heuristics"]),
         ("collector", &["manifest"]),
         ("sink-clickhouse", &["collector"]),
+        ("sink-prometheus", &["collector"]),
         (
             "probegen-agent",
-            &["manifest", "collector", "sink-clickhouse"],
+            &[
+                "manifest",
+                "collector",
+                "sink-clickhouse",
+                "sink-prometheus",
+            ],
         ),
     ];
     let workspace: Vec<&str> = allowed.iter().map(|(c, _)| *c).collect();

@@ -1,6 +1,7 @@
 //! `collect`: the runtime collector (crate `collector`) with its flags, the same in
 //! `probegen collect` and `probegen-agent collect`; the run's events printed on stderr.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -9,6 +10,7 @@ use collector::{ChainClock, CollectError, Event, Hooks, Options, Sink};
 use crate::flags::{parse_duration, parse_listen};
 use crate::fleet::{Fleet, FleetArgs};
 use crate::AgentError;
+use sink_prometheus::PrometheusSink;
 
 #[derive(clap::Args, Clone)]
 pub struct CollectArgs {
@@ -87,8 +89,8 @@ pub struct CollectArgs {
 
 /// Runs the collector as the flags say; the summary and the events go to stderr.
 pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
-    let (opts, fleet) = options(a)?;
-    let mut hooks = Printer { fleet, out: &a.out };
+    let (opts, sinks) = options(a)?;
+    let mut hooks = Printer { sinks, out: &a.out };
     let s = collector::run(&opts, &mut hooks)?;
     eprintln!(
         "probegen collect: {} snapshots; {}/{} probes attached; failures {}, records {}, dropped kernel {} userspace {}; invariant {}; sink errors {}{}",
@@ -107,9 +109,16 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The collector's options from the flags (and the fleet sink's, kept apart: the collector
-/// does not know ClickHouse).
-pub fn options(a: &CollectArgs) -> Result<(Options, Fleet), AgentError> {
+/// The sinks the agent adds to a run: ClickHouse (`--clickhouse`), the exposition
+/// (`--metrics`).
+pub struct Sinks {
+    pub fleet: Fleet,
+    pub metrics: Option<SocketAddr>,
+}
+
+/// The collector's options from the flags, and the sinks' (kept apart: the collector knows
+/// neither ClickHouse nor Prometheus).
+pub fn options(a: &CollectArgs) -> Result<(Options, Sinks), AgentError> {
     let metrics = a
         .metrics
         .as_deref()
@@ -131,7 +140,6 @@ pub fn options(a: &CollectArgs) -> Result<(Options, Fleet), AgentError> {
         out: a.out.clone(),
         rotate_bytes: a.rotate_bytes,
         rotate_keep: a.rotate_keep,
-        metrics,
         strict: a.strict,
         duration: a.duration,
         ringbuf_bytes: Some(a.ringbuf_bytes),
@@ -153,19 +161,31 @@ pub fn options(a: &CollectArgs) -> Result<(Options, Fleet), AgentError> {
         host: a.fleet.host.clone(),
         replay_pace: a.fleet.replay_pace,
     };
-    Ok((opts, fleet))
+    Ok((opts, Sinks { fleet, metrics }))
 }
 
 /// The run's hooks for the command: the ClickHouse sink when asked for, every event as one
 /// line on stderr.
 struct Printer<'a> {
-    fleet: Fleet,
+    sinks: Sinks,
     out: &'a std::path::Path,
 }
 
 impl Hooks for Printer<'_> {
     fn sinks(&mut self, clock: ChainClock) -> Result<Vec<Box<dyn Sink>>, CollectError> {
-        Ok(self.fleet.open(self.out, clock)?.into_iter().collect())
+        let mut sinks: Vec<Box<dyn Sink>> = self
+            .sinks
+            .fleet
+            .open(self.out, clock)?
+            .into_iter()
+            .collect();
+        if let Some(addr) = self.sinks.metrics {
+            let m = PrometheusSink::serve(addr)
+                .map_err(|source| CollectError::Metrics { addr, source })?;
+            eprintln!("probegen collect: metrics on http://{}/metrics", m.addr());
+            sinks.push(Box::new(m));
+        }
+        Ok(sinks)
     }
 
     fn event(&mut self, event: Event<'_>) {
@@ -180,7 +200,6 @@ fn print_event(event: &Event<'_>) {
             probes,
             millis,
         } => eprintln!("probegen collect: attached {attached}/{probes} programs in {millis:.1} ms"),
-        Event::Serving(a) => eprintln!("probegen collect: metrics on http://{a}/metrics"),
         Event::Chain(c) => eprintln!("probegen collect: chain {}", c.log_line()),
         Event::MoreChains { more, snapshot } => {
             eprintln!("probegen collect: ... and {more} more chains in snapshot {snapshot}")

@@ -6,7 +6,7 @@ mod collect;
 mod flags;
 mod fleet;
 
-pub use collect::{collect, options, CollectArgs};
+pub use collect::{collect, options, CollectArgs, Sinks};
 pub use flags::{parse_duration, parse_listen};
 pub use fleet::{report, schema, Fleet, FleetArgs, SchemaArgs};
 

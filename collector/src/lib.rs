@@ -10,8 +10,9 @@
 //!   [`Snapshot`] per window out; builds wire values, never sees a sink.
 //! * sources (`live/`: the BPF loader and the ring buffer; `replay/`: the replay file format
 //!   and the replay source), behind the one `Source` trait that feeds the pipeline.
-//! * `sinks/`: the [`Sink`] trait, the JSONL file and the Prometheus exposition. A sink sees
-//!   wire types only; a sink in another crate (`sink-clickhouse`) implements the same trait.
+//! * `sinks/`: the [`Sink`] trait and the JSONL file. A sink sees wire types only; the
+//!   ClickHouse spool (`sink-clickhouse`) and the Prometheus exposition (`sink-prometheus`)
+//!   implement the same trait in their own crates and come in through [`Hooks::sinks`].
 //! * `run/`: the loop over a source, the sinks in order, the error count, the [`Event`]s the
 //!   embedder prints ([`Hooks`]); the library prints no chain line and no sink error.
 //!
@@ -55,7 +56,6 @@ pub use replay::{read as read_replay, ReplayError};
 pub use run::outputs::MAX_CHAIN_LINES;
 pub use run::{run, Event, Hooks, Options, Summary};
 pub use sinks::jsonl::JsonlSink;
-pub use sinks::prometheus::PrometheusSink;
 pub use sinks::{Sink, SinkError, SinkReport};
 pub use stop::request_stop;
 pub use timefmt::unix_ns;

@@ -1,13 +1,11 @@
 //! What the embedder of a run provides ([`Hooks`]: extra sinks, what to do with events) and
 //! the [`Event`]s a run reports instead of printing them.
 
-use std::net::SocketAddr;
-
 use crate::error::CollectError;
 use crate::sinks::{Sink, SinkError};
 use crate::wire::{ChainClock, ChainView, Invariant};
 
-/// What the embedder of a run provides: the sinks besides JSONL and Prometheus, and what to
+/// What the embedder of a run provides: the sinks besides JSONL (ClickHouse, Prometheus), and what to
 /// do with the run's events (the command prints them on stderr).
 pub trait Hooks {
     /// The sinks to add, opened once the run knows the records' clock (live: this host's
@@ -32,8 +30,6 @@ pub enum Event<'a> {
         probes: usize,
         millis: f64,
     },
-    /// `--metrics`: the exposition is served here.
-    Serving(SocketAddr),
     /// A failure chain of a snapshot (at most [`super::outputs::MAX_CHAIN_LINES`] per snapshot).
     Chain(ChainView<'a>),
     /// The chains of a snapshot past the first [`super::outputs::MAX_CHAIN_LINES`].

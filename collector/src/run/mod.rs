@@ -20,7 +20,6 @@ use crate::probes::ProbeTable;
 use crate::procinfo::ProcCache;
 use crate::replay::{sleep_unless_stopped, Header, ReplayOptions, ReplaySource, REPLAY_SCHEMA};
 use crate::sinks::jsonl::JsonlSink;
-use crate::sinks::prometheus::PrometheusSink;
 use crate::source::{Source, Step};
 use crate::stop::{self, install_signal_handlers, stop_requested};
 pub use hooks::{Event, Hooks};
@@ -146,7 +145,7 @@ fn collect(
     outputs.emit(&mut s, hooks);
     drop(s);
     source.report(pipe, &k);
-    if outputs.metrics.is_some() {
+    if !outputs.expositions.is_empty() {
         sleep_unless_stopped(source.linger(), Duration::from_millis(50));
     }
     let sum = summary(pipe, &k, outputs, ok, flush);
@@ -171,20 +170,11 @@ fn open_outputs(
     clock: ChainClock,
     hooks: &mut dyn Hooks,
 ) -> Result<Outputs, CollectError> {
-    let fleet = hooks.sinks(clock)?;
-    let metrics = match opts.metrics {
-        Some(addr) => {
-            let m = PrometheusSink::serve(addr)
-                .map_err(|source| CollectError::Metrics { addr, source })?;
-            hooks.event(Event::Serving(m.addr()));
-            Some(m)
-        }
-        None => None,
-    };
+    let (expositions, fleet) = hooks.sinks(clock)?.into_iter().partition(|s| s.exposes());
     Ok(Outputs {
         fleet,
         jsonl: JsonlSink::new(&opts.out, opts.rotate_bytes, opts.rotate_keep),
-        metrics,
+        expositions,
         snapshots: 0,
         errors: 0,
     })
@@ -277,8 +267,9 @@ fn run_live(
     };
     let mut source = LiveSource::new(loaded, table, timing, record)?;
     let mut outputs = open_outputs(opts, ChainClock::Monotonic, hooks)?;
-    if let Some(m) = &outputs.metrics {
-        m.show_start(pipe.table(), pipe.attached_shared(), outputs.fleet_status());
+    let fleet = outputs.fleet_status();
+    for s in outputs.fleet.iter_mut().chain(&mut outputs.expositions) {
+        s.start(pipe.table(), pipe.attached_shared(), fleet.clone());
     }
     pipe.start_window(SystemTime::now());
     collect(&mut source, &mut pipe, &mut outputs, hooks, opts.sink_flush)

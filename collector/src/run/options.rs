@@ -1,7 +1,6 @@
 //! What `probegen collect` is asked to do (the CLI fills it; tests and embedders too). The
 //! options of a sink added by the embedder (ClickHouse) are that sink's own.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -24,7 +23,6 @@ pub struct Options {
     pub out: PathBuf,
     pub rotate_bytes: u64,
     pub rotate_keep: usize,
-    pub metrics: Option<SocketAddr>,
     pub strict: bool,
     pub duration: Option<Duration>,
     pub ringbuf_bytes: Option<u32>,
@@ -57,7 +55,6 @@ impl Default for Options {
             out: PathBuf::from("probegen-snapshots.jsonl"),
             rotate_bytes: 64 << 20,
             rotate_keep: 5,
-            metrics: None,
             strict: false,
             duration: None,
             ringbuf_bytes: Some(4 << 20),

@@ -1,12 +1,11 @@
 //! The run's sinks in their order: the sinks the embedder adds (a spool first: its status goes
-//! into the snapshot's line), the JSONL file, then the exposition (it shows the counts after
+//! into the snapshot's line), the JSONL file, then the expositions (they show the counts after
 //! this snapshot). The loop counts the sinks' errors here.
 
 use std::time::Duration;
 
 use super::hooks::{Event, Hooks};
 use crate::sinks::jsonl::JsonlSink;
-use crate::sinks::prometheus::PrometheusSink;
 use crate::sinks::{Sink, SinkReport};
 use crate::wire::{SinkStatus, Snapshot};
 
@@ -16,7 +15,8 @@ pub const MAX_CHAIN_LINES: usize = 32;
 pub(crate) struct Outputs {
     pub(crate) fleet: Vec<Box<dyn Sink>>,
     pub(crate) jsonl: JsonlSink,
-    pub(crate) metrics: Option<PrometheusSink>,
+    /// sinks that show the run totals (`Sink::exposes`), written last
+    pub(crate) expositions: Vec<Box<dyn Sink>>,
     /// snapshots written (or attempted) so far
     pub(crate) snapshots: u64,
     /// sink errors so far
@@ -67,9 +67,11 @@ impl Outputs {
         snap.totals.sink_errors = self.errors;
         snap.totals.snapshots = self.snapshots;
         snap.totals.fleet = self.fleet_status();
-        if let Some(m) = &mut self.metrics {
-            // updating the page in memory does not fail
-            let _ = m.write(snap);
+        for i in 0..self.expositions.len() {
+            if let Err(error) = self.expositions[i].write(snap) {
+                self.errors += 1;
+                Self::failed(&*self.expositions[i], snap, &error, self.errors, hooks);
+            }
         }
         crate::timings::mark("metrics");
     }

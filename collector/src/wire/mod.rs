@@ -9,7 +9,6 @@ pub(crate) mod line;
 pub(crate) mod shared;
 pub(crate) mod snapshot;
 
-pub use crate::owner::Owner;
 pub use chains::{ChainClock, ChainView, ChainsOut, Link};
 pub use shared::SharedPart;
 pub use snapshot::{

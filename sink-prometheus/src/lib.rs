@@ -7,6 +7,9 @@
 //! `probegen_probe_attached` (1/0), `probegen_records_total` (kept in snapshots),
 //! `probegen_userspace_drops_total`; unlabelled: `probegen_ring_drops_total` (kernel ring
 //! buffer full), `probegen_sink_errors_total`, `probegen_snapshots_total`.
+//!
+//! A `collector::Sink` that the embedder adds (`--metrics`); it reads the snapshot and its
+//! run totals, so the run writes it after the JSONL line (`Sink::exposes`).
 
 use std::fmt::Write as _;
 use std::io::{Read, Write};
@@ -14,15 +17,13 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::sink::{Sink, SinkError};
-use crate::errno::errno_label;
-use crate::kernel_state::{AttachStatus, KernelTotals};
-
-use crate::probes::ProbeTable;
-use crate::wire::{Owner, SharedPart, SinkStatus, Snapshot};
+use collector::{
+    errno_label, AttachStatus, KernelTotals, Owner, ProbeTable, SharedPart, Sink, SinkError,
+    SinkStatus, Snapshot,
+};
 
 /// Everything the exposition shows.
-pub struct MetricsInput<'a> {
+struct MetricsInput<'a> {
     pub table: &'a ProbeTable,
     pub kernel: &'a KernelTotals,
     pub received: &'a [u64],
@@ -45,7 +46,7 @@ fn esc(s: &str) -> String {
         .replace('\n', "\\n")
 }
 
-pub fn render(m: &MetricsInput<'_>) -> String {
+fn render(m: &MetricsInput<'_>) -> String {
     let mut o = String::with_capacity(256 + m.table.probes.len() * 400);
     let labels: Vec<String> = m
         .table
@@ -234,7 +235,7 @@ fn render_chains(o: &mut String, m: &MetricsInput<'_>) {
 /// What the exposition shows, owned: the server thread renders it when scraped, so an idle
 /// collector nobody scrapes renders nothing.
 #[derive(Debug, Clone, Default)]
-pub struct MetricsState {
+struct MetricsState {
     pub table: Arc<ProbeTable>,
     pub kernel: Arc<KernelTotals>,
     pub received: Vec<u64>,
@@ -284,7 +285,7 @@ impl MetricsState {
 
 /// The page the server thread serves.
 #[derive(Debug)]
-pub enum Page {
+enum Page {
     /// a fixed text (tests)
     Text(String),
     /// rendered from the state at each request
@@ -301,10 +302,10 @@ impl Page {
 }
 
 /// The page shared with the server thread.
-pub type PageHandle = Arc<Mutex<Page>>;
+type PageHandle = Arc<Mutex<Page>>;
 
 /// Binds and serves in a background thread; returns the bound address.
-pub fn serve(addr: SocketAddr, text: PageHandle) -> std::io::Result<SocketAddr> {
+fn serve(addr: SocketAddr, text: PageHandle) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr)?;
     let local = listener.local_addr()?;
     std::thread::Builder::new()
@@ -388,20 +389,6 @@ impl PrometheusSink {
         self.addr
     }
 
-    /// Before the first snapshot: the probes and whether each is attached, all else zero.
-    pub fn show_start(
-        &self,
-        table: &Arc<ProbeTable>,
-        attached: &SharedPart<Vec<AttachStatus>>,
-        fleet: Option<SinkStatus>,
-    ) {
-        self.set(|s| {
-            s.table = table.clone();
-            s.attached = attached.clone();
-            s.clickhouse = fleet;
-        });
-    }
-
     fn set(&self, f: impl FnOnce(&mut MetricsState)) {
         if let Ok(mut page) = self.page.lock() {
             match &mut *page {
@@ -424,6 +411,24 @@ impl Sink for PrometheusSink {
     fn write(&mut self, snap: &Snapshot) -> Result<Option<SinkStatus>, SinkError> {
         self.set(|s| s.update(snap));
         Ok(None)
+    }
+
+    /// Before the first snapshot: the probes and whether each is attached, all else zero.
+    fn start(
+        &mut self,
+        table: &Arc<ProbeTable>,
+        attached: &SharedPart<Vec<AttachStatus>>,
+        fleet: Option<SinkStatus>,
+    ) {
+        self.set(|s| {
+            s.table = table.clone();
+            s.attached = attached.clone();
+            s.clickhouse = fleet;
+        });
+    }
+
+    fn exposes(&self) -> bool {
+        true
     }
 }
 

@@ -2,7 +2,7 @@
 //! snapshot, the line and its write, the exposition's update, for windows in which nothing
 //! happened, as the live loop does them after each wake-up.
 //!
-//!   cargo run --release -p collector --example idle_window -- MANIFEST WINDOWS OUT.jsonl
+//!   cargo run --release -p sink-prometheus --example idle_window -- MANIFEST WINDOWS OUT.jsonl
 //!
 //! Count its instructions with `valgrind --tool=callgrind` (deterministic, unlike times in the
 //! TCG guest) at two window counts: the difference over the difference of windows is the
@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use collector::{
-    AttachStatus, JsonlSink, KernelTotals, Pipeline, PipelineConfig, ProbeTable, ProcCache,
-    PrometheusSink, Sink,
+    AttachStatus, JsonlSink, KernelTotals, Pipeline, PipelineConfig, ProbeTable, ProcCache, Sink,
 };
+use sink_prometheus::PrometheusSink;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
