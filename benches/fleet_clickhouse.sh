@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the ClickHouse sink costs the collector: starts Debian's clickhouse-server on
 # loopback (own config and data in a temp dir, HTTP port $PORT, default 28123), creates the
-# fleet tables, runs collector/examples/fleet_bench.rs against it (CPU with and without the
+# fleet tables, runs sink-clickhouse/examples/fleet_bench.rs against it (CPU with and without the
 # sink at 10k records/s, RSS through a 10-minute outage) and stops the server.
 #
 # Usage: benches/fleet_clickhouse.sh [WINDOWS] [OUTAGE_WINDOWS]   (defaults 12, 120)
@@ -32,5 +32,5 @@ pid=$!
 for _ in $(seq 150); do clickhouse-client --port "$TCP" --query 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.2; done
 cargo build --release --quiet --bin probegen
 target/release/probegen schema --clickhouse | clickhouse-client --port "$TCP" --multiquery
-cargo run --release --quiet -p collector --example fleet_bench -- "http://127.0.0.1:$PORT" "$@"
+cargo run --release --quiet -p sink-clickhouse --example fleet_bench -- "http://127.0.0.1:$PORT" "$@"
 echo "rows in ClickHouse: $(clickhouse-client --port "$TCP" --query 'SELECT count() FROM probegen.records FINAL')"

@@ -340,13 +340,16 @@ fn check(ver: &str) {
     let tmp =
         std::env::temp_dir().join(format!("pg-e2e-replay-{ver}-{}.jsonl", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
-    let sum = collector::run::run(&collector::run::Options {
-        manifest: manifest_path.clone(),
-        replay: Some(out.join("replay.jsonl")),
-        out: tmp.clone(),
-        proc_root: None,
-        ..Default::default()
-    })
+    let sum = collector::run(
+        &collector::Options {
+            manifest: manifest_path.clone(),
+            replay: Some(out.join("replay.jsonl")),
+            out: tmp.clone(),
+            proc_root: None,
+            ..Default::default()
+        },
+        &mut (),
+    )
     .expect("replay");
     let replay_chains: Vec<String> = std::fs::read_to_string(&tmp)
         .unwrap_or_default()

@@ -1,6 +1,7 @@
 //! The crate boundaries hold (ARCHITECTURE invariants): the runtime (`collector`) stands on the
-//! contract (`manifest`) and on nothing that parses C or generates code, and the contract
-//! depends on no workspace crate.
+//! contract (`manifest`) and on nothing that parses C or generates code, the host agent
+//! (`probegen-agent`) on the collector and its sinks only, and the contract depends on no
+//! workspace crate.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -83,6 +84,44 @@ fn collector_depends_on_no_crate_that_parses_c_or_generates_code() {
     assert!(forbidden.is_empty(), "collector depends on {forbidden:?}");
 }
 
+/// The host agent (`probegen-agent`: the collector and its sinks) ships to every host: no
+/// analyzer, no C parser, no code generation in it (the `probegen` binary has them).
+#[test]
+fn agent_depends_on_no_analyzer_and_no_c_parser() {
+    let graph = normal_dependency_graph();
+    let deps = closure(&graph, "probegen-agent");
+    for needed in [
+        "manifest",
+        "collector",
+        "sink-clickhouse",
+        "sink-prometheus",
+    ] {
+        assert!(deps.contains(needed), "{needed} not in {deps:?}");
+    }
+    let forbidden: Vec<&String> = deps
+        .iter()
+        .filter(|d| {
+            d.starts_with("tree-sitter")
+                || d.starts_with("askama")
+                || d.starts_with("libmimalloc")
+                || [
+                    "analyzer",
+                    "codegen",
+                    "heuristics",
+                    "maintain",
+                    "petgraph",
+                    "rayon",
+                    "probegen",
+                ]
+                .contains(&d.as_str())
+        })
+        .collect();
+    assert!(
+        forbidden.is_empty(),
+        "probegen-agent depends on {forbidden:?}"
+    );
+}
+
 #[test]
 fn manifest_depends_on_no_workspace_crate() {
     let graph = normal_dependency_graph();
@@ -93,6 +132,9 @@ fn manifest_depends_on_no_workspace_crate() {
         "codegen",
         "maintain",
         "collector",
+        "sink-clickhouse",
+        "sink-prometheus",
+        "probegen-agent",
         "probegen",
     ];
     let inside: Vec<&String> = deps
@@ -115,6 +157,17 @@ fn workspace_crates_depend_along_the_data_flow() {
         ("codegen", &["manifest", "analyzer", "heuristics"]),
         ("maintain", &["manifest", "analyzer", "heuristics"]),
         ("collector", &["manifest"]),
+        ("sink-clickhouse", &["collector"]),
+        ("sink-prometheus", &["collector"]),
+        (
+            "probegen-agent",
+            &[
+                "manifest",
+                "collector",
+                "sink-clickhouse",
+                "sink-prometheus",
+            ],
+        ),
     ];
     let workspace: Vec<&str> = allowed.iter().map(|(c, _)| *c).collect();
     for (krate, ok) in allowed {

@@ -92,7 +92,7 @@ fn promtool_unit_tests_and_example_configs() {
     }
     // every owner the collector can give has a route (the enum's names)
     let am = std::fs::read_to_string(deploy("alertmanager.yml")).expect("alertmanager.yml");
-    for o in collector::owner::Owner::ALL {
+    for o in collector::Owner::ALL {
         assert!(am.contains(&format!("owner=\"{o}\"")), "no route for {o}");
     }
 }

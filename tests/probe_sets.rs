@@ -135,7 +135,7 @@ fn registration_cascade_is_kept_at_every_layer() {
 }
 
 /// The checked-in set of (`ver`, `vendor`), as the collector loads it (no kernel needed).
-fn checked_in(ver: &str, vendor: &str) -> (Manifest, collector::probes::ProbeTable) {
+fn checked_in(ver: &str, vendor: &str) -> (Manifest, collector::ProbeTable) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("generated")
         .join(format!("linux-{ver}"))
@@ -144,7 +144,7 @@ fn checked_in(ver: &str, vendor: &str) -> (Manifest, collector::probes::ProbeTab
     let origin = path.display().to_string();
     let text = std::fs::read_to_string(&path).expect("read checked-in manifest");
     let m = Manifest::from_yaml(&text, &origin).expect("parse checked-in manifest");
-    let t = collector::probes::ProbeTable::from_manifest_text(&text, &origin).expect("table");
+    let t = collector::ProbeTable::from_manifest_text(&text, &origin).expect("table");
     (m, t)
 }
 
@@ -155,7 +155,7 @@ fn checked_in(ver: &str, vendor: &str) -> (Manifest, collector::probes::ProbeTab
 /// the reg_mr case of the testbed) to the application on every series.
 #[test]
 fn checked_in_sets_mark_the_user_memory_pinning_for_the_owner() {
-    use collector::owner::{decide_for, Owner};
+    use collector::{owner_of as decide_for, Owner};
     const EFAULT: u32 = 14;
     for &(ver, vendor) in SETS {
         let (m, t) = checked_in(ver, vendor);

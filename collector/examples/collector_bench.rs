@@ -11,11 +11,7 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use collector::decode::encode;
-use collector::pipeline::{Pipeline, PipelineConfig};
-use collector::probes::ProbeTable;
-use collector::procinfo::ProcCache;
-use collector::PgRecord;
+use collector::{encode, PgRecord, Pipeline, PipelineConfig, ProbeTable, ProcCache};
 
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::replay::ReplayError;
+use crate::replay::file::ReplayError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
@@ -57,7 +57,28 @@ pub enum CollectError {
         addr: SocketAddr,
         source: std::io::Error,
     },
-    /// The ClickHouse sink cannot start (its spool directory, its sender thread).
+    /// A sink the embedder adds cannot start (ClickHouse: its spool directory, its sender).
     #[error("{0}")]
-    Clickhouse(String),
+    Sink(SinkError),
+}
+
+/// Why one snapshot did not reach one sink (counted; the run goes on).
+#[derive(Debug, thiserror::Error)]
+pub enum SinkError {
+    /// The line could not be written (the file, the disk, stdout).
+    #[error("{0}")]
+    Write(#[from] std::io::Error),
+    /// The snapshot could not be queued (a spool directory).
+    #[error("{0}")]
+    Spool(String),
+}
+
+impl SinkError {
+    /// What did not happen to the snapshot: `written` or `spooled`.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            SinkError::Write(_) => "written",
+            SinkError::Spool(_) => "spooled",
+        }
+    }
 }

@@ -17,19 +17,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct};
-use serde::{Serialize, Serializer};
-
 use crate::chains::{ChainBuilder, ChainClock, ChainsOut};
-use crate::decode::{comm_str, decode};
+use crate::decode::decode;
 use crate::errno::errno_label;
-pub use crate::kernel_state::{AttachStatus, KernelTotals};
+use crate::kernel_state::{AttachStatus, KernelTotals};
 use crate::owner::Owner;
 use crate::probes::ProbeTable;
-use crate::procinfo::{ProcCache, ProcInfo};
-use crate::record::PgRecord;
-use crate::shared::Shared;
+use crate::procinfo::ProcCache;
 use crate::timefmt::{rfc3339, unix_ns};
+use crate::wire::{
+    CounterOut, Drops, Errors, Invariant, InvariantProbe, Rec, RecordsOut, SharedPart, Snapshot,
+    Totals, Window,
+};
 
 /// A monotonic counter's growth; a counter that went backwards (object reloaded) restarts.
 #[inline]
@@ -39,13 +38,6 @@ pub fn counter_delta(prev: u64, cur: u64) -> u64 {
     } else {
         cur
     }
-}
-
-/// A record kept for the snapshot.
-#[derive(Debug, Clone)]
-pub struct Rec {
-    pub raw: PgRecord,
-    pub proc_info: Option<Arc<ProcInfo>>,
 }
 
 /// Per-CPU sequence tracking. Records of one CPU may arrive slightly out of order (fexit
@@ -145,16 +137,14 @@ pub struct Pipeline {
     derived_failures: Vec<u64>,
     derived_errnos: std::collections::HashMap<(u32, u32), u64>,
     window_start: SystemTime,
-    attached: Shared<Vec<AttachStatus>>,
+    attached: SharedPart<Vec<AttachStatus>>,
     /// the counters of a quiet window (every delta zero), built at the first one
-    quiet_counters: Option<Shared<Vec<CounterOut>>>,
+    quiet_counters: Option<SharedPart<Vec<CounterOut>>>,
     /// the last snapshot's invariant (a quiet window's is the same)
     last_invariant: Option<Invariant>,
-    /// sink errors so far (the run loop adds to it)
-    pub sink_errors: u64,
     snapshots: u64,
     /// chains reported so far (occurrences), per (owner, origin probe id, origin errno)
-    chain_totals: BTreeMap<(Owner, u32, u32), u64>,
+    chain_totals: Arc<BTreeMap<(Owner, u32, u32), u64>>,
 }
 
 impl Pipeline {
@@ -192,12 +182,11 @@ impl Pipeline {
             derived_failures: Vec::new(),
             derived_errnos: std::collections::HashMap::new(),
             window_start: SystemTime::now(),
-            attached: Shared::new(attached),
+            attached: SharedPart::new(attached),
             quiet_counters: None,
             last_invariant: None,
-            sink_errors: 0,
             snapshots: 0,
-            chain_totals: BTreeMap::new(),
+            chain_totals: Arc::default(),
         }
     }
 
@@ -211,7 +200,7 @@ impl Pipeline {
     }
 
     pub fn set_attached(&mut self, attached: Vec<AttachStatus>) {
-        self.attached = Shared::new(attached);
+        self.attached = SharedPart::new(attached);
     }
 
     pub fn attached(&self) -> &[AttachStatus] {
@@ -219,7 +208,7 @@ impl Pipeline {
     }
 
     /// The attach status as the snapshots share it.
-    pub fn attached_shared(&self) -> &Shared<Vec<AttachStatus>> {
+    pub fn attached_shared(&self) -> &SharedPart<Vec<AttachStatus>> {
         &self.attached
     }
 
@@ -342,14 +331,14 @@ impl Pipeline {
 
     /// This window's counters per probe: the growth of `k` since the last window. A quiet
     /// window's are all zero: one shared list for all of them.
-    fn window_counters(&mut self, k: &KernelTotals, quiet: bool) -> Shared<Vec<CounterOut>> {
+    fn window_counters(&mut self, k: &KernelTotals, quiet: bool) -> SharedPart<Vec<CounterOut>> {
         if !quiet {
-            return Shared::new(self.counter_deltas(k));
+            return SharedPart::new(self.counter_deltas(k));
         }
         match &self.quiet_counters {
             Some(c) => c.clone(),
             None => {
-                let c = Shared::new(self.counter_deltas(k));
+                let c = SharedPart::new(self.counter_deltas(k));
                 self.quiet_counters = Some(c.clone());
                 c
             }
@@ -389,16 +378,19 @@ impl Pipeline {
         for r in &self.batch {
             self.chains.push(&r.raw);
         }
-        let chains = ChainsOut {
-            chains: self.chains.take(&self.table.relation, is_final),
-            table: self.table.clone(),
-        };
+        let chains = ChainsOut::new(
+            self.chains.take(&self.table.relation, is_final),
+            self.table.clone(),
+            crate::owner::decide_for,
+        );
+        if chains.is_empty() {
+            return chains;
+        }
+        // copied only when a snapshot still holds the last totals (an idle run copies nothing)
+        let totals = Arc::make_mut(&mut self.chain_totals);
         for c in chains.iter() {
             if let Some(o) = c.origin() {
-                *self
-                    .chain_totals
-                    .entry((c.owner(), o.probe, o.err))
-                    .or_default() += u64::from(c.count);
+                *totals.entry((c.owner, o.probe, o.err)).or_default() += u64::from(c.count);
             }
         }
         chains
@@ -443,7 +435,8 @@ impl Pipeline {
             attached: self.attached.clone(),
             errors: Errors {
                 decode: self.win_decode_errors,
-                sink: self.sink_errors,
+                // the run loop counts sink errors and fills this in
+                sink: 0,
             },
             clickhouse: None,
             idle: quiet
@@ -454,6 +447,13 @@ impl Pipeline {
                 && invariant.ok,
             invariant,
             chains,
+            totals: Totals {
+                kernel: k.clone(),
+                received: self.tot_received.clone(),
+                dropped_userspace: self.tot_dropped.clone(),
+                chains: self.chain_totals.clone(),
+                ..Totals::default()
+            },
         };
         self.seq_gaps_prev = gaps;
         self.prev = k.clone();
@@ -464,220 +464,6 @@ impl Pipeline {
         self.snapshots += 1;
         snap
     }
-}
-
-/// One per-host snapshot (one JSON object, one JSONL line).
-#[derive(Debug, Serialize)]
-pub struct Snapshot {
-    pub host: String,
-    pub kernel: String,
-    pub manifest_hash: String,
-    /// 0, 1, 2, ... within this run
-    pub snapshot: u64,
-    /// the last snapshot of the run (written on SIGINT/SIGTERM, --duration or end of replay)
-    #[serde(rename = "final")]
-    pub is_final: bool,
-    pub window: Window,
-    pub records: RecordsOut,
-    /// failure chains completed in this window (their records may be in earlier windows)
-    pub chains: ChainsOut,
-    pub counters: Shared<Vec<CounterOut>>,
-    pub drops: Drops,
-    pub seq_gaps: u64,
-    pub attached: Shared<Vec<AttachStatus>>,
-    pub errors: Errors,
-    pub invariant: Invariant,
-    /// The ClickHouse sink's spool after this snapshot was queued (with `--clickhouse`)
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub clickhouse: Option<crate::clickhouse::SinkStatus>,
-    /// Nothing happened in this window: no record, no chain, no counter moved, no decode
-    /// error, and it is not the final snapshot (its line need not be synced on its own)
-    #[serde(skip)]
-    pub idle: bool,
-}
-
-impl Snapshot {
-    /// The snapshot as one JSON line (with the trailing newline).
-    pub fn to_line(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(
-            8192 + self.counters.len() * 160 + self.records.len() * 300 + self.chains.len() * 400,
-        );
-        if let Err(e) = serde_json::to_writer(&mut v, self) {
-            v = format!("{{\"error\":\"snapshot not serialisable: {e}\"}}").into_bytes();
-        }
-        v.push(b'\n');
-        v
-    }
-}
-
-#[derive(Debug, Serialize)]
-pub struct Window {
-    pub start: String,
-    pub end: String,
-    pub start_unix_ns: u64,
-    pub end_unix_ns: u64,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct CounterOut {
-    pub probe: u32,
-    pub function: String,
-    pub module: String,
-    pub calls: u64,
-    pub failures: u64,
-    pub errno: BTreeMap<String, u64>,
-    /// records of this probe kept in this window's `records`
-    pub received: u64,
-    /// records of this probe read from the ring but not kept (batch cap)
-    pub dropped_userspace: u64,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Drops {
-    pub kernel: u64,
-    pub userspace: u64,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Errors {
-    /// samples of the wrong size, unknown probe id or CPU, this window
-    pub decode: u64,
-    /// sink write errors so far
-    pub sink: u64,
-}
-
-/// The records of a window, serialised with the probe table (no copies of names per record).
-#[derive(Debug)]
-pub struct RecordsOut {
-    pub recs: Vec<Rec>,
-    pub table: Arc<ProbeTable>,
-}
-
-impl RecordsOut {
-    pub fn len(&self) -> usize {
-        self.recs.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.recs.is_empty()
-    }
-}
-
-struct Hex(u64);
-
-impl Serialize for Hex {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        // `0x` + lowercase hex without leading zeros, formatted without the fmt machinery
-        const D: &[u8; 16] = b"0123456789abcdef";
-        let mut buf = [0u8; 18];
-        let mut i = buf.len();
-        let mut v = self.0;
-        loop {
-            i -= 1;
-            buf[i] = D[(v & 15) as usize];
-            v >>= 4;
-            if v == 0 {
-                break;
-            }
-        }
-        i -= 2;
-        buf[i] = b'0';
-        buf[i + 1] = b'x';
-        s.serialize_str(std::str::from_utf8(&buf[i..]).unwrap_or("0x?"))
-    }
-}
-
-/// Recorded arguments: `{"addr": "0x...", "size": "0x..."}` when the manifest names them,
-/// else a list.
-struct Args<'a>(&'a [u64], &'a [String]);
-
-impl Serialize for Args<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if !self.0.is_empty() && self.1.len() == self.0.len() {
-            let mut map = s.serialize_map(Some(self.0.len()))?;
-            for (name, &a) in self.1.iter().zip(self.0) {
-                map.serialize_entry(name, &Hex(a))?;
-            }
-            return map.end();
-        }
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for &a in self.0 {
-            seq.serialize_element(&Hex(a))?;
-        }
-        seq.end()
-    }
-}
-
-static NO_JOB: BTreeMap<String, String> = BTreeMap::new();
-
-struct RecOut<'a>(&'a Rec, &'a ProbeTable);
-
-impl Serialize for RecOut<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let r = &self.0.raw;
-        let p = self.1.get(r.probe_id);
-        let err = r.err as u32;
-        let info = self.0.proc_info.as_deref();
-        let nargs = (r.nargs as usize).min(r.args.len());
-        let mut st = s.serialize_struct("Record", 15)?;
-        st.serialize_field("probe", &r.probe_id)?;
-        st.serialize_field("function", p.map_or("", |p| p.function.as_str()))?;
-        st.serialize_field("module", p.map_or("", |p| p.module.as_str()))?;
-        st.serialize_field("errno", &err)?;
-        st.serialize_field("errno_name", &errno_label(err))?;
-        st.serialize_field("pid", &r.pid)?;
-        st.serialize_field("tid", &r.tid)?;
-        st.serialize_field("comm", &comm_str(&r.comm))?;
-        st.serialize_field("cgroup", info.map_or("", |i| i.cgroup.as_str()))?;
-        st.serialize_field("cgroup_id", &r.cgroup_id)?;
-        st.serialize_field("job", info.map_or(&NO_JOB, |i| &i.job))?;
-        let names = p.map_or(&[][..], |p| p.arg_names.as_slice());
-        st.serialize_field("args", &Args(&r.args[..nargs], names))?;
-        st.serialize_field("ts_ns", &r.ts_ns)?;
-        st.serialize_field("cpu", &r.cpu)?;
-        st.serialize_field("seq", &r.seq)?;
-        st.end()
-    }
-}
-
-impl Serialize for RecordsOut {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.recs.len()))?;
-        for r in &self.recs {
-            seq.serialize_element(&RecOut(r, &self.table))?;
-        }
-        seq.end()
-    }
-}
-
-/// The accounting invariant over the run so far (cumulative).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Invariant {
-    /// received + dropped == failures (see the module doc for the per-probe form)
-    pub ok: bool,
-    /// Exact only in the final snapshot (programs detached, ring drained): before that,
-    /// records may be in flight between the counter read and the ring.
-    pub exact: bool,
-    pub failures: u64,
-    pub received: u64,
-    pub dropped_kernel: u64,
-    pub dropped_userspace: u64,
-    /// failures - received - dropped_userspace, summed (must equal dropped_kernel)
-    pub unaccounted: i64,
-    /// probes whose records exceed their failures, or that miss records while the kernel
-    /// dropped fewer than missing
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub mismatches: Vec<InvariantProbe>,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct InvariantProbe {
-    pub probe: u32,
-    pub function: String,
-    pub module: String,
-    pub failures: u64,
-    pub received: u64,
-    pub dropped_userspace: u64,
 }
 
 /// Checks received + dropped (kernel + userspace) == failures for every probe of `table`,
@@ -739,6 +525,7 @@ pub fn check_invariant(
 pub(crate) mod tests {
     use super::*;
     use crate::decode::encode;
+    use crate::record::PgRecord;
 
     fn table() -> Arc<ProbeTable> {
         Arc::new(ProbeTable::from_triples(&[
@@ -965,7 +752,7 @@ pub(crate) mod tests {
         assert!(zero.iter().all(|c| c.calls + c.failures + c.received == 0));
         for s in &quiet {
             assert_eq!(*s.counters, zero);
-            assert!(Shared::same(&s.counters, &quiet[0].counters));
+            assert!(SharedPart::same(&s.counters, &quiet[0].counters));
             assert_eq!(s.invariant, busy.invariant);
         }
         // a record ends the quiet spell
@@ -1089,16 +876,6 @@ pub(crate) mod tests {
         let s = p.snapshot(&Arc::default(), SystemTime::now(), false);
         assert_eq!(s.errors.decode, 3);
         assert!(s.records.is_empty());
-    }
-
-    #[test]
-    fn hex_args() {
-        for v in [0u64, 1, 0xabc, u64::MAX, 0x7fcd_42c1_e000] {
-            assert_eq!(
-                serde_json::to_string(&Hex(v)).ok(),
-                Some(format!("\"{v:#x}\""))
-            );
-        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Ok(m) = manifest::Manifest::from_yaml(text, "fuzz") {
-        let _ = collector::probes::ProbeTable::from_manifest(&m);
+        let _ = collector::ProbeTable::from_manifest(&m);
         let _ = maintain::compare::coverage_diff(&m, &m);
     }
 });

@@ -5,6 +5,6 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     for raw in [false, true] {
-        let _ = collector::replay::read(data, raw, |_| Ok(()));
+        let _ = collector::read_replay(data, raw, |_| Ok(()));
     }
 });

@@ -453,7 +453,7 @@ impl ClickHouse {
             .expect("probegen schema");
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let ddl = String::from_utf8_lossy(&o.stdout);
-        for st in collector::clickhouse::schema::statements(&ddl) {
+        for st in sink_clickhouse::statements(&ddl) {
             self.query(&st).unwrap_or_else(|e| panic!("{st}\n-> {e}"));
         }
     }

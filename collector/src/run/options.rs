@@ -1,6 +1,6 @@
-//! What `probegen collect` is asked to do (the CLI fills it; tests and embedders too).
+//! What `probegen collect` is asked to do (the CLI fills it; tests and embedders too). The
+//! options of a sink added by the embedder (ClickHouse) are that sink's own.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -23,7 +23,6 @@ pub struct Options {
     pub out: PathBuf,
     pub rotate_bytes: u64,
     pub rotate_keep: usize,
-    pub metrics: Option<SocketAddr>,
     pub strict: bool,
     pub duration: Option<Duration>,
     pub ringbuf_bytes: Option<u32>,
@@ -35,13 +34,8 @@ pub struct Options {
     pub linger: Option<Duration>,
     /// /proc for job correlation (None: off; the default for replay)
     pub proc_root: Option<PathBuf>,
-    /// also send every snapshot to ClickHouse (through the spool)
-    pub clickhouse: Option<crate::clickhouse::Endpoint>,
-    /// the spool directory (default: next to `out`)
-    pub clickhouse_spool: Option<PathBuf>,
-    pub clickhouse_spool_bytes: u64,
-    /// at exit, how long to keep sending what is spooled
-    pub clickhouse_flush: Duration,
+    /// at exit, how long the sinks that queue (ClickHouse) keep sending
+    pub sink_flush: Duration,
     /// the host name the snapshots carry (default: this host's, or the recording's)
     pub host: Option<String>,
     /// replay: pause this long after each window (a recording played out over time)
@@ -61,7 +55,6 @@ impl Default for Options {
             out: PathBuf::from("probegen-snapshots.jsonl"),
             rotate_bytes: 64 << 20,
             rotate_keep: 5,
-            metrics: None,
             strict: false,
             duration: None,
             ringbuf_bytes: Some(4 << 20),
@@ -73,10 +66,7 @@ impl Default for Options {
             record: None,
             linger: None,
             proc_root: Some(PathBuf::from("/proc")),
-            clickhouse: None,
-            clickhouse_spool: None,
-            clickhouse_spool_bytes: 256 << 20,
-            clickhouse_flush: Duration::from_secs(5),
+            sink_flush: Duration::from_secs(5),
             host: None,
             replay_pace: None,
         }

@@ -1,4 +1,4 @@
-//! [`Shared`]: a part of a snapshot that many snapshots hold at once, one allocation for all
+//! [`SharedPart`]: a part of a snapshot that many snapshots hold at once, one allocation for all
 //! of them (the probe list's all-zero counters of an idle window, the attach status of a run).
 //! It serialises as the value it holds, and a holder can tell "the same allocation" without
 //! comparing values (the snapshot line's cache does).
@@ -10,26 +10,26 @@ use serde::{Serialize, Serializer};
 
 /// A shared, immutable value; compares and serialises as `T`.
 #[derive(Debug, Default)]
-pub struct Shared<T>(Arc<T>);
+pub struct SharedPart<T>(Arc<T>);
 
 /// One allocation is equal to itself without a look at the value.
-impl<T: PartialEq> PartialEq for Shared<T> {
+impl<T: PartialEq> PartialEq for SharedPart<T> {
     fn eq(&self, other: &Self) -> bool {
-        Shared::same(self, other) || *self.0 == *other.0
+        SharedPart::same(self, other) || *self.0 == *other.0
     }
 }
 
-impl<T: Eq> Eq for Shared<T> {}
+impl<T: Eq> Eq for SharedPart<T> {}
 
-impl<T> Clone for Shared<T> {
+impl<T> Clone for SharedPart<T> {
     fn clone(&self) -> Self {
-        Shared(Arc::clone(&self.0))
+        SharedPart(Arc::clone(&self.0))
     }
 }
 
-impl<T> Shared<T> {
+impl<T> SharedPart<T> {
     pub fn new(value: T) -> Self {
-        Shared(Arc::new(value))
+        SharedPart(Arc::new(value))
     }
 
     /// Whether `a` and `b` are one allocation (then they are equal; equal values may still be
@@ -39,7 +39,7 @@ impl<T> Shared<T> {
     }
 }
 
-impl<T> Deref for Shared<T> {
+impl<T> Deref for SharedPart<T> {
     type Target = T;
 
     fn deref(&self) -> &T {
@@ -47,13 +47,13 @@ impl<T> Deref for Shared<T> {
     }
 }
 
-impl<T> From<T> for Shared<T> {
+impl<T> From<T> for SharedPart<T> {
     fn from(value: T) -> Self {
-        Shared::new(value)
+        SharedPart::new(value)
     }
 }
 
-impl<T: Serialize> Serialize for Shared<T> {
+impl<T: Serialize> Serialize for SharedPart<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         (*self.0).serialize(s)
     }
@@ -65,12 +65,12 @@ mod tests {
 
     #[test]
     fn serialises_and_compares_as_the_value() {
-        let a = Shared::new(vec![1u32, 2]);
-        let b = Shared::new(vec![1u32, 2]);
+        let a = SharedPart::new(vec![1u32, 2]);
+        let b = SharedPart::new(vec![1u32, 2]);
         assert_eq!(serde_json::to_string(&a).ok().as_deref(), Some("[1,2]"));
         assert_eq!(a, b);
-        assert!(!Shared::same(&a, &b));
-        assert!(Shared::same(&a, &a.clone()));
+        assert!(!SharedPart::same(&a, &b));
+        assert!(SharedPart::same(&a, &a.clone()));
         assert_eq!(a.len(), 2);
     }
 }

@@ -17,14 +17,14 @@ use std::time::{Duration, Instant};
 
 use libbpf_rs::{MapCore, RingBuffer, RingBufferBuilder};
 
-use super::{Source, Step};
-use crate::activity::Activity;
+use super::loader::Loaded;
 use crate::error::CollectError;
 use crate::kernel_state::KernelTotals;
-use crate::live::Loaded;
+use crate::live::activity::Activity;
 use crate::pipeline::Pipeline;
 use crate::probes::ProbeTable;
 use crate::replay::{Header, Recorder};
+use crate::source::{Source, Step};
 
 /// Ring-buffer samples taken by the consume callback, handed to the pipeline after it.
 #[derive(Default)]

@@ -13,13 +13,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::chains::{monotonic_ns, ChainClock};
-use crate::decode::comm_str;
-use crate::errno::errno_label;
-use crate::pipeline::Snapshot;
-use crate::procinfo::ProcInfo;
+use collector::{comm_str, errno_label, monotonic_ns, ChainClock, ProcInfo, Snapshot};
 
-use super::schema::{CHAINS, COUNTERS, RECORDS, SNAPSHOTS};
+use crate::schema::{CHAINS, COUNTERS, RECORDS, SNAPSHOTS};
 
 pub const BATCH_MAGIC: &str = "probegen-batch/v1";
 
@@ -98,7 +94,7 @@ struct RecordRow<'a> {
 #[derive(Serialize)]
 struct ChainRow<'a> {
     idx: u32,
-    owner: crate::owner::Owner,
+    owner: collector::Owner,
     errno: u32,
     errno_name: std::borrow::Cow<'static, str>,
     pid: u32,
@@ -301,7 +297,7 @@ fn chain_rows(
                 time_ns: wall.at(outer.ts_ns),
                 row: ChainRow {
                     idx: idx as u32,
-                    owner: c.owner(),
+                    owner: c.owner,
                     errno: outer.err,
                     errno_name: errno_label(outer.err),
                     pid: outer.pid,
@@ -412,10 +408,7 @@ pub fn parse_batch(bytes: &[u8]) -> Result<ParsedBatch<'_>, String> {
 #[allow(clippy::too_many_lines)]
 mod tests {
     use super::*;
-    use crate::pipeline::{KernelTotals, Pipeline, PipelineConfig};
-    use crate::probes::ProbeTable;
-    use crate::procinfo::ProcCache;
-    use crate::record::PgRecord;
+    use collector::{KernelTotals, PgRecord, Pipeline, PipelineConfig, ProbeTable, ProcCache};
     use std::time::{Duration, SystemTime};
 
     fn rec(probe: u32, err: i32, ts_ns: u64, seq: u64) -> PgRecord {
@@ -452,7 +445,7 @@ mod tests {
             ProcCache::disabled(),
         );
         for r in [rec(1, 14, 1_000, 0), rec(0, 14, 2_000, 1)] {
-            p.ingest(&crate::decode::encode(&r));
+            p.ingest(&collector::encode(&r));
         }
         let k = std::sync::Arc::new(p.derived());
         let end = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);

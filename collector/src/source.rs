@@ -3,9 +3,6 @@
 //! the source for the next [`Step`], write a snapshot when a window closes, and at the end
 //! take the final counters from it.
 
-pub mod live;
-pub mod replay;
-
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Source, Step};
+use super::file::{is_raw_name, Event, Reader};
 use crate::error::CollectError;
 use crate::kernel_state::KernelTotals;
 use crate::pipeline::Pipeline;
-use crate::replay::{is_raw_name, Event, Reader};
+use crate::source::{Source, Step};
 
 pub struct ReplaySource {
     path: PathBuf,

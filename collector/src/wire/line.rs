@@ -11,10 +11,9 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::clickhouse::SinkStatus;
+use super::shared::SharedPart;
+use super::snapshot::{CounterOut, Drops, Errors, Invariant, SinkStatus, Snapshot};
 use crate::kernel_state::AttachStatus;
-use crate::pipeline::{CounterOut, Drops, Errors, Invariant, Snapshot};
-use crate::shared::Shared;
 
 /// One part's last value and its JSON.
 struct Cached<T> {
@@ -25,8 +24,8 @@ struct Cached<T> {
 /// What a line's rest (everything after `window`) was written from, when its window had no
 /// records and no chains: the next line with the same values has the same rest.
 struct RestKey {
-    counters: Shared<Vec<CounterOut>>,
-    attached: Shared<Vec<AttachStatus>>,
+    counters: SharedPart<Vec<CounterOut>>,
+    attached: SharedPart<Vec<AttachStatus>>,
     drops: Drops,
     seq_gaps: u64,
     errors: Errors,
@@ -52,8 +51,8 @@ impl RestKey {
     fn matches(&self, s: &Snapshot) -> bool {
         s.records.is_empty()
             && s.chains.is_empty()
-            && Shared::same(&self.counters, &s.counters)
-            && Shared::same(&self.attached, &s.attached)
+            && SharedPart::same(&self.counters, &s.counters)
+            && SharedPart::same(&self.attached, &s.attached)
             && self.drops == s.drops
             && self.seq_gaps == s.seq_gaps
             && self.errors == s.errors
@@ -66,8 +65,8 @@ impl RestKey {
 /// rest, and the buffers of the parts.
 #[derive(Default)]
 pub struct LineCache {
-    counters: Option<Cached<Shared<Vec<CounterOut>>>>,
-    attached: Option<Cached<Shared<Vec<AttachStatus>>>>,
+    counters: Option<Cached<SharedPart<Vec<CounterOut>>>>,
+    attached: Option<Cached<SharedPart<Vec<AttachStatus>>>>,
     /// `{"host":..,"kernel":..,"manifest_hash":..` for these three values
     opening: Option<Cached<[String; 3]>>,
     /// the last line's rest (after `window`, with the closing `}` and newline) and, when its
@@ -223,7 +222,7 @@ mod tests {
             }
             let mut s = p.snapshot(k, SystemTime::now(), i == 4);
             if i == 3 {
-                s.clickhouse = Some(crate::clickhouse::SinkStatus::default());
+                s.clickhouse = Some(SinkStatus::default());
             }
             let want = s.to_line();
             assert_eq!(
@@ -260,8 +259,8 @@ mod tests {
         assert_eq!(rest, &before[..]);
         assert_eq!([head, rest].concat(), s.to_line());
         // another sink error count: the rest is written anew
-        p.sink_errors += 1;
-        let s = p.snapshot(&k, SystemTime::now(), false);
+        let mut s = p.snapshot(&k, SystemTime::now(), false);
+        s.errors.sink += 1;
         assert_eq!(cache.parts(&s).concat(), s.to_line());
         assert_ne!(cache.rest, before);
     }

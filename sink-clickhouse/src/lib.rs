@@ -12,40 +12,22 @@
 //! `ReplacingMergeTree` tables ([`schema`]); a batch resent after a timeout whose insert did
 //! in fact succeed collapses on merge (`FINAL` gives exact counts before).
 
-pub mod http;
-pub mod rows;
-pub mod schema;
-pub mod spool;
+mod http;
+mod rows;
+mod schema;
+mod spool;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
-use crate::chains::ChainClock;
-use crate::pipeline::Snapshot;
+use collector::{ChainClock, Sink, SinkError, SinkReport, SinkStatus, Snapshot};
 
 pub use http::Endpoint;
 use rows::{BatchKey, PidJobs};
+pub use schema::{ddl, statements, SchemaOptions};
 use spool::Spool;
-
-/// The sink's state as the snapshot (`clickhouse` field) and the metrics show it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct SinkStatus {
-    /// batches ClickHouse took, this run
-    pub sent_batches: u64,
-    /// rows of the `records` table in those batches
-    pub sent_records: u64,
-    /// batches waiting in the spool (including this snapshot's)
-    pub spool_batches: u64,
-    pub spool_bytes: u64,
-    /// batches dropped (oldest first) past the spool limit, this run
-    pub spool_dropped: u64,
-    /// failed send attempts, this run
-    pub send_errors: u64,
-}
 
 #[derive(Debug, Clone)]
 pub struct SinkOptions {
@@ -88,19 +70,19 @@ struct State {
     last_error: Option<String>,
 }
 
-struct Shared {
+struct Queue {
     state: Mutex<State>,
     wake: Condvar,
 }
 
-impl Shared {
+impl Queue {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 pub struct ClickhouseSink {
-    shared: Arc<Shared>,
+    queue: Arc<Queue>,
     sender: Option<JoinHandle<()>>,
     boot_id: String,
     run_id: u64,
@@ -125,7 +107,7 @@ impl ClickhouseSink {
             spool_bytes: spool.bytes(),
             ..Default::default()
         };
-        let shared = Arc::new(Shared {
+        let queue = Arc::new(Queue {
             state: Mutex::new(State {
                 spool,
                 status,
@@ -135,17 +117,17 @@ impl ClickhouseSink {
             }),
             wake: Condvar::new(),
         });
-        let s2 = shared.clone();
+        let q2 = queue.clone();
         let (endpoint, min_b, max_b) = (o.endpoint.clone(), o.min_backoff, o.max_backoff);
         let sender = std::thread::Builder::new()
             .name("probegen-clickhouse".into())
-            .spawn(move || send_loop(&s2, &endpoint, min_b, max_b))
+            .spawn(move || send_loop(&q2, &endpoint, min_b, max_b))
             .map_err(|e| format!("clickhouse sender thread: {e}"))?;
         Ok(ClickhouseSink {
-            shared,
+            queue,
             sender: Some(sender),
             boot_id: o.boot_id,
-            run_id: crate::timefmt::unix_ns(std::time::SystemTime::now()),
+            run_id: collector::unix_ns(std::time::SystemTime::now()),
             clock: o.clock,
             jobs: PidJobs::default(),
         })
@@ -153,7 +135,7 @@ impl ClickhouseSink {
 
     /// Spools `snap` as one batch and wakes the sender. Returns the status after it.
     pub fn enqueue(&mut self, snap: &Snapshot) -> Result<SinkStatus, String> {
-        let mut st = self.shared.lock();
+        let mut st = self.queue.lock();
         let seq = st.spool.take_seq()?;
         let key = BatchKey {
             host: &snap.host,
@@ -182,33 +164,33 @@ impl ClickhouseSink {
         st.status.spool_bytes = st.spool.bytes();
         let status = st.status.clone();
         drop(st);
-        self.shared.wake.notify_all();
+        self.queue.wake.notify_all();
         Ok(status)
     }
 
     pub fn status(&self) -> SinkStatus {
-        self.shared.lock().status.clone()
+        self.queue.lock().status.clone()
     }
 
     /// Largest spool size this run: (bytes, batches).
     pub fn spool_peak(&self) -> (u64, usize) {
-        let st = self.shared.lock();
+        let st = self.queue.lock();
         (st.spool.peak_bytes, st.spool.peak_batches)
     }
 
     /// Sends what is spooled for at most `flush`, then stops the sender; what is left stays
     /// in the spool for the next run. Returns the final status.
-    pub fn finish(mut self, flush: Duration) -> SinkStatus {
+    pub fn finish(&mut self, flush: Duration) -> SinkStatus {
         {
-            let mut st = self.shared.lock();
+            let mut st = self.queue.lock();
             st.stop = true;
             st.flush_until = Some(Instant::now() + flush);
         }
-        self.shared.wake.notify_all();
+        self.queue.wake.notify_all();
         if let Some(h) = self.sender.take() {
             let _ = h.join();
         }
-        let st = self.shared.lock();
+        let st = self.queue.lock();
         if st.spool.batches() > 0 {
             eprintln!(
                 "probegen collect: clickhouse: {} batches ({} bytes) kept in {} for the next run{}",
@@ -225,12 +207,34 @@ impl ClickhouseSink {
     }
 }
 
+impl Sink for ClickhouseSink {
+    fn name(&self) -> &str {
+        "clickhouse"
+    }
+
+    fn write(&mut self, snap: &Snapshot) -> Result<Option<SinkStatus>, SinkError> {
+        self.enqueue(snap).map(Some).map_err(SinkError::Spool)
+    }
+
+    fn status(&self) -> Option<SinkStatus> {
+        Some(ClickhouseSink::status(self))
+    }
+
+    fn finish(&mut self, flush: Duration) -> Option<SinkReport> {
+        let peak = self.spool_peak();
+        Some(SinkReport {
+            status: ClickhouseSink::finish(self, flush),
+            peak,
+        })
+    }
+}
+
 impl Drop for ClickhouseSink {
     fn drop(&mut self) {
         if let Some(h) = self.sender.take() {
-            self.shared.lock().stop = true;
-            self.shared.lock().flush_until = Some(Instant::now());
-            self.shared.wake.notify_all();
+            self.queue.lock().stop = true;
+            self.queue.lock().flush_until = Some(Instant::now());
+            self.queue.wake.notify_all();
             let _ = h.join();
         }
     }
@@ -292,12 +296,12 @@ fn send_batches(endpoint: &Endpoint, paths: &[PathBuf]) -> Result<u64, String> {
     Ok(records)
 }
 
-fn send_loop(shared: &Shared, endpoint: &Endpoint, min_backoff: Duration, max_backoff: Duration) {
+fn send_loop(queue: &Queue, endpoint: &Endpoint, min_backoff: Duration, max_backoff: Duration) {
     let mut backoff = min_backoff;
     let mut failing = false;
     loop {
         let next = {
-            let mut st = shared.lock();
+            let mut st = queue.lock();
             loop {
                 let past_flush = st.flush_until.is_some_and(|t| Instant::now() >= t);
                 if st.stop && (st.spool.batches() == 0 || past_flush) {
@@ -309,7 +313,7 @@ fn send_loop(shared: &Shared, endpoint: &Endpoint, min_backoff: Duration, max_ba
                 if !n.is_empty() {
                     break n;
                 }
-                st = shared
+                st = queue
                     .wake
                     .wait_timeout(st, Duration::from_secs(1))
                     .map(|(g, _)| g)
@@ -318,7 +322,7 @@ fn send_loop(shared: &Shared, endpoint: &Endpoint, min_backoff: Duration, max_ba
         };
         let paths: Vec<PathBuf> = next.iter().map(|(_, p)| p.clone()).collect();
         let res = send_batches(endpoint, &paths);
-        let mut st = shared.lock();
+        let mut st = queue.lock();
         match res {
             Ok(records) => {
                 for &(seq, _) in &next {
@@ -356,7 +360,7 @@ fn send_loop(shared: &Shared, endpoint: &Endpoint, min_backoff: Duration, max_ba
                 let deadline = Instant::now() + wait;
                 while Instant::now() < deadline {
                     let left = deadline.saturating_duration_since(Instant::now());
-                    st = shared
+                    st = queue
                         .wake
                         .wait_timeout(st, left)
                         .map(|(g, _)| g)

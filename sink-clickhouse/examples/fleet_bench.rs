@@ -1,7 +1,7 @@
 //! What the ClickHouse sink costs the collector (no cargo bench; run by
 //! `benches/fleet_clickhouse.sh`, which starts the server):
 //!
-//!   cargo run --release -p collector --example fleet_bench -- URL [WINDOWS] [OUTAGE_WINDOWS]
+//!   cargo run --release -p sink-clickhouse --example fleet_bench -- URL [WINDOWS] [OUTAGE_WINDOWS]
 //!
 //! The workload is 10 000 records/s with the default 5 s interval: windows of 50 000
 //! synthetic records (the batch cap raised to the window, so every record is kept, written
@@ -19,14 +19,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use collector::chains::ChainClock;
-use collector::clickhouse::{ClickhouseSink, Endpoint, SinkOptions};
-use collector::decode::encode;
-use collector::pipeline::{Pipeline, PipelineConfig};
-use collector::probes::ProbeTable;
-use collector::procinfo::ProcCache;
-use collector::sink::JsonlSink;
-use collector::PgRecord;
+use collector::{
+    encode, ChainClock, JsonlSink, PgRecord, Pipeline, PipelineConfig, ProbeTable, ProcCache, Sink,
+};
+use sink_clickhouse::{ClickhouseSink, Endpoint, SinkOptions};
 
 const PER_WINDOW: usize = 50_000;
 const WINDOW_S: f64 = 5.0;
@@ -136,11 +132,11 @@ fn run(windows: usize, sink: Option<SinkOptions>, dir: &std::path::Path, flush: 
         if let Some(c) = &mut ch {
             s.clickhouse = Some(c.enqueue(&s).expect("spool"));
         }
-        jsonl.write(&s.to_line()).expect("jsonl");
+        jsonl.write(&s).expect("jsonl");
         rss.push(rss_kib());
     }
     let (sent_records, spool_bytes, dropped) = match ch {
-        Some(c) => {
+        Some(mut c) => {
             let st = c.finish(flush);
             (st.sent_records, st.spool_bytes, st.spool_dropped)
         }

@@ -3,8 +3,8 @@
 //!
 //! Durability: a line is written (`write(2)`: readers see it at once, and a crash of the
 //! collector loses nothing) and then synced (`fdatasync`) when it carries anything
-//! ([`JsonlSink::write`]: records, chains, counters that moved, the final snapshot). A line of a
-//! window in which nothing happened ([`JsonlSink::write_idle`]) is not synced on its own: the
+//! ([`JsonlFile::write`]: records, chains, counters that moved, the final snapshot). A line of a
+//! window in which nothing happened ([`JsonlFile::write_idle`]) is not synced on its own: the
 //! next synced line syncs it too, and so does an idle line once the oldest line not synced is
 //! [`IDLE_SYNC_EVERY`] old, and a rotation. So a crash of the machine (power, kernel) can lose
 //! at most the idle lines of the last [`IDLE_SYNC_EVERY`] and one `--interval`, never a line
@@ -17,6 +17,10 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use super::sink::{Sink, SinkError};
+use crate::wire::line::LineCache;
+use crate::wire::{SinkStatus, Snapshot};
 
 /// At most this long between a sync and the next one while lines that changed nothing are
 /// written.
@@ -50,7 +54,8 @@ fn write_all_parts(f: &mut File, parts: &[&[u8]]) -> io::Result<()> {
     Ok(())
 }
 
-pub struct JsonlSink {
+/// The rotating file (or stdout) the lines go to.
+pub struct JsonlFile {
     path: Option<PathBuf>,
     max_bytes: u64,
     keep: usize,
@@ -61,10 +66,10 @@ pub struct JsonlSink {
     unsynced_since: Option<Instant>,
 }
 
-impl JsonlSink {
+impl JsonlFile {
     /// `path` `-` is stdout. `max_bytes` 0 disables rotation.
     pub fn new(path: &Path, max_bytes: u64, keep: usize) -> Self {
-        JsonlSink {
+        JsonlFile {
             path: (path != Path::new("-")).then(|| path.to_path_buf()),
             max_bytes,
             keep: keep.max(1),
@@ -108,17 +113,6 @@ impl JsonlSink {
         std::fs::rename(path, numbered(1))?;
         self.rotations += 1;
         Ok(())
-    }
-
-    /// Appends one line (which must end in `\n`) and syncs it to disk.
-    pub fn write(&mut self, line: &[u8]) -> io::Result<()> {
-        self.write_parts(&[line], SyncWhen::Now)
-    }
-
-    /// Appends the line of a window in which nothing happened: synced only when the oldest
-    /// line not synced is [`IDLE_SYNC_EVERY`] old (see the module's doc).
-    pub fn write_idle(&mut self, line: &[u8]) -> io::Result<()> {
-        self.write_parts(&[line], SyncWhen::Later)
     }
 
     /// Appends one line given in parts (joined, they end in `\n`) with one `writev`.
@@ -173,9 +167,66 @@ impl JsonlSink {
     }
 }
 
+/// The JSONL sink: each snapshot as one line, the parts it shares with the last line
+/// serialised once ([`LineCache`]), synced per the module's doc.
+pub struct JsonlSink {
+    file: JsonlFile,
+    line: LineCache,
+    name: String,
+}
+
+impl JsonlSink {
+    /// `path` `-` is stdout. `max_bytes` 0 disables rotation.
+    pub fn new(path: &Path, max_bytes: u64, keep: usize) -> Self {
+        let file = JsonlFile::new(path, max_bytes, keep);
+        let name = format!(
+            "sink {}",
+            file.path()
+                .map_or("stdout".into(), |p| p.display().to_string())
+        );
+        JsonlSink {
+            file,
+            line: LineCache::default(),
+            name,
+        }
+    }
+}
+
+impl Sink for JsonlSink {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn write(&mut self, snap: &Snapshot) -> Result<Option<SinkStatus>, SinkError> {
+        let parts = self.line.parts(snap);
+        crate::timings::mark("line");
+        // a window in which nothing happened is synced later (see the module's doc)
+        let sync = if snap.idle {
+            SyncWhen::Later
+        } else {
+            SyncWhen::Now
+        };
+        self.file.write_parts(&parts, sync)?;
+        Ok(None)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl JsonlFile {
+        /// Appends one line (which must end in `\n`) and syncs it to disk.
+        pub fn write(&mut self, line: &[u8]) -> io::Result<()> {
+            self.write_parts(&[line], SyncWhen::Now)
+        }
+
+        /// Appends the line of a window in which nothing happened: synced only when the oldest
+        /// line not synced is [`IDLE_SYNC_EVERY`] old (see the module's doc).
+        pub fn write_idle(&mut self, line: &[u8]) -> io::Result<()> {
+            self.write_parts(&[line], SyncWhen::Later)
+        }
+    }
 
     fn dir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("pg-sink-{}-{name}", std::process::id()));
@@ -189,7 +240,7 @@ mod tests {
         let d = dir("rot");
         let p = d.join("s.jsonl");
         std::fs::write(&p, b"{\"old\":1}\n").expect("w");
-        let mut s = JsonlSink::new(&p, 100, 2);
+        let mut s = JsonlFile::new(&p, 100, 2);
         let line = format!("{{\"x\":\"{}\"}}\n", "a".repeat(40)).into_bytes();
         for _ in 0..7 {
             s.write(&line).expect("write");
@@ -212,18 +263,18 @@ mod tests {
     #[test]
     fn errors_are_returned_and_recovered() {
         // /dev/full: open works, every write fails with ENOSPC
-        let mut s = JsonlSink::new(Path::new("/dev/full"), 0, 1);
+        let mut s = JsonlFile::new(Path::new("/dev/full"), 0, 1);
         assert!(s.write(b"{}\n").is_err());
         assert!(s.write(b"{}\n").is_err());
         // a path under a regular file cannot be created
         let d = dir("err");
         let f = d.join("file");
         std::fs::write(&f, b"").expect("w");
-        let mut s = JsonlSink::new(&f.join("x.jsonl"), 0, 1);
+        let mut s = JsonlFile::new(&f.join("x.jsonl"), 0, 1);
         assert!(s.write(b"{}\n").is_err());
         // the path becomes writable: the sink recovers
         let p = d.join("later.jsonl");
-        let mut s = JsonlSink::new(&p, 0, 1);
+        let mut s = JsonlFile::new(&p, 0, 1);
         std::fs::create_dir_all(d.join("ro")).expect("mkdir");
         s.write(b"{}\n").expect("write");
         assert_eq!(std::fs::read(&p).expect("r"), b"{}\n");
@@ -239,7 +290,7 @@ mod tests {
         // a full disk: the path is /dev/full, the open works and the write fails (ENOSPC)
         let p = d.join("s.jsonl");
         std::os::unix::fs::symlink("/dev/full", &p).expect("symlink");
-        let mut s = JsonlSink::new(&p, 0, 1);
+        let mut s = JsonlFile::new(&p, 0, 1);
         s.write(b"{\"n\":0}\n").expect_err("the disk is full");
         // the disk has room again: the next write opens the path anew (a regular file now)
         std::fs::remove_file(&p).expect("rm symlink");
@@ -258,7 +309,7 @@ mod tests {
         let sub = d.join("sub");
         std::fs::write(&sub, b"").expect("w");
         let q = sub.join("s.jsonl");
-        let mut s = JsonlSink::new(&q, 0, 1);
+        let mut s = JsonlFile::new(&q, 0, 1);
         s.write(b"{}\n").expect_err("no directory");
         std::fs::remove_file(&sub).expect("rm");
         s.write(b"{}\n")
@@ -273,7 +324,7 @@ mod tests {
     fn idle_lines_are_written_at_once_and_synced_later() {
         let d = dir("idle");
         let p = d.join("s.jsonl");
-        let mut s = JsonlSink::new(&p, 48, 3);
+        let mut s = JsonlFile::new(&p, 48, 3);
         s.write_idle(b"{\"n\":0}\n").expect("write");
         let first = s.unsynced_since.expect("not synced yet");
         s.write_idle(b"{\"n\":1}\n").expect("write");

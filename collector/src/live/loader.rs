@@ -482,10 +482,6 @@ impl Loaded {
         self.links.clear();
     }
 
-    pub fn links(&self) -> usize {
-        self.links.len()
-    }
-
     fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>, CollectError> {
         self.obj
             .maps()
@@ -544,9 +540,9 @@ impl Loaded {
     /// The object's `activity` map read from memory, or `None` when the object has none that
     /// can be mapped (an object compiled from an older header: its counters are then read
     /// every window).
-    pub fn activity(&self) -> Option<crate::activity::Activity> {
-        let m = self.map(crate::activity::ACTIVITY_MAP).ok()?;
-        crate::activity::Activity::map(&m)
+    pub fn activity(&self) -> Option<crate::live::activity::Activity> {
+        let m = self.map(crate::live::activity::ACTIVITY_MAP).ok()?;
+        crate::live::activity::Activity::map(&m)
     }
 
     /// `calls` by probe id. The programs count a call before anything else (`pg_exit` in

@@ -7,6 +7,9 @@
 //! `probegen_probe_attached` (1/0), `probegen_records_total` (kept in snapshots),
 //! `probegen_userspace_drops_total`; unlabelled: `probegen_ring_drops_total` (kernel ring
 //! buffer full), `probegen_sink_errors_total`, `probegen_snapshots_total`.
+//!
+//! A `collector::Sink` that the embedder adds (`--metrics`); it reads the snapshot and its
+//! run totals, so the run writes it after the JSONL line (`Sink::exposes`).
 
 use std::fmt::Write as _;
 use std::io::{Read, Write};
@@ -14,15 +17,13 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::clickhouse::SinkStatus;
-use crate::errno::errno_label;
-use crate::kernel_state::{AttachStatus, KernelTotals};
-use crate::owner::Owner;
-use crate::probes::ProbeTable;
-use crate::shared;
+use collector::{
+    errno_label, AttachStatus, KernelTotals, Owner, ProbeTable, SharedPart, Sink, SinkError,
+    SinkStatus, Snapshot,
+};
 
 /// Everything the exposition shows.
-pub struct MetricsInput<'a> {
+struct MetricsInput<'a> {
     pub table: &'a ProbeTable,
     pub kernel: &'a KernelTotals,
     pub received: &'a [u64],
@@ -45,7 +46,7 @@ fn esc(s: &str) -> String {
         .replace('\n', "\\n")
 }
 
-pub fn render(m: &MetricsInput<'_>) -> String {
+fn render(m: &MetricsInput<'_>) -> String {
     let mut o = String::with_capacity(256 + m.table.probes.len() * 400);
     let labels: Vec<String> = m
         .table
@@ -231,58 +232,39 @@ fn render_chains(o: &mut String, m: &MetricsInput<'_>) {
     }
 }
 
-/// What the loop hands the exposition at a snapshot: [`MetricsInput`] with the parts the
-/// loop shares by handle (taken over without a copy or a comparison).
-pub struct MetricsUpdate<'a> {
-    pub table: &'a Arc<ProbeTable>,
-    pub kernel: &'a Arc<KernelTotals>,
-    pub attached: &'a shared::Shared<Vec<AttachStatus>>,
-    pub received: &'a [u64],
-    pub dropped_userspace: &'a [u64],
-    pub sink_errors: u64,
-    pub snapshots: u64,
-    pub chains: &'a std::collections::BTreeMap<(Owner, u32, u32), u64>,
-    pub clickhouse: Option<SinkStatus>,
-    pub last_snapshot_unix_ns: u64,
-}
-
 /// What the exposition shows, owned: the server thread renders it when scraped, so an idle
 /// collector nobody scrapes renders nothing.
 #[derive(Debug, Clone, Default)]
-pub struct MetricsState {
+struct MetricsState {
     pub table: Arc<ProbeTable>,
     pub kernel: Arc<KernelTotals>,
     pub received: Vec<u64>,
     pub dropped_userspace: Vec<u64>,
-    pub attached: shared::Shared<Vec<AttachStatus>>,
+    pub attached: SharedPart<Vec<AttachStatus>>,
     pub sink_errors: u64,
     pub snapshots: u64,
-    pub chains: std::collections::BTreeMap<(Owner, u32, u32), u64>,
+    pub chains: Arc<std::collections::BTreeMap<(Owner, u32, u32), u64>>,
     pub clickhouse: Option<SinkStatus>,
     pub last_snapshot_unix_ns: u64,
 }
 
 impl MetricsState {
-    /// Takes over `m`'s values, reusing this state's allocations and copying only what
-    /// changed (an idle window changes the snapshot count and time).
-    pub fn update(&mut self, m: &MetricsUpdate<'_>) {
-        if !Arc::ptr_eq(&self.table, m.table) {
-            self.table = m.table.clone();
+    /// Takes over `s`'s values and totals, reusing this state's allocations (an idle window
+    /// changes the snapshot count and time; the lists are shared, not copied).
+    pub fn update(&mut self, s: &Snapshot) {
+        if !Arc::ptr_eq(&self.table, &s.records.table) {
+            self.table = s.records.table.clone();
         }
-        self.kernel = m.kernel.clone();
-        self.received.clear();
-        self.received.extend_from_slice(m.received);
-        self.dropped_userspace.clear();
-        self.dropped_userspace
-            .extend_from_slice(m.dropped_userspace);
-        self.attached = m.attached.clone();
-        self.sink_errors = m.sink_errors;
-        self.snapshots = m.snapshots;
-        if self.chains != *m.chains {
-            self.chains.clone_from(m.chains);
-        }
-        self.clickhouse.clone_from(&m.clickhouse);
-        self.last_snapshot_unix_ns = m.last_snapshot_unix_ns;
+        let t = &s.totals;
+        self.kernel = t.kernel.clone();
+        self.received.clone_from(&t.received);
+        self.dropped_userspace.clone_from(&t.dropped_userspace);
+        self.attached = s.attached.clone();
+        self.sink_errors = t.sink_errors;
+        self.snapshots = t.snapshots;
+        self.chains = t.chains.clone();
+        self.clickhouse.clone_from(&t.fleet);
+        self.last_snapshot_unix_ns = s.window.end_unix_ns;
     }
 
     pub fn input(&self) -> MetricsInput<'_> {
@@ -303,7 +285,7 @@ impl MetricsState {
 
 /// The page the server thread serves.
 #[derive(Debug)]
-pub enum Page {
+enum Page {
     /// a fixed text (tests)
     Text(String),
     /// rendered from the state at each request
@@ -320,20 +302,10 @@ impl Page {
 }
 
 /// The page shared with the server thread.
-pub type Shared = Arc<Mutex<Page>>;
-
-/// `PORT` alone or `:PORT` binds 127.0.0.1; `ADDR:PORT` binds that address.
-pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
-    let t = s.strip_prefix(':').unwrap_or(s);
-    if let Ok(port) = t.parse::<u16>() {
-        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    s.parse::<SocketAddr>()
-        .map_err(|_| format!("--metrics `{s}`: expected 127.0.0.1:PORT or PORT"))
-}
+type PageHandle = Arc<Mutex<Page>>;
 
 /// Binds and serves in a background thread; returns the bound address.
-pub fn serve(addr: SocketAddr, text: Shared) -> std::io::Result<SocketAddr> {
+fn serve(addr: SocketAddr, text: PageHandle) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr)?;
     let local = listener.local_addr()?;
     std::thread::Builder::new()
@@ -353,7 +325,7 @@ pub fn serve(addr: SocketAddr, text: Shared) -> std::io::Result<SocketAddr> {
     Ok(local)
 }
 
-fn handle(mut s: TcpStream, text: &Shared) -> std::io::Result<()> {
+fn handle(mut s: TcpStream, text: &PageHandle) -> std::io::Result<()> {
     s.set_read_timeout(Some(Duration::from_secs(2)))?;
     s.set_write_timeout(Some(Duration::from_secs(5)))?;
     let mut buf = Vec::with_capacity(1024);
@@ -395,6 +367,69 @@ fn handle(mut s: TcpStream, text: &Shared) -> std::io::Result<()> {
         s.write_all(body.as_bytes())?;
     }
     s.flush()
+}
+
+/// The Prometheus sink: each snapshot updates the page the server thread renders when
+/// scraped.
+pub struct PrometheusSink {
+    page: PageHandle,
+    addr: SocketAddr,
+}
+
+impl PrometheusSink {
+    /// Binds `addr` and serves `/metrics` from a background thread.
+    pub fn serve(addr: SocketAddr) -> std::io::Result<Self> {
+        let page: PageHandle = Arc::new(Mutex::new(Page::Text(String::new())));
+        let addr = serve(addr, page.clone())?;
+        Ok(PrometheusSink { page, addr })
+    }
+
+    /// The bound address (an ephemeral port resolved).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    fn set(&self, f: impl FnOnce(&mut MetricsState)) {
+        if let Ok(mut page) = self.page.lock() {
+            match &mut *page {
+                Page::State(s) => f(s),
+                other => {
+                    let mut s = MetricsState::default();
+                    f(&mut s);
+                    *other = Page::State(Box::new(s));
+                }
+            }
+        }
+    }
+}
+
+impl Sink for PrometheusSink {
+    fn name(&self) -> &str {
+        "metrics"
+    }
+
+    fn write(&mut self, snap: &Snapshot) -> Result<Option<SinkStatus>, SinkError> {
+        self.set(|s| s.update(snap));
+        Ok(None)
+    }
+
+    /// Before the first snapshot: the probes and whether each is attached, all else zero.
+    fn start(
+        &mut self,
+        table: &Arc<ProbeTable>,
+        attached: &SharedPart<Vec<AttachStatus>>,
+        fleet: Option<SinkStatus>,
+    ) {
+        self.set(|s| {
+            s.table = table.clone();
+            s.attached = attached.clone();
+            s.clickhouse = fleet;
+        });
+    }
+
+    fn exposes(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
@@ -473,19 +508,8 @@ mod tests {
     }
 
     #[test]
-    fn listen_addresses() {
-        assert_eq!(
-            parse_listen("9464").map(|a| a.to_string()),
-            Ok("127.0.0.1:9464".into())
-        );
-        assert_eq!(parse_listen(":9").map(|a| a.ip().is_loopback()), Ok(true));
-        assert_eq!(parse_listen("0.0.0.0:1").map(|a| a.port()), Ok(1));
-        assert!(parse_listen("nope").is_err());
-    }
-
-    #[test]
     fn http_server() {
-        let text: Shared = Arc::new(Mutex::new(Page::Text(input_text())));
+        let text: PageHandle = Arc::new(Mutex::new(Page::Text(input_text())));
         let addr = serve(SocketAddr::from(([127, 0, 0, 1], 0)), text).expect("bind");
         let get = |path: &str| {
             let mut c = TcpStream::connect(addr).expect("connect");

@@ -140,6 +140,7 @@ impl Spool {
 
     /// The oldest batch, marked in flight (not dropped until [`Spool::done`] or
     /// [`Spool::release`]).
+    #[cfg(test)]
     pub fn oldest(&mut self) -> Option<(u64, PathBuf)> {
         self.next_up_to(1, u64::MAX).into_iter().next()
     }

@@ -1,6 +1,11 @@
 //! The collection loop: one loop over a [`Source`] (the live ring buffer or a replay file),
-//! a snapshot to the [`Outputs`] at every window the source closes, and the final snapshot
-//! when the source ends or a signal stops the run.
+//! a snapshot to the sinks ([`outputs`]) at every window the source closes, and the final
+//! snapshot when the source ends or a signal stops the run. What the operator may want to
+//! see is handed to the embedder as an [`Event`]; the library prints none of it.
+
+pub(crate) mod hooks;
+pub(crate) mod options;
+pub(crate) mod outputs;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,16 +14,17 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::chains::ChainClock;
 use crate::error::CollectError;
 use crate::kernel_state::KernelTotals;
-pub use crate::options::Options;
-pub use crate::outputs::{Outputs, MAX_CHAIN_LINES};
+use crate::live::{LiveSource, Timing};
 use crate::pipeline::{Pipeline, PipelineConfig};
 use crate::probes::ProbeTable;
 use crate::procinfo::ProcCache;
-use crate::replay::{Header, REPLAY_SCHEMA};
-use crate::source::live::{LiveSource, Timing};
-use crate::source::replay::{sleep_unless_stopped, ReplayOptions, ReplaySource};
+use crate::replay::{sleep_unless_stopped, Header, ReplayOptions, ReplaySource, REPLAY_SCHEMA};
+use crate::sinks::jsonl::JsonlSink;
 use crate::source::{Source, Step};
-pub use crate::stop::{install_signal_handlers, request_stop, stop_requested};
+use crate::stop::{self, install_signal_handlers, stop_requested};
+pub use hooks::{Event, Hooks};
+pub use options::Options;
+use outputs::Outputs;
 
 /// What a run did (printed by the command, checked by tests).
 #[derive(Debug, Clone, Default)]
@@ -34,7 +40,7 @@ pub struct Summary {
     pub probes: usize,
     pub signal: Option<i32>,
     /// the ClickHouse sink at exit (with `--clickhouse`)
-    pub clickhouse: Option<crate::clickhouse::SinkStatus>,
+    pub clickhouse: Option<crate::wire::SinkStatus>,
     /// the spool's largest size this run: (bytes, batches)
     pub spool_peak: Option<(u64, usize)>,
 }
@@ -58,25 +64,25 @@ fn summary(
     inv_ok: bool,
     flush: Duration,
 ) -> Summary {
-    let (clickhouse, spool_peak) = outputs.finish(flush);
+    let report = outputs.finish(flush);
     Summary {
-        clickhouse,
-        spool_peak,
+        spool_peak: report.as_ref().map(|r| r.peak),
+        clickhouse: report.map(|r| r.status),
         snapshots: outputs.snapshots,
         received: pipe.received_totals().iter().sum(),
         dropped_kernel: k.drops,
         dropped_userspace: pipe.dropped_totals().iter().sum(),
         failures: k.failures.values().sum(),
-        sink_errors: pipe.sink_errors,
+        sink_errors: outputs.errors,
         invariant_ok: inv_ok,
         attached: pipe.attached().iter().filter(|a| a.attached).count(),
         probes: pipe.table().probes.len(),
-        signal: crate::stop::signal(),
+        signal: stop::signal(),
     }
 }
 
 /// Runs `probegen collect` with `opts` (live when `object` is set, else replay).
-pub fn run(opts: &Options) -> Result<Summary, CollectError> {
+pub fn run(opts: &Options, hooks: &mut dyn Hooks) -> Result<Summary, CollectError> {
     let text = manifest::input::read_text(
         &opts.manifest,
         manifest::input::MAX_MANIFEST_BYTES,
@@ -92,8 +98,8 @@ pub fn run(opts: &Options) -> Result<Summary, CollectError> {
         (Some(_), Some(_)) => Err(CollectError::Usage(
             "--replay and --object exclude each other",
         )),
-        (Some(file), None) => run_replay(opts, table, file),
-        (None, Some(obj)) => run_live(opts, table, obj),
+        (Some(file), None) => run_replay(opts, table, file, hooks),
+        (None, Some(obj)) => run_live(opts, table, obj, hooks),
         (None, None) => Err(CollectError::Usage("give --object (live) or --replay FILE")),
     }
 }
@@ -105,6 +111,7 @@ fn collect(
     source: &mut dyn Source,
     pipe: &mut Pipeline,
     outputs: &mut Outputs,
+    hooks: &mut dyn Hooks,
     flush: Duration,
 ) -> Result<Summary, CollectError> {
     let mut ended = Ok(());
@@ -115,7 +122,7 @@ fn collect(
                 crate::timings::mark("source");
                 let mut s = pipe.snapshot(&k, SystemTime::now(), false);
                 crate::timings::mark("snapshot");
-                outputs.emit(pipe, &mut s, &k);
+                outputs.emit(&mut s, hooks);
                 let window = s.snapshot;
                 drop(s);
                 crate::timings::mark("free");
@@ -133,15 +140,12 @@ fn collect(
     let mut s = pipe.snapshot(&k, SystemTime::now(), true);
     let ok = s.invariant.ok;
     if !ok {
-        eprintln!(
-            "probegen collect: invariant violated: {}",
-            serde_json::to_string(&s.invariant).unwrap_or_default()
-        );
+        hooks.event(Event::InvariantViolated(&s.invariant));
     }
-    outputs.emit(pipe, &mut s, &k);
+    outputs.emit(&mut s, hooks);
     drop(s);
     source.report(pipe, &k);
-    if outputs.serves_metrics() {
+    if !outputs.expositions.is_empty() {
         sleep_unless_stopped(source.linger(), Duration::from_millis(50));
     }
     let sum = summary(pipe, &k, outputs, ok, flush);
@@ -161,18 +165,26 @@ fn proc_cache(opts: &Options, cgroup_root: Option<PathBuf>) -> ProcCache {
     }
 }
 
-fn open_outputs(opts: &Options, clock: ChainClock) -> Result<Outputs, CollectError> {
-    let (outputs, bound) = Outputs::new(opts, clock)?;
-    if let Some(a) = bound {
-        eprintln!("probegen collect: metrics on http://{a}/metrics");
-    }
-    Ok(outputs)
+fn open_outputs(
+    opts: &Options,
+    clock: ChainClock,
+    hooks: &mut dyn Hooks,
+) -> Result<Outputs, CollectError> {
+    let (expositions, fleet) = hooks.sinks(clock)?.into_iter().partition(|s| s.exposes());
+    Ok(Outputs {
+        fleet,
+        jsonl: JsonlSink::new(&opts.out, opts.rotate_bytes, opts.rotate_keep),
+        expositions,
+        snapshots: 0,
+        errors: 0,
+    })
 }
 
 fn run_replay(
     opts: &Options,
     table: Arc<ProbeTable>,
     file: &Path,
+    hooks: &mut dyn Hooks,
 ) -> Result<Summary, CollectError> {
     let mut source = ReplaySource::open(
         file,
@@ -196,15 +208,16 @@ fn run_replay(
         proc_cache(opts, None),
     );
     pipe.set_attached(Vec::new());
-    let mut outputs = open_outputs(opts, ChainClock::LastRecord)?;
+    let mut outputs = open_outputs(opts, ChainClock::LastRecord, hooks)?;
     pipe.start_window(SystemTime::now());
-    collect(&mut source, &mut pipe, &mut outputs, opts.clickhouse_flush)
+    collect(&mut source, &mut pipe, &mut outputs, hooks, opts.sink_flush)
 }
 
 fn run_live(
     opts: &Options,
     table: Arc<ProbeTable>,
     object: &Path,
+    hooks: &mut dyn Hooks,
 ) -> Result<Summary, CollectError> {
     let t0 = Instant::now();
     let loaded = crate::live::load(
@@ -215,12 +228,11 @@ fn run_live(
             ringbuf_bytes: opts.ringbuf_bytes,
         },
     )?;
-    let n_att = loaded.attached.iter().filter(|a| a.attached).count();
-    eprintln!(
-        "probegen collect: attached {n_att}/{} programs in {:.1} ms",
-        table.probes.len(),
-        t0.elapsed().as_secs_f64() * 1e3
-    );
+    hooks.event(Event::Attached {
+        attached: loaded.attached.iter().filter(|a| a.attached).count(),
+        probes: table.probes.len(),
+        millis: t0.elapsed().as_secs_f64() * 1e3,
+    });
     let host = opts.host.clone().unwrap_or_else(host_name);
     let kernel = kernel_release();
     let record = opts.record.clone().map(|p| {
@@ -254,8 +266,11 @@ fn run_live(
         duration: opts.duration,
     };
     let mut source = LiveSource::new(loaded, table, timing, record)?;
-    let mut outputs = open_outputs(opts, ChainClock::Monotonic)?;
-    outputs.update_metrics(&pipe, &Arc::default());
+    let mut outputs = open_outputs(opts, ChainClock::Monotonic, hooks)?;
+    let fleet = outputs.fleet_status();
+    for s in outputs.fleet.iter_mut().chain(&mut outputs.expositions) {
+        s.start(pipe.table(), pipe.attached_shared(), fleet.clone());
+    }
     pipe.start_window(SystemTime::now());
-    collect(&mut source, &mut pipe, &mut outputs, opts.clickhouse_flush)
+    collect(&mut source, &mut pipe, &mut outputs, hooks, opts.sink_flush)
 }

@@ -2,7 +2,7 @@
 //! snapshot, the line and its write, the exposition's update, for windows in which nothing
 //! happened, as the live loop does them after each wake-up.
 //!
-//!   cargo run --release -p collector --example idle_window -- MANIFEST WINDOWS OUT.jsonl
+//!   cargo run --release -p sink-prometheus --example idle_window -- MANIFEST WINDOWS OUT.jsonl
 //!
 //! Count its instructions with `valgrind --tool=callgrind` (deterministic, unlike times in the
 //! TCG guest) at two window counts: the difference over the difference of windows is the
@@ -12,14 +12,10 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use collector::chains::ChainClock;
-use collector::kernel_state::AttachStatus;
-use collector::outputs::Outputs;
-use collector::pipeline::{Pipeline, PipelineConfig};
-use collector::probes::ProbeTable;
-use collector::procinfo::ProcCache;
-use collector::run::Options;
-use collector::KernelTotals;
+use collector::{
+    AttachStatus, JsonlSink, KernelTotals, Pipeline, PipelineConfig, ProbeTable, ProcCache, Sink,
+};
+use sink_prometheus::PrometheusSink;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -53,12 +49,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             })
             .collect(),
     );
-    let opts = Options {
-        out: out.into(),
-        metrics: Some("127.0.0.1:0".parse()?),
-        ..Options::default()
-    };
-    let (mut outputs, _) = Outputs::new(&opts, ChainClock::Monotonic)?;
+    // the sinks of a run with `--out OUT --metrics 127.0.0.1:0`, in the run loop's order
+    let mut jsonl = JsonlSink::new(std::path::Path::new(out), 64 << 20, 5);
+    let mut metrics = PrometheusSink::serve("127.0.0.1:0".parse()?)?;
     // counters that moved once (the first window), then stand still: the live source hands
     // on the same allocation while nothing ends
     let k = Arc::new(KernelTotals {
@@ -68,9 +61,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     pipe.start_window(SystemTime::now());
     let t0 = Instant::now();
-    for _ in 0..windows {
+    for n in 0..windows {
         let mut s = pipe.snapshot(&k, SystemTime::now(), false);
-        outputs.emit(&mut pipe, &mut s, &k);
+        jsonl.write(&s)?;
+        s.totals.snapshots = n + 1;
+        metrics.write(&s)?;
     }
     let per = t0.elapsed().as_secs_f64() * 1e6 / windows.max(1) as f64;
     println!("{windows} windows, {per:.2} us each (the first one busy)");

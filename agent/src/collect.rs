@@ -1,0 +1,221 @@
+//! `collect`: the runtime collector (crate `collector`) with its flags, the same in
+//! `probegen collect` and `probegen-agent collect`; the run's events printed on stderr.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use collector::{ChainClock, CollectError, Event, Hooks, Options, Sink};
+
+use crate::flags::{parse_duration, parse_listen};
+use crate::fleet::{Fleet, FleetArgs};
+use crate::AgentError;
+use sink_prometheus::PrometheusSink;
+
+#[derive(clap::Args, Clone)]
+pub struct CollectArgs {
+    /// The probe set's manifest.yaml
+    #[arg(long, value_name = "FILE")]
+    pub manifest: PathBuf,
+    /// The compiled probes.bpf.o (live collection)
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub object: Option<PathBuf>,
+    /// Feed recorded records through the pipeline instead of BPF (JSONL from --record, or
+    /// raw concatenated records when the name ends in .bin/.raw)
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+    /// Replay without counters: one snapshot per N records (default: one at the end)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub replay_window: usize,
+    /// Snapshot interval
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub interval: std::time::Duration,
+    /// Ring buffer drain period while records keep coming (the probes do not wake the
+    /// collector per record)
+    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
+    pub drain: std::time::Duration,
+    /// Longest sleep while no record arrives (the first record wakes the collector at once;
+    /// the next snapshot bounds the sleep too)
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub idle_wait: std::time::Duration,
+    /// JSON Lines output (`-`: stdout)
+    #[arg(
+        long,
+        value_name = "FILE.jsonl",
+        default_value = "probegen-snapshots.jsonl"
+    )]
+    pub out: PathBuf,
+    /// Rotate the JSONL file past this size in bytes (0: never)
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
+    pub rotate_bytes: u64,
+    /// Rotated files kept (FILE.1 .. FILE.N)
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub rotate_keep: usize,
+    /// Serve Prometheus metrics on ADDR:PORT (PORT alone binds 127.0.0.1)
+    #[arg(long, value_name = "127.0.0.1:PORT")]
+    pub metrics: Option<String>,
+    /// Fail instead of skipping probes whose target the running kernel lacks
+    #[arg(long)]
+    pub strict: bool,
+    /// Stop after this long (final snapshot, exit 0)
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Ring buffer size in bytes (power of two; default 4 MiB)
+    #[arg(long, value_name = "N", default_value_t = 4 << 20)]
+    pub ringbuf_bytes: u32,
+    /// Records kept per snapshot; past it they are counted as userspace drops
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub batch_cap: usize,
+    /// Environment variables reported as `job` (comma-separated)
+    #[arg(
+        long,
+        value_name = "A,B",
+        value_delimiter = ',',
+        default_value = "SLURM_JOB_ID,TORCHELASTIC_RUN_ID,RANK,LOCAL_RANK,JOB_ID"
+    )]
+    pub job_vars: Vec<String>,
+    /// Also write what was read as a replay file (live)
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub record: Option<PathBuf>,
+    /// After a replay, keep serving --metrics this long (or until SIGINT/SIGTERM)
+    #[arg(long, value_parser = parse_duration)]
+    pub linger: Option<std::time::Duration>,
+    /// Where to read /proc/<pid>/{environ,cgroup} (default /proc live, off for replay)
+    #[arg(long, value_name = "DIR")]
+    pub proc_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+}
+
+/// Runs the collector as the flags say; the summary and the events go to stderr.
+pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
+    let (opts, sinks) = options(a)?;
+    let mut hooks = Printer { sinks, out: &a.out };
+    let s = collector::run(&opts, &mut hooks)?;
+    eprintln!(
+        "probegen collect: {} snapshots; {}/{} probes attached; failures {}, records {}, dropped kernel {} userspace {}; invariant {}; sink errors {}{}",
+        s.snapshots,
+        s.attached,
+        s.probes,
+        s.failures,
+        s.received,
+        s.dropped_kernel,
+        s.dropped_userspace,
+        if s.invariant_ok { "ok" } else { "VIOLATED" },
+        s.sink_errors,
+        s.signal.map(|n| format!("; stopped by signal {n}")).unwrap_or_default()
+    );
+    crate::fleet::report(&s);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The sinks the agent adds to a run: ClickHouse (`--clickhouse`), the exposition
+/// (`--metrics`).
+pub struct Sinks {
+    pub fleet: Fleet,
+    pub metrics: Option<SocketAddr>,
+}
+
+/// The collector's options from the flags, and the sinks' (kept apart: the collector knows
+/// neither ClickHouse nor Prometheus).
+pub fn options(a: &CollectArgs) -> Result<(Options, Sinks), AgentError> {
+    let metrics = a
+        .metrics
+        .as_deref()
+        .map(parse_listen)
+        .transpose()
+        .map_err(AgentError::Usage)?;
+    if a.interval.is_zero() {
+        return Err(AgentError::Usage("--interval must be positive".into()));
+    }
+    let fleet = a.fleet.resolve()?;
+    let opts = Options {
+        manifest: a.manifest.clone(),
+        object: a.object.clone(),
+        replay: a.replay.clone(),
+        replay_window: a.replay_window,
+        interval: a.interval,
+        drain: a.drain.max(std::time::Duration::from_millis(1)),
+        idle_wait: a.idle_wait,
+        out: a.out.clone(),
+        rotate_bytes: a.rotate_bytes,
+        rotate_keep: a.rotate_keep,
+        strict: a.strict,
+        duration: a.duration,
+        ringbuf_bytes: Some(a.ringbuf_bytes),
+        batch_cap: a.batch_cap,
+        job_vars: a
+            .job_vars
+            .iter()
+            .filter(|v| !v.is_empty())
+            .cloned()
+            .collect(),
+        record: a.record.clone(),
+        linger: a.linger,
+        proc_root: match (&a.proc_root, &a.replay) {
+            (Some(p), _) => Some(p.clone()),
+            (None, Some(_)) => None,
+            (None, None) => Some(PathBuf::from("/proc")),
+        },
+        sink_flush: a.fleet.clickhouse_flush,
+        host: a.fleet.host.clone(),
+        replay_pace: a.fleet.replay_pace,
+    };
+    Ok((opts, Sinks { fleet, metrics }))
+}
+
+/// The run's hooks for the command: the ClickHouse sink when asked for, every event as one
+/// line on stderr.
+struct Printer<'a> {
+    sinks: Sinks,
+    out: &'a std::path::Path,
+}
+
+impl Hooks for Printer<'_> {
+    fn sinks(&mut self, clock: ChainClock) -> Result<Vec<Box<dyn Sink>>, CollectError> {
+        let mut sinks: Vec<Box<dyn Sink>> = self
+            .sinks
+            .fleet
+            .open(self.out, clock)?
+            .into_iter()
+            .collect();
+        if let Some(addr) = self.sinks.metrics {
+            let m = PrometheusSink::serve(addr)
+                .map_err(|source| CollectError::Metrics { addr, source })?;
+            eprintln!("probegen collect: metrics on http://{}/metrics", m.addr());
+            sinks.push(Box::new(m));
+        }
+        Ok(sinks)
+    }
+
+    fn event(&mut self, event: Event<'_>) {
+        print_event(&event);
+    }
+}
+
+fn print_event(event: &Event<'_>) {
+    match event {
+        Event::Attached {
+            attached,
+            probes,
+            millis,
+        } => eprintln!("probegen collect: attached {attached}/{probes} programs in {millis:.1} ms"),
+        Event::Chain(c) => eprintln!("probegen collect: chain {}", c.log_line()),
+        Event::MoreChains { more, snapshot } => {
+            eprintln!("probegen collect: ... and {more} more chains in snapshot {snapshot}")
+        }
+        Event::SinkFailed {
+            sink,
+            snapshot,
+            error,
+            errors,
+        } => eprintln!(
+            "probegen collect: {sink}: snapshot {snapshot} not {}: {error} (sink errors: {errors})",
+            error.verb()
+        ),
+        Event::InvariantViolated(inv) => eprintln!(
+            "probegen collect: invariant violated: {}",
+            serde_json::to_string(inv).unwrap_or_default()
+        ),
+    }
+}

@@ -1,0 +1,154 @@
+//! The fleet side of the command line: `collect --clickhouse URL ...` options (they open
+//! the ClickHouse sink the run adds) and `schema --clickhouse` (the ClickHouse DDL).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use collector::{ChainClock, CollectError, SinkError};
+
+use crate::flags::parse_duration;
+use sink_clickhouse::{ddl, ClickhouseSink, Endpoint, SchemaOptions, SinkOptions};
+
+use crate::AgentError;
+
+#[derive(clap::Args, Clone)]
+pub struct FleetArgs {
+    /// Also send every snapshot to ClickHouse's HTTP interface:
+    /// http://[user[:password]@]host[:port][/?database=DB] (password also from
+    /// $PROBEGEN_CLICKHOUSE_PASSWORD, user from $PROBEGEN_CLICKHOUSE_USER)
+    #[arg(long, value_name = "URL")]
+    pub clickhouse: Option<String>,
+    /// Connect and request timeout of one ClickHouse insert
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub clickhouse_timeout: Duration,
+    /// Spool directory for batches not yet in ClickHouse (default: OUT.clickhouse-spool)
+    #[arg(long, value_name = "DIR")]
+    pub clickhouse_spool: Option<PathBuf>,
+    /// Spool limit in bytes; past it the oldest batches are dropped and counted
+    #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
+    pub clickhouse_spool_bytes: u64,
+    /// At exit, keep sending what is spooled this long (the rest waits for the next run)
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub clickhouse_flush: Duration,
+    /// Host name the snapshots carry (default: this host's; replay: the recording's)
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+    /// Replay: pause this long after each window (a recording played out over time)
+    #[arg(long, value_parser = parse_duration)]
+    pub replay_pace: Option<Duration>,
+}
+
+/// The ClickHouse sink as the flags configure it (none without `--clickhouse`).
+pub struct Fleet {
+    pub endpoint: Option<Endpoint>,
+    pub spool: Option<PathBuf>,
+    pub spool_bytes: u64,
+}
+
+impl FleetArgs {
+    pub fn resolve(&self) -> Result<Fleet, AgentError> {
+        if self.clickhouse_timeout.is_zero() {
+            return Err(AgentError::Usage(
+                "--clickhouse-timeout must be positive".into(),
+            ));
+        }
+        if self.host.as_deref().is_some_and(str::is_empty) {
+            return Err(AgentError::Usage("--host must not be empty".into()));
+        }
+        Ok(Fleet {
+            endpoint: self
+                .clickhouse
+                .as_deref()
+                .map(|u| Endpoint::parse(u, self.clickhouse_timeout))
+                .transpose()
+                .map_err(AgentError::Usage)?,
+            spool: self.clickhouse_spool.clone(),
+            spool_bytes: self.clickhouse_spool_bytes,
+        })
+    }
+}
+
+impl Fleet {
+    /// Opens the spool (next to `out` unless `--clickhouse-spool` names it) and starts the
+    /// sender; `clock` is the records' clock (live: this host's monotonic clock).
+    pub fn open(
+        &self,
+        out: &std::path::Path,
+        clock: ChainClock,
+    ) -> Result<Option<Box<dyn collector::Sink>>, CollectError> {
+        let Some(endpoint) = &self.endpoint else {
+            return Ok(None);
+        };
+        let sink = ClickhouseSink::start(SinkOptions {
+            endpoint: endpoint.clone(),
+            spool_dir: self
+                .spool
+                .clone()
+                .unwrap_or_else(|| sink_clickhouse::default_spool_dir(out)),
+            spool_limit_bytes: self.spool_bytes,
+            boot_id: sink_clickhouse::boot_id(),
+            clock,
+            min_backoff: Duration::from_millis(250),
+            max_backoff: Duration::from_secs(5),
+        })
+        .map_err(|e| CollectError::Sink(SinkError::Spool(e)))?;
+        Ok(Some(Box::new(sink)))
+    }
+}
+
+/// The ClickHouse line of the run's summary.
+pub fn report(s: &collector::Summary) {
+    if let Some(c) = &s.clickhouse {
+        let (peak_bytes, peak_batches) = s.spool_peak.unwrap_or_default();
+        eprintln!(
+            "probegen collect: clickhouse: sent {} batches, {} records; spool {} batches ({} bytes) left, peak {peak_batches} batches ({peak_bytes} bytes), dropped {}; send errors {}",
+            c.sent_batches,
+            c.sent_records,
+            c.spool_batches,
+            c.spool_bytes,
+            c.spool_dropped,
+            c.send_errors
+        );
+    }
+}
+
+#[derive(clap::Args, Clone)]
+pub struct SchemaArgs {
+    /// Print the ClickHouse DDL of the fleet tables instead of the manifest's JSON Schema
+    #[arg(long)]
+    pub clickhouse: bool,
+    /// With --clickhouse: local tables plus Distributed tables over this cluster
+    #[arg(long, value_name = "NAME", requires = "clickhouse")]
+    pub cluster: Option<String>,
+    /// With --clickhouse: the database
+    #[arg(long, default_value = "probegen", requires = "clickhouse")]
+    pub database: String,
+    /// With --clickhouse: retention TTL in days (0: none; ClickHouse before 19.6, e.g. Debian
+    /// bookworm's 18.16, has no TTL)
+    #[arg(
+        long,
+        value_name = "DAYS",
+        default_value_t = 0,
+        requires = "clickhouse"
+    )]
+    pub ttl_days: u32,
+}
+
+/// Prints the manifest's JSON Schema, or with `--clickhouse` the fleet tables' DDL.
+pub fn schema(a: &SchemaArgs) -> Result<ExitCode, AgentError> {
+    if !a.clickhouse {
+        print!("{}", manifest::json_schema());
+        return Ok(ExitCode::SUCCESS);
+    }
+    print!(
+        "{}",
+        ddl(&SchemaOptions {
+            database: a.database.clone(),
+            cluster: a.cluster.clone(),
+            ttl_days: a.ttl_days,
+        })
+        .map_err(AgentError::Usage)?
+    );
+    Ok(ExitCode::SUCCESS)
+}

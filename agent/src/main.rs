@@ -1,0 +1,39 @@
+//! probegen-agent: the host side of probegen alone (`collect`, `schema`), without the
+//! analyzer and its C parser: what a host needs to run a probe set.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "probegen-agent",
+    version,
+    about = "Runs a probegen probe set on this host (the collector and its sinks)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the manifest's JSON Schema (--clickhouse: the fleet tables' DDL)
+    Schema(probegen_agent::SchemaArgs),
+    /// Load a probe set, attach it, write a snapshot of failures every --interval
+    Collect(Box<probegen_agent::CollectArgs>),
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Collect(args) => probegen_agent::collect(&args),
+        Command::Schema(args) => probegen_agent::schema(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("probegen-agent: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! Live collection: load and attach the BPF object ([`loader`]), then read its ring buffer
+//! and counters as the run's [`crate::source::Source`] ([`source`]).
+
+pub(crate) mod activity;
+pub(crate) mod loader;
+pub(crate) mod source;
+
+pub(crate) use loader::{load, LoadOptions};
+pub(crate) use source::{LiveSource, Timing};

@@ -1,0 +1,102 @@
+//! The run's sinks in their order: the sinks the embedder adds (a spool first: its status goes
+//! into the snapshot's line), the JSONL file, then the expositions (they show the counts after
+//! this snapshot). The loop counts the sinks' errors here.
+
+use std::time::Duration;
+
+use super::hooks::{Event, Hooks};
+use crate::sinks::jsonl::JsonlSink;
+use crate::sinks::{Sink, SinkReport};
+use crate::wire::{SinkStatus, Snapshot};
+
+/// Chains logged on stderr per snapshot (all of them are in the snapshot).
+pub const MAX_CHAIN_LINES: usize = 32;
+
+pub(crate) struct Outputs {
+    pub(crate) fleet: Vec<Box<dyn Sink>>,
+    pub(crate) jsonl: JsonlSink,
+    /// sinks that show the run totals (`Sink::exposes`), written last
+    pub(crate) expositions: Vec<Box<dyn Sink>>,
+    /// snapshots written (or attempted) so far
+    pub(crate) snapshots: u64,
+    /// sink errors so far
+    pub(crate) errors: u64,
+}
+
+impl Outputs {
+    /// The state of the sinks the snapshot carries (the last that has one).
+    pub(crate) fn fleet_status(&self) -> Option<SinkStatus> {
+        self.fleet.iter().rev().find_map(|s| s.status())
+    }
+
+    /// Writes `snap` to every sink in order; an error is counted and reported, never fatal.
+    pub(crate) fn emit(&mut self, snap: &mut Snapshot, hooks: &mut dyn Hooks) {
+        for c in snap.chains.iter().take(MAX_CHAIN_LINES) {
+            hooks.event(Event::Chain(c));
+        }
+        if snap.chains.len() > MAX_CHAIN_LINES {
+            hooks.event(Event::MoreChains {
+                more: snap.chains.len() - MAX_CHAIN_LINES,
+                snapshot: snap.snapshot,
+            });
+        }
+        snap.errors.sink = self.errors;
+        let mut carried = None;
+        for i in 0..self.fleet.len() {
+            // spooled (durable) before the JSONL line: its status names this snapshot's batch
+            let status = match self.fleet[i].write(snap) {
+                Ok(st) => st,
+                Err(error) => {
+                    self.errors += 1;
+                    Self::failed(&*self.fleet[i], snap, &error, self.errors, hooks);
+                    self.fleet[i].status()
+                }
+            };
+            carried = status.or(carried);
+        }
+        if !self.fleet.is_empty() {
+            snap.clickhouse = carried;
+        }
+        crate::timings::mark("log+clickhouse");
+        if let Err(error) = self.jsonl.write(snap) {
+            self.errors += 1;
+            Self::failed(&self.jsonl, snap, &error, self.errors, hooks);
+        }
+        crate::timings::mark("sink");
+        self.snapshots += 1;
+        snap.totals.sink_errors = self.errors;
+        snap.totals.snapshots = self.snapshots;
+        snap.totals.fleet = self.fleet_status();
+        for i in 0..self.expositions.len() {
+            if let Err(error) = self.expositions[i].write(snap) {
+                self.errors += 1;
+                Self::failed(&*self.expositions[i], snap, &error, self.errors, hooks);
+            }
+        }
+        crate::timings::mark("metrics");
+    }
+
+    fn failed(
+        sink: &dyn Sink,
+        snap: &Snapshot,
+        error: &crate::sinks::SinkError,
+        errors: u64,
+        hooks: &mut dyn Hooks,
+    ) {
+        hooks.event(Event::SinkFailed {
+            sink: sink.name(),
+            snapshot: snap.snapshot,
+            error,
+            errors,
+        });
+    }
+
+    /// Ends the sinks that queue (within `flush`); the last one's final state.
+    pub(crate) fn finish(&mut self, flush: Duration) -> Option<SinkReport> {
+        let mut last = None;
+        for s in &mut self.fleet {
+            last = s.finish(flush).or(last);
+        }
+        last
+    }
+}

@@ -1,0 +1,292 @@
+//! The snapshot and the values it serialises (records, counters, the invariant), the status
+//! a sink reports back and the run's totals for the exposition.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct};
+use serde::{Serialize, Serializer};
+
+use super::chains::ChainsOut;
+use super::shared::SharedPart;
+use crate::decode::comm_str;
+use crate::errno::errno_label;
+use crate::kernel_state::{AttachStatus, KernelTotals};
+use crate::owner::Owner;
+use crate::probes::ProbeTable;
+use crate::procinfo::ProcInfo;
+use crate::record::PgRecord;
+
+/// A record kept for the snapshot.
+#[derive(Debug, Clone)]
+pub struct Rec {
+    pub raw: PgRecord,
+    pub proc_info: Option<Arc<ProcInfo>>,
+}
+
+/// One per-host snapshot (one JSON object, one JSONL line).
+#[derive(Debug, Serialize)]
+pub struct Snapshot {
+    pub host: String,
+    pub kernel: String,
+    pub manifest_hash: String,
+    /// 0, 1, 2, ... within this run
+    pub snapshot: u64,
+    /// the last snapshot of the run (written on SIGINT/SIGTERM, --duration or end of replay)
+    #[serde(rename = "final")]
+    pub is_final: bool,
+    pub window: Window,
+    pub records: RecordsOut,
+    /// failure chains completed in this window (their records may be in earlier windows)
+    pub chains: ChainsOut,
+    pub counters: SharedPart<Vec<CounterOut>>,
+    pub drops: Drops,
+    pub seq_gaps: u64,
+    pub attached: SharedPart<Vec<AttachStatus>>,
+    pub errors: Errors,
+    pub invariant: Invariant,
+    /// The ClickHouse sink's spool after this snapshot was queued (with `--clickhouse`)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clickhouse: Option<SinkStatus>,
+    /// Nothing happened in this window: no record, no chain, no counter moved, no decode
+    /// error, and it is not the final snapshot (its line need not be synced on its own)
+    #[serde(skip)]
+    pub idle: bool,
+    /// the run's cumulative counters (for the exposition; not in the line)
+    #[serde(skip)]
+    pub totals: Totals,
+}
+
+impl Snapshot {
+    /// The snapshot as one JSON line (with the trailing newline).
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(
+            8192 + self.counters.len() * 160 + self.records.len() * 300 + self.chains.len() * 400,
+        );
+        if let Err(e) = serde_json::to_writer(&mut v, self) {
+            v = format!("{{\"error\":\"snapshot not serialisable: {e}\"}}").into_bytes();
+        }
+        v.push(b'\n');
+        v
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Window {
+    pub start: String,
+    pub end: String,
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct CounterOut {
+    pub probe: u32,
+    pub function: String,
+    pub module: String,
+    pub calls: u64,
+    pub failures: u64,
+    pub errno: BTreeMap<String, u64>,
+    /// records of this probe kept in this window's `records`
+    pub received: u64,
+    /// records of this probe read from the ring but not kept (batch cap)
+    pub dropped_userspace: u64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Drops {
+    pub kernel: u64,
+    pub userspace: u64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Errors {
+    /// samples of the wrong size, unknown probe id or CPU, this window
+    pub decode: u64,
+    /// sink write errors so far
+    pub sink: u64,
+}
+
+/// The records of a window, serialised with the probe table (no copies of names per record).
+#[derive(Debug)]
+pub struct RecordsOut {
+    pub recs: Vec<Rec>,
+    pub table: Arc<ProbeTable>,
+}
+
+impl RecordsOut {
+    pub fn len(&self) -> usize {
+        self.recs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.recs.is_empty()
+    }
+}
+
+struct Hex(u64);
+
+impl Serialize for Hex {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // `0x` + lowercase hex without leading zeros, formatted without the fmt machinery
+        const D: &[u8; 16] = b"0123456789abcdef";
+        let mut buf = [0u8; 18];
+        let mut i = buf.len();
+        let mut v = self.0;
+        loop {
+            i -= 1;
+            buf[i] = D[(v & 15) as usize];
+            v >>= 4;
+            if v == 0 {
+                break;
+            }
+        }
+        i -= 2;
+        buf[i] = b'0';
+        buf[i + 1] = b'x';
+        s.serialize_str(std::str::from_utf8(&buf[i..]).unwrap_or("0x?"))
+    }
+}
+
+/// Recorded arguments: `{"addr": "0x...", "size": "0x..."}` when the manifest names them,
+/// else a list.
+struct Args<'a>(&'a [u64], &'a [String]);
+
+impl Serialize for Args<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if !self.0.is_empty() && self.1.len() == self.0.len() {
+            let mut map = s.serialize_map(Some(self.0.len()))?;
+            for (name, &a) in self.1.iter().zip(self.0) {
+                map.serialize_entry(name, &Hex(a))?;
+            }
+            return map.end();
+        }
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for &a in self.0 {
+            seq.serialize_element(&Hex(a))?;
+        }
+        seq.end()
+    }
+}
+
+static NO_JOB: BTreeMap<String, String> = BTreeMap::new();
+
+struct RecOut<'a>(&'a Rec, &'a ProbeTable);
+
+impl Serialize for RecOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = &self.0.raw;
+        let p = self.1.get(r.probe_id);
+        let err = r.err as u32;
+        let info = self.0.proc_info.as_deref();
+        let nargs = (r.nargs as usize).min(r.args.len());
+        let mut st = s.serialize_struct("Record", 15)?;
+        st.serialize_field("probe", &r.probe_id)?;
+        st.serialize_field("function", p.map_or("", |p| p.function.as_str()))?;
+        st.serialize_field("module", p.map_or("", |p| p.module.as_str()))?;
+        st.serialize_field("errno", &err)?;
+        st.serialize_field("errno_name", &errno_label(err))?;
+        st.serialize_field("pid", &r.pid)?;
+        st.serialize_field("tid", &r.tid)?;
+        st.serialize_field("comm", &comm_str(&r.comm))?;
+        st.serialize_field("cgroup", info.map_or("", |i| i.cgroup.as_str()))?;
+        st.serialize_field("cgroup_id", &r.cgroup_id)?;
+        st.serialize_field("job", info.map_or(&NO_JOB, |i| &i.job))?;
+        let names = p.map_or(&[][..], |p| p.arg_names.as_slice());
+        st.serialize_field("args", &Args(&r.args[..nargs], names))?;
+        st.serialize_field("ts_ns", &r.ts_ns)?;
+        st.serialize_field("cpu", &r.cpu)?;
+        st.serialize_field("seq", &r.seq)?;
+        st.end()
+    }
+}
+
+impl Serialize for RecordsOut {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.recs.len()))?;
+        for r in &self.recs {
+            seq.serialize_element(&RecOut(r, &self.table))?;
+        }
+        seq.end()
+    }
+}
+
+/// The accounting invariant over the run so far (cumulative).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Invariant {
+    /// received + dropped == failures (see the module doc for the per-probe form)
+    pub ok: bool,
+    /// Exact only in the final snapshot (programs detached, ring drained): before that,
+    /// records may be in flight between the counter read and the ring.
+    pub exact: bool,
+    pub failures: u64,
+    pub received: u64,
+    pub dropped_kernel: u64,
+    pub dropped_userspace: u64,
+    /// failures - received - dropped_userspace, summed (must equal dropped_kernel)
+    pub unaccounted: i64,
+    /// probes whose records exceed their failures, or that miss records while the kernel
+    /// dropped fewer than missing
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mismatches: Vec<InvariantProbe>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct InvariantProbe {
+    pub probe: u32,
+    pub function: String,
+    pub module: String,
+    pub failures: u64,
+    pub received: u64,
+    pub dropped_userspace: u64,
+}
+
+/// A sink's state as the snapshot (`clickhouse` field) and the exposition show it: a sink
+/// that spools (ClickHouse) reports what it sent and what waits.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SinkStatus {
+    /// batches the server took, this run
+    pub sent_batches: u64,
+    /// rows of the `records` table in those batches
+    pub sent_records: u64,
+    /// batches waiting in the spool (including this snapshot's)
+    pub spool_batches: u64,
+    pub spool_bytes: u64,
+    /// batches dropped (oldest first) past the spool limit, this run
+    pub spool_dropped: u64,
+    /// failed send attempts, this run
+    pub send_errors: u64,
+}
+
+/// The run's cumulative counters as of a snapshot (not serialised: the exposition shows them).
+/// The run loop fills `sink_errors`, `snapshots` and `fleet` before the exposition reads them.
+#[derive(Debug, Clone, Default)]
+pub struct Totals {
+    pub kernel: Arc<KernelTotals>,
+    /// records received so far, per probe id
+    pub received: Vec<u64>,
+    /// records dropped in userspace so far, per probe id
+    pub dropped_userspace: Vec<u64>,
+    /// chains reported so far, per (owner, origin probe id, origin errno)
+    pub chains: Arc<BTreeMap<(Owner, u32, u32), u64>>,
+    pub sink_errors: u64,
+    /// snapshots written so far, this one included
+    pub snapshots: u64,
+    /// the spooling sink's status after this snapshot (with `--clickhouse`)
+    pub fleet: Option<SinkStatus>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_args() {
+        for v in [0u64, 1, 0xabc, u64::MAX, 0x7fcd_42c1_e000] {
+            assert_eq!(
+                serde_json::to_string(&Hex(v)).ok(),
+                Some(format!("\"{v:#x}\""))
+            );
+        }
+    }
+}
