@@ -247,6 +247,20 @@ fn has(set: &BTreeSet<(String, String, String)>, m: &str, from: &str, to: &str) 
     set.contains(&(m.to_string(), from.to_string(), to.to_string()))
 }
 
+/// `port`'s two sets are the sets `generate` writes for those vendors (one selection path).
+#[test]
+fn port_sets_on_6_12_are_the_sets_generate_writes() {
+    let opts = pipeline::PortOptions {
+        kernel_src: common::kernel_dir("6.12"),
+        from: "mlx5".into(),
+        to: "bnxt_re".into(),
+        ..Default::default()
+    };
+    let (from, to) = pipeline::port_sets(&opts, &mut |_| {}).expect("port sets");
+    assert_eq!(from, read(&fresh("6.12", "mlx5")));
+    assert_eq!(to, read(&fresh("6.12", "bnxt_re")));
+}
+
 #[test]
 fn port_mlx5_to_bnxt_re_on_6_12() {
     let v = port("bnxt_re");

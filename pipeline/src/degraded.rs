@@ -1,33 +1,36 @@
-//! Completeness at the command line: the vendor's driver must be there and built, a missing
-//! entry names what lost it, and a degraded input fails `generate` and `check` (exit 2) unless
-//! `--allow-degraded`, always with one summary line on stderr.
+//! Completeness of a run: the vendor's driver must be there and built, a missing entry names
+//! what lost it, and a degraded input fails `generate` and `check` unless `--allow-degraded`,
+//! always with one summary line.
 
 use analyzer::completeness::{self, Degradation};
 use analyzer::source::{SourceTree, KBUILD_TOP};
 
-use crate::SourceArgs;
+use crate::{Error, Notice, SourceOptions};
 
 /// The vendor's driver directory must exist and hold a file the config builds; otherwise the
 /// set would silently be core-only. `--not-built` asks for that set explicitly.
-pub fn vendor_present(
-    src: &SourceArgs,
+pub(crate) fn vendor_present(
+    opts: &SourceOptions,
     name: &str,
     vendor: &heuristics::Vendor,
     tree: &SourceTree,
-) -> Result<(), String> {
-    if src.not_built {
+) -> Result<(), Error> {
+    if opts.not_built {
         return Ok(());
     }
     let Some(dir) = vendor.dirs.iter().find(|d| d.starts_with(KBUILD_TOP)) else {
         return Ok(());
     };
     let dir = dir.trim_end_matches('/');
-    let hint = "pass --not-built to write its set anyway (vendor probes `not-built`)";
+    let not_built = |why: String| Error::VendorNotBuilt {
+        vendor: name.to_string(),
+        why,
+    };
     if !tree.root.join(dir).is_dir() {
-        return Err(format!(
-            "--vendor {name}: {dir} is not in {}: expected the vendor's driver sources; {hint}",
+        return Err(not_built(format!(
+            "{dir} is not in {}: expected the vendor's driver sources",
             tree.root.display()
-        ));
+        )));
     }
     let prefix = format!("{dir}/");
     if !tree.build.modules.keys().any(|f| f.starts_with(&prefix)) {
@@ -38,30 +41,26 @@ pub fn vendor_present(
             .find(|f| f.starts_with(&prefix))
             .map(|f| completeness::why_missing_file(tree, f))
             .unwrap_or_else(|| format!("no Makefile under {dir} names a built object"));
-        return Err(format!(
-            "--vendor {name}: {} does not build {dir} ({why}); {hint}",
+        return Err(not_built(format!(
+            "{} does not build {dir} ({why})",
             tree.config_name()
-        ));
+        )));
     }
     Ok(())
 }
 
-/// "entry `x` not found in DIR: <why>", for an entry the user named or a default one.
-pub fn missing_entry(tree: &SourceTree, name: &str, named_by_user: bool) -> String {
-    let what = if named_by_user {
-        "--entry"
-    } else {
-        "default entry"
-    };
-    format!(
-        "{what} `{name}` not found in {}: {}",
-        tree.root.display(),
-        completeness::why_missing(tree, name)
-    )
+/// An entry function that is not in the tree: the user's `--entry` or a default one.
+pub(crate) fn missing_entry(tree: &SourceTree, name: &str, named_by_user: bool) -> Error {
+    Error::MissingEntry {
+        name: name.to_string(),
+        root: tree.root.clone(),
+        named_by_user,
+        why: completeness::why_missing(tree, name),
+    }
 }
 
 /// The `## Degraded input` section of a markdown report (empty when nothing was lost).
-pub fn markdown(degraded: &[manifest::Degraded]) -> String {
+pub fn degraded_markdown(degraded: &[manifest::Degraded]) -> String {
     if degraded.is_empty() {
         return String::new();
     }
@@ -77,18 +76,21 @@ pub fn markdown(degraded: &[manifest::Degraded]) -> String {
     s
 }
 
-/// Print the one-line summary of a degraded input; an error (exit 2) when `fail` and the user
+/// The one-line summary of a degraded input as a warning; an error when `fail` and the user
 /// did not pass `--allow-degraded`.
-pub fn enforce(src: &SourceArgs, degraded: &[Degradation], fail: bool) -> Result<(), String> {
+pub(crate) fn enforce(
+    opts: &SourceOptions,
+    degraded: &[Degradation],
+    fail: bool,
+    notify: &mut dyn FnMut(Notice),
+) -> Result<(), Error> {
     if degraded.is_empty() {
         return Ok(());
     }
-    let line = completeness::summary(degraded);
-    if fail && !src.allow_degraded {
-        return Err(format!(
-            "{line} (pass --allow-degraded to go on; the output then lists what was lost)"
-        ));
+    let summary = completeness::summary(degraded);
+    if fail && !opts.allow_degraded {
+        return Err(Error::Degraded { summary });
     }
-    eprintln!("probegen: warning: {line}");
+    notify(Notice::Warning(summary));
     Ok(())
 }
