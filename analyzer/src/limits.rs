@@ -4,7 +4,7 @@
 //! is far above what a real input uses and far below what exhausts the stack or the memory,
 //! and breaking one is an error naming `file:line`, never a crash or a silent cut.
 
-pub use manifest::input::{
+pub use manifest::{
     check_text, check_yaml_nesting, read_bounded, read_text, MAX_CSV_BYTES, MAX_MANIFEST_BYTES,
     MAX_RULES_BYTES, MAX_YAML_FLOW_DEPTH,
 };

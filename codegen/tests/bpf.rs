@@ -1,5 +1,5 @@
 //! probes.bpf.c and probegen.bpf.h: the C record and the collector's Rust mirror
-//! (`manifest::record::PgRecord`) agree, the C compiles to a BPF object whose BTF holds the
+//! (`manifest::PgRecord`) agree, the C compiles to a BPF object whose BTF holds the
 //! record, one section per attachable probe, and rendering is deterministic.
 //!
 //! Needs clang, llvm-objdump and bpftool (scripts/install-deps.sh); fails without them.
@@ -204,7 +204,7 @@ fn record_layouts_agree() {
         syn::parse_file(rs).unwrap_or_else(|e| panic!("record.rs does not parse: {e}\n{rs}"));
 
     let mut rust_fields = None;
-    let record_size = Some(manifest::record::RECORD_SIZE);
+    let record_size = Some(manifest::RECORD_SIZE);
     for item in &file.items {
         match item {
             syn::Item::Struct(s) if s.ident == "PgRecord" => {

@@ -39,12 +39,8 @@ fn one_line(s: &str) -> String {
 /// Read and parse a manifest; errors name the file (and line:column for YAML errors).
 pub fn read_manifest(path: &Path) -> Result<Manifest, Error> {
     let origin = path.display().to_string();
-    let text = manifest::input::read_text(
-        path,
-        manifest::input::MAX_MANIFEST_BYTES,
-        manifest::MANIFEST_WHAT,
-    )
-    .map_err(Error::Input)?;
+    let text = manifest::read_text(path, manifest::MAX_MANIFEST_BYTES, manifest::MANIFEST_WHAT)
+        .map_err(Error::Input)?;
     Manifest::from_yaml(&text, &origin).map_err(|e| {
         let e = one_line(&e);
         Error::Input(if e.contains("expected") {
@@ -257,9 +253,9 @@ pub fn coverage(
 ) -> Result<maintain::coverage::CoverageReport, Error> {
     let m = read_manifest(manifest)?;
     let origin = failures.display().to_string();
-    let text = manifest::input::read_text(
+    let text = manifest::read_text(
         failures,
-        manifest::input::MAX_CSV_BYTES,
+        manifest::MAX_CSV_BYTES,
         "a failure log (CSV verb,errno,weight)",
     )
     .map_err(Error::Input)?;
