@@ -314,7 +314,7 @@ pub fn degraded(d: &analyzer::completeness::Degradation) -> manifest::Degraded {
 }
 
 fn focus_ops_of(sel: &Selection) -> Vec<FocusOp> {
-    use heuristics::focus_ops::Derivation as D;
+    use heuristics::Derivation as D;
     sel.focus_ops
         .members
         .values()
