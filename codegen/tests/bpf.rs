@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use codegen::bpf::{render_bpf, render_header, HEADER_NAME};
+use codegen::{render_bpf, render_header, HEADER_NAME};
 use manifest::{KernelInfo, Manifest, Probe, Stats};
 
 const REFRESH: &str = "cargo run --release -- generate --kernel 6.12.117 --vendor rxe";

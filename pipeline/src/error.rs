@@ -71,10 +71,12 @@ pub enum Error {
     #[error(transparent)]
     Select(#[from] heuristics::SelectError),
     #[error(transparent)]
-    Render(#[from] codegen::report::RenderError),
+    Render(#[from] codegen::RenderError),
     #[error(transparent)]
     Template(#[from] askama::Error),
-    /// Writing the output (a set's directory, the shared header, stdout).
+    #[error(transparent)]
+    WriteSet(#[from] codegen::OutputError),
+    /// Writing the output (the shared header, stdout).
     #[error("{0}")]
     Output(String),
     #[error(transparent)]

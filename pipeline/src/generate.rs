@@ -45,9 +45,9 @@ pub fn generate(
         }
     }
     if let Some(dir) = header_dir {
-        let header = codegen::bpf::render_header()?;
-        let path = dir.join(codegen::bpf::HEADER_NAME);
-        codegen::output::write_atomic(&path, header.as_bytes())
+        let header = codegen::render_header()?;
+        let path = dir.join(codegen::HEADER_NAME);
+        codegen::write_atomic(&path, header.as_bytes())
             .map_err(|e| Error::Output(format!("{}: {e}", path.display())))?;
     }
     Ok(())
@@ -72,7 +72,7 @@ fn write_set(
     let manifest = manifest_of(opts, s);
     let g = &s.loaded.graph;
     if let Some(b) = &s.binaries {
-        let mismatches = codegen::build::validate(&manifest, g, &s.selection, b);
+        let mismatches = codegen::validate(&manifest, g, &s.selection, b);
         if !mismatches.is_empty() {
             return Err(Error::BinaryMismatch {
                 count: mismatches.len(),
@@ -87,7 +87,7 @@ fn write_set(
             .as_ref()
             .is_some_and(|b| b.verdict(n.module.as_deref(), &n.name).is_attachable())
     };
-    let cx = codegen::report::RenderContext {
+    let cx = codegen::RenderContext {
         graph: g,
         selection: &s.selection,
         attachable: &attachable,
@@ -95,10 +95,10 @@ fn write_set(
     };
     let mut files = codegen::render_all(&manifest, &cx)?;
     if with_header {
-        let header = codegen::bpf::render_header()?;
-        files.push((codegen::bpf::HEADER_NAME.to_string(), header));
+        let header = codegen::render_header()?;
+        files.push((codegen::HEADER_NAME.to_string(), header));
     }
-    codegen::output::write_set_atomic(out, &files).map_err(Error::Output)?;
+    codegen::write_set_atomic(out, &files)?;
     let st = &manifest.stats;
     Ok(format!(
         "{}: {} probes ({} core, {} vendor, {} attachable) from {} reachable functions; wrote {}",

@@ -191,6 +191,6 @@ pub fn manifest_of(opts: &SourceOptions, s: &Selected) -> manifest::Manifest {
         },
         &s.entries,
     );
-    m.degraded = s.degraded.iter().map(codegen::build::degraded).collect();
+    m.degraded = s.degraded.iter().map(codegen::degraded_entry).collect();
     m
 }
