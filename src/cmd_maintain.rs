@@ -44,7 +44,7 @@ pub fn port(a: &pipeline::PortOptions, format: ReportFormat) -> CmdResult {
 pub fn diff(old: &Path, new: &Path, format: ReportFormat) -> CmdResult {
     let d = pipeline::diff(old, new)?;
     match format {
-        ReportFormat::Markdown => emit(&maintain::compare::diff_markdown(&d)?)?,
+        ReportFormat::Markdown => emit(&maintain::diff_markdown(&d)?)?,
         ReportFormat::Json => print_json(&serde_json::to_value(&d)?)?,
     }
     Ok(ExitCode::SUCCESS)
@@ -59,7 +59,7 @@ pub fn coverage(
 ) -> CmdResult {
     let c = pipeline::coverage(manifest, failures, lenient, &mut print_notice)?;
     match format {
-        ReportFormat::Markdown => emit(&maintain::coverage::coverage_markdown(&c)?)?,
+        ReportFormat::Markdown => emit(&maintain::coverage_markdown(&c)?)?,
         ReportFormat::Json => print_json(&serde_json::to_value(&c)?)?,
     }
     Ok(ExitCode::SUCCESS)

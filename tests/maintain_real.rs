@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use analyzer::{CallGraph, VendorScope};
-use maintain::verbs::{self, Transport};
+use maintain::Transport;
 use manifest::Manifest;
 use serde_json::{json, Value};
 
@@ -138,7 +138,7 @@ fn check_6_1_mlx5_set_against_the_6_12_source_reports_the_drift() {
     // 6.12: same additions, same removals, same changes.
     let now = read(&fresh("6.12", "mlx5"));
     let old = read(&checked_in("6.1", "mlx5"));
-    let pure = maintain::compare::drift(&old, &now, None);
+    let pure = maintain::drift(&old, &now, None);
     assert_eq!(
         added,
         pure.added
@@ -375,8 +375,8 @@ fn verb_routes_from_manifests_match_the_kernel_tables() {
     for ver in ["6.12", "6.1"] {
         let tree = common::load(&common::kernel_dir(ver));
         let g = CallGraph::build(&tree, &VendorScope::only(&dirs));
-        let from_graph = verbs::routes(&g);
-        let from_manifest = verbs::routes_in_manifest(&read(&fresh(ver, "mlx5")));
+        let from_graph = maintain::routes(&g);
+        let from_manifest = maintain::routes_in_manifest(&read(&fresh(ver, "mlx5")));
         assert_eq!(from_graph, from_manifest, "{ver}");
         let handler = |verb: &str| {
             from_graph

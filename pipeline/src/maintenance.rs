@@ -55,8 +55,8 @@ pub fn read_manifest(path: &Path) -> Result<Manifest, Error> {
 pub struct CheckReport {
     /// The checked manifest, as named on the command line.
     pub against: String,
-    pub drift: maintain::compare::Drift,
-    pub rules_drift: maintain::compare::RulesDrift,
+    pub drift: maintain::Drift,
+    pub rules_drift: maintain::RulesDrift,
     pub degraded: Vec<manifest::Degraded>,
 }
 
@@ -67,8 +67,8 @@ impl CheckReport {
     }
 
     pub fn markdown(&self) -> Result<String, Error> {
-        let mut text = maintain::compare::check_markdown(&self.drift, &self.against)?;
-        text.push_str(&maintain::compare::rules_drift_markdown(&self.rules_drift)?);
+        let mut text = maintain::check_markdown(&self.drift, &self.against)?;
+        text.push_str(&maintain::rules_drift_markdown(&self.rules_drift)?);
         text.push_str(&degraded_markdown(&self.degraded));
         Ok(text)
     }
@@ -114,11 +114,11 @@ pub fn check(
     let new = manifest_of(&opts, &s);
     let g = &s.loaded.graph;
     let defined = |f: &str| !g.find(f).is_empty();
-    let mut drift = maintain::compare::drift(&old, &new, Some(&defined));
-    maintain::compare::apply_successors(&mut drift, &|r| {
-        maintain::check::successor(g, &old, &new, &s.rules, r)
+    let mut drift = maintain::drift(&old, &new, Some(&defined));
+    maintain::apply_successors(&mut drift, &|r| {
+        maintain::successor(g, &old, &new, &s.rules, r)
     });
-    let rules_drift = maintain::check::rules_drift(g, &s.rules, &old, &new, &|d| {
+    let rules_drift = maintain::rules_drift(g, &s.rules, &old, &new, &|d| {
         opts.kernel_src.join(d).is_dir()
     });
     Ok(CheckReport {
@@ -197,10 +197,7 @@ pub fn port_sets(
 
 /// `port`: both vendors' sets (see [`port_sets`]) mapped through `ib_device_ops`, on a graph
 /// of the same tree with both vendors in scope.
-pub fn port(
-    a: &PortOptions,
-    notify: &mut dyn FnMut(Notice),
-) -> Result<maintain::port::Port, Error> {
+pub fn port(a: &PortOptions, notify: &mut dyn FnMut(Notice)) -> Result<maintain::Port, Error> {
     let rules = crate::load_rules(a.rules.as_deref())?;
     let (from_set, to_set, tree) = port_selection(a, &rules, notify)?;
     let from = resolve_vendor(&rules, "--from", &a.from, None)?;
@@ -214,18 +211,15 @@ pub fn port(
         .into_iter()
         .collect();
     let g = CallGraph::build(&tree, &VendorScope::only(&dirs));
-    let (fs, ts) = (
-        maintain::check::set_of(&from_set),
-        maintain::check::set_of(&to_set),
-    );
-    Ok(maintain::port::port(
+    let (fs, ts) = (maintain::set_of(&from_set), maintain::set_of(&to_set));
+    Ok(maintain::port(
         &g,
-        maintain::port::Side {
+        maintain::Side {
             name: &a.from,
             vendor: from,
             set: &fs,
         },
-        maintain::port::Side {
+        maintain::Side {
             name: &a.to,
             vendor: to,
             set: &ts,
@@ -234,9 +228,9 @@ pub fn port(
 }
 
 /// `diff OLD NEW`: the coverage diff of two manifests.
-pub fn diff(old: &Path, new: &Path) -> Result<maintain::compare::CoverageDiff, Error> {
+pub fn diff(old: &Path, new: &Path) -> Result<maintain::CoverageDiff, Error> {
     let (o, n) = (read_manifest(old)?, read_manifest(new)?);
-    Ok(maintain::compare::coverage_diff(&o, &n))
+    Ok(maintain::coverage_diff(&o, &n))
 }
 
 /// How many malformed rows of a failure log are named one by one; millions of lines would
@@ -250,7 +244,7 @@ pub fn coverage(
     failures: &Path,
     lenient: bool,
     notify: &mut dyn FnMut(Notice),
-) -> Result<maintain::coverage::CoverageReport, Error> {
+) -> Result<maintain::CoverageReport, Error> {
     let m = read_manifest(manifest)?;
     let origin = failures.display().to_string();
     let text = manifest::read_text(
@@ -259,7 +253,7 @@ pub fn coverage(
         "a failure log (CSV verb,errno,weight)",
     )
     .map_err(Error::Input)?;
-    let (rows, bad) = maintain::coverage::parse_failures(&text);
+    let (rows, bad) = maintain::parse_failures(&text);
     if !bad.is_empty() {
         for b in bad.iter().take(MALFORMED_SHOWN) {
             notify(if lenient {
@@ -286,8 +280,8 @@ pub fn coverage(
             "{origin}: no failure rows: expected lines `verb,errno,weight`"
         )));
     }
-    maintain::coverage::total_weight(&rows, &origin).map_err(Error::Input)?;
-    Ok(maintain::coverage::coverage(
+    maintain::total_weight(&rows, &origin).map_err(Error::Input)?;
+    Ok(maintain::coverage(
         &m,
         &manifest.display().to_string(),
         &rows,
