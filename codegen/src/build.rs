@@ -2,8 +2,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use analyzer::graph::{CallGraph, FnId};
-use analyzer::traceability::{AttachVerdict, Binaries};
+use analyzer::{AttachVerdict, Binaries};
+use analyzer::{CallGraph, FnId};
 use heuristics::{nearest_attachable, Selection};
 
 use manifest::{
@@ -293,8 +293,8 @@ fn attach(v: &AttachVerdict) -> Attach {
 }
 
 /// A gap of the analysed input as a manifest `degraded` entry.
-pub fn degraded(d: &analyzer::completeness::Degradation) -> manifest::Degraded {
-    use analyzer::completeness::DegradedKind as K;
+pub fn degraded(d: &analyzer::Degradation) -> manifest::Degraded {
+    use analyzer::DegradedKind as K;
     let kind = match d.kind {
         K::Unreadable => GapKind::Unreadable,
         K::Undecodable => GapKind::Undecodable,

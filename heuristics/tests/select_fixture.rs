@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use analyzer::source::{LoadOptions, SourceTree};
 use analyzer::{CallGraph, VendorScope};
+use analyzer::{LoadOptions, SourceTree};
 use heuristics::{select, FocusKind, Rule, Rules};
 
 fn graph() -> CallGraph {

@@ -2,8 +2,8 @@
 //! what lost it, and a degraded input fails `generate` and `check` unless `--allow-degraded`,
 //! always with one summary line.
 
-use analyzer::completeness::{self, Degradation};
-use analyzer::source::{SourceTree, KBUILD_TOP};
+use analyzer::Degradation;
+use analyzer::{SourceTree, KBUILD_TOP};
 
 use crate::{Error, Notice, SourceOptions};
 
@@ -39,7 +39,7 @@ pub(crate) fn vendor_present(
             .unbuilt
             .keys()
             .find(|f| f.starts_with(&prefix))
-            .map(|f| completeness::why_missing_file(tree, f))
+            .map(|f| analyzer::why_missing_file(tree, f))
             .unwrap_or_else(|| format!("no Makefile under {dir} names a built object"));
         return Err(not_built(format!(
             "{} does not build {dir} ({why})",
@@ -55,7 +55,7 @@ pub(crate) fn missing_entry(tree: &SourceTree, name: &str, named_by_user: bool) 
         name: name.to_string(),
         root: tree.root.clone(),
         named_by_user,
-        why: completeness::why_missing(tree, name),
+        why: analyzer::why_missing(tree, name),
     }
 }
 
@@ -87,7 +87,7 @@ pub(crate) fn enforce(
     if degraded.is_empty() {
         return Ok(());
     }
-    let summary = completeness::summary(degraded);
+    let summary = analyzer::degradation_summary(degraded);
     if fail && !opts.allow_degraded {
         return Err(Error::Degraded { summary });
     }

@@ -65,7 +65,7 @@ pub enum Error {
     #[error(transparent)]
     Analyzer(#[from] analyzer::AnalyzerError),
     #[error(transparent)]
-    Binaries(#[from] analyzer::btf::BtfError),
+    Binaries(#[from] analyzer::BtfError),
     #[error(transparent)]
     Rules(#[from] heuristics::RulesError),
     #[error(transparent)]

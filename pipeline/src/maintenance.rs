@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use analyzer::source::SourceTree;
+use analyzer::SourceTree;
 use analyzer::{CallGraph, VendorScope};
 use manifest::Manifest;
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use analyzer::traceability::{AttachVerdict, Binaries};
+use analyzer::{AttachVerdict, Binaries};
 use analyzer::{CallGraph, VendorScope};
 
 use crate::degraded::{missing_entry, vendor_present};
@@ -22,7 +22,7 @@ pub struct Selected {
     pub binaries: Option<Arc<Binaries>>,
     pub entries: Vec<String>,
     /// What the analysis could not read or evaluate (sources, config, binaries).
-    pub degraded: Vec<analyzer::completeness::Degradation>,
+    pub degraded: Vec<analyzer::Degradation>,
 }
 
 /// The selection of `opts.vendor` (exactly one vendor) from `entries` (none: the uverbs ones).
@@ -149,7 +149,7 @@ fn select_loaded(
     };
     let selection = heuristics::select_with(g, &rules, vendor, &ids, &inlined)?;
     let mut degraded = loaded.tree.degraded.clone();
-    degraded.extend(analyzer::completeness::module_gaps(
+    degraded.extend(analyzer::module_gaps(
         &opts.kernel_src,
         &loaded.tree.build,
         binaries.as_deref(),

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use analyzer::facts_cache::CacheLocation;
-use analyzer::source::{LoadOptions, SourceTree};
+use analyzer::CacheLocation;
 use analyzer::{CallGraph, VendorScope};
+use analyzer::{LoadOptions, SourceTree};
 
 use crate::{Error, Notice};
 
@@ -36,13 +36,9 @@ pub fn load_rules(path: Option<&Path>) -> Result<heuristics::Rules, Error> {
         None => Ok(heuristics::Rules::builtin()?),
         Some(p) => {
             let origin = p.display().to_string();
-            let text = analyzer::limits::read_text(
-                p,
-                analyzer::limits::MAX_RULES_BYTES,
-                "a probegen rules file",
-            )
-            .map_err(Error::Input)?;
-            analyzer::limits::check_yaml_nesting(&text, &origin).map_err(Error::Input)?;
+            let text = manifest::read_text(p, manifest::MAX_RULES_BYTES, "a probegen rules file")
+                .map_err(Error::Input)?;
+            manifest::check_yaml_nesting(&text, &origin).map_err(Error::Input)?;
             Ok(heuristics::Rules::parse(&text, &origin)?)
         }
     }
@@ -119,7 +115,7 @@ pub(crate) fn facts_cache(opts: &SourceOptions) -> Result<Option<CacheLocation>,
             Ok(mb) if mb > 0 => mb.saturating_mul(1024 * 1024),
             _ => return Err(Error::CacheSize(v)),
         },
-        Err(_) => analyzer::facts_cache::DEFAULT_MAX_BYTES,
+        Err(_) => analyzer::DEFAULT_FACTS_CACHE_BYTES,
     };
     Ok(root.map(|r| CacheLocation {
         dir: r.join("facts"),
@@ -175,7 +171,7 @@ pub(crate) fn load(
             "load {:?} (tree-sitter parse {:?} summed over threads), graph {:?}",
             t1,
             std::time::Duration::from_nanos(
-                analyzer::cparse::PARSE_NS.load(std::sync::atomic::Ordering::Relaxed)
+                analyzer::PARSE_NS.load(std::sync::atomic::Ordering::Relaxed)
             ),
             t0.elapsed() - t1
         )));
@@ -191,7 +187,7 @@ pub(crate) fn timings_wanted() -> bool {
 /// The entry functions of a run: the given ones, else the uverbs entries.
 pub(crate) fn entry_names(entries: &[String]) -> Vec<String> {
     if entries.is_empty() {
-        analyzer::graph::DEFAULT_ENTRIES
+        analyzer::DEFAULT_ENTRIES
             .iter()
             .map(|s| s.to_string())
             .collect()
@@ -202,15 +198,10 @@ pub(crate) fn entry_names(entries: &[String]) -> Vec<String> {
 
 /// The binaries that give attach verdicts: `--btf DIR`, else the kernel tree's own
 /// `vmlinux` and `modules/` (fetch-kernel.sh). `None` for a source-only tree.
-pub(crate) fn binaries_of(
-    opts: &SourceOptions,
-) -> Result<Option<Arc<analyzer::traceability::Binaries>>, Error> {
+pub(crate) fn binaries_of(opts: &SourceOptions) -> Result<Option<Arc<analyzer::Binaries>>, Error> {
     let b = match &opts.btf {
-        Some(dir) => Some(analyzer::traceability::Binaries::load_dir(
-            dir,
-            &opts.kernel_src,
-        )?),
-        None => analyzer::traceability::Binaries::load(&opts.kernel_src)?,
+        Some(dir) => Some(analyzer::Binaries::load_dir(dir, &opts.kernel_src)?),
+        None => analyzer::Binaries::load(&opts.kernel_src)?,
     };
     Ok(b.map(Arc::new))
 }
