@@ -21,7 +21,7 @@ pub use compare::{
 };
 pub use coverage::{
     coverage, coverage_markdown, parse_failures, total_weight, CoverageReport, FailureRow,
-    Malformed, VerbWeight,
+    InfiniteWeight, Malformed, VerbWeight,
 };
 pub use port::{port, CoreProbe, Mapping, Port, SetProbe, Side, Unmapped, UnmappedReason};
 pub use verbs::{

@@ -63,6 +63,8 @@ pub enum Error {
     #[error("{0}")]
     Input(String),
     #[error(transparent)]
+    Weight(#[from] maintain::InfiniteWeight),
+    #[error(transparent)]
     Analyzer(#[from] analyzer::AnalyzerError),
     #[error(transparent)]
     Binaries(#[from] analyzer::BtfError),

@@ -280,7 +280,7 @@ pub fn coverage(
             "{origin}: no failure rows: expected lines `verb,errno,weight`"
         )));
     }
-    maintain::total_weight(&rows, &origin).map_err(Error::Input)?;
+    maintain::total_weight(&rows, &origin)?;
     Ok(maintain::coverage(
         &m,
         &manifest.display().to_string(),
