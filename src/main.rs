@@ -1,4 +1,5 @@
-//! probegen: thin glue over the pipeline crates (analyzer -> heuristics -> codegen).
+//! probegen: the command line. Parses the arguments, makes one call into the `pipeline` crate
+//! per command (`collect` and `schema`: the `collector` crate) and prints.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,7 +10,6 @@ mod cmd_collect;
 mod cmd_fleet;
 mod cmd_maintain;
 mod commands;
-mod degraded;
 
 #[derive(Parser)]
 #[command(
@@ -189,26 +189,31 @@ fn main() -> ExitCode {
         std::process::exit(2);
     }));
     let cli = Cli::parse();
-    let result = match cli.command {
+    match cli.command {
         Command::Graph {
             src,
             entries,
             format,
             warnings,
-        } => commands::graph(&src, &entries, format, warnings),
-        Command::Path { src, from, to } => commands::path(&src, &from, &to),
+        } => exit(commands::graph(&src, &entries, format, warnings)),
+        Command::Path { src, from, to } => exit(commands::path(&src, &from, &to)),
         Command::Generate {
             src,
             out,
             entries,
             header_dir,
-        } => commands::generate(&src, &out, &entries, header_dir.as_deref()),
-        Command::Explain { src, function } => commands::explain(&src, &function),
+        } => exit(commands::generate(
+            &src,
+            &out,
+            &entries,
+            header_dir.as_deref(),
+        )),
+        Command::Explain { src, function } => exit(commands::explain(&src, &function)),
         Command::Check {
             src,
             against,
             format,
-        } => cmd_maintain::check(&src, &against, format),
+        } => exit(cmd_maintain::check(&src, &against, format)),
         Command::Port {
             kernel_src,
             kconfig,
@@ -216,24 +221,32 @@ fn main() -> ExitCode {
             to,
             rules,
             format,
-        } => cmd_maintain::port(&cmd_maintain::PortArgs {
-            kernel_src: &kernel_src,
-            kconfig: kconfig.as_deref(),
-            from: &from,
-            to: &to,
-            rules: rules.as_deref(),
+        } => exit(cmd_maintain::port(
+            &pipeline::PortOptions {
+                kernel_src,
+                kconfig,
+                from,
+                to,
+                rules,
+            },
             format,
-        }),
-        Command::Diff { old, new, format } => cmd_maintain::diff(&old, &new, format),
+        )),
+        Command::Diff { old, new, format } => exit(cmd_maintain::diff(&old, &new, format)),
         Command::Coverage {
             manifest,
             failures,
             format,
             lenient,
-        } => cmd_maintain::coverage(&manifest, &failures, format, lenient),
-        Command::Collect(args) => cmd_collect::collect(&args),
-        Command::Schema(args) => cmd_fleet::schema(&args),
-    };
+        } => exit(cmd_maintain::coverage(
+            &manifest, &failures, format, lenient,
+        )),
+        Command::Collect(args) => exit(cmd_collect::collect(&args)),
+        Command::Schema(args) => exit(cmd_fleet::schema(&args)),
+    }
+}
+
+/// A command's exit code; a failure is one line on stderr and exit 2.
+fn exit(result: Result<ExitCode, impl std::fmt::Display>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -13,8 +13,8 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
-use analyzer::graph::DEFAULT_ENTRIES;
-use analyzer::source::SourceTree;
+use analyzer::SourceTree;
+use analyzer::DEFAULT_ENTRIES;
 use analyzer::{CallGraph, EdgeKind, VendorScope};
 use common::*;
 
@@ -118,7 +118,7 @@ fn path_via(g: &CallGraph, from: &str, via: &[&str], to: &str) -> Vec<Hop> {
 }
 
 /// The edge into `name` on `path`, with its kind, file and via.
-fn into<'p>(path: &'p [Hop], name: &str) -> &'p analyzer::graph::CallEdge {
+fn into<'p>(path: &'p [Hop], name: &str) -> &'p analyzer::CallEdge {
     hop(path, name)
         .edge
         .as_ref()

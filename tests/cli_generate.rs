@@ -45,7 +45,7 @@ fn malformed_rules_file_is_exit_2_and_keeps_previous_output() {
     std::fs::create_dir_all(&out).expect("mkdir");
     std::fs::write(out.join("manifest.yaml"), "previous run\n").expect("write");
     let rules = dir.join("bad.yaml");
-    let text = heuristics::rules::BUILTIN_RULES.replace("helper_depth: 2", "helper_depth: [2");
+    let text = heuristics::BUILTIN_RULES.replace("helper_depth: 2", "helper_depth: [2");
     std::fs::write(&rules, text).expect("write");
     let o = generate_with_rules(&rules, &out);
     assert_eq!(o.status.code(), Some(2));
@@ -66,13 +66,13 @@ fn malformed_rules_file_is_exit_2_and_keeps_previous_output() {
     // file:line, exit 2.
     std::fs::write(
         &rules,
-        heuristics::rules::BUILTIN_RULES.replace("calls_depth: 8", "calls_depth: 800"),
+        heuristics::BUILTIN_RULES.replace("calls_depth: 8", "calls_depth: 800"),
     )
     .expect("write");
     let o = generate_with_rules(&rules, &out);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    let line = 1 + heuristics::rules::BUILTIN_RULES
+    let line = 1 + heuristics::BUILTIN_RULES
         .lines()
         .position(|l| l.starts_with("calls_depth:"))
         .expect("calls_depth line");
@@ -84,7 +84,7 @@ fn malformed_rules_file_is_exit_2_and_keeps_previous_output() {
     // A rule that names an unknown object: the field and what is expected.
     std::fs::write(
         &rules,
-        heuristics::rules::BUILTIN_RULES.replace("ib_pd: PD", "ib_pd: PDX"),
+        heuristics::BUILTIN_RULES.replace("ib_pd: PD", "ib_pd: PDX"),
     )
     .expect("write");
     let o = generate_with_rules(&rules, &out);
@@ -101,15 +101,11 @@ fn malformed_rules_file_is_exit_2_and_keeps_previous_output() {
 fn overrides_show_as_rule_override_with_the_reason() {
     let dir = tmp("overrides");
     let rules = dir.join("rules.yaml");
-    let text = heuristics::rules::BUILTIN_RULES.replace(
+    let text = heuristics::BUILTIN_RULES.replace(
         "overrides:\n  include: []\n  exclude: []",
         "overrides:\n  include:\n    - {function: ib_send_one, reason: \"post path matters to us\"}\n  exclude:\n    - {function: ib_create_qp_user, reason: \"too hot\"}",
     );
-    assert_ne!(
-        text,
-        heuristics::rules::BUILTIN_RULES,
-        "override block found"
-    );
+    assert_ne!(text, heuristics::BUILTIN_RULES, "override block found");
     std::fs::write(&rules, text).expect("write");
     let out = dir.join("out");
     let o = generate_with_rules(&rules, &out);
@@ -194,12 +190,8 @@ fn a_tree_without_the_ops_struct_is_an_error_not_an_empty_set() {
 fn depth_limit_out_of_range_is_exit_2_with_file_and_line() {
     let dir = tmp("bad-depth");
     let rules = dir.join("rules.yaml");
-    let text = heuristics::rules::BUILTIN_RULES.replace("inherit_rounds: 4", "inherit_rounds: 400");
-    assert_ne!(
-        text,
-        heuristics::rules::BUILTIN_RULES,
-        "inherit_rounds found"
-    );
+    let text = heuristics::BUILTIN_RULES.replace("inherit_rounds: 4", "inherit_rounds: 400");
+    assert_ne!(text, heuristics::BUILTIN_RULES, "inherit_rounds found");
     let line = 1 + text
         .lines()
         .position(|l| l.starts_with("inherit_rounds:"))

@@ -75,6 +75,7 @@ fn collector_depends_on_no_crate_that_parses_c_or_generates_code() {
                     "codegen",
                     "heuristics",
                     "maintain",
+                    "pipeline",
                     "petgraph",
                     "rayon",
                 ]
@@ -131,6 +132,7 @@ fn manifest_depends_on_no_workspace_crate() {
         "heuristics",
         "codegen",
         "maintain",
+        "pipeline",
         "collector",
         "sink-clickhouse",
         "sink-prometheus",
@@ -145,7 +147,8 @@ fn manifest_depends_on_no_workspace_crate() {
 }
 
 /// Data flows one way (ARCHITECTURE.md): each workspace crate depends only on crates before it
-/// in the flow, and the two consumers of the analysis (`codegen`, `maintain`) not on each other.
+/// in the flow, the two consumers of the analysis (`codegen`, `maintain`) not on each other,
+/// and the CLI (`probegen`) on no stage of the pipeline but through `pipeline`.
 #[test]
 fn workspace_crates_depend_along_the_data_flow() {
     let graph = normal_dependency_graph();
@@ -156,6 +159,11 @@ fn workspace_crates_depend_along_the_data_flow() {
         ("heuristics", &["manifest", "analyzer"]),
         ("codegen", &["manifest", "analyzer", "heuristics"]),
         ("maintain", &["manifest", "analyzer", "heuristics"]),
+        // The end of the flow: runs a command through the crates before it.
+        (
+            "pipeline",
+            &["manifest", "analyzer", "heuristics", "codegen", "maintain"],
+        ),
         ("collector", &["manifest"]),
         ("sink-clickhouse", &["collector"]),
         ("sink-prometheus", &["collector"]),
@@ -166,6 +174,17 @@ fn workspace_crates_depend_along_the_data_flow() {
                 "collector",
                 "sink-clickhouse",
                 "sink-prometheus",
+            ],
+        ),
+        // The command line: the pipeline and the agent, one call per command.
+        (
+            "probegen",
+            &[
+                "manifest",
+                "maintain",
+                "pipeline",
+                "collector",
+                "probegen-agent",
             ],
         ),
     ];

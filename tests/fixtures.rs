@@ -9,8 +9,8 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use analyzer::source::{LoadOptions, SourceTree};
 use analyzer::{CallGraph, EdgeKind, RetKind, VendorScope};
+use analyzer::{LoadOptions, SourceTree};
 use common::*;
 
 const CORE: &str = "drivers/infiniband/core";

@@ -13,7 +13,7 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use analyzer::graph::DEFAULT_ENTRIES;
+use analyzer::DEFAULT_ENTRIES;
 use analyzer::{CallGraph, EdgeKind, FnId};
 use manifest::Manifest;
 
@@ -31,13 +31,13 @@ fn checked_in(ver: &str, vendor: &str) -> Manifest {
 struct Tree<'b> {
     graph: CallGraph,
     rules: heuristics::Rules,
-    binaries: &'b analyzer::traceability::Binaries,
+    binaries: &'b analyzer::Binaries,
 }
 
 /// The Debian binaries of `ver`, loaded once for its four vendors.
-fn binaries(ver: &str) -> analyzer::traceability::Binaries {
+fn binaries(ver: &str) -> analyzer::Binaries {
     let dir = common::kernel_dir(ver);
-    analyzer::traceability::Binaries::load(&dir)
+    analyzer::Binaries::load(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .unwrap_or_else(|| {
             panic!(
@@ -49,13 +49,13 @@ fn binaries(ver: &str) -> analyzer::traceability::Binaries {
 
 /// The tree as `generate --vendor` sees it: the core and that vendor's driver, parsed even
 /// when the config does not build it (bnxt_re on 6.1).
-fn tree<'b>(ver: &str, vendor: &str, binaries: &'b analyzer::traceability::Binaries) -> Tree<'b> {
+fn tree<'b>(ver: &str, vendor: &str, binaries: &'b analyzer::Binaries) -> Tree<'b> {
     let rules = heuristics::Rules::builtin().expect("built-in rules");
     let dirs = rules.vendor(vendor).expect("vendor").dirs.clone();
     let dir = common::kernel_dir(ver);
     let t = common::load_with(
         &dir,
-        &analyzer::source::LoadOptions {
+        &analyzer::LoadOptions {
             unbuilt_dirs: dirs.clone(),
             ..common::load_options()
         },

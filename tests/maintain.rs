@@ -482,3 +482,21 @@ fn bad_input_is_one_line_naming_the_file_and_exit_2() {
         }
     }
 }
+
+/// `port` selects through the pipeline's selection, so its two sets are the sets `generate`
+/// writes for those vendors (a second path could disagree: no inlined-wrapper handling, no
+/// facts cache).
+#[test]
+fn port_sets_are_the_sets_generate_writes() {
+    let tree = two_vendor_tree("port-sets");
+    let out = common::temp_dir("port-sets-out");
+    let opts = pipeline::PortOptions {
+        kernel_src: tree.clone(),
+        from: "mlx5".into(),
+        to: "bnxt_re".into(),
+        ..Default::default()
+    };
+    let (from, to) = pipeline::port_sets(&opts, &mut |_| {}).expect("port sets");
+    assert_eq!(from, generate(&tree, "mlx5", &out.join("mlx5")));
+    assert_eq!(to, generate(&tree, "bnxt_re", &out.join("bnxt_re")));
+}

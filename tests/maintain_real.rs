@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use analyzer::CallGraph;
-use maintain::verbs::{self, Transport};
+use maintain::Transport;
 use manifest::Manifest;
 use serde_json::{json, Value};
 
@@ -138,7 +138,7 @@ fn check_6_1_mlx5_set_against_the_6_12_source_reports_the_drift() {
     // 6.12: same additions, same removals, same changes.
     let now = read(&fresh("6.12", "mlx5"));
     let old = read(&checked_in("6.1", "mlx5"));
-    let pure = maintain::compare::drift(&old, &now, None);
+    let pure = maintain::drift(&old, &now, None);
     assert_eq!(
         added,
         pure.added
@@ -245,6 +245,20 @@ fn mappings(v: &Value) -> BTreeSet<(String, String, String)> {
 
 fn has(set: &BTreeSet<(String, String, String)>, m: &str, from: &str, to: &str) -> bool {
     set.contains(&(m.to_string(), from.to_string(), to.to_string()))
+}
+
+/// `port`'s two sets are the sets `generate` writes for those vendors (one selection path).
+#[test]
+fn port_sets_on_6_12_are_the_sets_generate_writes() {
+    let opts = pipeline::PortOptions {
+        kernel_src: common::kernel_dir("6.12"),
+        from: "mlx5".into(),
+        to: "bnxt_re".into(),
+        ..Default::default()
+    };
+    let (from, to) = pipeline::port_sets(&opts, &mut |_| {}).expect("port sets");
+    assert_eq!(from, read(&fresh("6.12", "mlx5")));
+    assert_eq!(to, read(&fresh("6.12", "bnxt_re")));
 }
 
 #[test]
@@ -361,8 +375,8 @@ fn verb_routes_from_manifests_match_the_kernel_tables() {
     for ver in ["6.12", "6.1"] {
         let tree = common::load(&common::kernel_dir(ver));
         let g = CallGraph::build(&tree, &rules.scope_of(&dirs));
-        let from_graph = verbs::routes(&g);
-        let from_manifest = verbs::routes_in_manifest(&read(&fresh(ver, "mlx5")));
+        let from_graph = maintain::routes(&g);
+        let from_manifest = maintain::routes_in_manifest(&read(&fresh(ver, "mlx5")));
         assert_eq!(from_graph, from_manifest, "{ver}");
         let handler = |verb: &str| {
             from_graph

@@ -61,13 +61,13 @@ fn three_vendor_tree(tag: &str) -> PathBuf {
 
 /// The built-in rules plus the acme vendor.
 fn acme_rules(dir: &Path) -> PathBuf {
-    let text = heuristics::rules::BUILTIN_RULES.replacen(
+    let text = heuristics::BUILTIN_RULES.replacen(
         "vendors:\n",
         "vendors:\n  acme:\n    dirs: [drivers/infiniband/hw/acme/]\n    modules: [acme_ib]\n    \
          prefixes: [acme_]\n    hardware_commands: [acme_mbox_exec]\n",
         1,
     );
-    assert_ne!(text, heuristics::rules::BUILTIN_RULES, "rules file changed");
+    assert_ne!(text, heuristics::BUILTIN_RULES, "rules file changed");
     let path = dir.join("acme-rules.yaml");
     write(&path, &text);
     path

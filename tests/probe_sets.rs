@@ -376,7 +376,7 @@ fn generated_files_are_fresh() {
             ));
         }
     }
-    let header = codegen::bpf::HEADER_NAME;
+    let header = codegen::HEADER_NAME;
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     files.push((
         repo.join("generated").join(header),

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use analyzer::btf::{Attach, BaseBtf, BtfError, BtfSignature, ModuleBinary, RetKind};
+use analyzer::{BaseBtf, BtfAttach as Attach, BtfError, BtfSignature, ModuleBinary, RetKind};
 
 // ---------------------------------------------------------------------------------------------
 // Inputs

@@ -7,7 +7,7 @@
 //! Design choices documented in the generated C:
 //! * `struct pg_record` keeps the field order of the issue; it has no padding holes (every
 //!   field sits at a multiple of its alignment, 96 bytes in all, see
-//!   [`manifest::record::RECORD_FIELDS`]).
+//!   [`manifest::RECORD_FIELDS`]).
 //! * `errnos` is a `BPF_MAP_TYPE_PERCPU_HASH` keyed by `{probe_id, errno}` (4096 entries): it
 //!   keeps exact errnos 1..4095, including the kernel-internal ones above 511 (ERESTARTSYS,
 //!   ENOTSUPP = 524) that a small per-probe array would fold away, and costs memory only per
@@ -20,9 +20,7 @@
 //!   at return, so it records none.
 
 use askama::Template;
-use manifest::record::{
-    field_comments, record_size, ERRNO_ENTRIES, MAX_ERRNO, RECORD_ARGS, RECORD_FIELDS,
-};
+use manifest::{field_comments, record_size, ERRNO_ENTRIES, MAX_ERRNO, RECORD_ARGS, RECORD_FIELDS};
 use manifest::{Attach, Manifest, Probe, ReturnKind};
 
 /// The shared header's file name, as every `probes.bpf.c` includes it.
@@ -293,7 +291,7 @@ mod tests {
     #[test]
     fn header_ring_buffer_is_the_default_size() {
         // The header writes the size as `256 * 1024`, the default the loader knows.
-        assert_eq!(manifest::record::RINGBUF_BYTES, 256 * 1024);
+        assert_eq!(manifest::RINGBUF_BYTES, 256 * 1024);
         let h = render_header().expect("header");
         assert!(h.contains("__uint(max_entries, 256 * 1024);"));
     }

@@ -2,8 +2,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use analyzer::graph::{CallGraph, EdgeKind, FnId};
-use analyzer::traceability::{AttachVerdict, Binaries};
+use analyzer::{AttachVerdict, Binaries};
+use analyzer::{CallGraph, EdgeKind, FnId};
 use heuristics::{nearest_attachable, ManifestLimits, Selection};
 
 use manifest::{
@@ -266,8 +266,8 @@ fn attach(v: &AttachVerdict) -> Attach {
 }
 
 /// A gap of the analysed input as a manifest `degraded` entry.
-pub fn degraded(d: &analyzer::completeness::Degradation) -> manifest::Degraded {
-    use analyzer::completeness::DegradedKind as K;
+pub fn degraded(d: &analyzer::Degradation) -> manifest::Degraded {
+    use analyzer::DegradedKind as K;
     let kind = match d.kind {
         K::Unreadable => GapKind::Unreadable,
         K::Undecodable => GapKind::Undecodable,
@@ -287,7 +287,7 @@ pub fn degraded(d: &analyzer::completeness::Degradation) -> manifest::Degraded {
 }
 
 fn focus_ops_of(sel: &Selection) -> Vec<FocusOp> {
-    use heuristics::focus_ops::Derivation as D;
+    use heuristics::Derivation as D;
     sel.focus_ops
         .members
         .values()

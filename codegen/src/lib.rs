@@ -2,10 +2,13 @@
 //! (askama), BPF C (askama: `probes.bpf.c` per set and the shared `probegen.bpf.h`), all written
 //! atomically and byte-for-byte deterministic.
 
-pub mod bpf;
-pub mod build;
-pub mod output;
-pub mod report;
+// The modules are private; this file is the crate's one face (`pub use` below).
+mod bpf;
+mod build;
+mod output;
+mod report;
 
-pub use build::build_manifest;
-pub use report::render_all;
+pub use bpf::{render_bpf, render_header, HEADER_NAME};
+pub use build::{build_manifest, degraded as degraded_entry, validate, Mismatch};
+pub use output::{write_atomic, write_set_atomic, OutputError};
+pub use report::{render_all, render_report, RenderContext, RenderError};

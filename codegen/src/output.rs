@@ -2,7 +2,7 @@
 //! run never leaves a half-written file in place of a good one.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let dir = path
@@ -27,14 +27,38 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     result
 }
 
+/// Why a probe set could not be written; each names the path.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: expected a directory name for --out", .0.display())]
+    NoDirectoryName(PathBuf),
+    #[error("{}: not a file of a probe set: expected --out to be a new directory or an earlier probe set", .0.display())]
+    NotASetFile(PathBuf),
+    #[error("{}: not a directory: expected --out to be a new directory or an earlier probe set", .0.display())]
+    NotADirectory(PathBuf),
+}
+
+impl OutputError {
+    fn io(path: &Path, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
 /// Write a whole probe set (`files`: name, contents) into `out` so that `out` holds either the
 /// earlier set or the new one, never a mix: the files go to a temporary directory beside `out`,
 /// which then takes the place of `out` (an atomic exchange where the filesystem supports it,
 /// else two renames), and the earlier set is removed. Other plain files in `out` (a compiled
 /// `probes.bpf.o`) are carried over; a directory or anything else in `out` that is not part of
 /// a set is refused before anything is written, so `--out ~` cannot replace a home directory.
-pub fn write_set_atomic(out: &Path, files: &[(String, String)]) -> Result<(), String> {
-    let shown = out.display();
+pub fn write_set_atomic(out: &Path, files: &[(String, String)]) -> Result<(), OutputError> {
     let parent = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -42,9 +66,9 @@ pub fn write_set_atomic(out: &Path, files: &[(String, String)]) -> Result<(), St
     let name = out
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| format!("{shown}: expected a directory name for --out"))?;
+        .ok_or_else(|| OutputError::NoDirectoryName(out.to_path_buf()))?;
     let carried = files_to_carry(out, files)?;
-    std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    std::fs::create_dir_all(parent).map_err(|e| OutputError::io(parent, e))?;
     let tmp = parent.join(format!(".{name}.{}.tmp", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     if let Err(e) = stage_set(&tmp, out, files, &carried) {
@@ -65,29 +89,25 @@ pub fn write_set_atomic(out: &Path, files: &[(String, String)]) -> Result<(), St
         Ok(false) => Ok(()),
         Err(e) => {
             let _ = std::fs::remove_dir_all(&tmp);
-            Err(format!("{shown}: {e}"))
+            Err(OutputError::io(out, e))
         }
     }
 }
 
 /// The plain files of an earlier set in `out` that are not part of the new one (a compiled
 /// `probes.bpf.o`): they are carried over. Anything that is not a plain file is refused.
-fn files_to_carry(out: &Path, files: &[(String, String)]) -> Result<Vec<String>, String> {
-    let shown = out.display();
+fn files_to_carry(out: &Path, files: &[(String, String)]) -> Result<Vec<String>, OutputError> {
     let mut carried = Vec::new();
     match std::fs::symlink_metadata(out) {
         Ok(meta) if meta.is_dir() => {
-            let entries = std::fs::read_dir(out).map_err(|e| format!("{shown}: {e}"))?;
+            let entries = std::fs::read_dir(out).map_err(|e| OutputError::io(out, e))?;
             for entry in entries {
-                let entry = entry.map_err(|e| format!("{shown}: {e}"))?;
+                let entry = entry.map_err(|e| OutputError::io(out, e))?;
                 let fname = entry.file_name().to_string_lossy().into_owned();
-                let ty = entry
-                    .file_type()
-                    .map_err(|e| format!("{shown}/{fname}: {e}"))?;
+                let path = out.join(&fname);
+                let ty = entry.file_type().map_err(|e| OutputError::io(&path, e))?;
                 if !ty.is_file() {
-                    return Err(format!(
-                        "{shown}/{fname}: not a file of a probe set: expected --out to be a new directory or an earlier probe set"
-                    ));
+                    return Err(OutputError::NotASetFile(path));
                 }
                 let replaced = files.iter().any(|(n, _)| *n == fname)
                     || (fname.starts_with('.') && fname.ends_with(".tmp"));
@@ -97,11 +117,9 @@ fn files_to_carry(out: &Path, files: &[(String, String)]) -> Result<Vec<String>,
             }
             Ok(carried)
         }
-        Ok(_) => Err(format!(
-            "{shown}: not a directory: expected --out to be a new directory or an earlier probe set"
-        )),
+        Ok(_) => Err(OutputError::NotADirectory(out.to_path_buf())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(carried),
-        Err(e) => Err(format!("{shown}: {e}")),
+        Err(e) => Err(OutputError::io(out, e)),
     }
 }
 
@@ -111,19 +129,19 @@ fn stage_set(
     out: &Path,
     files: &[(String, String)],
     carried: &[String],
-) -> Result<(), String> {
-    std::fs::create_dir(tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+) -> Result<(), OutputError> {
+    std::fs::create_dir(tmp).map_err(|e| OutputError::io(tmp, e))?;
     for (fname, contents) in files {
         let p = tmp.join(fname);
-        let mut f = std::fs::File::create(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let mut f = std::fs::File::create(&p).map_err(|e| OutputError::io(&p, e))?;
         f.write_all(contents.as_bytes())
             .and_then(|()| f.sync_all())
-            .map_err(|e| format!("{}: {e}", p.display()))?;
+            .map_err(|e| OutputError::io(&p, e))?;
     }
     for fname in carried {
         let (from, to) = (out.join(fname), tmp.join(fname));
         if std::fs::hard_link(&from, &to).is_err() {
-            std::fs::copy(&from, &to).map_err(|e| format!("{}: {e}", from.display()))?;
+            std::fs::copy(&from, &to).map_err(|e| OutputError::io(&from, e))?;
         }
     }
     Ok(())

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use analyzer::graph::{CallGraph, FnId};
+use analyzer::{CallGraph, FnId};
 use askama::Template;
 use heuristics::{FocusKind, Selection};
 use manifest::{Attach, Excluded, Manifest, Rule};

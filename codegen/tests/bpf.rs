@@ -1,5 +1,5 @@
 //! probes.bpf.c and probegen.bpf.h: the C record and the collector's Rust mirror
-//! (`manifest::record::PgRecord`) agree, the C compiles to a BPF object whose BTF holds the
+//! (`manifest::PgRecord`) agree, the C compiles to a BPF object whose BTF holds the
 //! record, one section per attachable probe, and rendering is deterministic.
 //!
 //! Needs clang, llvm-objdump and bpftool (scripts/install-deps.sh); fails without them.
@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use codegen::bpf::{render_bpf, render_header, HEADER_NAME};
+use codegen::{render_bpf, render_header, HEADER_NAME};
 use manifest::{KernelInfo, Manifest, Probe, Stats};
 
 const REFRESH: &str = "cargo run --release -- generate --kernel 6.12.117 --vendor rxe";
@@ -205,7 +205,7 @@ fn record_layouts_agree() {
         syn::parse_file(rs).unwrap_or_else(|e| panic!("record.rs does not parse: {e}\n{rs}"));
 
     let mut rust_fields = None;
-    let record_size = Some(manifest::record::RECORD_SIZE);
+    let record_size = Some(manifest::RECORD_SIZE);
     for item in &file.items {
         match item {
             syn::Item::Struct(s) if s.ident == "PgRecord" => {

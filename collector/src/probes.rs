@@ -38,14 +38,14 @@ pub struct ProbeInfo {
 impl ProbeInfo {
     /// The BPF program name codegen gives this probe.
     pub fn program_name(&self) -> String {
-        manifest::naming::program_name(self.id)
+        manifest::program_name(self.id)
     }
 
     /// The ELF section codegen gives this probe's program.
     pub fn section(&self) -> String {
         match &self.kind {
-            AttachKind::Fexit => manifest::naming::fexit_section(&self.function),
-            AttachKind::Kretprobe(sym) => manifest::naming::kretprobe_section(sym),
+            AttachKind::Fexit => manifest::fexit_section(&self.function),
+            AttachKind::Kretprobe(sym) => manifest::kretprobe_section(sym),
         }
     }
 

@@ -9,6 +9,6 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(m) = manifest::Manifest::from_yaml(text, "fuzz") {
         let _ = collector::ProbeTable::from_manifest(&m);
-        let _ = maintain::compare::coverage_diff(&m, &m);
+        let _ = maintain::coverage_diff(&m, &m);
     }
 });

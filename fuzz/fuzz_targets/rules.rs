@@ -7,8 +7,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if analyzer::limits::check_text(text, "fuzz", "rules").is_err()
-        || analyzer::limits::check_yaml_nesting(text, "fuzz").is_err()
+    if manifest::check_text(text, "fuzz", "rules").is_err()
+        || manifest::check_yaml_nesting(text, "fuzz").is_err()
     {
         return;
     }

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use analyzer::opsdecl::{struct_pointee, OpsMemberDecl};
 use analyzer::CallGraph;
+use analyzer::{struct_pointee, OpsMemberDecl};
 use serde::Serialize;
 
 use crate::rules::{object_named, Rules};

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use analyzer::source::SourceLayout;
+use analyzer::SourceLayout;
 use analyzer::VendorScope;
 use manifest::Object;
 use serde::Deserialize;

@@ -18,8 +18,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use analyzer::graph::{CallGraph, EdgeKind, FnId, FnNode};
 use analyzer::RetKind;
+use analyzer::{CallGraph, EdgeKind, FnId, FnNode};
 use manifest::{FocusKind, Layer, Object, Relation, Rule};
 use serde::Serialize;
 
@@ -98,7 +98,7 @@ struct Ctx<'a> {
     rules: &'a Rules,
     vendor: &'a str,
     focus: &'a FocusOps,
-    reach: BTreeMap<FnId, Option<(FnId, analyzer::graph::CallEdge)>>,
+    reach: BTreeMap<FnId, Option<(FnId, analyzer::CallEdge)>>,
     /// Functions the binary inlined into their callers (from BTF and symbols).
     inlined: &'a dyn Fn(FnId) -> bool,
 }

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use analyzer::source::{LoadOptions, SourceTree};
 use analyzer::{CallGraph, VendorScope};
+use analyzer::{LoadOptions, SourceTree};
 use heuristics::{select, FocusKind, Rule, Rules};
 
 fn graph() -> CallGraph {
@@ -68,7 +68,7 @@ fn vendor_gate_ops_impl_and_objects() {
 #[test]
 fn overrides_win_with_their_reason_and_unknown_vendors_are_errors() {
     let g = graph();
-    let text = heuristics::rules::BUILTIN_RULES.replace(
+    let text = heuristics::BUILTIN_RULES.replace(
         "overrides:\n  include: []\n  exclude: []",
         "overrides:\n  include: []\n  exclude:\n    - {function: mlx5_ib_create_qp, reason: \"known noisy\"}",
     );

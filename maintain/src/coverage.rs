@@ -104,9 +104,17 @@ pub fn parse_failures(text: &str) -> (Vec<FailureRow>, Vec<Malformed>) {
     (rows, bad)
 }
 
+/// A failure log whose weights sum to infinity: `line` is the row where the sum overflowed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{origin}:{line}: the weights sum to infinity here: expected a finite total weight")]
+pub struct InfiniteWeight {
+    pub origin: String,
+    pub line: usize,
+}
+
 /// The total weight of the rows, which every share divides by: an error when it is not a
 /// finite number (weights of 1e308 each sum to infinity, and every share would be NaN).
-pub fn total_weight(rows: &[FailureRow], origin: &str) -> Result<f64, String> {
+pub fn total_weight(rows: &[FailureRow], origin: &str) -> Result<f64, InfiniteWeight> {
     let total: f64 = rows.iter().map(|r| r.weight).sum();
     if !total.is_finite() {
         let at = rows
@@ -117,9 +125,10 @@ pub fn total_weight(rows: &[FailureRow], origin: &str) -> Result<f64, String> {
             })
             .find(|(_, acc)| !acc.is_finite())
             .map_or(0, |(l, _)| l);
-        return Err(format!(
-            "{origin}:{at}: the weights sum to infinity here: expected a finite total weight"
-        ));
+        return Err(InfiniteWeight {
+            origin: origin.to_string(),
+            line: at,
+        });
     }
     Ok(total)
 }
@@ -268,7 +277,7 @@ mod tests {
         assert!(bad.is_empty());
         let e = total_weight(&rows, "f.csv").expect_err("infinite");
         assert_eq!(
-            e,
+            e.to_string(),
             "f.csv:2: the weights sum to infinity here: expected a finite total weight"
         );
     }

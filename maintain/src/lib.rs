@@ -5,9 +5,26 @@
 //! CLI reads the inputs (one rules parse per run) and prints. Markdown comes from askama
 //! templates in `maintain/templates/`, as the generator's report does.
 
-pub mod check;
-pub mod compare;
-pub mod coverage;
+// The modules are private; this file is the crate's one face (`pub use` below).
+mod check;
+mod compare;
+mod coverage;
 mod markdown;
-pub mod port;
-pub mod verbs;
+mod port;
+mod verbs;
+
+pub use check::{rules_drift, set_of, successor};
+pub use compare::{
+    apply_successors, check_markdown, coverage_diff, diff_markdown, drift, rules_drift_markdown,
+    Change, ChangeKind, Counts, CoverageDiff, Drift, Fate, FileMove, MissingName, ObjectLayer,
+    ProbeSummary, Removed, Renamed, RulesDrift, RulesNames, SetId, VerbDiff,
+};
+pub use coverage::{
+    coverage, coverage_markdown, parse_failures, total_weight, CoverageReport, FailureRow,
+    InfiniteWeight, Malformed, VerbWeight,
+};
+pub use port::{port, CoreProbe, Mapping, Port, SetProbe, Side, Unmapped, UnmappedReason};
+pub use verbs::{
+    lookup as verb, routes, routes_in_manifest, status as verb_status, statuses as verb_statuses,
+    HandlerVerdict, Route, Transport, VerbDef, VerbStatus, REPORTED_VERBS, VERBS,
+};

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use analyzer::graph::CallGraph;
+use analyzer::CallGraph;
 use askama::Template;
 use serde::Serialize;
 

@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use analyzer::graph::CallGraph;
+use analyzer::CallGraph;
 use serde::Serialize;
 
 use manifest::{FocusKind, Manifest, Rule};

@@ -3,13 +3,23 @@
 //! failure record's layout and the BPF program and section names. Both sides depend on this
 //! crate and on nothing of each other; it depends on no workspace crate and parses no C.
 
-pub mod input;
-pub mod naming;
-pub mod record;
+// The modules are private; this file is the crate's one face (`pub use` below).
+mod input;
+mod naming;
+mod record;
 mod types;
 mod validate;
-pub mod vocab;
+mod vocab;
 
+pub use input::{
+    check_text, check_yaml_nesting, read_bounded, read_text, MAX_CSV_BYTES, MAX_MANIFEST_BYTES,
+    MAX_RULES_BYTES, MAX_YAML_FLOW_DEPTH,
+};
+pub use naming::{fexit_section, kretprobe_section, program_name};
+pub use record::{
+    field_comments, record_size, PgErrnoKey, PgRecord, RecordField, ERRNO_ENTRIES, MAX_ERRNO,
+    RECORD_ARGS, RECORD_FIELDS, RECORD_SIZE, RINGBUF_BYTES,
+};
 pub use types::{
     json_schema, Degraded, Excluded, FocusOp, KernelInfo, Manifest, Probe, ProbeArg, Stats,
     Suggestion, MANIFEST_WHAT, SCHEMA_ID,

@@ -8,9 +8,9 @@ pub mod servers;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use analyzer::graph::CallEdge;
-use analyzer::source::{LoadOptions, SourceTree};
+use analyzer::CallEdge;
 use analyzer::{CallGraph, EdgeKind, FnId, VendorScope};
+use analyzer::{LoadOptions, SourceTree};
 
 /// `kernel-fixtures/<name>` in this repository.
 pub fn fixture(name: &str) -> PathBuf {

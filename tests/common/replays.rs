@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::servers::data;
 
-/// Offsets in the 96-byte record (`manifest::record::RECORD_FIELDS`).
+/// Offsets in the 96-byte record (`manifest::RECORD_FIELDS`).
 const SEQ: usize = 0;
 const TS: usize = 8;
 const PID: usize = 24;

@@ -322,7 +322,7 @@ fn attach_all(
         let name = prog.name().to_string_lossy().into_owned();
         let Some(st) = attached
             .iter_mut()
-            .find(|s| manifest::naming::program_name(s.probe) == name)
+            .find(|s| manifest::program_name(s.probe) == name)
         else {
             continue;
         };

@@ -83,9 +83,9 @@ fn summary(
 
 /// Runs `probegen collect` with `opts` (live when `object` is set, else replay).
 pub fn run(opts: &Options, hooks: &mut dyn Hooks) -> Result<Summary, CollectError> {
-    let text = manifest::input::read_text(
+    let text = manifest::read_text(
         &opts.manifest,
-        manifest::input::MAX_MANIFEST_BYTES,
+        manifest::MAX_MANIFEST_BYTES,
         manifest::MANIFEST_WHAT,
     )
     .map_err(CollectError::Manifest)?;

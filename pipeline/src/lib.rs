@@ -1,0 +1,45 @@
+//! pipeline: one call per command. Each command of the CLI (`graph`, `path`, `generate`,
+//! `explain`, `check`, `port`, `diff`, `coverage`) is one function here that runs the data flow
+//! manifest -> analyzer -> heuristics -> codegen / maintain from its options: the rules
+//! (parsed once), the vendors (checked against them in one place), the tree (through the facts
+//! cache), the graph, the selection, the manifest and the files. Every command that selects
+//! does it through the same function, so `check`, `explain` and `port` see the sets
+//! `generate` writes. The CLI parses arguments, calls one function and prints what it returns
+//! and the [`Notice`]s it is given; failures are one [`Error`] each.
+
+mod degraded;
+mod error;
+mod generate;
+mod maintenance;
+mod queries;
+mod selection;
+mod source;
+
+pub use degraded::degraded_markdown;
+pub use error::Error;
+pub use generate::generate;
+pub use maintenance::{
+    check, coverage, diff, port, port_sets, read_manifest, CheckReport, PortOptions,
+};
+pub use queries::{explain, graph, path, Explanation, GraphSummary};
+pub use selection::{manifest_of, select, select_vendors, EachSelection, Selected};
+pub use source::{load_rules, Loaded, SourceOptions};
+
+/// What a command reports besides its result, in the order it happens; the CLI prints each
+/// as its line says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// A written probe set's summary line (stdout).
+    Wrote(String),
+    /// Something the output lacks or the input lost, the run going on (`probegen: warning: `).
+    Warning(String),
+    /// A line about the input that is not a warning: a vendor skipped, a malformed row
+    /// (`probegen: `).
+    Line(String),
+    /// A parse warning, `file:line: message` (`graph --warnings`).
+    ParseWarning(String),
+    /// How the facts cache did (`graph`).
+    CacheStats(String),
+    /// How long loading took (`PROBEGEN_TIMINGS`).
+    Timing(String),
+}

@@ -1,0 +1,196 @@
+//! The selection every command that needs one shares: `generate` (one vendor or several from
+//! one parse), `check`, `explain` and `port` all select through [`select_vendors`] or
+//! [`select`], so their sets cannot disagree.
+
+use std::sync::Arc;
+
+use analyzer::CallGraph;
+use analyzer::{AttachVerdict, Binaries};
+
+use crate::degraded::{missing_entry, vendor_present};
+use crate::source::{binaries_of, entry_names, load, load_tree, resolve_vendor, timings_wanted};
+use crate::{Error, Loaded, Notice, SourceOptions};
+
+/// One vendor's selection with everything that produced it: graph, rules, binaries.
+pub struct Selected {
+    pub loaded: Loaded,
+    /// The vendor selected for.
+    pub vendor: String,
+    /// The rules of this run (parsed once).
+    pub rules: heuristics::Rules,
+    pub selection: heuristics::Selection,
+    pub binaries: Option<Arc<Binaries>>,
+    pub entries: Vec<String>,
+    /// What the analysis could not read or evaluate (sources, config, binaries).
+    pub degraded: Vec<analyzer::Degradation>,
+}
+
+/// The selection of `opts.vendor` (exactly one vendor) from `entries` (none: the uverbs ones).
+pub fn select(
+    opts: &SourceOptions,
+    entries: &[String],
+    notify: &mut dyn FnMut(Notice),
+) -> Result<Selected, Error> {
+    let rules = crate::load_rules(opts.rules.as_deref())?;
+    select_with_rules(opts, rules, entries, notify)
+}
+
+pub(crate) fn select_with_rules(
+    opts: &SourceOptions,
+    rules: heuristics::Rules,
+    entries: &[String],
+    notify: &mut dyn FnMut(Notice),
+) -> Result<Selected, Error> {
+    let Some(vendor) = opts.vendor.clone() else {
+        return Err(Error::VendorRequired);
+    };
+    resolve_vendor(&rules, "--vendor", &vendor, None)?;
+    let loaded = load(opts, &rules, notify)?;
+    let binaries = binaries_of(opts)?;
+    select_loaded(opts, rules, loaded, binaries, &vendor, entries)
+}
+
+/// What takes each selection of a multi-vendor run, with the run's notices.
+pub type EachSelection<'a> = dyn FnMut(Selected, &mut dyn FnMut(Notice)) -> Result<(), Error> + 'a;
+
+/// Several vendors from one parse of the tree and one read of the binaries, each selection
+/// the same as a single-vendor run's. `all` keeps only the vendors whose driver the config
+/// builds (and reads no unbuilt directory); the others are skipped with a notice. Each
+/// selection goes to `each` as soon as it is made (one vendor's graph alive at a time);
+/// returns how many there were.
+pub fn select_vendors(
+    opts: &SourceOptions,
+    rules: &heuristics::Rules,
+    vendors: &[String],
+    all: bool,
+    entries: &[String],
+    notify: &mut dyn FnMut(Notice),
+    each: &mut EachSelection,
+) -> Result<usize, Error> {
+    let mut resolved = Vec::with_capacity(vendors.len());
+    for v in vendors {
+        resolved.push((v, resolve_vendor(rules, "--vendor", v, None)?));
+    }
+    let t0 = std::time::Instant::now();
+    // `all` asks for what the config builds; a list names vendors to report even when not
+    // built (bnxt_re on 6.1: its probes are `not-built`).
+    let unbuilt_dirs = if all {
+        Vec::new()
+    } else {
+        resolved
+            .iter()
+            .flat_map(|(_, v)| v.dirs.iter().cloned())
+            .collect()
+    };
+    let tree = load_tree(opts, rules, unbuilt_dirs)?;
+    let binaries = binaries_of(opts)?;
+    if timings_wanted() {
+        notify(Notice::Timing(format!(
+            "load {:?} (once for {} vendors)",
+            t0.elapsed(),
+            vendors.len()
+        )));
+    }
+    let mut selected = 0;
+    for (name, vendor) in resolved {
+        let built = tree.files.iter().any(|f| {
+            vendor.dirs.iter().any(|d| f.path.starts_with(d.as_str()))
+                && tree.build.module_of(&f.path).is_some()
+        });
+        if all && !built {
+            notify(Notice::Line(format!(
+                "{name}: not built by this config, skipped (--vendor all)"
+            )));
+            continue;
+        }
+        let loaded = Loaded {
+            tree: tree.clone(),
+            graph: CallGraph::build(&tree, &rules.scope_of(&vendor.dirs)),
+        };
+        let one = SourceOptions {
+            vendor: Some(name.clone()),
+            ..opts.clone()
+        };
+        let s = select_loaded(&one, rules.clone(), loaded, binaries.clone(), name, entries)?;
+        each(s, notify)?;
+        selected += 1;
+    }
+    Ok(selected)
+}
+
+/// The selection of `vendor` on a tree already loaded (and binaries already read).
+fn select_loaded(
+    opts: &SourceOptions,
+    rules: heuristics::Rules,
+    loaded: Loaded,
+    binaries: Option<Arc<Binaries>>,
+    vendor: &str,
+    entries: &[String],
+) -> Result<Selected, Error> {
+    let named_by_user = !entries.is_empty();
+    let entries = entry_names(entries);
+    let ids = loaded
+        .graph
+        .entries(&entries)
+        .map_err(|n| missing_entry(&loaded.tree, &n, named_by_user))?;
+    // A degraded tree (a truncated .config) fails on that first, unless allowed: it is the
+    // cause, an unbuilt vendor only its consequence.
+    if loaded.tree.degraded.is_empty() || opts.allow_degraded {
+        let v = resolve_vendor(&rules, "--vendor", vendor, None)?;
+        vendor_present(opts, vendor, v, &loaded.tree)?;
+    }
+    let g = &loaded.graph;
+    // Functions the binary inlined are wrappers for the selection's depth limits.
+    let inlined = |id: analyzer::FnId| {
+        let n = g.node(id);
+        binaries.as_ref().is_some_and(|b| {
+            n.module.is_some() && b.verdict(n.module.as_deref(), &n.name) == AttachVerdict::Inlined
+        })
+    };
+    let selection = heuristics::select_with(g, &rules, vendor, &ids, &inlined)?;
+    let mut degraded = loaded.tree.degraded.clone();
+    degraded.extend(analyzer::module_gaps(
+        &opts.kernel_src,
+        &loaded.tree.build,
+        binaries.as_deref(),
+        selection
+            .verdicts
+            .iter()
+            .filter(|v| v.keep)
+            .map(|v| g.node(v.id).file.as_str()),
+    ));
+    Ok(Selected {
+        loaded,
+        vendor: vendor.to_string(),
+        rules,
+        selection,
+        binaries,
+        entries,
+        degraded,
+    })
+}
+
+/// The manifest of a selection, with what the input lost.
+pub fn manifest_of(opts: &SourceOptions, s: &Selected) -> manifest::Manifest {
+    let config = match &opts.kconfig {
+        Some(p) => p.display().to_string(),
+        None => ".config".to_string(),
+    };
+    let mut m = codegen::build_manifest(
+        &s.loaded.graph,
+        &s.selection,
+        s.binaries.as_deref(),
+        manifest::KernelInfo {
+            version: s
+                .loaded
+                .tree
+                .version
+                .clone()
+                .unwrap_or_else(|| "unknown".into()),
+            config,
+        },
+        &s.entries,
+    );
+    m.degraded = s.degraded.iter().map(codegen::degraded_entry).collect();
+    m
+}
