@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 
+use crate::args::SourceArgs;
 use crate::commands::{emit, print_json, print_notice, CmdResult};
-use crate::SourceArgs;
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
 pub enum ReportFormat {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use pipeline::{Error, Notice, SourceOptions};
 
-use crate::{Format, SourceArgs};
+use crate::args::{Format, SourceArgs};
 
 pub type CmdResult = Result<ExitCode, Error>;
 

@@ -3,20 +3,11 @@
 //! ClickHouse sink they open, the events of a run printed on stderr, and `schema`.
 
 mod collect;
+mod error;
 mod flags;
 mod fleet;
 
 pub use collect::{collect, options, CollectArgs, Sinks};
+pub use error::AgentError;
 pub use flags::{parse_duration, parse_listen};
 pub use fleet::{report, schema, Fleet, FleetArgs, SchemaArgs};
-
-/// Why a command of the agent fails (printed as one line; exit 2).
-#[derive(Debug, thiserror::Error)]
-pub enum AgentError {
-    /// Flags that are out of range or do not parse.
-    #[error("{0}")]
-    Usage(String),
-    /// The collector cannot start, or ended early.
-    #[error(transparent)]
-    Collect(#[from] collector::CollectError),
-}

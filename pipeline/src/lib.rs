@@ -11,6 +11,7 @@ mod degraded;
 mod error;
 mod generate;
 mod maintenance;
+mod notice;
 mod queries;
 mod selection;
 mod source;
@@ -21,25 +22,7 @@ pub use generate::generate;
 pub use maintenance::{
     check, coverage, diff, port, port_sets, read_manifest, CheckReport, PortOptions,
 };
+pub use notice::Notice;
 pub use queries::{explain, graph, path, Explanation, GraphSummary};
 pub use selection::{manifest_of, select, select_vendors, EachSelection, Selected};
 pub use source::{load_rules, Loaded, SourceOptions};
-
-/// What a command reports besides its result, in the order it happens; the CLI prints each
-/// as its line says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Notice {
-    /// A written probe set's summary line (stdout).
-    Wrote(String),
-    /// Something the output lacks or the input lost, the run going on (`probegen: warning: `).
-    Warning(String),
-    /// A line about the input that is not a warning: a vendor skipped, a malformed row
-    /// (`probegen: `).
-    Line(String),
-    /// A parse warning, `file:line: message` (`graph --warnings`).
-    ParseWarning(String),
-    /// How the facts cache did (`graph`).
-    CacheStats(String),
-    /// How long loading took (`PROBEGEN_TIMINGS`).
-    Timing(String),
-}
