@@ -5,7 +5,7 @@
 #
 #   scripts/e2e-collect.sh 7.2|6.12|6.1
 #
-# Packs at /extra: the release probegen (its shared libraries come via ldd), the rxe
+# Packs at /extra: the release probegen-agent, the binary a host runs (its shared libraries come via ldd), the rxe
 # manifest of that kernel and its probes.bpf.c compiled with clang, the hook.
 # Outputs: target/e2e/<ver>/{snapshots.jsonl,replay.jsonl,collect.log,metrics.txt,...}.
 # Environment: E2E_* knobs of scripts/e2e.sh; PROBEGEN_VENDOR (default rxe);
@@ -23,8 +23,8 @@ SET=generated/linux-$VER/$VENDOR
 STAGE=$REPO/target/e2e-collect/$VER/extra
 log() { printf '[e2e-collect %s] %s\n' "$VER" "$*" >&2; }
 
-log "building probegen (release)"
-cargo build --release --bin probegen >&2
+log "building probegen-agent (release)"
+cargo build --release -p probegen-agent --bin probegen-agent >&2
 rm -rf "$STAGE"
 mkdir -p "$STAGE"
 # -I generated: the shared probegen.bpf.h every checked-in set includes
@@ -32,7 +32,7 @@ clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu -Ig
 	-c "$SET/probes.bpf.c" -o "$STAGE/probes.bpf.o"
 cp "$SET/manifest.yaml" "$STAGE/manifest.yaml"
 # debug info is not needed in the guest: keep the initramfs small
-strip -o "$STAGE/probegen" target/release/probegen
+strip -o "$STAGE/probegen-agent" target/release/probegen-agent
 install -m 755 scripts/e2e/collect-hook.sh "$STAGE/guest-hook.sh"
 {
 	printf 'INTERVAL=%s\n' "${PROBEGEN_E2E_INTERVAL:-1s}"

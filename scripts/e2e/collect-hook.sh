@@ -2,7 +2,7 @@
 # Guest hook of scripts/e2e-collect.sh (packed as /extra/guest-hook.sh by it; see
 # tests/e2e/README.md "Extension hook"). Runs the live collector around the testbed traffic.
 #
-#   start: probegen collect --object /extra/probes.bpf.o in the background; waits until it
+#   start: probegen-agent collect --object /extra/probes.bpf.o in the background; waits until it
 #          reports its attach line (the pingpong must run with the probes attached)
 #   stop:  one more verbs_fail inside a cgroup with job variables (job correlation), a scrape
 #          of /metrics, 10 s idle (measured), then SIGTERM; the collector writes its final
@@ -21,14 +21,14 @@ TIMINGS=
 
 case "$1" in
 start)
-	[ -x $X/probegen ] || { echo "collect-hook: $X/probegen missing"; exit 1; }
+	[ -x $X/probegen-agent ] || { echo "collect-hook: $X/probegen-agent missing"; exit 1; }
 	rm -f /out/collect.rc $PIDF
 	# a background subshell waits for the collector and keeps its exit code
 	# cgroup v2, as on a job host: the collector resolves cgroup ids of exited processes here
 	mkdir -p /sys/fs/cgroup
 	mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
 	(
-		$X/probegen collect --manifest $X/manifest.yaml --object $X/probes.bpf.o \
+		$X/probegen-agent collect --manifest $X/manifest.yaml --object $X/probes.bpf.o \
 			--interval $INTERVAL --drain 2ms --out /out/snapshots.jsonl --record /out/replay.jsonl \
 			--metrics 127.0.0.1:9464 >/out/collect.stdout 2>/out/collect.log &
 		echo $! >$PIDF
