@@ -39,6 +39,10 @@ pub const MAX_DEPTH_LIMIT: usize = 16;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Vendor {
+    /// The vendor's key in `vendors:` (filled in by the loader): a `&Vendor` is a name already
+    /// checked against the rules, so the selection takes one and cannot meet an unknown name.
+    #[serde(skip)]
+    pub name: String,
     /// Source directories (prefixes relative to the kernel root).
     pub dirs: Vec<String>,
     pub modules: Vec<String>,
@@ -172,7 +176,7 @@ impl Rules {
 
     /// Parse rules text; `origin` names the file in errors (file:line:column and the field).
     pub fn parse(text: &str, origin: &str) -> Result<Self, RulesError> {
-        let rules: Rules = serde_yaml::from_str(text).map_err(|e| {
+        let mut rules: Rules = serde_yaml::from_str(text).map_err(|e| {
             let (line, column) = e.location().map_or((0, 0), |l| (l.line(), l.column()));
             RulesError::Syntax {
                 origin: origin.to_string(),
@@ -181,6 +185,9 @@ impl Rules {
                 message: e.to_string(),
             }
         })?;
+        for (name, v) in &mut rules.vendors {
+            v.name.clone_from(name);
+        }
         rules.validate(origin)?;
         rules.validate_depth_limits(text, origin)?;
         Ok(rules)

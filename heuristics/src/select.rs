@@ -24,7 +24,7 @@ use manifest::{FocusKind, Layer, Object, Relation, Rule};
 use serde::Serialize;
 
 use crate::focus_ops::{FocusOps, FocusOpsError};
-use crate::rules::{object_named, Rules};
+use crate::rules::{object_named, Rules, Vendor};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Verdict {
@@ -80,8 +80,6 @@ impl Selection {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SelectError {
-    #[error("unknown vendor `{0}`: known vendors are {1}")]
-    UnknownVendor(String, String),
     #[error(transparent)]
     FocusOps(#[from] FocusOpsError),
 }
@@ -96,7 +94,7 @@ fn tokens(name: &str) -> Vec<String> {
 struct Ctx<'a> {
     g: &'a CallGraph,
     rules: &'a Rules,
-    vendor: &'a str,
+    vendor: &'a Vendor,
     focus: &'a FocusOps,
     reach: BTreeMap<FnId, Option<(FnId, analyzer::CallEdge)>>,
     /// Functions the binary inlined into their callers (from BTF and symbols).
@@ -132,7 +130,7 @@ impl Ctx<'_> {
 
     /// A hardware command of the selected vendor called by `id` (defined or external).
     fn hardware_call(&self, id: FnId) -> Option<String> {
-        let v = self.rules.vendor(self.vendor)?;
+        let v = self.vendor;
         let n = self.node(id);
         let defined: Vec<&String> = self
             .g
@@ -182,9 +180,9 @@ impl Ctx<'_> {
     fn vendor_gate(&self, id: FnId) -> Option<String> {
         let file = &self.node(id).file;
         match self.rules.vendor_of_file(file) {
-            Some(v) if v != self.vendor => Some(format!(
+            Some(v) if v != self.vendor.name => Some(format!(
                 "{v} driver code ({file}), vendor is {}",
-                self.vendor
+                self.vendor.name
             )),
             _ => None,
         }
@@ -317,14 +315,14 @@ impl Ctx<'_> {
 
     fn hardware(&self, id: FnId) -> Option<String> {
         let n = self.node(id);
-        let v = self.rules.vendor(self.vendor)?;
+        let v = self.vendor;
         if self.layer(id) != Layer::Vendor {
             return None;
         }
         if v.hardware_functions.contains(&n.name) {
             return Some(format!(
                 "{} does the hardware's work (listed for {})",
-                n.name, self.vendor
+                n.name, self.vendor.name
             ));
         }
         // The command primitive may live outside the tree (mlx5_core.ko) or in it
@@ -339,7 +337,7 @@ impl Ctx<'_> {
 pub fn select(
     g: &CallGraph,
     rules: &Rules,
-    vendor: &str,
+    vendor: &Vendor,
     entries: &[FnId],
 ) -> Result<Selection, SelectError> {
     select_with(g, rules, vendor, entries, &|_| false)
@@ -353,16 +351,10 @@ pub fn select(
 pub fn select_with(
     g: &CallGraph,
     rules: &Rules,
-    vendor: &str,
+    vendor: &Vendor,
     entries: &[FnId],
     inlined: &dyn Fn(FnId) -> bool,
 ) -> Result<Selection, SelectError> {
-    if rules.vendor(vendor).is_none() {
-        return Err(SelectError::UnknownVendor(
-            vendor.to_string(),
-            rules.vendor_names().join(", "),
-        ));
-    }
     let focus = FocusOps::derive(g, rules)?;
     let ctx = Ctx {
         g,
@@ -383,7 +375,7 @@ pub fn select_with(
         .filter(|&id| ctx.pins_user_memory(ctx.node(id)).is_some())
         .collect();
     Ok(Selection {
-        vendor: vendor.to_string(),
+        vendor: vendor.name.clone(),
         entries: entries.to_vec(),
         focus_ops: focus,
         verdicts,

@@ -11,7 +11,6 @@ use crate::{Error, Notice, SourceOptions};
 /// set would silently be core-only. `--not-built` asks for that set explicitly.
 pub(crate) fn vendor_present(
     opts: &SourceOptions,
-    name: &str,
     vendor: &heuristics::Vendor,
     tree: &SourceTree,
 ) -> Result<(), Error> {
@@ -28,7 +27,7 @@ pub(crate) fn vendor_present(
     };
     let dir = dir.trim_end_matches('/');
     let not_built = |why: String| Error::VendorNotBuilt {
-        vendor: name.to_string(),
+        vendor: vendor.name.clone(),
         why,
     };
     if !tree.root.join(dir).is_dir() {

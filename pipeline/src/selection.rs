@@ -44,7 +44,7 @@ pub(crate) fn select_with_rules(
     let Some(vendor) = opts.vendor.clone() else {
         return Err(Error::VendorRequired);
     };
-    resolve_vendor(&rules, "--vendor", &vendor, None)?;
+    let vendor = resolve_vendor(&rules, "--vendor", &vendor, None)?.clone();
     let loaded = load(opts, &rules, notify)?;
     let binaries = binaries_of(opts)?;
     select_loaded(opts, rules, loaded, binaries, &vendor, entries)
@@ -111,7 +111,14 @@ pub fn select_vendors(
             vendor: Some(name.clone()),
             ..opts.clone()
         };
-        let s = select_loaded(&one, rules.clone(), loaded, binaries.clone(), name, entries)?;
+        let s = select_loaded(
+            &one,
+            rules.clone(),
+            loaded,
+            binaries.clone(),
+            vendor,
+            entries,
+        )?;
         each(s, notify)?;
         selected += 1;
     }
@@ -124,7 +131,7 @@ fn select_loaded(
     rules: heuristics::Rules,
     loaded: Loaded,
     binaries: Option<Arc<Binaries>>,
-    vendor: &str,
+    vendor: &heuristics::Vendor,
     entries: &[String],
 ) -> Result<Selected, Error> {
     let named_by_user = !entries.is_empty();
@@ -136,8 +143,7 @@ fn select_loaded(
     // A degraded tree (a truncated .config) fails on that first, unless allowed: it is the
     // cause, an unbuilt vendor only its consequence.
     if loaded.tree.degraded.is_empty() || opts.allow_degraded {
-        let v = resolve_vendor(&rules, "--vendor", vendor, None)?;
-        vendor_present(opts, vendor, v, &loaded.tree)?;
+        vendor_present(opts, vendor, &loaded.tree)?;
     }
     let g = &loaded.graph;
     // Functions the binary inlined are wrappers for the selection's depth limits.
@@ -161,7 +167,7 @@ fn select_loaded(
     ));
     Ok(Selected {
         loaded,
-        vendor: vendor.to_string(),
+        vendor: vendor.name.clone(),
         rules,
         selection,
         binaries,
