@@ -6,14 +6,14 @@ use std::path::PathBuf;
 use clap::ValueEnum;
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Text,
     Json,
 }
 
 /// Options every source-reading command shares.
 #[derive(clap::Args, Clone)]
-pub struct SourceArgs {
+pub(crate) struct SourceArgs {
     /// Kernel source directory (the output of scripts/fetch-kernel.sh)
     #[arg(long, value_name = "DIR")]
     pub kernel_src: PathBuf,

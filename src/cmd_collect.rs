@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-pub use probegen_agent::CollectArgs;
+pub(crate) use probegen_agent::CollectArgs;
 
-pub fn collect(a: &CollectArgs) -> Result<ExitCode, String> {
+pub(crate) fn collect(a: &CollectArgs) -> Result<ExitCode, String> {
     probegen_agent::collect(a).map_err(|e| e.to_string())
 }

@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-pub use probegen_agent::SchemaArgs;
+pub(crate) use probegen_agent::SchemaArgs;
 
-pub fn schema(a: &SchemaArgs) -> Result<ExitCode, String> {
+pub(crate) fn schema(a: &SchemaArgs) -> Result<ExitCode, String> {
     probegen_agent::schema(a).map_err(|e| e.to_string())
 }

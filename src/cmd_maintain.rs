@@ -11,13 +11,13 @@ use crate::args::SourceArgs;
 use crate::commands::{emit, print_json, print_notice, CmdResult};
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
-pub enum ReportFormat {
+pub(crate) enum ReportFormat {
     Markdown,
     Json,
 }
 
 /// `probegen check`: exit 0 no drift, 1 drift.
-pub fn check(src: &SourceArgs, against: &Path, format: ReportFormat) -> CmdResult {
+pub(crate) fn check(src: &SourceArgs, against: &Path, format: ReportFormat) -> CmdResult {
     let report = pipeline::check(&src.options(), against, &mut print_notice)?;
     match format {
         ReportFormat::Markdown => emit(&report.markdown()?)?,
@@ -31,7 +31,7 @@ pub fn check(src: &SourceArgs, against: &Path, format: ReportFormat) -> CmdResul
 }
 
 /// `probegen port`: both vendors' sets from one source tree, mapped through ib_device_ops.
-pub fn port(a: &pipeline::PortOptions, format: ReportFormat) -> CmdResult {
+pub(crate) fn port(a: &pipeline::PortOptions, format: ReportFormat) -> CmdResult {
     let p = pipeline::port(a, &mut print_notice)?;
     match format {
         ReportFormat::Markdown => emit(&p.to_markdown()?)?,
@@ -41,7 +41,7 @@ pub fn port(a: &pipeline::PortOptions, format: ReportFormat) -> CmdResult {
 }
 
 /// `probegen diff OLD NEW`.
-pub fn diff(old: &Path, new: &Path, format: ReportFormat) -> CmdResult {
+pub(crate) fn diff(old: &Path, new: &Path, format: ReportFormat) -> CmdResult {
     let d = pipeline::diff(old, new)?;
     match format {
         ReportFormat::Markdown => emit(&maintain::diff_markdown(&d)?)?,
@@ -51,7 +51,7 @@ pub fn diff(old: &Path, new: &Path, format: ReportFormat) -> CmdResult {
 }
 
 /// `probegen coverage --manifest M --failures CSV`.
-pub fn coverage(
+pub(crate) fn coverage(
     manifest: &Path,
     failures: &Path,
     format: ReportFormat,

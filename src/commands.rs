@@ -8,10 +8,10 @@ use pipeline::{Error, Notice, SourceOptions};
 
 use crate::args::{Format, SourceArgs};
 
-pub type CmdResult = Result<ExitCode, Error>;
+pub(crate) type CmdResult = Result<ExitCode, Error>;
 
 impl SourceArgs {
-    pub fn options(&self) -> SourceOptions {
+    pub(crate) fn options(&self) -> SourceOptions {
         SourceOptions {
             kernel_src: self.kernel_src.clone(),
             kconfig: self.kconfig.clone(),
@@ -26,7 +26,7 @@ impl SourceArgs {
 }
 
 /// Print a notice as it happens: a written set on stdout, the rest on stderr.
-pub fn print_notice(n: Notice) {
+pub(crate) fn print_notice(n: Notice) {
     match n {
         Notice::Wrote(line) => println!("{line}"),
         Notice::Warning(line) => eprintln!("probegen: warning: {line}"),
@@ -38,7 +38,7 @@ pub fn print_notice(n: Notice) {
 }
 
 /// Write a report to stdout; a closed pipe (`| head`) is not an error.
-pub fn emit(text: &str) -> Result<(), Error> {
+pub(crate) fn emit(text: &str) -> Result<(), Error> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
@@ -49,11 +49,16 @@ pub fn emit(text: &str) -> Result<(), Error> {
     }
 }
 
-pub fn print_json(v: &serde_json::Value) -> Result<(), Error> {
+pub(crate) fn print_json(v: &serde_json::Value) -> Result<(), Error> {
     emit(&(serde_json::to_string_pretty(v)? + "\n"))
 }
 
-pub fn graph(src: &SourceArgs, entries: &[String], format: Format, warnings: bool) -> CmdResult {
+pub(crate) fn graph(
+    src: &SourceArgs,
+    entries: &[String],
+    format: Format,
+    warnings: bool,
+) -> CmdResult {
     let summary = pipeline::graph(&src.options(), entries, warnings, &mut print_notice)?;
     match format {
         Format::Json => print_json(&summary.json())?,
@@ -63,7 +68,7 @@ pub fn graph(src: &SourceArgs, entries: &[String], format: Format, warnings: boo
 }
 
 /// Exit 1 when there is no path.
-pub fn path(src: &SourceArgs, from: &str, to: &str) -> CmdResult {
+pub(crate) fn path(src: &SourceArgs, from: &str, to: &str) -> CmdResult {
     match pipeline::path(&src.options(), from, to, &mut print_notice)? {
         Some(hops) => {
             emit(&lines(&hops))?;
@@ -76,7 +81,7 @@ pub fn path(src: &SourceArgs, from: &str, to: &str) -> CmdResult {
     }
 }
 
-pub fn generate(
+pub(crate) fn generate(
     src: &SourceArgs,
     out: &Path,
     entries: &[String],
@@ -87,7 +92,7 @@ pub fn generate(
 }
 
 /// Exit 1 when no definition of the function is reachable.
-pub fn explain(src: &SourceArgs, function: &str) -> CmdResult {
+pub(crate) fn explain(src: &SourceArgs, function: &str) -> CmdResult {
     let e = pipeline::explain(&src.options(), function, &mut print_notice)?;
     emit(&lines(&e.lines))?;
     Ok(if e.found {

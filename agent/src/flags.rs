@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 /// Longest duration accepted: 100 years. Longer ones are certainly typos, and every
 /// `Instant + duration` the collector computes stays far from overflowing.
-pub const MAX_DURATION_SECS: f64 = 100.0 * 365.25 * 86_400.0;
+pub(crate) const MAX_DURATION_SECS: f64 = 100.0 * 365.25 * 86_400.0;
 
 /// Parses `5s`, `250ms`, `2m`, `1h`, or plain seconds (`5`, `0.5`), at most 100 years.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

@@ -148,7 +148,7 @@ pub enum Attach {
 /// after resolving typedef/const/volatile/restrict/type_tag, PTR -> `Ptr`; INT named
 /// `_Bool`/`bool` or with the BTF_INT_BOOL bit -> `Bool`; type id 0 -> `Void`; INT, ENUM, ENUM64
 /// and anything else (struct/union by value, float, ...) -> `Int`.
-pub use crate::model::RetKind;
+pub(crate) use crate::model::RetKind;
 
 /// Signature of a function as described by its BTF FUNC -> FUNC_PROTO.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -123,9 +123,9 @@ pub fn summary(list: &[Degradation]) -> String {
 ///   1000 lines (hfi1/trace_tid.h), ordinary files 55. A file above
 ///   [`MAX_PARSE_ERRORS_PER_KLINE`] (with at least [`MIN_PARSE_ERRORS`]) is damage: garbage
 ///   text that hides calls without losing a definition.
-pub const MAX_LOST_DEFINITIONS: usize = 4;
-pub const MAX_PARSE_ERRORS_PER_KLINE: usize = 500;
-pub const MIN_PARSE_ERRORS: usize = 20;
+pub(crate) const MAX_LOST_DEFINITIONS: usize = 4;
+pub(crate) const MAX_PARSE_ERRORS_PER_KLINE: usize = 500;
+pub(crate) const MIN_PARSE_ERRORS: usize = 20;
 
 /// The gaps one parsed file shows: undecodable bytes, unbalanced conditionals, parse-error
 /// density. `bytes` is the file as read.
@@ -240,7 +240,7 @@ fn first_non_text(bytes: &[u8]) -> Option<(usize, String)> {
 }
 
 /// Kbuild warnings that mean a lost directory.
-pub fn kbuild_gaps(warnings: &[crate::Warning]) -> Vec<Degradation> {
+pub(crate) fn kbuild_gaps(warnings: &[crate::Warning]) -> Vec<Degradation> {
     warnings
         .iter()
         .filter_map(|w| {
@@ -268,7 +268,7 @@ pub fn kbuild_gaps(warnings: &[crate::Warning]) -> Vec<Degradation> {
 /// a prompt, as `CONFIG_X=...` or `# CONFIG_X is not set`, so such an option means the file
 /// was cut short or was generated for another tree. An empty `.config` is reported as such
 /// (under it no dependency holds).
-pub fn config_gaps(
+pub(crate) fn config_gaps(
     root: &Path,
     layout: &SourceLayout,
     config: &KernelConfig,

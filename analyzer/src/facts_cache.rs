@@ -64,7 +64,7 @@ const MAX_INDEX_LINE: usize = 200;
 
 /// What one file's extraction produced: its facts and its gaps.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct FileEntry {
+pub(crate) struct FileEntry {
     pub facts: FileFacts,
     pub gaps: Vec<Degradation>,
 }
@@ -79,7 +79,7 @@ pub struct CacheLocation {
 /// The cache during one load: the packs found at the start, the entries this run adds, and what
 /// it did so far (shared by the parse threads).
 #[derive(Debug)]
-pub struct FactsCache {
+pub(crate) struct FactsCache {
     dir: PathBuf,
     max_bytes: u64,
     packs: Vec<Pack>,
@@ -158,11 +158,11 @@ impl std::fmt::Display for CacheStats {
 
 /// The key of one file's entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EntryKey(String);
+pub(crate) struct EntryKey(String);
 
 impl FactsCache {
     /// Opens every pack under the location (reads their indexes; payloads are read on use).
-    pub fn open(location: &CacheLocation) -> Self {
+    pub(crate) fn open(location: &CacheLocation) -> Self {
         let mut cache = Self {
             dir: location.dir.clone(),
             max_bytes: location.max_bytes,
@@ -200,7 +200,7 @@ impl FactsCache {
     }
 
     /// The key of `rel` with contents `bytes` (as decoded to `text`) under `config`.
-    pub fn key(rel: &str, bytes: &[u8], text: &str, config: &KernelConfig) -> EntryKey {
+    pub(crate) fn key(rel: &str, bytes: &[u8], text: &str, config: &KernelConfig) -> EntryKey {
         let mut h = Sha256::new();
         for part in [MAGIC.as_bytes(), ANALYZER_BUILD.as_bytes(), rel.as_bytes()] {
             h.update((part.len() as u64).to_le_bytes());
@@ -222,7 +222,7 @@ impl FactsCache {
     }
 
     /// The entry for `key`, when a record of it passes every check (newest pack first).
-    pub fn get(&self, key: &EntryKey, rel: &str) -> Option<FileEntry> {
+    pub(crate) fn get(&self, key: &EntryKey, rel: &str) -> Option<FileEntry> {
         for slot in self.index.get(&key.0)? {
             match self.read_record(slot).filter(|e| e.facts.path == rel) {
                 Some(entry) => {
@@ -252,7 +252,7 @@ impl FactsCache {
 
     /// Counts a file parsed and keeps its entry for this run's pack; an entry that cannot be
     /// serialized only costs the next run a parse.
-    pub fn put(&self, key: &EntryKey, entry: &FileEntry) {
+    pub(crate) fn put(&self, key: &EntryKey, entry: &FileEntry) {
         self.stats.parsed.fetch_add(1, Ordering::Relaxed);
         let kept = serde_json::to_vec(entry).ok().and_then(|payload| {
             let mut pending = self.pending.lock().ok()?;
@@ -266,7 +266,7 @@ impl FactsCache {
 
     /// Ends a load: writes this run's entries as packs, refreshes the packs it used, keeps the
     /// directory under its bound, and returns what the cache did.
-    pub fn finish(self) -> CacheStats {
+    pub(crate) fn finish(self) -> CacheStats {
         let pending = self.pending.into_inner().unwrap_or_default();
         let (written, write_errors) = write_packs(&self.dir, pending, pack_bytes(self.max_bytes));
         for pack in self.packs.iter().filter(|p| p.used.load(Ordering::Relaxed)) {

@@ -35,7 +35,7 @@ impl BuildMap {
 }
 
 /// Walk the Makefiles from `top` (e.g. `drivers/infiniband`) under `root`.
-pub fn read_build_map(
+pub(crate) fn read_build_map(
     root: &Path,
     top: &str,
     config: &KernelConfig,

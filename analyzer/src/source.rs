@@ -15,7 +15,7 @@ use crate::kconfig::KernelConfig;
 use crate::model::FileFacts;
 use crate::preproc::preprocess;
 
-pub use crate::layout::SourceLayout;
+pub(crate) use crate::layout::SourceLayout;
 
 /// How to load a tree. No `Default`: the directories read come from the caller's rules
 /// ([`LoadOptions::new`]), never from a list kept here.

@@ -18,7 +18,7 @@ pub enum RenderError {
 /// Excluded functions listed per rule in the report (the manifest has them all).
 const EXAMPLES_PER_RULE: usize = 15;
 
-pub struct ShrinkRow {
+pub(crate) struct ShrinkRow {
     pub handler: String,
     pub object: String,
     pub reachable: usize,
@@ -30,14 +30,14 @@ pub struct ShrinkRow {
     pub core_kept: usize,
 }
 
-pub struct Unattachable {
+pub(crate) struct Unattachable {
     pub function: String,
     pub module: String,
     pub attach: String,
     pub instead: String,
 }
 
-pub struct ExcludedGroup<'a> {
+pub(crate) struct ExcludedGroup<'a> {
     pub rule: String,
     pub total: usize,
     pub items: Vec<&'a Excluded>,

@@ -28,17 +28,17 @@ pub(crate) use crate::wire::chains::{monotonic_ns, ChainClock, Chains, ChainsOut
 /// Default bound between two consecutive records of one chain (100 ms): in-syscall gaps are
 /// microseconds on hardware and up to ~2 ms in the TCG guest; the bound leaves room for a
 /// caller's cleanup (freeing a large pinned region) after its callee failed.
-pub const DEFAULT_GAP_NS: u64 = 100_000_000;
+pub(crate) const DEFAULT_GAP_NS: u64 = 100_000_000;
 
 /// Longest chain (a cycle in the call relation cannot make one grow without bound).
-pub const MAX_CHAIN_LEN: usize = 64;
+pub(crate) const MAX_CHAIN_LEN: usize = 64;
 
 /// Open chains held across windows, at most (oldest are closed first past it).
 const MAX_HELD_LINKS: usize = 1 << 16;
 
 /// Groups records into chains across windows (see the module doc for the rule).
 #[derive(Debug, Clone)]
-pub struct ChainBuilder {
+pub(crate) struct ChainBuilder {
     pub gap_ns: u64,
     pub clock: ChainClock,
     /// records of this window
@@ -56,7 +56,7 @@ impl Default for ChainBuilder {
 }
 
 impl ChainBuilder {
-    pub fn new(gap_ns: u64, clock: ChainClock) -> Self {
+    pub(crate) fn new(gap_ns: u64, clock: ChainClock) -> Self {
         ChainBuilder {
             gap_ns,
             clock,
@@ -69,7 +69,7 @@ impl ChainBuilder {
 
     /// One kept record, in arrival order.
     #[inline]
-    pub fn push(&mut self, r: &PgRecord) {
+    pub(crate) fn push(&mut self, r: &PgRecord) {
         self.latest_ts = self.latest_ts.max(r.ts_ns);
         self.links.push(Link {
             probe: r.probe_id,
@@ -85,7 +85,7 @@ impl ChainBuilder {
 
     /// The chains that are complete (all of them when `is_final`); open chains are held for
     /// the next call.
-    pub fn take(&mut self, rel: &CallRelation, is_final: bool) -> Chains {
+    pub(crate) fn take(&mut self, rel: &CallRelation, is_final: bool) -> Chains {
         let now = match self.clock {
             ChainClock::Monotonic => monotonic_ns().unwrap_or(self.latest_ts),
             ChainClock::LastRecord => self.latest_ts,
@@ -203,7 +203,7 @@ mod tests {
 
     impl ChainBuilder {
         /// Records of chains held open for a later window.
-        pub fn held(&self) -> usize {
+        pub(crate) fn held(&self) -> usize {
             self.held.len()
         }
     }

@@ -162,7 +162,7 @@ const INTERNAL: &[(u32, &str)] = &[
 ];
 
 /// Name of a positive errno; `None` for 0 and numbers without one.
-pub fn errno_name(err: u32) -> Option<&'static str> {
+pub(crate) fn errno_name(err: u32) -> Option<&'static str> {
     let table = if err >= 512 { INTERNAL } else { USER };
     table
         .binary_search_by_key(&err, |&(n, _)| n)

@@ -86,7 +86,7 @@ const CALLER_ERRNOS: [u32; 4] = [22, 14, 1, 13];
 
 /// The parts of an origin probe the decision reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Origin {
+pub(crate) struct Origin {
     /// The manifest's `layer`.
     pub layer: Layer,
     /// The manifest's `focus` (`None`: kept by an override).
@@ -106,7 +106,7 @@ impl From<&ProbeInfo> for Origin {
 }
 
 /// The owner of a chain whose origin is `o` and failed with positive `errno` (0: no errno).
-pub fn decide(o: Origin, errno: u32) -> Owner {
+pub(crate) fn decide(o: Origin, errno: u32) -> Owner {
     if RESOURCE_ERRNOS.contains(&errno) {
         return Owner::Resources;
     }

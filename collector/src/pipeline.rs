@@ -32,7 +32,7 @@ use crate::wire::{
 
 /// A monotonic counter's growth; a counter that went backwards (object reloaded) restarts.
 #[inline]
-pub fn counter_delta(prev: u64, cur: u64) -> u64 {
+pub(crate) fn counter_delta(prev: u64, cur: u64) -> u64 {
     if cur >= prev {
         cur - prev
     } else {
@@ -468,7 +468,7 @@ impl Pipeline {
 
 /// Checks received + dropped (kernel + userspace) == failures for every probe of `table`,
 /// given cumulative kernel totals and cumulative per-probe-id received / userspace-dropped.
-pub fn check_invariant(
+pub(crate) fn check_invariant(
     table: &ProbeTable,
     k: &KernelTotals,
     received: &[u64],

@@ -213,7 +213,7 @@ fn info(p: &Probe) -> Result<ProbeInfo, CollectError> {
 }
 
 /// `sha256:<hex>` of bytes.
-pub fn manifest_hash(bytes: &[u8]) -> String {
+pub(crate) fn manifest_hash(bytes: &[u8]) -> String {
     format!("sha256:{}", crate::decode::hex(&Sha256::digest(bytes)))
 }
 

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Default allow-list of job variables.
-pub const DEFAULT_JOB_VARS: &[&str] = &[
+pub(crate) const DEFAULT_JOB_VARS: &[&str] = &[
     "SLURM_JOB_ID",
     "TORCHELASTIC_RUN_ID",
     "RANK",
@@ -176,7 +176,7 @@ impl ProcCache {
 }
 
 /// The cgroup path from /proc/<pid>/cgroup: the unified (`0::`) line, else the first line's.
-pub fn cgroup_path(text: &str) -> String {
+pub(crate) fn cgroup_path(text: &str) -> String {
     let mut first = None;
     for line in text.lines() {
         let mut parts = line.splitn(3, ':');
@@ -192,7 +192,7 @@ pub fn cgroup_path(text: &str) -> String {
 }
 
 /// Allow-listed `NAME=value` pairs of a NUL-separated environment block.
-pub fn job_vars(environ: &[u8], allow: &[String]) -> BTreeMap<String, String> {
+pub(crate) fn job_vars(environ: &[u8], allow: &[String]) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for kv in environ.split(|&b| b == 0) {
         let Some(eq) = kv.iter().position(|&b| b == b'=') else {

@@ -12,7 +12,7 @@ use crate::pipeline::Pipeline;
 
 /// What the loop does after one call of [`Source::next`].
 #[derive(Debug)]
-pub enum Step {
+pub(crate) enum Step {
     /// Records (if any) went into the pipeline; no window closes.
     Continue,
     /// A window closes with these cumulative kernel counters (shared: an idle live source
@@ -22,7 +22,7 @@ pub enum Step {
     End,
 }
 
-pub trait Source {
+pub(crate) trait Source {
     /// Feeds what is available into `pipe` and says whether a window closes. An error ends
     /// the run after its final snapshot.
     fn next(&mut self, pipe: &mut Pipeline) -> Result<Step, CollectError>;

@@ -11,7 +11,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 }
 
 /// SIGINT/SIGTERM set the stop flag (no SA_RESTART: a blocked poll returns at once).
-pub fn install_signal_handlers() {
+pub(crate) fn install_signal_handlers() {
     // SAFETY: sigaction with a handler that only stores to atomics (async-signal-safe).
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -23,7 +23,7 @@ pub fn install_signal_handlers() {
     }
 }
 
-pub fn stop_requested() -> bool {
+pub(crate) fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)
 }
 
@@ -33,7 +33,7 @@ pub fn request_stop() {
 }
 
 /// The signal that stopped the run, if one did.
-pub fn signal() -> Option<i32> {
+pub(crate) fn signal() -> Option<i32> {
     match SIGNAL.load(Ordering::SeqCst) {
         0 => None,
         s => Some(s),

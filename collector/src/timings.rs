@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// The environment variable that turns the timings on (`1`).
-pub const TIMINGS_ENV: &str = "PROBEGEN_COLLECT_TIMINGS";
+pub(crate) const TIMINGS_ENV: &str = "PROBEGEN_COLLECT_TIMINGS";
 
 fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
@@ -59,7 +59,7 @@ thread_local! {
 }
 
 /// Ends step `name` here: the time since the previous mark counts for it.
-pub fn mark(name: &'static str) {
+pub(crate) fn mark(name: &'static str) {
     if !enabled() {
         return;
     }
@@ -92,7 +92,7 @@ pub fn mark(name: &'static str) {
 
 /// Prints window `window`'s steps (`name wall/cpu` in ms, the time on CLOCK_MONOTONIC, which
 /// /proc/uptime shows too) and starts the next window.
-pub fn report(window: u64) {
+pub(crate) fn report(window: u64) {
     if !enabled() {
         return;
     }

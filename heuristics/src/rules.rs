@@ -162,7 +162,7 @@ pub struct Rules {
 
 /// The verbs object a rules value names (`QP`). The loader admits only [`Object::VERBS`], so
 /// `Other` stands for an absent value (an excluded member has none).
-pub fn object_named(name: &str) -> Object {
+pub(crate) fn object_named(name: &str) -> Object {
     Object::parse(name)
         .ok()
         .filter(|o| Object::VERBS.contains(o))

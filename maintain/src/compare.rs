@@ -162,7 +162,7 @@ pub struct RulesNames {
 }
 
 /// Up to three names of `pool` nearest to `name` (shared prefix and suffix), best first.
-pub fn nearest_names(name: &str, pool: &[String]) -> Vec<String> {
+pub(crate) fn nearest_names(name: &str, pool: &[String]) -> Vec<String> {
     let mut scored: Vec<(usize, &String)> = pool
         .iter()
         .filter(|p| p.as_str() != name)
@@ -177,7 +177,7 @@ pub fn nearest_names(name: &str, pool: &[String]) -> Vec<String> {
 /// The rules drift of an upgrade: focus members of the checked-in set that the new
 /// `struct ib_device_ops` lacks (`resize_cq` -> `resize_user_cq`), rules names the new tree
 /// neither defines nor calls, and focus members new in this tree.
-pub fn rules_drift(
+pub(crate) fn rules_drift(
     old: &Manifest,
     new: &Manifest,
     ops_members: &[String],

@@ -7,8 +7,8 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 /// Environment variables for credentials the URL does not carry.
-pub const PASSWORD_ENV: &str = "PROBEGEN_CLICKHOUSE_PASSWORD";
-pub const USER_ENV: &str = "PROBEGEN_CLICKHOUSE_USER";
+pub(crate) const PASSWORD_ENV: &str = "PROBEGEN_CLICKHOUSE_PASSWORD";
+pub(crate) const USER_ENV: &str = "PROBEGEN_CLICKHOUSE_USER";
 
 /// Where and as whom to insert.
 #[derive(Clone, PartialEq, Eq)]

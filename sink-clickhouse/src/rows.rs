@@ -17,14 +17,14 @@ use collector::{comm_str, errno_label, monotonic_ns, ChainClock, ProcInfo, Snaps
 
 use crate::schema::{CHAINS, COUNTERS, RECORDS, SNAPSHOTS};
 
-pub const BATCH_MAGIC: &str = "probegen-batch/v1";
+pub(crate) const BATCH_MAGIC: &str = "probegen-batch/v1";
 
 /// The job variables that name a job, first set wins (`job_id` column).
-pub const JOB_ID_VARS: [&str; 3] = ["SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "JOB_ID"];
+pub(crate) const JOB_ID_VARS: [&str; 3] = ["SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "JOB_ID"];
 
 /// What identifies the batch's rows.
 #[derive(Debug, Clone, Serialize)]
-pub struct BatchKey<'a> {
+pub(crate) struct BatchKey<'a> {
     pub host: &'a str,
     pub boot_id: &'a str,
     /// the collector run that made the batch (its start, unix ns): batch sequences restart
@@ -148,7 +148,7 @@ struct SnapshotRow {
 /// Jobs of the pids seen in records, for the chains (a chain's records may have been in an
 /// earlier snapshot). Bounded: cleared past `CAP` pids.
 #[derive(Default)]
-pub struct PidJobs {
+pub(crate) struct PidJobs {
     map: HashMap<u32, Arc<ProcInfo>>,
 }
 
@@ -217,7 +217,7 @@ impl WallClock {
 }
 
 /// The batch of `snap` (rows in every table), and the number of record rows.
-pub fn batch(
+pub(crate) fn batch(
     key: &BatchKey<'_>,
     snap: &Snapshot,
     clock: ChainClock,
@@ -375,10 +375,10 @@ fn snapshot_row(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot, spool_d
 }
 
 /// A batch read back: its sequence number and its (table, JSONEachRow body) parts.
-pub type ParsedBatch<'a> = (u64, Vec<(String, &'a [u8])>);
+pub(crate) type ParsedBatch<'a> = (u64, Vec<(String, &'a [u8])>);
 
 /// The parts of a batch.
-pub fn parse_batch(bytes: &[u8]) -> Result<ParsedBatch<'_>, String> {
+pub(crate) fn parse_batch(bytes: &[u8]) -> Result<ParsedBatch<'_>, String> {
     let line = |b: &[u8]| -> Option<(String, usize)> {
         let nl = b.iter().position(|&c| c == b'\n')?;
         Some((String::from_utf8_lossy(&b[..nl]).into_owned(), nl + 1))

@@ -11,7 +11,7 @@
 
 /// One table: its name and its columns. `time` is added to every table as
 /// `DateTime MATERIALIZED toDateTime(intDiv(time_ns, 1000000000))`.
-pub struct Table {
+pub(crate) struct Table {
     pub name: &'static str,
     /// (column, type): the columns a row carries, in order
     pub columns: &'static [(&'static str, &'static str)],
@@ -37,7 +37,7 @@ macro_rules! with_batch {
     };
 }
 
-pub const RECORDS: Table = Table {
+pub(crate) const RECORDS: Table = Table {
     name: "records",
     columns: with_batch![
         ("idx", "UInt32"),
@@ -62,7 +62,7 @@ pub const RECORDS: Table = Table {
     key: "host, boot_id, run_id, seq, idx",
 };
 
-pub const CHAINS: Table = Table {
+pub(crate) const CHAINS: Table = Table {
     name: "chains",
     columns: with_batch![
         ("idx", "UInt32"),
@@ -93,7 +93,7 @@ pub const CHAINS: Table = Table {
     key: "host, boot_id, run_id, seq, idx",
 };
 
-pub const COUNTERS: Table = Table {
+pub(crate) const COUNTERS: Table = Table {
     name: "counters",
     columns: with_batch![
         ("probe", "UInt32"),
@@ -110,7 +110,7 @@ pub const COUNTERS: Table = Table {
 };
 
 /// One row per snapshot, written last: a batch with its `snapshots` row is complete.
-pub const SNAPSHOTS: Table = Table {
+pub(crate) const SNAPSHOTS: Table = Table {
     name: "snapshots",
     columns: with_batch![
         ("is_final", "UInt8"),
@@ -128,7 +128,7 @@ pub const SNAPSHOTS: Table = Table {
 };
 
 /// Insert order of a batch (snapshots last).
-pub const TABLES: [&Table; 4] = [&RECORDS, &CHAINS, &COUNTERS, &SNAPSHOTS];
+pub(crate) const TABLES: [&Table; 4] = [&RECORDS, &CHAINS, &COUNTERS, &SNAPSHOTS];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaOptions {

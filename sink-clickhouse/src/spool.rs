@@ -15,7 +15,7 @@ const SUFFIX: &str = ".batch";
 const NEXT_SEQ: &str = "next-seq";
 
 #[derive(Debug)]
-pub struct Spool {
+pub(crate) struct Spool {
     dir: PathBuf,
     limit_bytes: u64,
     /// (seq, bytes), oldest first
@@ -53,7 +53,7 @@ fn write_atomic(dir: &Path, file: &str, bytes: &[u8]) -> std::io::Result<()> {
 
 impl Spool {
     /// Opens (creates) the spool directory and indexes the batches a previous run left.
-    pub fn open(dir: &Path, limit_bytes: u64) -> Result<Self, String> {
+    pub(crate) fn open(dir: &Path, limit_bytes: u64) -> Result<Self, String> {
         let err = |e: std::io::Error| format!("spool {}: {e}", dir.display());
         std::fs::create_dir_all(dir).map_err(err)?;
         let mut found = Vec::new();
@@ -91,12 +91,12 @@ impl Spool {
         })
     }
 
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// The sequence number the next batch gets (persisted: a restart continues after it).
-    pub fn take_seq(&mut self) -> Result<u64, String> {
+    pub(crate) fn take_seq(&mut self) -> Result<u64, String> {
         let seq = self.next_seq;
         self.next_seq += 1;
         write_atomic(
@@ -110,7 +110,7 @@ impl Spool {
 
     /// Appends batch `seq` (durable when this returns), then drops the oldest batches past
     /// the limit; returns how many were dropped.
-    pub fn push(&mut self, seq: u64, bytes: &[u8]) -> Result<u64, String> {
+    pub(crate) fn push(&mut self, seq: u64, bytes: &[u8]) -> Result<u64, String> {
         write_atomic(&self.dir, &name(seq), bytes)
             .map_err(|e| format!("spool {}: {e}", self.dir.display()))?;
         sync_dir(&self.dir);
@@ -141,13 +141,13 @@ impl Spool {
     /// The oldest batch, marked in flight (not dropped until [`Spool::done`] or
     /// [`Spool::release`]).
     #[cfg(test)]
-    pub fn oldest(&mut self) -> Option<(u64, PathBuf)> {
+    pub(crate) fn oldest(&mut self) -> Option<(u64, PathBuf)> {
         self.next_up_to(1, u64::MAX).into_iter().next()
     }
 
     /// The oldest batches, at most `n` of them and `bytes` in all (at least one), marked in
     /// flight: a backlog is sent with one insert per table for many batches.
-    pub fn next_up_to(&mut self, n: usize, bytes: u64) -> Vec<(u64, PathBuf)> {
+    pub(crate) fn next_up_to(&mut self, n: usize, bytes: u64) -> Vec<(u64, PathBuf)> {
         let mut out = Vec::new();
         let mut total = 0;
         for &(seq, b) in self.queue.iter().take(n.max(1)) {
@@ -162,7 +162,7 @@ impl Spool {
     }
 
     /// Batch `seq` is in ClickHouse: remove it.
-    pub fn done(&mut self, seq: u64) {
+    pub(crate) fn done(&mut self, seq: u64) {
         if let Some(i) = self.queue.iter().position(|&(s, _)| s == seq) {
             if let Some((_, b)) = self.queue.remove(i) {
                 self.bytes -= b;
@@ -174,15 +174,15 @@ impl Spool {
     }
 
     /// Sending failed: keep them, first in line.
-    pub fn release(&mut self) {
+    pub(crate) fn release(&mut self) {
         self.in_flight.clear();
     }
 
-    pub fn batches(&self) -> usize {
+    pub(crate) fn batches(&self) -> usize {
         self.queue.len()
     }
 
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.bytes
     }
 }

@@ -251,7 +251,7 @@ struct MetricsState {
 impl MetricsState {
     /// Takes over `s`'s values and totals, reusing this state's allocations (an idle window
     /// changes the snapshot count and time; the lists are shared, not copied).
-    pub fn update(&mut self, s: &Snapshot) {
+    pub(crate) fn update(&mut self, s: &Snapshot) {
         if !Arc::ptr_eq(&self.table, &s.records.table) {
             self.table = s.records.table.clone();
         }
@@ -267,7 +267,7 @@ impl MetricsState {
         self.last_snapshot_unix_ns = s.window.end_unix_ns;
     }
 
-    pub fn input(&self) -> MetricsInput<'_> {
+    pub(crate) fn input(&self) -> MetricsInput<'_> {
         MetricsInput {
             table: &self.table,
             kernel: &self.kernel,

@@ -2,8 +2,8 @@
 //! and small graph queries.
 #![allow(dead_code)]
 
-pub mod replays;
-pub mod servers;
+pub(crate) mod replays;
+pub(crate) mod servers;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ use analyzer::{CallGraph, EdgeKind, FnId, VendorScope};
 use analyzer::{LoadOptions, SourceTree};
 
 /// `kernel-fixtures/<name>` in this repository.
-pub fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("kernel-fixtures")
         .join(name)
@@ -23,7 +23,7 @@ pub fn fixture(name: &str) -> PathBuf {
 /// `$PROBEGEN_KERNEL_6_12` (dots become underscores), else `$PROBEGEN_CACHE/linux-<v>`, else
 /// `$HOME/.cache/probegen/linux-<v>`. Panics (the test fails, it is never skipped) when the
 /// tree is missing, naming the command that fetches it.
-pub fn kernel_dir(version: &str) -> PathBuf {
+pub(crate) fn kernel_dir(version: &str) -> PathBuf {
     let var = format!("PROBEGEN_KERNEL_{}", version.replace('.', "_"));
     let dir = match std::env::var_os(&var).filter(|v| !v.is_empty()) {
         Some(v) => PathBuf::from(v),
@@ -49,37 +49,37 @@ pub fn kernel_dir(version: &str) -> PathBuf {
 
 /// The built-in rules: the directories every load reads and the driver directories a vendor
 /// scope filters come from them.
-pub fn rules() -> heuristics::Rules {
+pub(crate) fn rules() -> heuristics::Rules {
     heuristics::Rules::builtin().expect("built-in rules")
 }
 
 /// Load options that read the built-in rules' directories.
-pub fn load_options() -> LoadOptions {
+pub(crate) fn load_options() -> LoadOptions {
     LoadOptions::new(rules().source_layout())
 }
 
 /// The graph scope that keeps only the vendor drivers under `allowed`.
-pub fn scope_of(allowed: &[String]) -> VendorScope {
+pub(crate) fn scope_of(allowed: &[String]) -> VendorScope {
     rules().scope_of(allowed)
 }
 
-pub fn load(dir: &Path) -> SourceTree {
+pub(crate) fn load(dir: &Path) -> SourceTree {
     load_with(dir, &load_options())
 }
 
-pub fn load_with(dir: &Path, opts: &LoadOptions) -> SourceTree {
+pub(crate) fn load_with(dir: &Path, opts: &LoadOptions) -> SourceTree {
     SourceTree::load(dir, opts).unwrap_or_else(|e| panic!("loading {}: {e}", dir.display()))
 }
 
 /// Load a fixture and build its graph with `scope`.
-pub fn fixture_graph(name: &str, scope: &VendorScope) -> (SourceTree, CallGraph) {
+pub(crate) fn fixture_graph(name: &str, scope: &VendorScope) -> (SourceTree, CallGraph) {
     let tree = load(&fixture(name));
     let graph = CallGraph::build(&tree, scope);
     (tree, graph)
 }
 
 /// The only definition of `name`; panics when there are none or several.
-pub fn one(g: &CallGraph, name: &str) -> FnId {
+pub(crate) fn one(g: &CallGraph, name: &str) -> FnId {
     let ids = g.find(name);
     assert_eq!(
         ids.len(),
@@ -93,7 +93,7 @@ pub fn one(g: &CallGraph, name: &str) -> FnId {
 }
 
 /// The definition of `name` in `file`.
-pub fn in_file(g: &CallGraph, name: &str, file: &str) -> FnId {
+pub(crate) fn in_file(g: &CallGraph, name: &str, file: &str) -> FnId {
     g.find(name)
         .iter()
         .copied()
@@ -102,7 +102,7 @@ pub fn in_file(g: &CallGraph, name: &str, file: &str) -> FnId {
 }
 
 /// The edge `from -> to`; panics when absent.
-pub fn edge(g: &CallGraph, from: FnId, to: FnId) -> &CallEdge {
+pub(crate) fn edge(g: &CallGraph, from: FnId, to: FnId) -> &CallEdge {
     g.callees(from)
         .into_iter()
         .find(|(t, _)| *t == to)
@@ -117,20 +117,20 @@ pub fn edge(g: &CallGraph, from: FnId, to: FnId) -> &CallEdge {
         })
 }
 
-pub fn has_edge(g: &CallGraph, from: FnId, to: FnId) -> bool {
+pub(crate) fn has_edge(g: &CallGraph, from: FnId, to: FnId) -> bool {
     g.callees(from).iter().any(|(t, _)| *t == to)
 }
 
-pub fn callee_names(g: &CallGraph, id: FnId) -> Vec<String> {
+pub(crate) fn callee_names(g: &CallGraph, id: FnId) -> Vec<String> {
     g.callees(id)
         .iter()
         .map(|(t, e)| format!("{}[{}]", g.node(*t).name, e.kind.as_str()))
         .collect()
 }
 
-pub type Reach = BTreeMap<FnId, Option<(FnId, CallEdge)>>;
+pub(crate) type Reach = BTreeMap<FnId, Option<(FnId, CallEdge)>>;
 
-pub fn reach_from(g: &CallGraph, entries: &[&str]) -> Reach {
+pub(crate) fn reach_from(g: &CallGraph, entries: &[&str]) -> Reach {
     let names: Vec<String> = entries.iter().map(|s| s.to_string()).collect();
     let ids = g
         .entries(&names)
@@ -140,7 +140,7 @@ pub fn reach_from(g: &CallGraph, entries: &[&str]) -> Reach {
 
 /// One hop of a path: the function reached and the edge that reached it.
 #[derive(Debug, Clone)]
-pub struct Hop {
+pub(crate) struct Hop {
     pub name: String,
     pub file: String,
     pub module: Option<String>,
@@ -148,7 +148,7 @@ pub struct Hop {
 }
 
 /// BFS path in `reach` to the definition `to` (the id), as names and edges.
-pub fn path_to(g: &CallGraph, reach: &Reach, to: FnId) -> Option<Vec<Hop>> {
+pub(crate) fn path_to(g: &CallGraph, reach: &Reach, to: FnId) -> Option<Vec<Hop>> {
     let p = CallGraph::path_in(reach, to)?;
     Some(
         p.into_iter()
@@ -166,14 +166,14 @@ pub fn path_to(g: &CallGraph, reach: &Reach, to: FnId) -> Option<Vec<Hop>> {
 }
 
 /// Shortest path to any definition of `to` reachable in `reach`.
-pub fn path_to_name(g: &CallGraph, reach: &Reach, to: &str) -> Option<Vec<Hop>> {
+pub(crate) fn path_to_name(g: &CallGraph, reach: &Reach, to: &str) -> Option<Vec<Hop>> {
     g.find(to)
         .iter()
         .filter_map(|&t| path_to(g, reach, t))
         .min_by_key(Vec::len)
 }
 
-pub fn render(path: &[Hop]) -> String {
+pub(crate) fn render(path: &[Hop]) -> String {
     path.iter()
         .map(|h| match &h.edge {
             None => format!("{} ({})", h.name, h.file),
@@ -195,19 +195,19 @@ pub fn render(path: &[Hop]) -> String {
 }
 
 /// The hop reaching `name` on `path`; panics with the rendered path when absent.
-pub fn hop<'p>(path: &'p [Hop], name: &str) -> &'p Hop {
+pub(crate) fn hop<'p>(path: &'p [Hop], name: &str) -> &'p Hop {
     path.iter()
         .find(|h| h.name == name)
         .unwrap_or_else(|| panic!("`{name}` not on the path:\n{}", render(path)))
 }
 
-pub fn kind_of(h: &Hop) -> Option<EdgeKind> {
+pub(crate) fn kind_of(h: &Hop) -> Option<EdgeKind> {
     h.edge.as_ref().map(|e| e.kind)
 }
 
 /// 1-based line of the first line of `file` (relative to `root`) containing `needle`, so
 /// fixture assertions follow the fixture text instead of hard-coded numbers.
-pub fn line_of(root: &Path, file: &str, needle: &str) -> usize {
+pub(crate) fn line_of(root: &Path, file: &str, needle: &str) -> usize {
     let text = std::fs::read_to_string(root.join(file))
         .unwrap_or_else(|e| panic!("{}: {e}", root.join(file).display()));
     text.lines()
@@ -217,7 +217,7 @@ pub fn line_of(root: &Path, file: &str, needle: &str) -> usize {
 }
 
 /// Copy a directory tree (fixtures into temp dirs for tests that add files).
-pub fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("create temp dir");
     for entry in std::fs::read_dir(from).expect("read fixture dir") {
         let entry = entry.expect("dir entry");
@@ -231,7 +231,7 @@ pub fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// A fresh temp directory for this test process and `tag`.
-pub fn temp_dir(tag: &str) -> PathBuf {
+pub(crate) fn temp_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("probegen-test-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create temp dir");
@@ -239,24 +239,24 @@ pub fn temp_dir(tag: &str) -> PathBuf {
 }
 
 /// Run the `probegen` binary built for these tests.
-pub fn probegen(args: &[&str]) -> std::process::Output {
+pub(crate) fn probegen(args: &[&str]) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_probegen"))
         .args(args)
         .output()
         .expect("run probegen")
 }
 
-pub fn stdout(o: &std::process::Output) -> String {
+pub(crate) fn stdout(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-pub fn stderr(o: &std::process::Output) -> String {
+pub(crate) fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// A probe set generated now from the real `ver` tree with `probegen generate`, once per test
 /// process (tests in one binary share it); its output directory.
-pub fn generated_set(ver: &str, vendor: &str) -> PathBuf {
+pub(crate) fn generated_set(ver: &str, vendor: &str) -> PathBuf {
     let extra: &[&str] = if NOT_BUILT.contains(&(ver, vendor)) {
         &["--not-built"]
     } else {
@@ -267,7 +267,7 @@ pub fn generated_set(ver: &str, vendor: &str) -> PathBuf {
 
 /// The checked-in sets (kernel, vendor) under `generated/`, as scripts/regenerate.sh writes
 /// them; the one list every test over the checked-in sets uses.
-pub const CHECKED_IN_SETS: &[(&str, &str)] = &[
+pub(crate) const CHECKED_IN_SETS: &[(&str, &str)] = &[
     ("7.2", "mlx5"),
     ("7.2", "bnxt_re"),
     ("7.2", "irdma"),
@@ -283,7 +283,7 @@ pub const CHECKED_IN_SETS: &[(&str, &str)] = &[
 ];
 
 /// The directory of a checked-in set.
-pub fn checked_in_set(ver: &str, vendor: &str) -> PathBuf {
+pub(crate) fn checked_in_set(ver: &str, vendor: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("generated")
         .join(format!("linux-{ver}"))
@@ -292,7 +292,7 @@ pub fn checked_in_set(ver: &str, vendor: &str) -> PathBuf {
 
 /// Where this test process generates fresh sets, laid out as `generated/`: the sets under
 /// `linux-<ver>/<vendor>/`, the shared `probegen.bpf.h` at the root (`--header-dir`).
-pub fn generated_root() -> PathBuf {
+pub(crate) fn generated_root() -> PathBuf {
     std::env::temp_dir().join(format!("probegen-sets-{}", std::process::id()))
 }
 
@@ -300,7 +300,7 @@ pub fn generated_root() -> PathBuf {
 /// text) pair must be equal byte for byte; the failure lists every stale file with the start of
 /// its diff and the command that refreshes them. `None` as fresh text: the file should not
 /// exist.
-pub fn assert_fresh(files: &[(PathBuf, Option<Vec<u8>>)]) {
+pub(crate) fn assert_fresh(files: &[(PathBuf, Option<Vec<u8>>)]) {
     let mut stale = Vec::new();
     for (checked_in, fresh) in files {
         let current = std::fs::read(checked_in).ok();
@@ -330,11 +330,11 @@ pub fn assert_fresh(files: &[(PathBuf, Option<Vec<u8>>)]) {
 
 /// Checked-in sets whose vendor Debian's config does not build: generated with `--not-built`
 /// (as scripts/regenerate.sh does), without which `generate` refuses a vendor-less set.
-pub const NOT_BUILT: &[(&str, &str)] = &[("6.1", "bnxt_re")];
+pub(crate) const NOT_BUILT: &[(&str, &str)] = &[("6.1", "bnxt_re")];
 
 /// [`generated_set`] with extra `generate` arguments (`--not-built` for a vendor the config
 /// does not build).
-pub fn generated_set_with(ver: &str, vendor: &str, extra: &[&str]) -> PathBuf {
+pub(crate) fn generated_set_with(ver: &str, vendor: &str, extra: &[&str]) -> PathBuf {
     use std::sync::{Mutex, OnceLock};
     static DONE: OnceLock<Mutex<BTreeMap<(String, String), PathBuf>>> = OnceLock::new();
     let done = DONE.get_or_init(|| Mutex::new(BTreeMap::new()));
@@ -374,7 +374,7 @@ pub fn generated_set_with(ver: &str, vendor: &str, extra: &[&str]) -> PathBuf {
 }
 
 /// Write a test file (its directory created), panicking with the path on failure.
-pub fn write(path: &Path, text: &str) {
+pub(crate) fn write(path: &Path, text: &str) {
     if let Some(d) = path.parent() {
         std::fs::create_dir_all(d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
     }
@@ -382,7 +382,7 @@ pub fn write(path: &Path, text: &str) {
 }
 
 /// Append to a test file.
-pub fn append(path: &Path, text: &str) {
+pub(crate) fn append(path: &Path, text: &str) {
     let old = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     write(path, &(old + text));
 }

@@ -26,7 +26,7 @@ fn unhex(s: &str) -> Vec<u8> {
 }
 
 /// The guest recording's header line and records (bytes).
-pub fn guest_records() -> (String, Vec<Vec<u8>>) {
+pub(crate) fn guest_records() -> (String, Vec<Vec<u8>>) {
     let text = std::fs::read_to_string(data("rxe-6.12.replay.jsonl")).expect("guest recording");
     let mut lines = text.lines();
     let header = lines.next().expect("header").to_string();
@@ -43,7 +43,7 @@ pub fn guest_records() -> (String, Vec<Vec<u8>>) {
 /// previous one (so no chain spans two copies), with per-CPU sequence numbers continuing.
 /// No counters lines: the collector derives them (`--replay-window` cuts the windows).
 /// Returns the number of records.
-pub fn write_storm(path: &Path, copies: usize) -> usize {
+pub(crate) fn write_storm(path: &Path, copies: usize) -> usize {
     let (header, recs) = guest_records();
     let mut out = String::with_capacity(copies * recs.len() * 210 + header.len() + 1);
     out.push_str(&header);
@@ -68,7 +68,7 @@ pub fn write_storm(path: &Path, copies: usize) -> usize {
 
 /// A /proc with `<pid>/environ` (`SLURM_JOB_ID=<job>`) and `<pid>/cgroup` for every process
 /// of the guest recording (`--proc-root`).
-pub fn write_proc_root(dir: &Path, job: &str) {
+pub(crate) fn write_proc_root(dir: &Path, job: &str) {
     let (_, recs) = guest_records();
     let pids: BTreeSet<u32> = recs
         .iter()
@@ -88,7 +88,7 @@ pub fn write_proc_root(dir: &Path, job: &str) {
 }
 
 /// Records in a JSONL output (every snapshot's `records`), and the snapshots.
-pub fn jsonl_records(path: &Path) -> (usize, Vec<serde_json::Value>) {
+pub(crate) fn jsonl_records(path: &Path) -> (usize, Vec<serde_json::Value>) {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let snaps: Vec<serde_json::Value> = text
         .lines()
@@ -102,7 +102,7 @@ pub fn jsonl_records(path: &Path) -> (usize, Vec<serde_json::Value>) {
 }
 
 /// Batch files left in a spool directory.
-pub fn spooled(dir: &Path) -> usize {
+pub(crate) fn spooled(dir: &Path) -> usize {
     std::fs::read_dir(dir)
         .map(|d| {
             d.filter_map(Result::ok)

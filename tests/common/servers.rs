@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// `collector/tests/data/<name>`.
-pub fn data(name: &str) -> PathBuf {
+pub(crate) fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("collector/tests/data")
         .join(name)
@@ -22,14 +22,14 @@ pub fn data(name: &str) -> PathBuf {
 
 /// Children and a temporary directory; killed, reaped and removed on drop (any path,
 /// including a failed assertion).
-pub struct Guard {
+pub(crate) struct Guard {
     pub dir: PathBuf,
     pub children: Vec<(String, Child)>,
 }
 
 impl Guard {
     /// A fresh directory `$TMPDIR/<tag>-<pid>`.
-    pub fn new(tag: &str) -> Self {
+    pub(crate) fn new(tag: &str) -> Self {
         let dir = std::env::temp_dir().join(format!("{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("mkdir");
@@ -39,20 +39,20 @@ impl Guard {
         }
     }
 
-    pub fn add(&mut self, name: &str, c: Child) -> usize {
+    pub(crate) fn add(&mut self, name: &str, c: Child) -> usize {
         self.children.push((name.to_string(), c));
         self.children.len() - 1
     }
 
     /// Kills and reaps one child by index, keeping the others' indices valid.
-    pub fn kill(&mut self, i: usize) {
+    pub(crate) fn kill(&mut self, i: usize) {
         let c = &mut self.children[i].1;
         let _ = c.kill();
         let _ = c.wait();
     }
 
     /// Sends SIGTERM to child `i` and waits for it (at most `within`); its exit status.
-    pub fn terminate(&mut self, i: usize, within: Duration) -> std::process::ExitStatus {
+    pub(crate) fn terminate(&mut self, i: usize, within: Duration) -> std::process::ExitStatus {
         let pid = self.children[i].1.id();
         let st = Command::new("kill")
             .args(["-TERM", &pid.to_string()])
@@ -73,7 +73,7 @@ impl Guard {
         }
     }
 
-    pub fn exited(&mut self, i: usize) -> Option<std::process::ExitStatus> {
+    pub(crate) fn exited(&mut self, i: usize) -> Option<std::process::ExitStatus> {
         self.children[i].1.try_wait().ok().flatten()
     }
 }
@@ -92,7 +92,7 @@ impl Drop for Guard {
 
 /// `$<env>`, else `name` on `$PATH`, else in `fallback_dir`. Panics (never skips) naming the
 /// Debian package and the script that installs it.
-pub fn server_bin(name: &str, env: &str, fallback_dir: &str, package: &str) -> PathBuf {
+pub(crate) fn server_bin(name: &str, env: &str, fallback_dir: &str, package: &str) -> PathBuf {
     if let Some(p) = std::env::var_os(env).filter(|v| !v.is_empty()) {
         let p = PathBuf::from(p);
         assert!(
@@ -116,7 +116,7 @@ pub fn server_bin(name: &str, env: &str, fallback_dir: &str, package: &str) -> P
         })
 }
 
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("bind 127.0.0.1:0")
@@ -124,7 +124,7 @@ pub fn free_port() -> u16 {
 }
 
 /// Percent-encoding of a query parameter value.
-pub fn urlencode(s: &str) -> String {
+pub(crate) fn urlencode(s: &str) -> String {
     let mut o = String::with_capacity(s.len() * 3);
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
@@ -137,7 +137,7 @@ pub fn urlencode(s: &str) -> String {
 }
 
 /// One HTTP/1.0 request (no chunked encoding in the reply): status and body.
-pub fn http(
+pub(crate) fn http(
     addr: SocketAddr,
     method: &str,
     path: &str,
@@ -171,12 +171,12 @@ pub fn http(
     Ok((status, body.to_string()))
 }
 
-pub fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String), String> {
+pub(crate) fn http_get(addr: SocketAddr, path: &str) -> Result<(u16, String), String> {
     http(addr, "GET", path, "", b"")
 }
 
 /// The last 20 lines of a log file.
-pub fn tail(p: &Path) -> String {
+pub(crate) fn tail(p: &Path) -> String {
     let s = std::fs::read_to_string(p).unwrap_or_default();
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(20)..].join("\n")
@@ -184,7 +184,7 @@ pub fn tail(p: &Path) -> String {
 
 // --------------------------------------------------------------- prometheus ---
 
-pub fn prometheus_bin() -> PathBuf {
+pub(crate) fn prometheus_bin() -> PathBuf {
     server_bin(
         "prometheus",
         "PROBEGEN_PROMETHEUS",
@@ -195,7 +195,7 @@ pub fn prometheus_bin() -> PathBuf {
 
 /// Starts `prometheus` with `config` on a free loopback port (3 attempts: a port taken
 /// between the probe and the bind); its address once `/-/ready` answers.
-pub fn start_prometheus(g: &mut Guard, config: &Path) -> SocketAddr {
+pub(crate) fn start_prometheus(g: &mut Guard, config: &Path) -> SocketAddr {
     let bin = prometheus_bin();
     let log = g.dir.join("prometheus.log");
     for attempt in 0..3 {
@@ -239,7 +239,7 @@ pub fn start_prometheus(g: &mut Guard, config: &Path) -> SocketAddr {
 }
 
 /// `/api/v1/query?query=Q`: the result vector of a successful instant query.
-pub fn prom_query(prom: SocketAddr, q: &str) -> Result<Vec<Value>, String> {
+pub(crate) fn prom_query(prom: SocketAddr, q: &str) -> Result<Vec<Value>, String> {
     let (status, body) = http_get(prom, &format!("/api/v1/query?query={}", urlencode(q)))?;
     if status != 200 {
         return Err(format!("HTTP {status}: {body}"));
@@ -251,7 +251,7 @@ pub fn prom_query(prom: SocketAddr, q: &str) -> Result<Vec<Value>, String> {
     Ok(v["data"]["result"].as_array().cloned().unwrap_or_default())
 }
 
-pub fn sample_value(s: &Value) -> f64 {
+pub(crate) fn sample_value(s: &Value) -> f64 {
     s["value"][1]
         .as_str()
         .and_then(|v| v.parse().ok())
@@ -261,7 +261,7 @@ pub fn sample_value(s: &Value) -> f64 {
 // ---------------------------------------------------------------- collector ---
 
 /// Spawns `probegen collect ARGS` with stderr piped into a channel of lines.
-pub fn spawn_collector(
+pub(crate) fn spawn_collector(
     g: &mut Guard,
     name: &str,
     args: &[&str],
@@ -288,7 +288,7 @@ pub fn spawn_collector(
 }
 
 /// The collector's metrics address (its `metrics on http://ADDR/metrics` line).
-pub fn metrics_address(rx: &mpsc::Receiver<String>) -> SocketAddr {
+pub(crate) fn metrics_address(rx: &mpsc::Receiver<String>) -> SocketAddr {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut seen = Vec::new();
     loop {
@@ -317,7 +317,7 @@ pub fn metrics_address(rx: &mpsc::Receiver<String>) -> SocketAddr {
 
 // --------------------------------------------------------------- clickhouse ---
 
-pub fn clickhouse_bin() -> PathBuf {
+pub(crate) fn clickhouse_bin() -> PathBuf {
     server_bin(
         "clickhouse-server",
         "PROBEGEN_CLICKHOUSE_SERVER",
@@ -328,7 +328,7 @@ pub fn clickhouse_bin() -> PathBuf {
 
 /// A ClickHouse server of the test: its own config, data directory and ports on loopback,
 /// the `default` user with a password; stopped and started again on the same data.
-pub struct ClickHouse {
+pub(crate) struct ClickHouse {
     pub http: SocketAddr,
     pub password: String,
     dir: PathBuf,
@@ -337,7 +337,7 @@ pub struct ClickHouse {
 
 impl ClickHouse {
     /// Writes the config into `g.dir/clickhouse` and starts the server.
-    pub fn start(g: &mut Guard) -> Self {
+    pub(crate) fn start(g: &mut Guard) -> Self {
         let dir = g.dir.join("clickhouse");
         std::fs::create_dir_all(&dir).expect("mkdir clickhouse");
         let (http_port, tcp_port) = (free_port(), free_port());
@@ -375,7 +375,7 @@ impl ClickHouse {
     }
 
     /// (Re)starts the server on the same config and data; returns once it answers.
-    pub fn restart(&mut self, g: &mut Guard) {
+    pub(crate) fn restart(&mut self, g: &mut Guard) {
         assert!(self.child.is_none(), "clickhouse already running");
         let bin = clickhouse_bin();
         let c = Command::new(&bin)
@@ -413,14 +413,14 @@ impl ClickHouse {
     }
 
     /// Stops the server (SIGTERM, then waits for it).
-    pub fn stop(&mut self, g: &mut Guard) {
+    pub(crate) fn stop(&mut self, g: &mut Guard) {
         let i = self.child.take().expect("clickhouse not running");
         let st = g.terminate(i, Duration::from_secs(60));
         eprintln!("clickhouse-server stopped ({st})");
     }
 
     /// The collector's URL for this server.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!(
             "http://default:{}@{}/?database=probegen",
             self.password, self.http
@@ -428,7 +428,7 @@ impl ClickHouse {
     }
 
     /// Runs one statement; the answer's body.
-    pub fn query(&self, q: &str) -> Result<String, String> {
+    pub(crate) fn query(&self, q: &str) -> Result<String, String> {
         let path = format!("/?user=default&password={}", urlencode(&self.password));
         match http(self.http, "POST", &path, "", q.as_bytes())? {
             (200, body) => Ok(body),
@@ -437,7 +437,7 @@ impl ClickHouse {
     }
 
     /// A query whose answer is one number.
-    pub fn count(&self, q: &str) -> u64 {
+    pub(crate) fn count(&self, q: &str) -> u64 {
         let a = self.query(q).unwrap_or_else(|e| panic!("{q}: {e}"));
         a.trim()
             .parse()
@@ -445,7 +445,7 @@ impl ClickHouse {
     }
 
     /// Creates the fleet tables with `probegen schema --clickhouse EXTRA`.
-    pub fn create_tables(&self, extra: &[&str]) {
+    pub(crate) fn create_tables(&self, extra: &[&str]) {
         let o = Command::new(env!("CARGO_BIN_EXE_probegen"))
             .args(["schema", "--clickhouse"])
             .args(extra)

@@ -18,14 +18,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use libbpf_rs::MapCore;
 
 /// The map's name in the object.
-pub const ACTIVITY_MAP: &str = "activity";
+pub(crate) const ACTIVITY_MAP: &str = "activity";
 
 /// `BPF_F_MMAPABLE` (linux/bpf.h): the array's values can be mapped into user memory.
 const BPF_F_MMAPABLE: u32 = 1 << 10;
 
 /// The `activity` map mapped read-only: values of `stride` bytes, each starting with its
 /// slot's count (a u64 the programs add to atomically), of which the first `used` can move.
-pub struct Activity {
+pub(crate) struct Activity {
     base: NonNull<u8>,
     len: usize,
     /// CPU n adds to slot n % slots: with fewer CPUs than slots the rest stay zero, unread
@@ -36,7 +36,7 @@ pub struct Activity {
 impl Activity {
     /// Maps `map` (a loaded object's `activity`), or `None` when it is not an mmapable array
     /// of values starting with a u64, or the mapping is refused.
-    pub fn map(map: &libbpf_rs::Map<'_>) -> Option<Self> {
+    pub(crate) fn map(map: &libbpf_rs::Map<'_>) -> Option<Self> {
         if map.map_type() != libbpf_rs::MapType::Array
             || map.value_size() < 8
             || map.info().map_or(0, |i| i.info.map_flags) & BPF_F_MMAPABLE == 0
@@ -80,7 +80,7 @@ impl Activity {
     }
 
     /// Programs ended so far, summed over the slots (wrapping: only equality matters).
-    pub fn ended(&self) -> u64 {
+    pub(crate) fn ended(&self) -> u64 {
         (0..self.used)
             .map(|i| {
                 // SAFETY: slot i's first 8 bytes lie within the mapping (used <= slots,

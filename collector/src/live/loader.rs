@@ -24,7 +24,7 @@ const MAPS: &[(&str, u32, u32)] = &[
 
 /// Every difference between an object's program table and a manifest's probes.
 #[derive(Debug, PartialEq, Eq)]
-pub struct ProgramTableDiff(pub Vec<String>);
+pub(crate) struct ProgramTableDiff(pub Vec<String>);
 
 impl std::fmt::Display for ProgramTableDiff {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -41,7 +41,7 @@ impl std::error::Error for ProgramTableDiff {}
 
 /// The object's program table against the manifest's attachable probes: `Err` names every
 /// difference (missing program, extra program, different section).
-pub fn compare_programs(
+pub(crate) fn compare_programs(
     table: &ProbeTable,
     programs: &[(String, String)],
 ) -> Result<(), ProgramTableDiff> {
@@ -80,7 +80,7 @@ pub fn compare_programs(
 
 /// Where a probe attaches in the running kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// Attach, retargeted at this `module:function` or function (`None`: as the section says).
     Attach(Option<String>),
     /// The running kernel lacks it (the reason): the probe is skipped.
@@ -89,14 +89,14 @@ pub enum Target {
 
 /// What the running kernel offers: kallsyms entries of the wanted names and the modules with
 /// BTF under /sys/kernel/btf.
-pub struct KernelSymbols {
+pub(crate) struct KernelSymbols {
     /// None: kallsyms unreadable, assume everything is there and let the load decide.
     syms: Option<HashSet<(String, String)>>,
     btf_dir: std::path::PathBuf,
 }
 
 impl KernelSymbols {
-    pub fn read(table: &ProbeTable) -> Self {
+    pub(crate) fn read(table: &ProbeTable) -> Self {
         let wanted: HashSet<String> = table
             .probes
             .iter()
@@ -115,7 +115,7 @@ impl KernelSymbols {
     }
 
     /// Where to attach `p`, or why the running kernel cannot have it.
-    pub fn target(&self, p: &crate::probes::ProbeInfo) -> Target {
+    pub(crate) fn target(&self, p: &crate::probes::ProbeInfo) -> Target {
         match &p.kind {
             AttachKind::Kretprobe(sym) => match &self.syms {
                 Some(s) if !s.iter().any(|(n, _)| n == sym) => {
@@ -152,7 +152,7 @@ impl KernelSymbols {
 }
 
 /// (name, module) of the wanted kallsyms text symbols; built-in ones get module `vmlinux`.
-pub fn parse_kallsyms(text: &str, wanted: &HashSet<String>) -> HashSet<(String, String)> {
+pub(crate) fn parse_kallsyms(text: &str, wanted: &HashSet<String>) -> HashSet<(String, String)> {
     let mut out = HashSet::new();
     for line in text.lines() {
         let mut it = line.split_whitespace();
@@ -171,14 +171,14 @@ pub fn parse_kallsyms(text: &str, wanted: &HashSet<String>) -> HashSet<(String, 
     out
 }
 
-pub struct LoadOptions {
+pub(crate) struct LoadOptions {
     pub strict: bool,
     /// events ring buffer size (power of two, multiple of the page size)
     pub ringbuf_bytes: Option<u32>,
 }
 
 /// A loaded, attached probe set.
-pub struct Loaded {
+pub(crate) struct Loaded {
     pub obj: Object,
     links: Vec<(u32, Link)>,
     pub attached: Vec<AttachStatus>,
@@ -352,7 +352,11 @@ fn attach_all(
 }
 
 /// Opens, checks, loads and attaches `object` per `table`.
-pub fn load(table: &ProbeTable, object: &Path, opts: &LoadOptions) -> Result<Loaded, CollectError> {
+pub(crate) fn load(
+    table: &ProbeTable,
+    object: &Path,
+    opts: &LoadOptions,
+) -> Result<Loaded, CollectError> {
     libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, print_libbpf)));
     let mut open = open_checked(table, object, opts.ringbuf_bytes)?;
     let mut attached = resolve_targets(&mut open, table, opts.strict)?;
@@ -389,14 +393,14 @@ fn attach_reason(e: &libbpf_rs::Error, function: &str, nargs: usize) -> String {
 }
 
 /// Every key of a per-CPU map of u64 values with the value summed over CPUs.
-pub struct PercpuSums {
+pub(crate) struct PercpuSums {
     key_size: usize,
     keys: Vec<u8>,
     sums: Vec<u64>,
 }
 
 impl PercpuSums {
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> + '_ {
         self.keys
             .chunks_exact(self.key_size.max(1))
             .zip(self.sums.iter().copied())
@@ -478,7 +482,7 @@ fn batch_sums(map: &libbpf_rs::Map<'_>) -> Option<PercpuSums> {
 
 impl Loaded {
     /// Detaches every program (the links are destroyed).
-    pub fn detach(&mut self) {
+    pub(crate) fn detach(&mut self) {
         self.links.clear();
     }
 
@@ -531,7 +535,7 @@ impl Loaded {
     }
 
     /// Reads the cumulative per-CPU counters, summed over CPUs.
-    pub fn read_counters(&self, table: &ProbeTable) -> Result<KernelTotals, CollectError> {
+    pub(crate) fn read_counters(&self, table: &ProbeTable) -> Result<KernelTotals, CollectError> {
         let mut k = self.read_calls_failures(table)?;
         self.read_failure_details(table, &mut k)?;
         Ok(k)
@@ -540,28 +544,31 @@ impl Loaded {
     /// The object's `activity` map read from memory, or `None` when the object has none that
     /// can be mapped (an object compiled from an older header: its counters are then read
     /// every window).
-    pub fn activity(&self) -> Option<crate::live::activity::Activity> {
+    pub(crate) fn activity(&self) -> Option<crate::live::activity::Activity> {
         let m = self.map(crate::live::activity::ACTIVITY_MAP).ok()?;
         crate::live::activity::Activity::map(&m)
     }
 
     /// `calls` by probe id. The programs count a call before anything else (`pg_exit` in
     /// probegen.bpf.h), so when `calls` has not moved, no other counter has either.
-    pub fn read_calls(&self, table: &ProbeTable) -> Result<Vec<u64>, CollectError> {
+    pub(crate) fn read_calls(&self, table: &ProbeTable) -> Result<Vec<u64>, CollectError> {
         self.by_id(table, "calls")
     }
 
     /// Reads `calls` and `failures` only: `drops` and `errnos` stay empty. The programs count
     /// a failure before its errno and before a drop (`pg_exit` in probegen.bpf.h), so when
     /// `failures` has not moved, neither have they (see [`Loaded::read_failure_details`]).
-    pub fn read_calls_failures(&self, table: &ProbeTable) -> Result<KernelTotals, CollectError> {
+    pub(crate) fn read_calls_failures(
+        &self,
+        table: &ProbeTable,
+    ) -> Result<KernelTotals, CollectError> {
         let calls = self.read_calls(table)?;
         self.read_failures_with(table, &calls)
     }
 
     /// Reads `failures` and takes `calls` (by probe id, read just before): `drops` and
     /// `errnos` stay empty.
-    pub fn read_failures_with(
+    pub(crate) fn read_failures_with(
         &self,
         table: &ProbeTable,
         calls: &[u64],
@@ -578,7 +585,7 @@ impl Loaded {
 
     /// Adds `drops` and `errnos` to counters from [`Loaded::read_calls_failures`] (read after
     /// them, so no errno or drop is newer than the failures it belongs to).
-    pub fn read_failure_details(
+    pub(crate) fn read_failure_details(
         &self,
         table: &ProbeTable,
         k: &mut KernelTotals,
@@ -603,7 +610,7 @@ impl Loaded {
     }
 
     /// Next sequence number of each CPU (records taken so far, kept or dropped).
-    pub fn seq_next(&self) -> Result<Vec<u64>, CollectError> {
+    pub(crate) fn seq_next(&self) -> Result<Vec<u64>, CollectError> {
         let m = self.map("seq")?;
         let v = m
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)

@@ -35,14 +35,14 @@ struct Samples {
 }
 
 /// When the loop wakes and when it stops.
-pub struct Timing {
+pub(crate) struct Timing {
     pub interval: Duration,
     pub drain: Duration,
     pub idle_wait: Duration,
     pub duration: Option<Duration>,
 }
 
-pub struct LiveSource {
+pub(crate) struct LiveSource {
     // dropped before `loaded`: the ring buffer maps the object's `events` map
     ring: RingBuffer<'static>,
     samples: Rc<RefCell<Samples>>,
@@ -166,7 +166,7 @@ impl WindowReads {
 impl LiveSource {
     /// Drains `loaded`'s `events` ring buffer; `record` also writes what is read (and the
     /// counters of each window) as a replay file with `header`.
-    pub fn new(
+    pub(crate) fn new(
         loaded: Loaded,
         table: std::sync::Arc<ProbeTable>,
         timing: Timing,

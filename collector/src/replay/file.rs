@@ -20,7 +20,7 @@
 //! **Raw** (`*.bin` or `*.raw`): concatenated 96-byte records, counters derived as above.
 
 /// Whether a replay file name denotes the raw format.
-pub fn is_raw_name(path: &std::path::Path) -> bool {
+pub(crate) fn is_raw_name(path: &std::path::Path) -> bool {
     matches!(
         path.extension().and_then(|e| e.to_str()),
         Some("bin" | "raw")
@@ -38,12 +38,12 @@ use crate::decode::{hex, unhex};
 use crate::kernel_state::KernelTotals;
 use crate::record::RECORD_SIZE;
 
-pub const REPLAY_SCHEMA: &str = "probegen/v1";
+pub(crate) const REPLAY_SCHEMA: &str = "probegen/v1";
 
 /// Longest JSONL line read: a record line is 203 bytes, a counters line for every probe of
 /// the largest set a few KB. A longer line (or a file without newlines, `/dev/zero`) is an
 /// error, never a buffer grown to the size of the file.
-pub const MAX_LINE_BYTES: usize = 1 << 20;
+pub(crate) const MAX_LINE_BYTES: usize = 1 << 20;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Header {
@@ -58,7 +58,7 @@ pub struct Header {
 
 /// Counters as they appear in a replay file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CountersJson {
+pub(crate) struct CountersJson {
     #[serde(default)]
     pub calls: BTreeMap<String, u64>,
     #[serde(default)]
@@ -73,7 +73,7 @@ pub struct CountersJson {
 }
 
 impl CountersJson {
-    pub fn from_totals(k: &KernelTotals) -> Self {
+    pub(crate) fn from_totals(k: &KernelTotals) -> Self {
         let m = |x: &BTreeMap<u32, u64>| x.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         CountersJson {
             calls: m(&k.calls),
@@ -88,7 +88,7 @@ impl CountersJson {
         }
     }
 
-    pub fn to_totals(&self) -> Result<KernelTotals, CounterKeyError> {
+    pub(crate) fn to_totals(&self) -> Result<KernelTotals, CounterKeyError> {
         let num = |s: &str| {
             s.parse::<u32>()
                 .map_err(|_| CounterKeyError::NotProbeId(s.to_string()))
@@ -144,7 +144,7 @@ pub enum ReplayError {
 
 /// A counters key that is not a probe id (or `probe:errno`).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum CounterKeyError {
+pub(crate) enum CounterKeyError {
     #[error("counter key `{0}` is not a probe id")]
     NotProbeId(String),
     #[error("errnos key `{0}`: expected probe:errno")]
@@ -152,7 +152,7 @@ pub enum CounterKeyError {
 }
 
 /// Reads a replay stream one event at a time ([`Reader::next_event`]).
-pub struct Reader<R: Read> {
+pub(crate) struct Reader<R: Read> {
     input: io::BufReader<R>,
     raw: bool,
     /// raw: the chunk read last, the next record in it, bytes before it, input exhausted
@@ -169,7 +169,7 @@ pub struct Reader<R: Read> {
 
 impl<R: Read> Reader<R> {
     /// `raw`: concatenated records (see [`is_raw_name`]); else JSON lines.
-    pub fn new(input: R, raw: bool) -> Self {
+    pub(crate) fn new(input: R, raw: bool) -> Self {
         Reader {
             input: io::BufReader::with_capacity(1 << 16, input),
             raw,
@@ -189,7 +189,7 @@ impl<R: Read> Reader<R> {
     }
 
     /// The next event, `None` at the end. Errors name the line (JSONL) or offset (raw).
-    pub fn next_event(&mut self) -> Result<Option<Event<'_>>, ReplayError> {
+    pub(crate) fn next_event(&mut self) -> Result<Option<Event<'_>>, ReplayError> {
         if self.raw {
             self.next_raw()
         } else {
@@ -326,7 +326,7 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// How long the `counters` lines of idle windows may wait in the recorder's buffer.
-pub const IDLE_FLUSH_EVERY: Duration = Duration::from_secs(30);
+pub(crate) const IDLE_FLUSH_EVERY: Duration = Duration::from_secs(30);
 
 /// Writes a JSONL replay file (`--record`).
 ///
@@ -337,7 +337,7 @@ pub const IDLE_FLUSH_EVERY: Duration = Duration::from_secs(30);
 /// (at exit). So a crash of the collector can lose at most those repeated lines of the last
 /// [`IDLE_FLUSH_EVERY`] and one `--interval` (idle windows at the end of the recording), never a
 /// record or a counter that moved.
-pub struct Recorder<W: Write> {
+pub(crate) struct Recorder<W: Write> {
     out: BufWriter<W>,
     /// the last counters written and their line (idle windows write the same line again)
     last_counters: Option<(Arc<KernelTotals>, Vec<u8>)>,
@@ -348,7 +348,7 @@ pub struct Recorder<W: Write> {
 }
 
 impl<W: Write> Recorder<W> {
-    pub fn new(w: W, header: &Header) -> io::Result<Self> {
+    pub(crate) fn new(w: W, header: &Header) -> io::Result<Self> {
         let mut out = BufWriter::with_capacity(1 << 16, w);
         serde_json::to_writer(&mut out, header)?;
         out.write_all(b"\n")?;
@@ -360,7 +360,7 @@ impl<W: Write> Recorder<W> {
         })
     }
 
-    pub fn record(&mut self, bytes: &[u8]) -> io::Result<()> {
+    pub(crate) fn record(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.records_pending = true;
         self.out.write_all(b"{\"rec\":\"")?;
         self.out.write_all(hex(bytes).as_bytes())?;
@@ -369,7 +369,7 @@ impl<W: Write> Recorder<W> {
 
     /// Writes a `counters` line (closing a window) and flushes, unless nothing happened in the
     /// window (see [`Recorder`]).
-    pub fn counters(&mut self, k: &Arc<KernelTotals>) -> io::Result<()> {
+    pub(crate) fn counters(&mut self, k: &Arc<KernelTotals>) -> io::Result<()> {
         let mut unchanged = true;
         let line = match self.last_counters.take() {
             Some((last, line)) if Arc::ptr_eq(&last, k) || last == *k => (last, line),
@@ -395,7 +395,7 @@ impl<W: Write> Recorder<W> {
     }
 
     /// Writes out everything buffered.
-    pub fn flush(&mut self) -> io::Result<()> {
+    pub(crate) fn flush(&mut self) -> io::Result<()> {
         // on an error what was not written stays buffered, and the next window tries again
         self.out.flush()?;
         self.records_pending = false;

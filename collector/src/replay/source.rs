@@ -13,7 +13,7 @@ use crate::kernel_state::KernelTotals;
 use crate::pipeline::Pipeline;
 use crate::source::{Source, Step};
 
-pub struct ReplaySource {
+pub(crate) struct ReplaySource {
     path: PathBuf,
     reader: Reader<File>,
     /// the host the snapshots name (else the recording's)
@@ -29,7 +29,7 @@ pub struct ReplaySource {
 }
 
 /// How a replay is played out.
-pub struct ReplayOptions {
+pub(crate) struct ReplayOptions {
     pub host: Option<String>,
     pub window: usize,
     pub pace: Option<Duration>,
@@ -37,7 +37,7 @@ pub struct ReplayOptions {
 }
 
 impl ReplaySource {
-    pub fn open(
+    pub(crate) fn open(
         path: &Path,
         manifest_hash: String,
         o: ReplayOptions,
@@ -114,7 +114,7 @@ impl Source for ReplaySource {
 }
 
 /// Sleeps `d` in steps of at most `step`, so a signal ends it at once.
-pub fn sleep_unless_stopped(d: Option<Duration>, step: Duration) {
+pub(crate) fn sleep_unless_stopped(d: Option<Duration>, step: Duration) {
     let Some(d) = d else { return };
     let until = Instant::now() + d;
     while Instant::now() < until && !crate::stop::stop_requested() {

@@ -24,11 +24,11 @@ use crate::wire::{SinkStatus, Snapshot};
 
 /// At most this long between a sync and the next one while lines that changed nothing are
 /// written.
-pub const IDLE_SYNC_EVERY: Duration = Duration::from_secs(30);
+pub(crate) const IDLE_SYNC_EVERY: Duration = Duration::from_secs(30);
 
 /// When a line reaches the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SyncWhen {
+pub(crate) enum SyncWhen {
     /// synced (`fdatasync`) before the write returns
     Now,
     /// a line of a window in which nothing happened: synced later (see the module's doc)
@@ -55,7 +55,7 @@ fn write_all_parts(f: &mut File, parts: &[&[u8]]) -> io::Result<()> {
 }
 
 /// The rotating file (or stdout) the lines go to.
-pub struct JsonlFile {
+pub(crate) struct JsonlFile {
     path: Option<PathBuf>,
     max_bytes: u64,
     keep: usize,
@@ -68,7 +68,7 @@ pub struct JsonlFile {
 
 impl JsonlFile {
     /// `path` `-` is stdout. `max_bytes` 0 disables rotation.
-    pub fn new(path: &Path, max_bytes: u64, keep: usize) -> Self {
+    pub(crate) fn new(path: &Path, max_bytes: u64, keep: usize) -> Self {
         JsonlFile {
             path: (path != Path::new("-")).then(|| path.to_path_buf()),
             max_bytes,
@@ -80,7 +80,7 @@ impl JsonlFile {
         }
     }
 
-    pub fn path(&self) -> Option<&Path> {
+    pub(crate) fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
 
@@ -116,7 +116,7 @@ impl JsonlFile {
     }
 
     /// Appends one line given in parts (joined, they end in `\n`) with one `writev`.
-    pub fn write_parts(&mut self, parts: &[&[u8]], sync: SyncWhen) -> io::Result<()> {
+    pub(crate) fn write_parts(&mut self, parts: &[&[u8]], sync: SyncWhen) -> io::Result<()> {
         let Some(path) = self.path.clone() else {
             let mut out = io::stdout().lock();
             for part in parts {
@@ -217,13 +217,13 @@ mod tests {
 
     impl JsonlFile {
         /// Appends one line (which must end in `\n`) and syncs it to disk.
-        pub fn write(&mut self, line: &[u8]) -> io::Result<()> {
+        pub(crate) fn write(&mut self, line: &[u8]) -> io::Result<()> {
             self.write_parts(&[line], SyncWhen::Now)
         }
 
         /// Appends the line of a window in which nothing happened: synced only when the oldest
         /// line not synced is [`IDLE_SYNC_EVERY`] old (see the module's doc).
-        pub fn write_idle(&mut self, line: &[u8]) -> io::Result<()> {
+        pub(crate) fn write_idle(&mut self, line: &[u8]) -> io::Result<()> {
             self.write_parts(&[line], SyncWhen::Later)
         }
     }

@@ -51,7 +51,7 @@ pub fn monotonic_ns() -> Option<u64> {
 /// Chains as spans of one vector of links sorted per thread and time; each span is one chain,
 /// innermost record first.
 #[derive(Debug, Clone, Default)]
-pub struct Chains {
+pub(crate) struct Chains {
     links: Vec<Link>,
     /// (start, len) in `links` of the first occurrence of each distinct chain
     spans: Vec<(u32, u32)>,
@@ -61,23 +61,23 @@ pub struct Chains {
 }
 
 impl Chains {
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.spans.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.spans.is_empty()
     }
 
     /// The chains, each innermost first, in the order of their innermost record's time.
-    pub fn iter(&self) -> impl Iterator<Item = &[Link]> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &[Link]> + '_ {
         self.spans
             .iter()
             .map(|&(s, n)| &self.links[s as usize..(s + n) as usize])
     }
 
     /// With [`Chains::iter`]: occurrences of each chain and the end of its last occurrence.
-    pub fn repeats(&self) -> &[(u32, u64)] {
+    pub(crate) fn repeats(&self) -> &[(u32, u64)] {
         &self.repeats
     }
 

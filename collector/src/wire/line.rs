@@ -64,7 +64,7 @@ impl RestKey {
 /// The serialised `counters` and `attached` of the last line, its opening fields and its
 /// rest, and the buffers of the parts.
 #[derive(Default)]
-pub struct LineCache {
+pub(crate) struct LineCache {
     counters: Option<Cached<SharedPart<Vec<CounterOut>>>>,
     attached: Option<Cached<SharedPart<Vec<AttachStatus>>>>,
     /// `{"host":..,"kernel":..,"manifest_hash":..` for these three values
@@ -107,7 +107,7 @@ fn field(v: &mut Vec<u8>, name: &str, value: &dyn erased::Json) -> serde_json::R
 impl LineCache {
     /// `snap` as one JSON line (with the trailing newline) in two parts, which joined are
     /// byte for byte [`Snapshot::to_line`]; valid until the next line.
-    pub fn parts(&mut self, snap: &Snapshot) -> [&[u8]; 2] {
+    pub(crate) fn parts(&mut self, snap: &Snapshot) -> [&[u8]; 2] {
         let mut head = std::mem::take(&mut self.head);
         head.clear();
         let written = self.write_head(snap, &mut head).and_then(|()| {
@@ -178,7 +178,7 @@ impl LineCache {
 mod erased {
     use super::{Serialize, Write};
 
-    pub trait Json {
+    pub(super) trait Json {
         fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()>;
     }
 
@@ -189,7 +189,7 @@ mod erased {
     }
 
     /// Serialised JSON, written as it is.
-    pub struct Raw<'a>(pub &'a [u8]);
+    pub(super) struct Raw<'a>(pub &'a [u8]);
 
     impl Json for Raw<'_> {
         fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
