@@ -387,3 +387,40 @@ fn failure_chains_of_guest_recording() {
     assert_eq!(at, [3, 7, 12, 16, 20, 25]);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The library warns through the run's hooks and the binary prints: a replay recorded with
+/// another manifest than the one it is replayed with says so on stderr, once; the matching
+/// manifest says nothing.
+#[test]
+fn a_replay_under_another_manifest_is_warned_about_by_the_binary() {
+    let d = tmp("other-manifest");
+    let same = d.join("same.jsonl");
+    let (o, _) = replay(&[], &same);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("replay recorded with manifest"), "{err}");
+    // the same probes, other bytes: another hash
+    let text = std::fs::read_to_string(data("rxe-6.12.manifest.yaml")).expect("manifest");
+    let other = d.join("manifest.yaml");
+    std::fs::write(&other, format!("{text}# edited\n")).expect("write manifest");
+    let o = bin()
+        .args(["collect", "--manifest"])
+        .arg(&other)
+        .arg("--replay")
+        .arg(data("rxe-6.12.replay.jsonl"))
+        .arg("--out")
+        .arg(d.join("other.jsonl"))
+        .output()
+        .expect("run probegen");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| {
+            l.starts_with("probegen collect: warning: replay recorded with manifest sha256:")
+        })
+        .collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].contains(", replayed with sha256:"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

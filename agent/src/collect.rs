@@ -201,6 +201,7 @@ fn print_event(event: &Event<'_>) {
             millis,
         } => eprintln!("probegen collect: attached {attached}/{probes} programs in {millis:.1} ms"),
         Event::Chain(c) => eprintln!("probegen collect: chain {}", c.log_line()),
+        Event::Warning(w) => eprintln!("probegen collect: {w}"),
         Event::MoreChains { more, snapshot } => {
             eprintln!("probegen collect: ... and {more} more chains in snapshot {snapshot}")
         }

@@ -41,6 +41,7 @@ mod source;
 mod stop;
 mod timefmt;
 mod timings;
+mod warning;
 mod wire;
 
 pub use decode::{comm_str, encode};
@@ -60,6 +61,7 @@ pub use sinks::jsonl::JsonlSink;
 pub use sinks::{Sink, SinkError, SinkReport};
 pub use stop::request_stop;
 pub use timefmt::unix_ns;
+pub use warning::Warning;
 pub use wire::chains::monotonic_ns;
 pub use wire::{
     ChainClock, ChainView, ChainsOut, CounterOut, Drops, Errors, Invariant, InvariantProbe, Link,

@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::error::CollectError;
 use crate::kernel_state::KernelTotals;
 use crate::pipeline::Pipeline;
+use crate::warning::Warning;
 
 /// What the loop does after one call of [`Source::next`].
 #[derive(Debug)]
@@ -35,7 +36,14 @@ pub(crate) trait Source {
     fn finish(&mut self, pipe: &mut Pipeline) -> Arc<KernelTotals>;
 
     /// After the final snapshot: the source's own accounting on stderr.
-    fn report(&self, _pipe: &Pipeline, _k: &KernelTotals) {}
+    /// Adds the run's closing figures to the warnings (live: the sequence accounting).
+    fn report(&mut self, _pipe: &Pipeline, _k: &KernelTotals) {}
+
+    /// What went wrong since the last call, for the run to hand to its hooks (the library
+    /// prints nothing).
+    fn take_warnings(&mut self) -> Vec<Warning> {
+        Vec::new()
+    }
 
     /// Keep serving metrics this long after the input ended (replay `--linger`).
     fn linger(&self) -> Option<Duration> {

@@ -12,6 +12,7 @@ use crate::error::CollectError;
 use crate::kernel_state::{AttachStatus, KernelTotals};
 use crate::probes::{AttachKind, ProbeTable};
 use crate::record::PgErrnoKey;
+use crate::warning::Warning;
 
 /// Maps the collector reads, with their key and value sizes.
 const MAPS: &[(&str, u32, u32)] = &[
@@ -182,6 +183,8 @@ pub(crate) struct Loaded {
     pub obj: Object,
     links: Vec<(u32, Link)>,
     pub attached: Vec<AttachStatus>,
+    /// What loading skipped or could not attach, for the run to report.
+    pub warnings: Vec<Warning>,
 }
 
 fn print_libbpf(level: libbpf_rs::PrintLevel, msg: String) {
@@ -252,6 +255,7 @@ fn resolve_targets(
     open: &mut OpenObject,
     table: &ProbeTable,
     strict: bool,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Vec<AttachStatus>, CollectError> {
     let ksyms = KernelSymbols::read(table);
     let mut attached = Vec::new();
@@ -291,12 +295,8 @@ fn resolve_targets(
         }
         attached.push(st);
     }
-    for (reason, names) in &skipped {
-        eprintln!(
-            "probegen collect: skipping {} probe(s): {reason}: {}",
-            names.len(),
-            names.join(", ")
-        );
+    for (reason, probes) in skipped {
+        warnings.push(Warning::ProbesSkipped { reason, probes });
     }
     Ok(attached)
 }
@@ -316,6 +316,7 @@ fn attach_all(
     table: &ProbeTable,
     attached: &mut [AttachStatus],
     strict: bool,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Vec<(u32, Link)>, CollectError> {
     let mut links = Vec::new();
     for prog in obj.progs_mut() {
@@ -340,10 +341,12 @@ fn attach_all(
                 if strict {
                     return Err(strict_error(st.probe, &st.module, &st.function, reason));
                 }
-                eprintln!(
-                    "probegen collect: probe {} {}:{} not attached: {reason}",
-                    st.probe, st.module, st.function
-                );
+                warnings.push(Warning::ProbeNotAttached {
+                    probe: st.probe,
+                    module: st.module.clone(),
+                    function: st.function.clone(),
+                    reason: reason.clone(),
+                });
                 st.reason = Some(reason);
             }
         }
@@ -359,17 +362,19 @@ pub(crate) fn load(
 ) -> Result<Loaded, CollectError> {
     libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, print_libbpf)));
     let mut open = open_checked(table, object, opts.ringbuf_bytes)?;
-    let mut attached = resolve_targets(&mut open, table, opts.strict)?;
+    let mut warnings = Vec::new();
+    let mut attached = resolve_targets(&mut open, table, opts.strict, &mut warnings)?;
     let obj = open.load().map_err(|e| CollectError::Load {
         object: object.to_path_buf(),
         reason: format!("{e:#}"),
     })?;
-    let links = attach_all(&obj, table, &mut attached, opts.strict)?;
+    let links = attach_all(&obj, table, &mut attached, opts.strict, &mut warnings)?;
     attached.sort_by_key(|s| s.probe);
     Ok(Loaded {
         obj,
         links,
         attached,
+        warnings,
     })
 }
 

@@ -25,6 +25,7 @@ use crate::pipeline::Pipeline;
 use crate::probes::ProbeTable;
 use crate::replay::{Header, Recorder};
 use crate::source::{Source, Step};
+use crate::warning::Warning;
 
 /// Ring-buffer samples taken by the consume callback, handed to the pipeline after it.
 #[derive(Default)]
@@ -59,6 +60,8 @@ pub(crate) struct LiveSource {
     reads: WindowReads,
     /// the programs' `activity` mapped (when the object has it)
     activity: Option<Activity>,
+    /// what went wrong since the run last took them (the run reports them)
+    warnings: Vec<Warning>,
 }
 
 /// The kernel's counter maps as a window reads them, in the order the programs count: a
@@ -187,10 +190,9 @@ impl LiveSource {
         let samples = Rc::new(RefCell::new(Samples::default()));
         let ring = ring_buffer(&loaded, samples.clone())?;
         let activity = loaded.activity();
+        let mut warnings = Vec::new();
         if activity.is_none() {
-            eprintln!(
-                "probegen collect: the object has no mmapable `activity` map (an older probegen.bpf.h): the counters are read every window"
-            );
+            warnings.push(Warning::NoActivityMap);
         }
         let start = Instant::now();
         Ok(LiveSource {
@@ -206,6 +208,7 @@ impl LiveSource {
             busy: false,
             reads: WindowReads::default(),
             activity,
+            warnings,
         })
     }
 
@@ -234,7 +237,10 @@ impl LiveSource {
     fn drain(&mut self, pipe: &mut Pipeline) -> usize {
         if let Err(e) = self.ring.consume() {
             if e.kind() != libbpf_rs::ErrorKind::Interrupted {
-                eprintln!("probegen collect: ring buffer consume: {e}");
+                self.warnings.push(Warning::RingBuffer {
+                    what: "consume",
+                    error: e.to_string(),
+                });
             }
         }
         let mut s = self.samples.borrow_mut();
@@ -277,7 +283,7 @@ impl LiveSource {
                 Some(k)
             }
             Err(e) => {
-                eprintln!("probegen collect: reading counters: {e}");
+                self.warnings.push(Warning::Counters(e.to_string()));
                 None
             }
         };
@@ -324,7 +330,10 @@ impl Source for LiveSource {
         } else if let Err(e) = self.ring.poll(self.idle_wait()) {
             // the first record (or a signal) ends the sleep
             if e.kind() != libbpf_rs::ErrorKind::Interrupted {
-                eprintln!("probegen collect: ring buffer poll: {e}");
+                self.warnings.push(Warning::RingBuffer {
+                    what: "poll",
+                    error: e.to_string(),
+                });
             }
         }
         crate::timings::mark("wait");
@@ -349,7 +358,7 @@ impl Source for LiveSource {
         let k = match self.loaded.read_counters(&self.table) {
             Ok(k) => Arc::new(k),
             Err(e) => {
-                eprintln!("probegen collect: reading counters: {e}");
+                self.warnings.push(Warning::Counters(e.to_string()));
                 self.reads.last_k.clone()
             }
         };
@@ -363,22 +372,23 @@ impl Source for LiveSource {
         k
     }
 
-    fn report(&self, pipe: &Pipeline, k: &KernelTotals) {
+    fn report(&mut self, pipe: &Pipeline, k: &KernelTotals) {
         if let Ok(seq) = self.loaded.seq_next() {
-            let taken: u64 = seq.iter().sum();
-            let seen: u64 = pipe.received_totals().iter().sum::<u64>()
-                + pipe.dropped_totals().iter().sum::<u64>();
-            eprintln!(
-                "probegen collect: sequence numbers taken {taken}, records read {seen}, kernel drops {}",
-                k.drops
-            );
+            self.warnings.push(Warning::Sequence {
+                taken: seq.iter().sum(),
+                read: pipe.received_totals().iter().sum::<u64>()
+                    + pipe.dropped_totals().iter().sum::<u64>(),
+                kernel_drops: k.drops,
+            });
         }
         if self.record_errors > 0 {
-            eprintln!(
-                "probegen collect: --record: {} write errors",
-                self.record_errors
-            );
+            self.warnings
+                .push(Warning::RecordWriteErrors(self.record_errors));
         }
+    }
+
+    fn take_warnings(&mut self) -> Vec<Warning> {
+        std::mem::take(&mut self.warnings)
     }
 }
 

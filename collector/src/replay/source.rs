@@ -12,6 +12,7 @@ use crate::error::CollectError;
 use crate::kernel_state::KernelTotals;
 use crate::pipeline::Pipeline;
 use crate::source::{Source, Step};
+use crate::warning::Warning;
 
 pub(crate) struct ReplaySource {
     path: PathBuf,
@@ -26,6 +27,8 @@ pub(crate) struct ReplaySource {
     since_window: usize,
     /// the last `counters` line (none: counters are derived from the records)
     last: Option<KernelTotals>,
+    /// what the run has not yet reported
+    warnings: Vec<Warning>,
 }
 
 /// How a replay is played out.
@@ -57,6 +60,7 @@ impl ReplaySource {
             linger: o.linger,
             since_window: 0,
             last: None,
+            warnings: Vec::new(),
         })
     }
 }
@@ -75,10 +79,10 @@ impl Source for ReplaySource {
             Some(Event::Header(h)) => {
                 pipe.set_origin(self.host.as_deref().unwrap_or(&h.host), &h.kernel);
                 if !h.manifest_hash.is_empty() && h.manifest_hash != self.manifest_hash {
-                    eprintln!(
-                        "probegen collect: warning: replay recorded with manifest {}, replayed with {}",
-                        h.manifest_hash, self.manifest_hash
-                    );
+                    self.warnings.push(Warning::ReplayManifest {
+                        recorded: h.manifest_hash.clone(),
+                        replayed: self.manifest_hash.clone(),
+                    });
                 }
                 Step::Continue
             }
@@ -106,6 +110,10 @@ impl Source for ReplaySource {
 
     fn finish(&mut self, pipe: &mut Pipeline) -> Arc<KernelTotals> {
         Arc::new(self.last.clone().unwrap_or_else(|| pipe.derived()))
+    }
+
+    fn take_warnings(&mut self) -> Vec<Warning> {
+        std::mem::take(&mut self.warnings)
     }
 
     fn linger(&self) -> Option<Duration> {

@@ -3,6 +3,7 @@
 
 use crate::error::CollectError;
 use crate::sinks::{Sink, SinkError};
+use crate::warning::Warning;
 use crate::wire::{ChainClock, ChainView, Invariant};
 
 /// What the embedder of a run provides: the sinks besides JSONL (ClickHouse, Prometheus), and what to
@@ -43,4 +44,6 @@ pub enum Event<'a> {
     },
     /// The final snapshot's accounting does not add up.
     InvariantViolated(&'a Invariant),
+    /// Something went wrong that the run goes on from (a probe not attached, a map not read).
+    Warning(&'a Warning),
 }

@@ -116,7 +116,9 @@ fn collect(
 ) -> Result<Summary, CollectError> {
     let mut ended = Ok(());
     while !stop_requested() {
-        match source.next(pipe) {
+        let step = source.next(pipe);
+        report_warnings(source, hooks);
+        match step {
             Ok(Step::Continue) => {}
             Ok(Step::Window(k)) => {
                 crate::timings::mark("source");
@@ -137,6 +139,7 @@ fn collect(
         }
     }
     let k = source.finish(pipe);
+    report_warnings(source, hooks);
     let mut s = pipe.snapshot(&k, SystemTime::now(), true);
     let ok = s.invariant.ok;
     if !ok {
@@ -145,11 +148,20 @@ fn collect(
     outputs.emit(&mut s, hooks);
     drop(s);
     source.report(pipe, &k);
+    report_warnings(source, hooks);
     if !outputs.expositions.is_empty() {
         sleep_unless_stopped(source.linger(), Duration::from_millis(50));
     }
     let sum = summary(pipe, &k, outputs, ok, flush);
     ended.map(|()| sum)
+}
+
+/// Hands what the source warned about to the hooks (nothing to take on most turns: no
+/// allocation).
+fn report_warnings(source: &mut dyn Source, hooks: &mut dyn Hooks) {
+    for w in source.take_warnings() {
+        hooks.event(Event::Warning(&w));
+    }
 }
 
 fn proc_cache(opts: &Options, cgroup_root: Option<PathBuf>) -> ProcCache {
@@ -220,7 +232,7 @@ fn run_live(
     hooks: &mut dyn Hooks,
 ) -> Result<Summary, CollectError> {
     let t0 = Instant::now();
-    let loaded = crate::live::load(
+    let mut loaded = crate::live::load(
         &table,
         object,
         &crate::live::LoadOptions {
@@ -228,6 +240,9 @@ fn run_live(
             ringbuf_bytes: opts.ringbuf_bytes,
         },
     )?;
+    for w in std::mem::take(&mut loaded.warnings) {
+        hooks.event(Event::Warning(&w));
+    }
     hooks.event(Event::Attached {
         attached: loaded.attached.iter().filter(|a| a.attached).count(),
         probes: table.probes.len(),

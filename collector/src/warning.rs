@@ -1,0 +1,72 @@
+//! What the collector warns about while it runs: the embedder prints it (the run hands each
+//! one to [`crate::Hooks::event`] as [`crate::Event::Warning`]); the library prints nothing.
+//! A leaf: the sources build these without knowing the run loop.
+
+use std::fmt;
+
+/// One warning of a run, displayed as the line a person reads (without the program's prefix).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Warning {
+    /// Probes whose target the running kernel lacks, not loaded (`module:function` each).
+    ProbesSkipped { reason: String, probes: Vec<String> },
+    /// A loaded program the kernel refused to attach.
+    ProbeNotAttached {
+        probe: u32,
+        module: String,
+        function: String,
+        reason: String,
+    },
+    /// An object built with an older `probegen.bpf.h`: the idle shortcut is off.
+    NoActivityMap,
+    /// The ring buffer could not be read (`what`: consume or poll).
+    RingBuffer { what: &'static str, error: String },
+    /// The per-CPU counter maps could not be read this window.
+    Counters(String),
+    /// A replay recorded against another manifest than the one it is replayed with.
+    ReplayManifest { recorded: String, replayed: String },
+    /// The run's sequence accounting at its end (live).
+    Sequence {
+        taken: u64,
+        read: u64,
+        kernel_drops: u64,
+    },
+    /// `--record` lost lines.
+    RecordWriteErrors(u64),
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::ProbesSkipped { reason, probes } => write!(
+                f,
+                "skipping {} probe(s): {reason}: {}",
+                probes.len(),
+                probes.join(", ")
+            ),
+            Warning::ProbeNotAttached {
+                probe,
+                module,
+                function,
+                reason,
+            } => write!(f, "probe {probe} {module}:{function} not attached: {reason}"),
+            Warning::NoActivityMap => f.write_str(
+                "the object has no mmapable `activity` map (an older probegen.bpf.h): the counters are read every window",
+            ),
+            Warning::RingBuffer { what, error } => write!(f, "ring buffer {what}: {error}"),
+            Warning::Counters(e) => write!(f, "reading counters: {e}"),
+            Warning::ReplayManifest { recorded, replayed } => write!(
+                f,
+                "warning: replay recorded with manifest {recorded}, replayed with {replayed}"
+            ),
+            Warning::Sequence {
+                taken,
+                read,
+                kernel_drops,
+            } => write!(
+                f,
+                "sequence numbers taken {taken}, records read {read}, kernel drops {kernel_drops}"
+            ),
+            Warning::RecordWriteErrors(n) => write!(f, "--record: {n} write errors"),
+        }
+    }
+}
