@@ -47,15 +47,19 @@
 set -euo pipefail
 
 # Bump when the cache layout changes: forces a rebuild (2: every vendor module of the rules;
-# 3: every source directory of the rules, include/linux/mlx4 among them).
-readonly FORMAT=3
-# Modules whose BTF and symbols give the attach verdicts: the core and every vendor of
-# heuristics/rules.yaml (ib_uverbs_support is new in 7.x; one the config does not build is
-# listed in modules/MISSING).
+# 3: every source directory of the rules, include/linux/mlx4 among them; 4: every module under
+# drivers/infiniband the image ships, whatever the flavor).
+readonly FORMAT=4
+# Modules whose BTF and symbols give the attach verdicts: every module under drivers/infiniband
+# the image ships (a vendor added by a rules file gets its verdicts without a change here), and
+# these, named so that one the config does not build is listed in modules/MISSING: the core,
+# every vendor of heuristics/rules.yaml, and the Ethernet parent outside drivers/infiniband
+# (mlx5_core; ib_uverbs_support is new in 7.x).
 readonly MODULES=(ib_core ib_uverbs ib_uverbs_support mlx5_ib mlx5_core bnxt_re irdma rdma_rxe
   mlx4_ib efa hns_roce_hw_v2 siw)
-# Modules every kernel of the supported range builds (a missing one is an error).
-readonly REQUIRED_MODULES=(ib_core ib_uverbs rdma_rxe)
+# Modules every flavor of the supported range builds (a missing one is an error). Not rdma_rxe:
+# Debian's cloud flavor builds mlx5, mlx4 and the cloud NICs' drivers, not Soft-RoCE.
+readonly REQUIRED_MODULES=(ib_core ib_uverbs)
 RULES_FILE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/heuristics/rules.yaml"
 readonly RULES_FILE
 # The source directories the analyzer scans, read from the rules (no second list to keep):
@@ -567,6 +571,8 @@ patterns=('./boot/config-*' './boot/vmlinuz-*' './boot/System.map-*'
   './usr/lib/modules/*/config' './usr/lib/modules/*/vmlinuz' './usr/lib/modules/*/System.map'
   './lib/modules/*/config' './lib/modules/*/vmlinuz' './lib/modules/*/System.map')
 for m in "${MODULES[@]}"; do patterns+=("*/${m}.ko" "*/${m}.ko.xz" "*/${m}.ko.zst"); done
+patterns+=('*/kernel/drivers/infiniband/*.ko' '*/kernel/drivers/infiniband/*.ko.xz'
+  '*/kernel/drivers/infiniband/*.ko.zst')
 mkdir -p "${BIN_DEBS}"
 for pkg in "${image_pkgs[@]}"; do
   deb=$(download "${pkg}" "${BIN_DEBS}")
@@ -597,9 +603,12 @@ cp "${vmlinuz}" "${TREE}/vmlinuz"
 sysmap=$(find "${IMG}" \( -path '*/boot/System.map-*' -o -path '*/modules/*/System.map' \) -type f | head -n 1)
 [[ -n ${sysmap} ]] && cp "${sysmap}" "${TREE}/System.map"
 
-# 3. modules as plain .ko
+# 3. modules as plain .ko: the named ones, then every other one under drivers/infiniband
 missing=()
-for m in "${MODULES[@]}"; do
+mapfile -t rdma_modules < <(find "${IMG}" -path '*/kernel/drivers/infiniband/*' -name '*.ko*' -type f \
+  | sed -E 's|.*/||; s/\.ko(\.xz|\.zst)?$//' | LC_ALL=C sort -u)
+mapfile -t all_modules < <(printf '%s\n' "${MODULES[@]}" "${rdma_modules[@]}" | awk 'NF && !seen[$0]++')
+for m in "${all_modules[@]}"; do
   f=$(find "${IMG}" \( -name "${m}.ko" -o -name "${m}.ko.xz" -o -name "${m}.ko.zst" \) -print -quit)
   if [[ -z ${f} ]]; then
     missing+=("${m}")
@@ -618,6 +627,7 @@ for m in "${REQUIRED_MODULES[@]}"; do
 done
 printf '%s\n' "${missing[@]}" | sed '/^$/d' >"${TREE}/modules/MISSING"
 [[ ${#missing[@]} -eq 0 ]] || log "modules not built by ${kver}: ${missing[*]}"
+log "modules: ${#all_modules[@]} named or under drivers/infiniband, $(( ${#all_modules[@]} - ${#missing[@]} )) unpacked"
 
 # 4. ELF vmlinux with BTF
 extract_vmlinux "${TREE}/vmlinuz" "${TREE}/vmlinux" "${WORK}"

@@ -18,7 +18,9 @@ step "kernel 6.1"
 PROBEGEN_KERNEL_6_1=$(bash scripts/fetch-kernel.sh 6.1 | tail -n 1)
 step "kernel 7.2"
 PROBEGEN_KERNEL_7_2=$(bash scripts/fetch-kernel.sh 7.2 | tail -n 1)
-export PROBEGEN_KERNEL_6_12 PROBEGEN_KERNEL_6_1 PROBEGEN_KERNEL_7_2
+step "kernel 6.12, cloud flavor (mlx5 and mlx4, no Soft-RoCE)"
+PROBEGEN_KERNEL_6_12_CLOUD=$(bash scripts/fetch-kernel.sh --flavor cloud 6.12 | tail -n 1)
+export PROBEGEN_KERNEL_6_12 PROBEGEN_KERNEL_6_1 PROBEGEN_KERNEL_7_2 PROBEGEN_KERNEL_6_12_CLOUD
 
 step "format and lint"
 cargo fmt --all -- --check

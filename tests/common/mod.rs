@@ -24,7 +24,11 @@ pub(crate) fn fixture(name: &str) -> PathBuf {
 /// `$HOME/.cache/probegen/linux-<v>`. Panics (the test fails, it is never skipped) when the
 /// tree is missing, naming the command that fetches it.
 pub(crate) fn kernel_dir(version: &str) -> PathBuf {
-    let var = format!("PROBEGEN_KERNEL_{}", version.replace('.', "_"));
+    // `6.12-cloud` (a flavor's tree): PROBEGEN_KERNEL_6_12_CLOUD
+    let var = format!(
+        "PROBEGEN_KERNEL_{}",
+        version.replace(['.', '-'], "_").to_uppercase()
+    );
     let dir = match std::env::var_os(&var).filter(|v| !v.is_empty()) {
         Some(v) => PathBuf::from(v),
         None => {
