@@ -38,9 +38,14 @@ fn snapshots(p: &Path) -> Vec<Value> {
 }
 
 fn replay(extra: &[&str], out: &Path) -> (std::process::Output, Vec<Value>) {
+    replay_under(&data("rxe-6.12.manifest.yaml"), extra, out)
+}
+
+/// The guest recording replayed under `manifest`.
+fn replay_under(manifest: &Path, extra: &[&str], out: &Path) -> (std::process::Output, Vec<Value>) {
     let o = bin()
         .args(["collect", "--manifest"])
-        .arg(data("rxe-6.12.manifest.yaml"))
+        .arg(manifest)
         .arg("--replay")
         .arg(data("rxe-6.12.replay.jsonl"))
         .arg("--out")
@@ -403,15 +408,7 @@ fn a_replay_under_another_manifest_is_warned_about_by_the_binary() {
     let text = std::fs::read_to_string(data("rxe-6.12.manifest.yaml")).expect("manifest");
     let other = d.join("manifest.yaml");
     std::fs::write(&other, format!("{text}# edited\n")).expect("write manifest");
-    let o = bin()
-        .args(["collect", "--manifest"])
-        .arg(&other)
-        .arg("--replay")
-        .arg(data("rxe-6.12.replay.jsonl"))
-        .arg("--out")
-        .arg(d.join("other.jsonl"))
-        .output()
-        .expect("run probegen");
+    let (o, _) = replay_under(&other, &[], &d.join("other.jsonl"));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     let warnings: Vec<&str> = err
