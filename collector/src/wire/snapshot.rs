@@ -256,6 +256,14 @@ pub struct SinkStatus {
     pub spool_dropped: u64,
     /// failed send attempts, this run
     pub send_errors: u64,
+    /// batches set aside in the spool's quarantine, this run: unreadable (torn, corrupt, not
+    /// a file) or refused by the server for good; kept for a person, never resent
+    pub quarantined_batches: u64,
+    /// snapshots that never reached the spool (the write failed: disk full, I/O error), this run
+    pub unspooled_batches: u64,
+    /// rows of the `records` table in batches dropped, quarantined or never spooled, this
+    /// run, as far as they could be counted: what ClickHouse will never hold
+    pub lost_records: u64,
 }
 
 /// The run's cumulative counters as of a snapshot (not serialised: the exposition shows them).
