@@ -136,7 +136,9 @@ struct {
  */
 struct pg_activity {
 	__u64 ended; /* programs ended on this slot's CPUs */
-	__u64 pad[7]; /* the rest of the 64-byte cache line */
+	__u64 failing; /* programs that entered their failure counting */
+	__u64 failed; /* programs that ended it (record submitted or its drop counted) */
+	__u64 pad[5]; /* the rest of the 64-byte cache line */
 };
 
 struct {
@@ -231,26 +233,33 @@ static __always_inline void pg_count(__u32 probe_id, long err, int failed, void 
 	bpf_ringbuf_submit(rec, flags);
 }
 
-/* Ends a program: one more in this CPU's activity slot, after all of its counting. */
-static __always_inline void pg_ended(void)
-{
-	__u32 slot = bpf_get_smp_processor_id() & (PG_ACTIVITY_SLOTS - 1);
-	struct pg_activity *a = bpf_map_lookup_elem(&activity, &slot);
-
-	if (a)
-		__sync_fetch_and_add(&a->ended, 1);
-}
-
 /*
  * Shared exit path. err: errno (0 when none); failed: the return value is a failure;
  * ctx: the fexit context (arguments are read only when argmask is non-zero);
  * argmask: bit i set records argument i (at most PG_NARGS, by ascending position).
+ *
+ * A failure's counting is bracketed in this CPU's activity slot: `failing` before its first
+ * count, `failed` after its record is submitted (or its drop counted). A collector that reads
+ * `failed`, then the counter maps and `seq`, then `failing`, and finds the two equal, read the
+ * maps while no failure was half counted: the counters agree exactly with the records whose
+ * seq lies below the `seq` it read (those are all in the ring), and later records wait for
+ * the next read. A successful call pays one branch for it.
  */
 static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *ctx,
 				   __u32 argmask)
 {
+	__u32 slot = bpf_get_smp_processor_id() & (PG_ACTIVITY_SLOTS - 1);
+	struct pg_activity *a = bpf_map_lookup_elem(&activity, &slot);
+
+	if (failed && a)
+		__sync_fetch_and_add(&a->failing, 1);
 	pg_count(probe_id, err, failed, ctx, argmask);
-	pg_ended();
+	if (!a)
+		return 0;
+	if (failed)
+		__sync_fetch_and_add(&a->failed, 1);
+	/* last: one more program ended in this CPU's slot, after all of its counting */
+	__sync_fetch_and_add(&a->ended, 1);
 	return 0;
 }
 

@@ -17,6 +17,13 @@ pub struct KernelTotals {
     pub drops: u64,
     /// the same per probe id (empty for recordings that only carry the total)
     pub drops_by_probe: BTreeMap<u32, u64>,
+    /// Read behind a fence (live, an object with `failing`/`failed` in `activity`): these
+    /// counters cover exactly the records with a seq below the one each CPU had taken at the
+    /// read, and later records wait for the next window.
+    pub fenced: bool,
+    /// Failing programs half counted while the maps were read (the fence never closed): the
+    /// counters and the records may differ by at most this many, a loss or not.
+    pub in_flight: u64,
 }
 
 impl KernelTotals {

@@ -51,6 +51,13 @@ stop)
 	pid=$(cat $PIDF 2>/dev/null)
 	[ -n "$pid" ] || { echo "collect-hook: no collector pid"; exit 1; }
 	cp /tmp/vf.log /out/vf.log 2>/dev/null
+	# a burst of failing calls across window closes (a job starting on many ranks): 4
+	# processes, 30 rounds of the three failures each; every snapshot must account for them
+	for i in 1 2 3 4; do
+		VERBS_FAIL_REPEAT=30 /usr/bin/verbs_fail rxe0 >/tmp/vf-burst-$i.log 2>&1 &
+	done
+	wait
+	cat /tmp/vf-burst-*.log >/out/vf-burst.log
 	# job correlation: a failing process in its own cgroup with job variables set
 	mkdir -p /sys/fs/cgroup/probegen-job42
 	sh -c 'echo $$ >/sys/fs/cgroup/probegen-job42/cgroup.procs 2>/dev/null;

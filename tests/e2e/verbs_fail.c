@@ -135,7 +135,7 @@ int main(int argc, char **argv)
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
-	int n, i;
+	int n, i, repeat;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	list = ibv_get_device_list(&n);
@@ -168,9 +168,14 @@ int main(int argc, char **argv)
 	fprintf(stderr, "verbs_fail: device %s pid %d\n", ibv_get_device_name(dev),
 		(int)getpid());
 
-	case_reg_mr_unmapped(pd);
-	case_create_qp_absurd(pd, cq);
-	case_modify_qp_reset_rts(pd, cq);
+	/* VERBS_FAIL_REPEAT: the three cases this many times (a burst of failing calls, as a job
+	 * start on many ranks makes; default once) */
+	repeat = getenv("VERBS_FAIL_REPEAT") ? atoi(getenv("VERBS_FAIL_REPEAT")) : 1;
+	for (i = 0; i < repeat; i++) {
+		case_reg_mr_unmapped(pd);
+		case_create_qp_absurd(pd, cq);
+		case_modify_qp_reset_rts(pd, cq);
+	}
 
 	/* VERBS_FAIL_LINGER_MS: stay alive a while, as a training job does, so the collector can
 	 * read this process's environment and cgroup while it still exists (default: exit). */

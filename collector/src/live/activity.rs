@@ -2,12 +2,17 @@
 //! its per-CPU slots, without a syscall.
 //!
 //! Every program adds one to its CPU's slot as the last thing it does, after all of its
-//! counting (`pg_ended` in probegen.bpf.h, an atomic add). So when the sum is the one read
+//! counting (`pg_exit` in probegen.bpf.h, an atomic add). So when the sum is the one read
 //! before the last read of the counter maps, no program has ended since: whatever was counted
 //! after that read belongs to a program still running, whose end will move the sum, and an
 //! idle window reads no map at all (see `source::live::WindowReads`). The map is
 //! a `BPF_F_MMAPABLE` array mapped read-only here; an object without it (compiled from an older
 //! header) has no [`Activity`] and the counters are read every window as before.
+//!
+//! A failing program also brackets its failure counting in the slot (`failing` before,
+//! `failed` after its record or drop): a window that reads `failed`, the maps, then `failing`
+//! and finds them equal read no failure half counted (the fence of `source::live`). Slots of
+//! an older header end after `ended`: [`Activity::failing_failed`] is `None` there.
 //!
 //! A leaf module: it knows libbpf-rs and libc, no other collector module.
 
@@ -81,19 +86,53 @@ impl Activity {
 
     /// Programs ended so far, summed over the slots (wrapping: only equality matters).
     pub(crate) fn ended(&self) -> u64 {
+        self.sum(Count::Ended)
+    }
+
+    /// Failing programs that entered / ended their failure counting so far, summed over the
+    /// slots; `None` for an object whose slots do not carry them (an older header).
+    pub(crate) fn failing_failed(&self, which: Failing) -> Option<u64> {
+        let count = match which {
+            Failing::Entered => Count::Failing,
+            Failing::Ended => Count::Failed,
+        };
+        (self.stride >= (count as usize + 1) * 8).then(|| self.sum(count))
+    }
+
+    fn sum(&self, count: Count) -> u64 {
+        let offset = count as usize * 8;
+        if offset + 8 > self.stride {
+            return 0;
+        }
         (0..self.used)
             .map(|i| {
-                // SAFETY: slot i's first 8 bytes lie within the mapping (used <= slots,
-                // slots * stride <= len), 8-byte aligned (page-aligned base, stride a
-                // multiple of 8), and only ever changed atomically (the programs' adds).
-                // Acquire: the counter-map reads that follow see the counting that came
-                // before the adds seen here.
-                let count =
-                    unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(i * self.stride).cast()) };
+                // SAFETY: the 8 bytes at `offset` of slot i lie within the mapping (used <=
+                // slots, slots * stride <= len, offset + 8 <= stride), 8-byte aligned
+                // (page-aligned base, stride and offset multiples of 8), and only ever changed
+                // atomically (the programs' adds). Acquire: the counter-map reads that follow
+                // see the counting that came before the adds seen here.
+                let count = unsafe {
+                    AtomicU64::from_ptr(self.base.as_ptr().add(i * self.stride + offset).cast())
+                };
                 count.load(Ordering::Acquire)
             })
             .fold(0u64, u64::wrapping_add)
     }
+}
+
+/// The counts of a slot, by their position in `struct pg_activity`.
+#[derive(Clone, Copy)]
+enum Count {
+    Ended = 0,
+    Failing = 1,
+    Failed = 2,
+}
+
+/// Which end of the failure counting (`failing`, `failed` in `struct pg_activity`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Failing {
+    Entered,
+    Ended,
 }
 
 impl Drop for Activity {

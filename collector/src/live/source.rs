@@ -20,7 +20,7 @@ use libbpf_rs::{MapCore, RingBuffer, RingBufferBuilder};
 use super::loader::Loaded;
 use crate::error::CollectError;
 use crate::kernel_state::KernelTotals;
-use crate::live::activity::Activity;
+use crate::live::activity::{Activity, Failing};
 use crate::pipeline::Pipeline;
 use crate::probes::ProbeTable;
 use crate::replay::{Header, Recorder};
@@ -33,6 +33,22 @@ struct Samples {
     bytes: Vec<u8>,
     /// end offset of each sample in `bytes`
     ends: Vec<usize>,
+}
+
+impl Samples {
+    fn push(&mut self, sample: &[u8]) {
+        self.bytes.extend_from_slice(sample);
+        self.ends.push(self.bytes.len());
+    }
+}
+
+/// A record taken at or after its CPU's `fence` (the seq each CPU had taken at a fenced
+/// read). A sample that does not decode is never held: the pipeline counts it.
+fn beyond(sample: &[u8], fence: &[u64]) -> bool {
+    crate::decode::decode(sample).is_ok_and(|r| {
+        let (cpu, seq) = (r.cpu, r.seq);
+        fence.get(cpu as usize).is_some_and(|&f| seq >= f)
+    })
 }
 
 /// When the loop wakes and when it stops.
@@ -62,6 +78,8 @@ pub(crate) struct LiveSource {
     activity: Option<Activity>,
     /// what went wrong since the run last took them (the run reports them)
     warnings: Vec<Warning>,
+    /// records the last window's fence held back (ingested first by the next drain)
+    held: Samples,
 }
 
 /// The kernel's counter maps as a window reads them, in the order the programs count: a
@@ -77,6 +95,11 @@ trait CounterMaps {
     fn calls_failures(&self, calls: &[u64]) -> Result<KernelTotals, CollectError>;
     /// Adds `drops` and `errnos` to `k`.
     fn failure_details(&self, k: &mut KernelTotals) -> Result<(), CollectError>;
+    /// Failing programs that entered / ended their failure counting so far (`activity`), or
+    /// `None` when the object's slots do not carry them.
+    fn failing(&self, which: Failing) -> Option<u64>;
+    /// `seq` of each CPU: the sequence number its next record will take.
+    fn seq_next(&self) -> Result<Vec<u64>, CollectError>;
 }
 
 /// A loaded object's maps with the probe table that keys them, and its `activity` mapped.
@@ -97,6 +120,14 @@ impl CounterMaps for LoadedMaps<'_> {
 
     fn failure_details(&self, k: &mut KernelTotals) -> Result<(), CollectError> {
         self.0.read_failure_details(self.1, k)
+    }
+
+    fn failing(&self, which: Failing) -> Option<u64> {
+        self.2.and_then(|a| a.failing_failed(which))
+    }
+
+    fn seq_next(&self) -> Result<Vec<u64>, CollectError> {
+        self.0.seq_next()
     }
 }
 
@@ -121,6 +152,14 @@ impl CounterMaps for LoadedMaps<'_> {
 /// (`counters_settled`, `failures_settled`): a call counted just before a read could otherwise
 /// have its failure or errno land just after it, and that would need a program to stall across
 /// a whole window. The final read is always full.
+///
+/// Behind a fence (an object whose `activity` slots count `failing` and `failed`, see
+/// `pg_exit` in probegen.bpf.h): `failed` is read first, then the maps and each CPU's `seq`,
+/// then `failing`. When the two are equal no failure was half counted during the read, so the
+/// counters cover exactly the records whose seq lies below the one read for their CPU (all
+/// of them already in the ring), and a record at or above it belongs to the next window.
+/// Otherwise the read is tried again a few times, microseconds apart (a failure is counted
+/// in microseconds); a program stalled across all of them is carried as `in_flight`.
 #[derive(Default)]
 struct WindowReads {
     /// the counters of the last window
@@ -133,7 +172,15 @@ struct WindowReads {
     failures_settled: bool,
     /// the last read of every counter found them all as the read before it
     counters_settled: bool,
+    /// behind a fence: each CPU's `seq` at the last read (records at or above it wait)
+    fence: Option<Vec<u64>>,
 }
+
+/// Reads of a fenced window before its half-counted failures are carried as in flight, the
+/// first `FENCE_FIRST_WAIT` after the first read, each wait twice the one before (about 5 ms
+/// in all).
+const FENCE_READS: u32 = 8;
+const FENCE_FIRST_WAIT: Duration = Duration::from_micros(20);
 
 impl WindowReads {
     /// This window's counters (kept as the last window's); on an error nothing changes.
@@ -141,6 +188,9 @@ impl WindowReads {
         let ended = maps.ended();
         if ended.is_some() && ended == self.ended_at_read {
             return Ok(self.last_k.clone());
+        }
+        if maps.failing(Failing::Entered).is_some() {
+            return self.read_fenced(maps, ended);
         }
         let calls = maps.calls()?;
         // with `activity`, a sum that moved is a program that ended: its counting is read
@@ -163,6 +213,45 @@ impl WindowReads {
         self.last_calls = calls;
         self.last_k = Arc::new(k);
         Ok(self.last_k.clone())
+    }
+
+    /// The read behind a fence (see the type's doc).
+    fn read_fenced(
+        &mut self,
+        maps: &impl CounterMaps,
+        ended: Option<u64>,
+    ) -> Result<Arc<KernelTotals>, CollectError> {
+        let mut wait = FENCE_FIRST_WAIT;
+        let mut reads = 0;
+        loop {
+            let done = maps.failing(Failing::Ended).unwrap_or(0);
+            let calls = maps.calls()?;
+            let mut k = maps.calls_failures(&calls)?;
+            // nothing failed since a read that was exact: its drops and errnos still hold
+            let last = &self.last_k;
+            if last.fenced && last.in_flight == 0 && k.failures == last.failures {
+                k.drops = last.drops;
+                k.drops_by_probe.clone_from(&last.drops_by_probe);
+                k.errnos.clone_from(&last.errnos);
+            } else {
+                maps.failure_details(&mut k)?;
+            }
+            let fence = maps.seq_next()?;
+            let entered = maps.failing(Failing::Entered).unwrap_or(0);
+            let in_flight = entered.wrapping_sub(done);
+            reads += 1;
+            if in_flight == 0 || reads >= FENCE_READS {
+                k.fenced = true;
+                k.in_flight = in_flight;
+                self.fence = Some(fence);
+                self.ended_at_read = ended;
+                self.last_calls = calls;
+                self.last_k = Arc::new(k);
+                return Ok(self.last_k.clone());
+            }
+            std::thread::sleep(wait);
+            wait *= 2;
+        }
     }
 }
 
@@ -209,6 +298,7 @@ impl LiveSource {
             reads: WindowReads::default(),
             activity,
             warnings,
+            held: Samples::default(),
         })
     }
 
@@ -233,8 +323,11 @@ impl LiveSource {
         self.next_window.saturating_duration_since(Instant::now())
     }
 
-    /// Consumes what the ring holds into `pipe` (and the recording); returns the samples read.
-    fn drain(&mut self, pipe: &mut Pipeline) -> usize {
+    /// Consumes what the ring holds into `pipe` (and the recording), after the records the
+    /// last window's fence held back; returns the samples read from the ring. With `fence`
+    /// (a window just read behind it), a record at or above its CPU's seq there is held back
+    /// for the next window: the counters just read do not count it yet.
+    fn drain(&mut self, pipe: &mut Pipeline, fence: Option<&[u64]>) -> usize {
         if let Err(e) = self.ring.consume() {
             if e.kind() != libbpf_rs::ErrorKind::Interrupted {
                 self.warnings.push(Warning::RingBuffer {
@@ -243,17 +336,24 @@ impl LiveSource {
                 });
             }
         }
+        let held = std::mem::take(&mut self.held);
         let mut s = self.samples.borrow_mut();
-        let mut start = 0;
-        for &end in &s.ends {
-            let sample = &s.bytes[start..end];
-            pipe.ingest(sample);
-            if let Some(r) = &mut self.recorder {
-                if r.record(sample).is_err() {
-                    self.record_errors += 1;
+        for batch in [&held, &*s] {
+            let mut start = 0;
+            for &end in &batch.ends {
+                let sample = &batch.bytes[start..end];
+                start = end;
+                if fence.is_some_and(|f| beyond(sample, f)) {
+                    self.held.push(sample);
+                    continue;
+                }
+                pipe.ingest(sample);
+                if let Some(r) = &mut self.recorder {
+                    if r.record(sample).is_err() {
+                        self.record_errors += 1;
+                    }
                 }
             }
-            start = end;
         }
         let n = s.ends.len();
         s.bytes.clear();
@@ -276,7 +376,9 @@ impl LiveSource {
         let k = match self.reads.read(&maps) {
             Ok(k) => {
                 crate::timings::mark("counters");
-                self.drain(pipe);
+                let fence = self.reads.fence.take();
+                self.drain(pipe, fence.as_deref());
+                self.reads.fence = fence;
                 crate::timings::mark("drain");
                 self.record_counters(&k);
                 crate::timings::mark("record");
@@ -311,9 +413,7 @@ fn ring_buffer(
     let mut b = RingBufferBuilder::new();
     b.add(&events, move |data: &[u8]| {
         if let Ok(mut s) = samples.try_borrow_mut() {
-            s.bytes.extend_from_slice(data);
-            let end = s.bytes.len();
-            s.ends.push(end);
+            s.push(data);
         }
         0
     })
@@ -337,7 +437,7 @@ impl Source for LiveSource {
             }
         }
         crate::timings::mark("wait");
-        self.busy = self.drain(pipe) > 0;
+        self.busy = self.drain(pipe, None) > 0;
         crate::timings::mark("drain");
         let now = Instant::now();
         if self.deadline.is_some_and(|d| now >= d) {
@@ -354,7 +454,8 @@ impl Source for LiveSource {
 
     fn finish(&mut self, pipe: &mut Pipeline) -> Arc<KernelTotals> {
         self.loaded.detach();
-        self.drain(pipe);
+        // detached: every record is in the ring, and the counters read next count them all
+        self.drain(pipe, None);
         let k = match self.loaded.read_counters(&self.table) {
             Ok(k) => Arc::new(k),
             Err(e) => {
@@ -409,6 +510,12 @@ mod tests {
         errnos: RefCell<BTreeMap<(u32, u32), u64>>,
         /// maps read so far: calls, failures, details
         reads: Cell<(u32, u32, u32)>,
+        /// `activity`'s failing programs (entered, ended): None for an object without them
+        failing: Cell<Option<(u64, u64)>>,
+        /// the half-counted failure ends (and its record lands) at this read of `failed`
+        settles_at: Cell<Option<u32>>,
+        failed_reads: Cell<u32>,
+        seq: RefCell<Vec<u64>>,
     }
 
     impl FakeMaps {
@@ -451,6 +558,78 @@ mod tests {
             k.errnos.clone_from(&self.errnos.borrow());
             Ok(())
         }
+
+        fn failing(&self, which: Failing) -> Option<u64> {
+            let (entered, ended) = self.failing.get()?;
+            if which == Failing::Entered {
+                return Some(entered);
+            }
+            let n = self.failed_reads.get() + 1;
+            self.failed_reads.set(n);
+            if self.settles_at.get() == Some(n) {
+                // the program that was half counted ends: its failure, errno and seq land
+                self.failing.set(Some((entered, entered)));
+                self.set(self.calls.get(), self.failures.get() + 1, 1);
+                self.seq.borrow_mut()[0] += 1;
+                return Some(entered);
+            }
+            Some(ended)
+        }
+
+        fn seq_next(&self) -> Result<Vec<u64>, CollectError> {
+            Ok(self.seq.borrow().clone())
+        }
+    }
+
+    /// One probe, one failure counted and its record (seq 0 on CPU 0) taken; a second failing
+    /// program half counted (entered, not ended) as the window reads.
+    fn half_counted(settles_at: Option<u32>) -> FakeMaps {
+        let maps = FakeMaps::default();
+        maps.ended.set(Some(10));
+        maps.set(2, 1, 1);
+        maps.failing.set(Some((2, 1)));
+        maps.settles_at.set(settles_at);
+        *maps.seq.borrow_mut() = vec![1, 0];
+        maps
+    }
+
+    #[test]
+    fn a_fenced_read_waits_for_a_half_counted_failure_to_end() {
+        let maps = half_counted(Some(3));
+        let mut reads = WindowReads::default();
+        let k = reads.read(&maps).expect("read");
+        // read until the fence closed: on the third read of `failed`, the program ended
+        assert_eq!(maps.failed_reads.get(), 3, "the third read found it ended");
+        assert_eq!((k.fenced, k.in_flight, k.failures[&0]), (true, 0, 2));
+        // the records below the fence are exactly the two counted
+        assert_eq!(reads.fence.as_deref(), Some(&[2, 0][..]));
+    }
+
+    #[test]
+    fn a_failure_stalled_across_every_read_is_carried_in_flight() {
+        let maps = half_counted(None);
+        let mut reads = WindowReads::default();
+        let k = reads.read(&maps).expect("read");
+        assert_eq!(maps.failed_reads.get(), FENCE_READS);
+        assert_eq!((k.fenced, k.in_flight, k.failures[&0]), (true, 1, 1));
+        // the next window, once it ended, reads exact again
+        maps.settles_at.set(Some(FENCE_READS + 1));
+        maps.ended.set(Some(11));
+        let k = reads.read(&maps).expect("read");
+        assert_eq!((k.fenced, k.in_flight, k.failures[&0]), (true, 0, 2));
+    }
+
+    #[test]
+    fn records_at_or_past_their_cpus_fence_wait() {
+        use crate::pipeline::tests::rec;
+        let fence = [5, 2];
+        assert!(!beyond(&rec(1, -22, 0, 4, 7), &fence));
+        assert!(beyond(&rec(1, -22, 0, 5, 7), &fence));
+        assert!(beyond(&rec(1, -22, 1, 2, 7), &fence));
+        assert!(!beyond(&rec(1, -22, 1, 1, 7), &fence));
+        // a CPU the fence does not know, or a sample that does not decode: never held
+        assert!(!beyond(&rec(1, -22, 7, 99, 7), &fence));
+        assert!(!beyond(&[0u8; 5], &fence));
     }
 
     #[test]

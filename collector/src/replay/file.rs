@@ -70,6 +70,15 @@ pub(crate) struct CountersJson {
     /// Kernel drops per probe id (absent in recordings made before it existed).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub drops_by_probe: BTreeMap<String, u64>,
+    /// How the live window read them (absent in older recordings: not fenced).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fenced: bool,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub in_flight: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl CountersJson {
@@ -85,6 +94,8 @@ impl CountersJson {
                 .collect(),
             drops: k.drops,
             drops_by_probe: m(&k.drops_by_probe),
+            fenced: k.fenced,
+            in_flight: k.in_flight,
         }
     }
 
@@ -109,6 +120,8 @@ impl CountersJson {
             errnos,
             drops: self.drops,
             drops_by_probe: m(&self.drops_by_probe)?,
+            fenced: self.fenced,
+            in_flight: self.in_flight,
         })
     }
 }
@@ -416,7 +429,9 @@ mod tests {
             failures: [(25, 1)].into(),
             errnos: [((25, 14), 1)].into(),
             drops: 2,
-            drops_by_probe: BTreeMap::new(),
+            fenced: true,
+            in_flight: 1,
+            ..KernelTotals::default()
         };
         let h = Header {
             replay: REPLAY_SCHEMA.into(),
@@ -465,6 +480,7 @@ mod tests {
             errnos: [((25, 14), 1)].into(),
             drops: 0,
             drops_by_probe: [(25, 0)].into(),
+            ..KernelTotals::default()
         };
         let h = Header::default();
         let mut once = Vec::new();

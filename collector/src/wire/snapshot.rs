@@ -216,9 +216,15 @@ impl Serialize for RecordsOut {
 pub struct Invariant {
     /// received + dropped == failures (see the module doc for the per-probe form)
     pub ok: bool,
-    /// Exact only in the final snapshot (programs detached, ring drained): before that,
-    /// records may be in flight between the counter read and the ring.
+    /// The counters and the records were read to agree exactly: the final snapshot
+    /// (programs detached, ring drained), or a live window read behind its fence with no
+    /// failure half counted (`in_flight` 0). A replay without counters is not exact.
     pub exact: bool,
+    /// Failing programs half counted while a live window read the counters (its fence did
+    /// not close in time): `ok` then allows that many on either side, claiming no loss and
+    /// hiding none beyond them.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub in_flight: u64,
     pub failures: u64,
     pub received: u64,
     pub dropped_kernel: u64,
@@ -239,6 +245,10 @@ pub struct InvariantProbe {
     pub failures: u64,
     pub received: u64,
     pub dropped_userspace: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// A sink's state as the snapshot (`clickhouse` field) and the exposition show it: a sink
