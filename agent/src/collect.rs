@@ -183,6 +183,10 @@ impl Hooks for Printer<'_> {
             let m = PrometheusSink::serve(addr)
                 .map_err(|source| CollectError::Metrics { addr, source })?;
             eprintln!("probegen collect: metrics on http://{}/metrics", m.addr());
+            if self.sinks.fleet.endpoint.is_some() {
+                // the spool alert compares the spool's size with its limit
+                m.show_spool_limit(self.sinks.fleet.spool_bytes);
+            }
             sinks.push(Box::new(m));
         }
         Ok(sinks)

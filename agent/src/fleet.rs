@@ -8,17 +8,22 @@ use std::time::Duration;
 use collector::{ChainClock, CollectError, SinkError};
 
 use crate::flags::parse_duration;
-use sink_clickhouse::{ddl, ClickhouseSink, Endpoint, SchemaOptions, SinkOptions};
+use sink_clickhouse::{ddl, read_password, ClickhouseSink, Endpoint, SchemaOptions, SinkOptions};
 
 use crate::AgentError;
 
 #[derive(clap::Args, Clone)]
 pub struct FleetArgs {
     /// Also send every snapshot to ClickHouse's HTTP interface:
-    /// http://[user[:password]@]host[:port][/?database=DB] (password also from
-    /// $PROBEGEN_CLICKHOUSE_PASSWORD, user from $PROBEGEN_CLICKHOUSE_USER)
+    /// http://[user@]host[:port][/?database=DB] (user also from $PROBEGEN_CLICKHOUSE_USER; the
+    /// password never in the URL: --clickhouse-password-file or the systemd credential
+    /// `clickhouse-password`)
     #[arg(long, value_name = "URL")]
     pub clickhouse: Option<String>,
+    /// The ClickHouse password: the first line of FILE (mode 0600 or stricter). Without it,
+    /// $CREDENTIALS_DIRECTORY/clickhouse-password when systemd passes that credential
+    #[arg(long, value_name = "FILE", requires = "clickhouse")]
+    pub clickhouse_password_file: Option<PathBuf>,
     /// Connect and request timeout of one ClickHouse insert
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub clickhouse_timeout: Duration,
@@ -60,7 +65,11 @@ impl FleetArgs {
             endpoint: self
                 .clickhouse
                 .as_deref()
-                .map(|u| Endpoint::parse(u, self.clickhouse_timeout))
+                .map(|u| {
+                    let endpoint = Endpoint::parse(u, self.clickhouse_timeout)?;
+                    let password = read_password(self.clickhouse_password_file.as_deref())?;
+                    Ok(endpoint.with_password(password))
+                })
                 .transpose()
                 .map_err(AgentError::Usage)?,
             spool: self.clickhouse_spool.clone(),

@@ -6,9 +6,11 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-/// Environment variables for credentials the URL does not carry.
-pub(crate) const PASSWORD_ENV: &str = "PROBEGEN_CLICKHOUSE_PASSWORD";
+/// The user name when the URL has none (a name is not a secret).
 pub(crate) const USER_ENV: &str = "PROBEGEN_CLICKHOUSE_USER";
+/// Once read for the password; now refused when set: the environment is no place for a
+/// secret (inherited by every child, readable in /proc by the same user, dumped in reports).
+pub(crate) const PASSWORD_ENV: &str = "PROBEGEN_CLICKHOUSE_PASSWORD";
 
 /// Where and as whom to insert.
 #[derive(Clone, PartialEq, Eq)]
@@ -33,7 +35,8 @@ impl std::fmt::Debug for Endpoint {
     }
 }
 
-fn percent_decode(s: &str) -> Result<String, String> {
+/// `s` percent-decoded; the error names `what` (never the text: it may be half a secret).
+fn percent_decode(s: &str, what: &str) -> Result<String, String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -42,7 +45,7 @@ fn percent_decode(s: &str) -> Result<String, String> {
             let hex = s
                 .get(i + 1..i + 3)
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| format!("bad percent escape in `{s}`"))?;
+                .ok_or_else(|| format!("bad percent escape in {what}"))?;
             out.push(hex);
             i += 3;
         } else {
@@ -50,25 +53,77 @@ fn percent_decode(s: &str) -> Result<String, String> {
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| format!("`{s}` is not UTF-8 after decoding"))
+    String::from_utf8(out).map_err(|_| format!("{what} is not UTF-8 after decoding"))
+}
+
+/// The URL as messages show it: everything between the scheme and the last `@` (the
+/// userinfo, where a password would be) replaced by `***`. Built before any message, and a
+/// malformed URL is over-redacted rather than risk showing part of a secret.
+fn redacted(url: &str) -> String {
+    let Some((before, after)) = url.rsplit_once('@') else {
+        return url.to_string();
+    };
+    match before.split_once("://") {
+        Some((scheme, _)) if scheme.bytes().all(|b| b.is_ascii_alphanumeric()) => {
+            format!("{scheme}://***@{after}")
+        }
+        _ => format!("***@{after}"),
+    }
 }
 
 impl Endpoint {
-    /// `http://[user[:password]@]host[:port][/][?database=DB]`; the user defaults to
-    /// `$PROBEGEN_CLICKHOUSE_USER` else `default`, the password to
-    /// `$PROBEGEN_CLICKHOUSE_PASSWORD` else empty, the database to `probegen`, the port to 8123.
+    /// `http://[user@]host[:port][/][?database=DB]`; the user defaults to
+    /// `$PROBEGEN_CLICKHOUSE_USER` else `default`, the database to `probegen`, the port to
+    /// 8123. No password: the caller sets it from a file or credential
+    /// ([`crate::read_password`]); a URL carrying one, and `$PROBEGEN_CLICKHOUSE_PASSWORD`, are
+    /// refused (argv and the environment are readable by others), and no message shows the
+    /// URL's userinfo.
     pub fn parse(url: &str, timeout: Duration) -> Result<Self, String> {
-        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        Self::parse_with(url, timeout, env(USER_ENV), env(PASSWORD_ENV))
+        if std::env::var_os(PASSWORD_ENV).is_some() {
+            return Err(format!(
+                "${PASSWORD_ENV} is set: the password is not read from the environment; put it \
+                 in --clickhouse-password-file FILE (mode 0600) or the systemd credential \
+                 `{}`, and unset the variable",
+                crate::PASSWORD_CREDENTIAL
+            ));
+        }
+        let user = std::env::var(USER_ENV).ok().filter(|v| !v.is_empty());
+        Self::parse_with(url, timeout, user, None)
     }
 
+    /// The password (from a file or credential, never the URL).
+    pub fn with_password(mut self, password: String) -> Self {
+        self.password = password;
+        self
+    }
+
+    /// `parse` with the environment's user and the password given.
     fn parse_with(
         url: &str,
         timeout: Duration,
         env_user: Option<String>,
-        env_password: Option<String>,
+        password: Option<String>,
     ) -> Result<Self, String> {
-        let bad = |why: &str| format!("--clickhouse `{url}`: {why}");
+        let shown = redacted(url);
+        let bad = |why: &str| format!("--clickhouse `{shown}`: {why}");
+        // the userinfo comes off first: nothing after this reads it, so no message can echo it
+        let (userinfo, url) = match url.rsplit_once('@') {
+            Some((before, host)) => match before.split_once("://") {
+                Some((scheme, u)) => (Some(u), format!("{scheme}://{host}")),
+                None => return Err(bad("expected http://[user@]host[:port]")),
+            },
+            None => (None, url.to_string()),
+        };
+        // a raw `/`, `?` or `#` before the last `@`: not a user name (a mistyped URL)
+        if userinfo.is_some_and(|u| u.contains(['/', '?', '#'])) {
+            return Err(bad("expected http://[user@]host[:port][/?database=DB]"));
+        }
+        if userinfo.is_some_and(|u| u.contains(':')) {
+            return Err(bad(
+                "a password in the URL is refused (any local user can read the command line): \
+                 put it in --clickhouse-password-file",
+            ));
+        }
         let rest = match url.split_once("://") {
             Some(("http", r)) => r,
             Some(("https", _)) => {
@@ -83,14 +138,10 @@ impl Endpoint {
             Some((h, q)) => (h, q),
             None => (rest, ""),
         };
-        let hostpart = hostpart.trim_end_matches('/');
-        if hostpart.contains('/') {
+        let authority = hostpart.trim_end_matches('/');
+        if authority.contains('/') {
             return Err(bad("a path is not supported (use ?database=DB)"));
         }
-        let (userinfo, authority) = match hostpart.rsplit_once('@') {
-            Some((u, a)) => (Some(u), a),
-            None => (None, hostpart),
-        };
         if authority.is_empty() {
             return Err(bad("no host"));
         }
@@ -105,17 +156,16 @@ impl Endpoint {
         } else {
             format!("{authority}:8123")
         };
-        let (user, password) = match userinfo {
-            Some(u) => match u.split_once(':') {
-                Some((n, p)) => (percent_decode(n)?, Some(percent_decode(p)?)),
-                None => (percent_decode(u)?, None),
-            },
-            None => (env_user.unwrap_or_else(|| "default".into()), None),
+        let user = match userinfo {
+            Some(u) => percent_decode(u, "the user name").map_err(|e| bad(&e))?,
+            None => env_user.unwrap_or_else(|| "default".into()),
         };
         let mut database = "probegen".to_string();
         for kv in query.split('&').filter(|s| !s.is_empty()) {
             match kv.split_once('=') {
-                Some(("database", v)) if !v.is_empty() => database = percent_decode(v)?,
+                Some(("database", v)) if !v.is_empty() => {
+                    database = percent_decode(v, "the database").map_err(|e| bad(&e))?;
+                }
                 _ => return Err(bad(&format!("unknown parameter `{kv}` (only database=DB)"))),
             }
         }
@@ -128,7 +178,7 @@ impl Endpoint {
         Ok(Endpoint {
             authority,
             user,
-            password: password.or(env_password).unwrap_or_default(),
+            password: password.unwrap_or_default(),
             database,
             connect_timeout: timeout.min(Duration::from_secs(3)),
             request_timeout: timeout,
@@ -255,18 +305,18 @@ mod tests {
         );
         assert_eq!(e.database, "probegen");
         let e = Endpoint::parse_with(
-            "http://ingest:p%40ss@ch.example:8124/?database=fleet",
+            "http://in%40gest@ch.example:8124/?database=fleet",
             T,
             None,
-            Some("ignored".into()),
+            Some("from-file".into()),
         )
         .expect("url");
         assert_eq!(
             (e.user.as_str(), e.password.as_str(), e.database.as_str()),
-            ("ingest", "p@ss", "fleet")
+            ("in@gest", "from-file", "fleet")
         );
         assert_eq!(e.authority, "ch.example:8124");
-        // credentials from the environment when the URL has none; default port
+        // the user from the environment when the URL has none; default port
         let e = Endpoint::parse_with("http://ch/", T, Some("u".into()), Some("pw".into()))
             .expect("url");
         assert_eq!(
@@ -283,12 +333,49 @@ mod tests {
             "http://ch?x=1",
             "http://ch?database=a;b",
             "http://",
+            "http://ch/?database=a@b",
         ] {
             assert!(
                 Endpoint::parse_with(bad, T, None, None).is_err(),
                 "{bad} accepted"
             );
         }
+    }
+
+    /// A URL carrying a password is refused, and no message built from a URL shows its
+    /// userinfo, whatever else is wrong with it.
+    #[test]
+    fn no_message_shows_the_password() {
+        const SECRET: &str = "pgMarkS3cret";
+        for url in [
+            "http://u:pgMarkS3cret@ch:8123",
+            "http://u:pgMarkS3cret@ch:99999",
+            "http://u:pgMarkS3cret@ch:port",
+            "http://u:pgMarkS3cret@ch/db",
+            "http://u:pgMarkS3cret@ch?x=1",
+            "http://u:pgMark?S3cret@ch",
+            "http://u:pgMark/S3cret@ch",
+            "https://u:pgMarkS3cret@ch",
+            "ftp://u:pgMarkS3cret@ch",
+            "u:pgMarkS3cret@ch:8123",
+            "pgMarkS3cret@ch",
+            "http://pgMarkS3cret%zz@ch",
+            "http://pgMarkS3cret%ff@ch",
+            "http://u:pgMarkS3cret@",
+            "http://u:pgMarkS3cret@@ch",
+            "http://:pgMarkS3cret@ch?database=a;b",
+            "u:pgMarkS3cret@ch://x",
+        ] {
+            let e = Endpoint::parse_with(url, T, None, None).expect_err(url);
+            assert!(!e.contains(SECRET), "{url}: {e}");
+            assert!(!e.contains("pgMark"), "{url}: {e}");
+            assert!(!e.contains("S3cret"), "{url}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+        let e = Endpoint::parse_with("http://u:pgMarkS3cret@ch:8123", T, None, None)
+            .expect_err("password");
+        assert!(e.contains("--clickhouse-password-file"), "{e}");
+        assert!(e.contains("`http://***@ch:8123`"), "{e}");
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! `ReplacingMergeTree` tables ([`schema`]); a batch resent after a timeout whose insert did
 //! in fact succeed collapses on merge (`FINAL` gives exact counts before).
 
+mod credentials;
 mod http;
 mod rows;
 mod schema;
@@ -24,6 +25,7 @@ use std::time::{Duration, Instant};
 
 use collector::{ChainClock, Sink, SinkError, SinkReport, SinkStatus, Snapshot};
 
+pub use credentials::{read_password, PASSWORD_CREDENTIAL};
 pub use http::Endpoint;
 use rows::{BatchKey, PidJobs};
 pub use schema::{ddl, statements, SchemaOptions};

@@ -1,21 +1,25 @@
 //! Prometheus text exposition (format 0.0.4) of the cumulative counters, served by a tiny
-//! std::net HTTP server (`GET /metrics`). The text is rendered when scraped, from the state of
-//! the last snapshot (or of the start): an idle collector that nobody scrapes renders nothing.
+//! HTTP server (`GET /metrics`, [`server`]: one poll loop, a deadline per connection, so a slow
+//! client never delays a scrape). The text is rendered when scraped, from the state of the
+//! last snapshot (or of the start): an idle collector that nobody scrapes renders nothing.
 //!
 //! Metrics, labelled `function` and `module` (the probe):
 //! `probegen_calls_total`, `probegen_failures_total`, `probegen_errno_total{errno="EFAULT"}`,
 //! `probegen_probe_attached` (1/0), `probegen_records_total` (kept in snapshots),
 //! `probegen_userspace_drops_total`; unlabelled: `probegen_ring_drops_total` (kernel ring
-//! buffer full), `probegen_sink_errors_total`, `probegen_snapshots_total`.
+//! buffer full), `probegen_decode_errors_total`, `probegen_seq_gaps_total`,
+//! `probegen_sink_errors_total`, `probegen_snapshots_total`; with ClickHouse the spool's
+//! counters and gauges (`probegen_clickhouse_*`). Every counter of something lost has an alert
+//! in `deploy/prometheus/probegen-rules.yml` (`tests/hostile_metrics.rs` holds it).
 //!
 //! A `collector::Sink` that the embedder adds (`--metrics`); it reads the snapshot and its
 //! run totals, so the run writes it after the JSONL line (`Sink::exposes`).
 
+mod server;
+
 use std::fmt::Write as _;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use collector::{
     errno_label, AttachStatus, KernelTotals, Owner, ProbeTable, SharedPart, Sink, SinkError,
@@ -30,11 +34,17 @@ struct MetricsInput<'a> {
     pub dropped_userspace: &'a [u64],
     pub attached: &'a [AttachStatus],
     pub sink_errors: u64,
+    /// samples that could not be decoded, this run
+    pub decode_errors: u64,
+    /// records missing from the per-CPU sequence numbers, this run
+    pub seq_gaps: u64,
     pub snapshots: u64,
     /// chains reported so far, per (owner, origin probe id, origin errno)
     pub chains: &'a std::collections::BTreeMap<(Owner, u32, u32), u64>,
     /// the ClickHouse sink (with `--clickhouse`)
     pub clickhouse: Option<SinkStatus>,
+    /// the spool's limit (`--clickhouse-spool-bytes`), when the embedder says it
+    pub spool_limit_bytes: Option<u64>,
     /// end of the last snapshot's window (0: none yet)
     pub last_snapshot_unix_ns: u64,
 }
@@ -70,8 +80,18 @@ fn render(m: &MetricsInput<'_>) -> String {
             m.kernel.drops,
         ),
         (
+            "probegen_decode_errors_total",
+            "Ring buffer samples that could not be decoded (wrong size, unknown probe or CPU).",
+            m.decode_errors,
+        ),
+        (
+            "probegen_seq_gaps_total",
+            "Records missing from the per-CPU sequence numbers.",
+            m.seq_gaps,
+        ),
+        (
             "probegen_sink_errors_total",
-            "Snapshot sink write errors.",
+            "Snapshot sink write errors (JSONL, spool).",
             m.sink_errors,
         ),
         (
@@ -92,7 +112,7 @@ fn render(m: &MetricsInput<'_>) -> String {
         m.last_snapshot_unix_ns % 1_000_000_000 / 1_000_000
     );
     if let Some(c) = &m.clickhouse {
-        render_clickhouse(&mut o, c);
+        render_clickhouse(&mut o, c, m.spool_limit_bytes);
     }
     o
 }
@@ -160,7 +180,7 @@ fn render_attached(o: &mut String, m: &MetricsInput<'_>, labels: &[String]) {
     }
 }
 
-fn render_clickhouse(o: &mut String, c: &SinkStatus) {
+fn render_clickhouse(o: &mut String, c: &SinkStatus, spool_limit_bytes: Option<u64>) {
     for (name, kind, help, v) in [
         (
             "probegen_clickhouse_batches_sent_total",
@@ -187,6 +207,24 @@ fn render_clickhouse(o: &mut String, c: &SinkStatus) {
             c.spool_dropped,
         ),
         (
+            "probegen_clickhouse_quarantined_batches_total",
+            "counter",
+            "Batches set aside unsent (unreadable, or refused by the server for good).",
+            c.quarantined_batches,
+        ),
+        (
+            "probegen_clickhouse_unspooled_batches_total",
+            "counter",
+            "Snapshots that never reached the spool (write failed).",
+            c.unspooled_batches,
+        ),
+        (
+            "probegen_clickhouse_lost_records_total",
+            "counter",
+            "Record rows ClickHouse will never hold (dropped, quarantined or unspooled batches).",
+            c.lost_records,
+        ),
+        (
             "probegen_clickhouse_spool_batches",
             "gauge",
             "Batches waiting in the on-disk spool.",
@@ -200,6 +238,14 @@ fn render_clickhouse(o: &mut String, c: &SinkStatus) {
         ),
     ] {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+    }
+    if let Some(limit) = spool_limit_bytes {
+        let name = "probegen_clickhouse_spool_limit_bytes";
+        let _ = writeln!(
+            o,
+            "# HELP {name} The spool's limit: past it the oldest batches are dropped.\n\
+             # TYPE {name} gauge\n{name} {limit}"
+        );
     }
 }
 
@@ -242,9 +288,13 @@ struct MetricsState {
     pub dropped_userspace: Vec<u64>,
     pub attached: SharedPart<Vec<AttachStatus>>,
     pub sink_errors: u64,
+    /// summed over the snapshots' windows (the snapshot carries the window's)
+    pub decode_errors: u64,
+    pub seq_gaps: u64,
     pub snapshots: u64,
     pub chains: Arc<std::collections::BTreeMap<(Owner, u32, u32), u64>>,
     pub clickhouse: Option<SinkStatus>,
+    pub spool_limit_bytes: Option<u64>,
     pub last_snapshot_unix_ns: u64,
 }
 
@@ -261,6 +311,9 @@ impl MetricsState {
         self.dropped_userspace.clone_from(&t.dropped_userspace);
         self.attached = s.attached.clone();
         self.sink_errors = t.sink_errors;
+        // every snapshot reaches the exposition once: the windows' sums are the run's
+        self.decode_errors += s.errors.decode;
+        self.seq_gaps += s.seq_gaps;
         self.snapshots = t.snapshots;
         self.chains = t.chains.clone();
         self.clickhouse.clone_from(&t.fleet);
@@ -275,9 +328,12 @@ impl MetricsState {
             dropped_userspace: &self.dropped_userspace,
             attached: &self.attached,
             sink_errors: self.sink_errors,
+            decode_errors: self.decode_errors,
+            seq_gaps: self.seq_gaps,
             snapshots: self.snapshots,
             chains: &self.chains,
             clickhouse: self.clickhouse.clone(),
+            spool_limit_bytes: self.spool_limit_bytes,
             last_snapshot_unix_ns: self.last_snapshot_unix_ns,
         }
     }
@@ -304,69 +360,12 @@ impl Page {
 /// The page shared with the server thread.
 type PageHandle = Arc<Mutex<Page>>;
 
-/// Binds and serves in a background thread; returns the bound address.
-fn serve(addr: SocketAddr, text: PageHandle) -> std::io::Result<SocketAddr> {
-    let listener = TcpListener::bind(addr)?;
-    let local = listener.local_addr()?;
-    std::thread::Builder::new()
-        .name("probegen-metrics".into())
-        .spawn(move || {
-            for conn in listener.incoming() {
-                match conn {
-                    Ok(stream) => {
-                        if let Err(e) = handle(stream, &text) {
-                            eprintln!("probegen collect: metrics: {e}");
-                        }
-                    }
-                    Err(e) => eprintln!("probegen collect: metrics accept: {e}"),
-                }
-            }
-        })?;
-    Ok(local)
-}
-
-fn handle(mut s: TcpStream, text: &PageHandle) -> std::io::Result<()> {
-    s.set_read_timeout(Some(Duration::from_secs(2)))?;
-    s.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
-        let n = s.read(&mut chunk)?;
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let req = String::from_utf8_lossy(&buf);
-    let mut first = req.lines().next().unwrap_or("").split_whitespace();
-    let (method, path) = (first.next().unwrap_or(""), first.next().unwrap_or(""));
-    let path = path.split('?').next().unwrap_or("");
-    let (status, ctype, body) = match (method, path) {
-        ("GET" | "HEAD", "/metrics") => (
-            "200 OK",
-            "text/plain; version=0.0.4; charset=utf-8",
-            text.lock().map(|t| t.body()).unwrap_or_default(),
-        ),
-        ("GET" | "HEAD", "/") => (
-            "200 OK",
-            "text/plain; charset=utf-8",
-            "probegen collector: see /metrics\n".to_string(),
-        ),
-        _ => (
-            "404 Not Found",
-            "text/plain; charset=utf-8",
-            "not found\n".to_string(),
-        ),
-    };
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(head.as_bytes())?;
-    if method != "HEAD" {
-        s.write_all(body.as_bytes())?;
-    }
-    s.flush()
+/// Binds and serves in a background thread ([`server`]); returns the bound address.
+fn serve(addr: SocketAddr, page: PageHandle) -> std::io::Result<SocketAddr> {
+    server::serve(
+        addr,
+        Box::new(move || page.lock().map(|p| p.body()).unwrap_or_default()),
+    )
 }
 
 /// The Prometheus sink: each snapshot updates the page the server thread renders when
@@ -387,6 +386,12 @@ impl PrometheusSink {
     /// The bound address (an ephemeral port resolved).
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Shows the ClickHouse spool's limit (`probegen_clickhouse_spool_limit_bytes`, next to
+    /// the spool's size): the sink's status does not carry it, the embedder's flag does.
+    pub fn show_spool_limit(&self, bytes: u64) {
+        self.set(|s| s.spool_limit_bytes = Some(bytes));
     }
 
     fn set(&self, f: impl FnOnce(&mut MetricsState)) {
@@ -434,6 +439,9 @@ impl Sink for PrometheusSink {
 
 #[cfg(test)]
 mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+
     use super::*;
 
     fn input_text() -> String {
@@ -459,6 +467,8 @@ mod tests {
             dropped_userspace: &[0, 0, 0],
             attached: &attached,
             sink_errors: 0,
+            decode_errors: 3,
+            seq_gaps: 2,
             snapshots: 1,
             chains: &[
                 ((Owner::Application, 1, 14), 3),
@@ -468,8 +478,12 @@ mod tests {
             clickhouse: Some(SinkStatus {
                 spool_batches: 2,
                 spool_dropped: 1,
+                quarantined_batches: 4,
+                unspooled_batches: 5,
+                lost_records: 6,
                 ..Default::default()
             }),
+            spool_limit_bytes: Some(1000),
             last_snapshot_unix_ns: 1_700_000_000_250_000_000,
         })
     }
@@ -499,6 +513,13 @@ mod tests {
         ));
         assert!(s.contains("probegen_clickhouse_spool_batches 2\n"));
         assert!(s.contains("probegen_clickhouse_spool_dropped_total 1\n"));
+        assert!(s.contains("probegen_clickhouse_quarantined_batches_total 4\n"));
+        assert!(s.contains("probegen_clickhouse_unspooled_batches_total 5\n"));
+        assert!(s.contains("probegen_clickhouse_lost_records_total 6\n"));
+        assert!(s.contains("# TYPE probegen_clickhouse_spool_limit_bytes gauge\n"));
+        assert!(s.contains("probegen_clickhouse_spool_limit_bytes 1000\n"));
+        assert!(s.contains("probegen_decode_errors_total 3\n"));
+        assert!(s.contains("probegen_seq_gaps_total 2\n"));
         assert!(s.contains("probegen_last_snapshot_timestamp_seconds 1700000000.250\n"));
         // every sample line: name{labels} value
         for line in s.lines().filter(|l| !l.starts_with('#')) {

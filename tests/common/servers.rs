@@ -6,6 +6,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -260,13 +261,20 @@ pub(crate) fn sample_value(s: &Value) -> f64 {
 
 // ---------------------------------------------------------------- collector ---
 
-/// Spawns `probegen collect ARGS` with stderr piped into a channel of lines.
+/// Spawns `probegen collect ARGS` with stderr piped into a channel of lines. When the guard
+/// runs a [`ClickHouse`], the collector gets its password as systemd would pass it: the
+/// credential `clickhouse-password` under `$CREDENTIALS_DIRECTORY` (the URL carries none).
 pub(crate) fn spawn_collector(
     g: &mut Guard,
     name: &str,
     args: &[&str],
 ) -> (usize, mpsc::Receiver<String>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_probegen"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_probegen"));
+    let credentials = g.dir.join("clickhouse").join(CREDENTIALS);
+    if credentials.join("clickhouse-password").is_file() {
+        cmd.env("CREDENTIALS_DIRECTORY", &credentials);
+    }
+    let mut child = cmd
         .arg("collect")
         .args(args)
         .stdin(Stdio::null())
@@ -326,11 +334,17 @@ pub(crate) fn clickhouse_bin() -> PathBuf {
     )
 }
 
+/// The directory of the test ClickHouse's password credential, under its directory.
+const CREDENTIALS: &str = "credentials";
+
 /// A ClickHouse server of the test: its own config, data directory and ports on loopback,
 /// the `default` user with a password; stopped and started again on the same data.
 pub(crate) struct ClickHouse {
     pub http: SocketAddr,
     pub password: String,
+    /// the password in a file of mode 0600 (`--clickhouse-password-file`); the same file is
+    /// the systemd credential [`spawn_collector`] passes
+    pub password_file: PathBuf,
     dir: PathBuf,
     child: Option<usize>,
 }
@@ -364,9 +378,16 @@ impl ClickHouse {
              <quotas><default/></quotas>\n</yandex>\n",
         )
         .expect("users.xml");
+        let credentials = dir.join(CREDENTIALS);
+        std::fs::create_dir_all(&credentials).expect("mkdir credentials");
+        let password_file = credentials.join("clickhouse-password");
+        std::fs::write(&password_file, "pg-test-secret\n").expect("password file");
+        std::fs::set_permissions(&password_file, std::fs::Permissions::from_mode(0o600))
+            .expect("chmod password file");
         let mut ch = ClickHouse {
             http: SocketAddr::from(([127, 0, 0, 1], http_port)),
             password: "pg-test-secret".into(),
+            password_file,
             dir,
             child: None,
         };
@@ -419,12 +440,10 @@ impl ClickHouse {
         eprintln!("clickhouse-server stopped ({st})");
     }
 
-    /// The collector's URL for this server.
+    /// The collector's URL for this server (no password: it is refused in a URL; the
+    /// collector reads `password_file`, or the credential `spawn_collector` passes).
     pub(crate) fn url(&self) -> String {
-        format!(
-            "http://default:{}@{}/?database=probegen",
-            self.password, self.http
-        )
+        format!("http://default@{}/?database=probegen", self.http)
     }
 
     /// Runs one statement; the answer's body.
