@@ -206,6 +206,14 @@ fn row_4_a_huge_job_value_is_cut_and_marked() {
         .map(|v| v["drops"]["userspace"].as_u64().unwrap_or(0))
         .sum();
     assert_eq!(recs.len() as u64 + dropped, (copies * GUEST_RECORDS) as u64);
+    let text = std::fs::read_to_string(&out).expect("out");
+    let longest = text.lines().map(str::len).max().unwrap_or(0);
+    eprintln!(
+        "row 4: {} records, {} bytes in {} lines, the longest {longest} bytes",
+        recs.len(),
+        text.len(),
+        snaps.len()
+    );
     let cut = format!(
         "{}…[truncated {} bytes]",
         &rank[..collector::JOB_VALUE_MAX],
@@ -215,17 +223,71 @@ fn row_4_a_huge_job_value_is_cut_and_marked() {
         assert_eq!(r["job"]["RANK"].as_str(), Some(cut.as_str()));
         assert_eq!(r["job"]["SLURM_JOB_ID"], "77");
     }
-    let text = std::fs::read_to_string(&out).expect("out");
-    let longest = text.lines().map(str::len).max().unwrap_or(0);
-    eprintln!(
-        "row 4: {} records, {} bytes in {} lines, the longest {longest} bytes",
-        recs.len(),
-        text.len(),
-        snaps.len()
-    );
     // a line holds 26 records: with the value cut, a few hundred bytes more per record
     assert!(longest < 64 << 10, "the longest line: {longest} bytes");
     assert!(text.len() < 1 << 20, "the file: {} bytes", text.len());
+    // the allow-list is bounded too: 33 names are refused before anything is read
+    let names: Vec<String> = (0..=collector::JOB_VARS_MAX)
+        .map(|i| format!("V{i}"))
+        .collect();
+    let o = collect(&[
+        "--manifest",
+        &manifest(),
+        "--replay",
+        &s(&replay),
+        "--job-vars",
+        &names.join(","),
+        "--out",
+        &s(&g.dir.join("vars.jsonl")),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.code() == Some(2) && err.contains("--job-vars: 33 names"),
+        "{err}"
+    );
+}
+
+/// `collect --out OUT` (the guest replay) exits 2 at once, with one line naming OUT and
+/// `why`, and collects nothing.
+fn refused_at_once(out: &Path, why: &str) {
+    let guest = data("rxe-6.12.replay.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_probegen"))
+        .args(["collect", "--manifest", &manifest(), "--replay", &s(&guest)])
+        .arg("--out")
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if t0.elapsed() > Duration::from_secs(10) {
+            // a stop must still win: SIGTERM, then the test fails
+            signal(child.id(), "-TERM");
+            std::thread::sleep(Duration::from_secs(2));
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("--out {}: still running after 10 s", out.display());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let o = child.wait_with_output().expect("output");
+    let err = String::from_utf8_lossy(&o.stderr);
+    eprintln!(
+        "row 5: {} -> {status} in {:?}: {err}",
+        out.display(),
+        t0.elapsed()
+    );
+    assert_eq!(status.code(), Some(2), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("--out"))
+        .unwrap_or_default();
+    assert!(line.contains(&s(out)) && line.contains(why), "{err}");
+    assert!(!err.contains(" snapshots; "), "nothing collected: {err}");
 }
 
 /// Row 5: `--out` a symbolic link (to a stand-in `/etc/passwd`, and a dangling one), a hard
@@ -244,56 +306,33 @@ fn row_5_out_is_never_a_link_or_a_fifo() {
     std::os::unix::fs::symlink(&never, &dangling).expect("symlink");
     let hard = g.dir.join("hard.jsonl");
     std::fs::hard_link(&passwd, &hard).expect("hard link");
+    // a file another user made first (a 1777 directory): theirs to read and cut, not ours
+    let foreign = g.dir.join("foreign.jsonl");
+    std::fs::write(&foreign, b"").expect("foreign");
+    let c = std::ffi::CString::new(s(&foreign)).expect("path");
+    // SAFETY: a valid C string; 65534 is `nobody`.
+    let rc = unsafe { libc::chown(c.as_ptr(), 65534, 65534) };
+    assert_eq!(
+        rc,
+        0,
+        "chown nobody {}: needs root (CI and the dev machine run as root)",
+        s(&foreign)
+    );
     let fifo = g.dir.join("fifo.jsonl");
     let st = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
     assert!(st.success(), "mkfifo");
-    let guest = data("rxe-6.12.replay.jsonl");
     for (out, why) in [
         (&link, "symbolic link"),
         (&dangling, "symbolic link"),
         (&hard, "hard links"),
+        (&foreign, "owned by uid 65534"),
         (&fifo, "FIFO"),
     ] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_probegen"))
-            .args(["collect", "--manifest", &manifest(), "--replay", &s(&guest)])
-            .arg("--out")
-            .arg(out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        let t0 = Instant::now();
-        let status = loop {
-            if let Some(st) = child.try_wait().expect("wait") {
-                break st;
-            }
-            if t0.elapsed() > Duration::from_secs(10) {
-                // a stop must still win: SIGTERM, then the test fails
-                signal(child.id(), "-TERM");
-                std::thread::sleep(Duration::from_secs(2));
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("--out {}: still running after 10 s", out.display());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let o = child.wait_with_output().expect("output");
-        let err = String::from_utf8_lossy(&o.stderr);
-        eprintln!(
-            "row 5: {} -> {status} in {:?}: {err}",
-            out.display(),
-            t0.elapsed()
-        );
-        assert_eq!(status.code(), Some(2), "{err}");
-        let line = err
-            .lines()
-            .find(|l| l.contains("--out"))
-            .unwrap_or_default();
-        assert!(line.contains(&s(out)) && line.contains(why), "{err}");
-        assert!(!err.contains(" snapshots; "), "nothing collected: {err}");
+        refused_at_once(out, why);
     }
     assert_eq!(std::fs::read(&passwd).expect("passwd"), original);
     assert!(!never.exists(), "the dangling link's target was created");
+    assert_eq!(std::fs::metadata(&foreign).expect("foreign").len(), 0);
 
     // rotation: FILE.2 planted as a link to the stand-in; rename moves the link itself
     let out = g.dir.join("rot.jsonl");
@@ -467,7 +506,7 @@ fn row_6_a_kill_mid_line_costs_one_unreadable_line() {
     if !torn_by_kill {
         // every kill fell between two lines: leave what a kill mid-line leaves
         let first = bytes.iter().position(|&b| b == b'\n').expect("a line") + 1;
-        bytes.extend_from_slice(&bytes[..first / 2].to_vec());
+        bytes.extend_from_within(..first / 2);
         std::fs::write(&out, &bytes).expect("fragment");
     }
     let whole_before = bytes.iter().filter(|&&b| b == b'\n').count();
@@ -601,6 +640,8 @@ fn row_14_sighup_reopens_the_output() {
     let pid = g.children[a].1.id();
     signal(pid, "-HUP");
     wait_until("a new FILE with lines", Duration::from_secs(30), || {
+        let exited = g.exited(a);
+        assert!(exited.is_none(), "SIGHUP ended the collector: {exited:?}");
         line_count(&out) >= 2
     });
     assert!(

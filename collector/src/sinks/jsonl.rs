@@ -416,4 +416,43 @@ mod tests {
         assert_eq!(std::fs::read(&p).expect("r"), b"{\"n\":6}\n");
         let _ = std::fs::remove_dir_all(&d);
     }
+
+    /// A line cut short (a kill mid-line) is fenced at the next open and reported once; the
+    /// lines after it stand alone.
+    #[test]
+    fn a_line_cut_short_is_fenced_once() {
+        let d = dir("fence");
+        let p = d.join("s.jsonl");
+        std::fs::write(&p, b"{\"n\":0}\n{\"n\":1").expect("w");
+        let mut s = JsonlFile::new(&p, 0, 1);
+        s.start().expect("start");
+        s.write(b"{\"n\":2}\n").expect("write");
+        assert_eq!(s.take_fenced(), Some(14));
+        assert_eq!(s.take_fenced(), None);
+        s.reopen();
+        s.write(b"{\"n\":3}\n").expect("write");
+        assert_eq!(s.take_fenced(), None, "a whole file is not fenced");
+        assert_eq!(
+            std::fs::read_to_string(&p).expect("r"),
+            "{\"n\":0}\n{\"n\":1\n{\"n\":2}\n{\"n\":3}\n"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// SIGHUP after `mv FILE FILE.old`: the next line starts a new FILE.
+    #[test]
+    fn reopen_follows_the_name() {
+        let d = dir("hup");
+        let p = d.join("s.jsonl");
+        let mut s = JsonlFile::new(&p, 0, 1);
+        s.write(b"{\"n\":0}\n").expect("write");
+        std::fs::rename(&p, d.join("s.jsonl.old")).expect("mv");
+        s.write(b"{\"n\":1}\n").expect("write");
+        s.reopen();
+        s.write(b"{\"n\":2}\n").expect("write");
+        let old = std::fs::read_to_string(d.join("s.jsonl.old")).expect("r");
+        assert_eq!(old, "{\"n\":0}\n{\"n\":1}\n");
+        assert_eq!(std::fs::read_to_string(&p).expect("r"), "{\"n\":2}\n");
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }
