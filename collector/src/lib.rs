@@ -13,6 +13,8 @@
 //! * `sinks/`: the [`Sink`] trait and the JSONL file. A sink sees wire types only; the
 //!   ClickHouse spool (`sink-clickhouse`) and the Prometheus exposition (`sink-prometheus`)
 //!   implement the same trait in their own crates and come in through [`Hooks::sinks`].
+//! * `outfile`: a leaf for the files the collector writes (the JSONL, its lock, `--record`):
+//!   opened as its own, never through a link or into a FIFO; the sinks and sources use it.
 //! * `run/`: the loop over a source, the sinks in order, the error count, the [`Event`]s the
 //!   embedder prints ([`Hooks`]); the library prints no chain line and no sink error.
 //!
