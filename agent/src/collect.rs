@@ -66,7 +66,8 @@ pub struct CollectArgs {
     /// Records kept per snapshot; past it they are counted as userspace drops
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     pub batch_cap: usize,
-    /// Environment variables reported as `job` (comma-separated)
+    /// Environment variables reported as `job` (comma-separated, at most 32; a value longer
+    /// than 256 bytes is cut and marked `…[truncated N bytes]`)
     #[arg(
         long,
         value_name = "A,B",
@@ -127,6 +128,13 @@ pub fn options(a: &CollectArgs) -> Result<(Options, Sinks), AgentError> {
         .map_err(AgentError::Usage)?;
     if a.interval.is_zero() {
         return Err(AgentError::Usage("--interval must be positive".into()));
+    }
+    if a.job_vars.len() > collector::JOB_VARS_MAX {
+        return Err(AgentError::Usage(format!(
+            "--job-vars: {} names: expected at most {}",
+            a.job_vars.len(),
+            collector::JOB_VARS_MAX
+        )));
     }
     let fleet = a.fleet.resolve()?;
     let opts = Options {

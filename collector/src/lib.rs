@@ -13,6 +13,8 @@
 //! * `sinks/`: the [`Sink`] trait and the JSONL file. A sink sees wire types only; the
 //!   ClickHouse spool (`sink-clickhouse`) and the Prometheus exposition (`sink-prometheus`)
 //!   implement the same trait in their own crates and come in through [`Hooks::sinks`].
+//! * `outfile`: a leaf for the files the collector writes (the JSONL, its lock, `--record`):
+//!   opened as its own, never through a link or into a FIFO; the sinks and sources use it.
 //! * `run/`: the loop over a source, the sinks in order, the error count, the [`Event`]s the
 //!   embedder prints ([`Hooks`]); the library prints no chain line and no sink error.
 //!
@@ -28,6 +30,7 @@ mod errno;
 mod error;
 mod kernel_state;
 mod live;
+mod outfile;
 mod owner;
 mod pipeline;
 mod probes;
@@ -52,7 +55,7 @@ pub use kernel_state::{AttachStatus, KernelTotals};
 pub use owner::{decide_for as owner_of, Owner};
 pub use pipeline::{Pipeline, PipelineConfig};
 pub use probes::{ProbeInfo, ProbeTable};
-pub use procinfo::{ProcCache, ProcInfo};
+pub use procinfo::{ProcCache, ProcInfo, JOB_VALUE_MAX, JOB_VARS_MAX};
 pub use record::{PgErrnoKey, PgRecord, RECORD_SIZE};
 pub use replay::{read as read_replay, ReplayError};
 pub use run::outputs::MAX_CHAIN_LINES;

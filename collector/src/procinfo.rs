@@ -6,6 +6,13 @@
 //! exited leaves `cgroup` and `job` empty; that is cached too, so a burst from a dead pid costs
 //! one failed open. The cache is bounded: at `cap` entries it is cleared.
 //!
+//! What a process puts in its environment is its own, so what is read is bounded: at most
+//! [`ENVIRON_READ_MAX`] bytes of `environ`, at most [`JOB_VARS_MAX`] names on the allow-list,
+//! each value at most [`JOB_VALUE_MAX`] bytes, a longer one cut and marked
+//! `…[truncated N bytes]` (N: the bytes cut). A record then carries a few KB of job at most,
+//! however large the environment (a 128 KiB `RANK` once made every record of its process
+//! 128 KiB).
+//!
 //! For a process that has exited, the cgroup path is still found from the record's cgroup id:
 //! on cgroup v2 the id is the inode number of the cgroup's directory, so the collector indexes
 //! the cgroup tree (`/sys/fs/cgroup`) by inode, rescanning at most once per second on a miss.
@@ -22,6 +29,14 @@ pub(crate) const DEFAULT_JOB_VARS: &[&str] = &[
     "LOCAL_RANK",
     "JOB_ID",
 ];
+
+/// Longest job value kept, in bytes (cut at a character boundary, then marked).
+pub const JOB_VALUE_MAX: usize = 256;
+/// Names on the allow-list at most (the flag refuses more; the cache keeps the first).
+pub const JOB_VARS_MAX: usize = 32;
+/// Bytes of `/proc/<pid>/environ` read at most: the kernel bounds one string (128 KiB), not
+/// the block (a quarter of the stack limit, or more); a variable past it is not seen.
+pub(crate) const ENVIRON_READ_MAX: u64 = 1 << 20;
 
 /// What a record is enriched with.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -101,7 +116,8 @@ impl CgroupIndex {
 }
 
 impl ProcCache {
-    pub fn new(root: Option<PathBuf>, allow: Vec<String>, cap: usize) -> Self {
+    pub fn new(root: Option<PathBuf>, mut allow: Vec<String>, cap: usize) -> Self {
+        allow.truncate(JOB_VARS_MAX);
         ProcCache {
             root,
             allow,
@@ -149,7 +165,7 @@ impl ProcCache {
         }
         let dir = root.join(pid.to_string());
         self.reads += 1;
-        let info = Arc::new(match std::fs::read(dir.join("environ")) {
+        let info = Arc::new(match read_environ(&dir.join("environ")) {
             Ok(env) => ProcInfo {
                 cgroup: std::fs::read_to_string(dir.join("cgroup"))
                     .map(|s| cgroup_path(&s))
@@ -191,7 +207,36 @@ pub(crate) fn cgroup_path(text: &str) -> String {
     first.unwrap_or_default().to_string()
 }
 
-/// Allow-listed `NAME=value` pairs of a NUL-separated environment block.
+/// The first [`ENVIRON_READ_MAX`] bytes of an `environ` file; a variable the limit cuts is
+/// left out whole.
+fn read_environ(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut env = Vec::new();
+    std::fs::File::open(path)?
+        .take(ENVIRON_READ_MAX)
+        .read_to_end(&mut env)?;
+    if env.len() as u64 == ENVIRON_READ_MAX {
+        let whole = env.iter().rposition(|&b| b == 0).map_or(0, |i| i + 1);
+        env.truncate(whole);
+    }
+    Ok(env)
+}
+
+/// `value` as text, at most [`JOB_VALUE_MAX`] bytes of it and the mark of what was cut.
+fn bounded_value(value: &[u8]) -> String {
+    let text = String::from_utf8_lossy(value);
+    if text.len() <= JOB_VALUE_MAX {
+        return text.into_owned();
+    }
+    let mut cut = JOB_VALUE_MAX;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…[truncated {} bytes]", &text[..cut], text.len() - cut)
+}
+
+/// Allow-listed `NAME=value` pairs of a NUL-separated environment block, each value bounded
+/// ([`bounded_value`]).
 pub(crate) fn job_vars(environ: &[u8], allow: &[String]) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for kv in environ.split(|&b| b == 0) {
@@ -200,10 +245,7 @@ pub(crate) fn job_vars(environ: &[u8], allow: &[String]) -> BTreeMap<String, Str
         };
         let name = &kv[..eq];
         if let Some(a) = allow.iter().find(|a| a.as_bytes() == name) {
-            out.insert(
-                a.clone(),
-                String::from_utf8_lossy(&kv[eq + 1..]).into_owned(),
-            );
+            out.insert(a.clone(), bounded_value(&kv[eq + 1..]));
         }
     }
     out
@@ -235,6 +277,38 @@ mod tests {
         assert_eq!(j["SLURM_JOB_ID"], "42");
         assert_eq!(j["RANK"], "3");
         assert_eq!(j["LOCAL_RANK"], "");
+    }
+
+    /// Row 4 of issue 21: a 128 KiB value is cut to JOB_VALUE_MAX bytes and marked; a
+    /// multi-byte character is not split; an environ past ENVIRON_READ_MAX is read only so far.
+    #[test]
+    fn job_values_are_bounded_and_marked() {
+        let rank = "7".repeat(131_066);
+        let env = format!("RANK={rank}\0JOB_ID={}\0", "é".repeat(200));
+        let j = job_vars(env.as_bytes(), &allow());
+        let cut = 131_066 - JOB_VALUE_MAX;
+        assert_eq!(
+            j["RANK"],
+            format!("{}…[truncated {cut} bytes]", &rank[..JOB_VALUE_MAX])
+        );
+        assert_eq!(
+            j["JOB_ID"],
+            format!("{}…[truncated 144 bytes]", "é".repeat(128))
+        );
+        assert_eq!(job_vars(b"RANK=3\0", &allow())["RANK"], "3");
+        let root = std::env::temp_dir().join(format!("pg-environ-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("9")).expect("mkdir");
+        let mut big = b"RANK=1\0".to_vec();
+        big.resize(ENVIRON_READ_MAX as usize - 3, b'x');
+        big.extend_from_slice(b"\0SLURM_JOB_ID=42\0");
+        std::fs::write(root.join("9/environ"), &big).expect("w");
+        let mut c = ProcCache::new(Some(root.clone()), allow(), 4);
+        let info = c.lookup(9, &[0; 16], 0).expect("info");
+        assert_eq!(info.job.len(), 1, "{:?}", info.job.keys());
+        assert_eq!(info.job["RANK"], "1");
+        let many: Vec<String> = (0..100).map(|i| format!("V{i}")).collect();
+        assert_eq!(ProcCache::new(None, many, 1).allow.len(), JOB_VARS_MAX);
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     fn fake_proc() -> (PathBuf, std::path::PathBuf) {

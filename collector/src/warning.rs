@@ -32,6 +32,11 @@ pub enum Warning {
     },
     /// `--record` lost lines.
     RecordWriteErrors(u64),
+    /// The output's last line was cut short (a crash mid-line): fenced with a `\n` at `offset`.
+    OutputFenced {
+        path: std::path::PathBuf,
+        offset: u64,
+    },
 }
 
 impl fmt::Display for Warning {
@@ -67,6 +72,11 @@ impl fmt::Display for Warning {
                 "sequence numbers taken {taken}, records read {read}, kernel drops {kernel_drops}"
             ),
             Warning::RecordWriteErrors(n) => write!(f, "--record: {n} write errors"),
+            Warning::OutputFenced { path, offset } => write!(
+                f,
+                "{}: its last line was cut short (a crash mid-line?): fenced with a newline at byte {offset}, so it is one unreadable line and the next lines stand alone",
+                path.display()
+            ),
         }
     }
 }

@@ -266,8 +266,9 @@ impl LiveSource {
     ) -> Result<Self, CollectError> {
         let recorder = match record {
             Some((p, header)) => Some(
-                File::create(&p)
-                    .and_then(|f| Recorder::new(f, &header))
+                // never through a link, never a FIFO (outfile.rs); truncated once checked
+                crate::outfile::open_output(&p, true)
+                    .and_then(|(f, _)| Recorder::new(f, &header))
                     .map_err(|source| CollectError::File {
                         what: Some("--record"),
                         path: p,

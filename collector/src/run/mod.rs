@@ -98,10 +98,22 @@ pub fn run(opts: &Options, hooks: &mut dyn Hooks) -> Result<Summary, CollectErro
         (Some(_), Some(_)) => Err(CollectError::Usage(
             "--replay and --object exclude each other",
         )),
-        (Some(file), None) => run_replay(opts, table, file, hooks),
-        (None, Some(obj)) => run_live(opts, table, obj, hooks),
+        (Some(file), None) => run_replay(opts, table, file, start_jsonl(opts)?, hooks),
+        (None, Some(obj)) => run_live(opts, table, obj, start_jsonl(opts)?, hooks),
         (None, None) => Err(CollectError::Usage("give --object (live) or --replay FILE")),
     }
+}
+
+/// The JSONL sink, its file checked and locked before anything is collected: a file the
+/// collector may not write, or another collector's, ends the run here (outfile.rs).
+fn start_jsonl(opts: &Options) -> Result<JsonlSink, CollectError> {
+    let mut jsonl = JsonlSink::new(&opts.out, opts.rotate_bytes, opts.rotate_keep);
+    jsonl.file.start().map_err(|source| CollectError::File {
+        what: Some("--out"),
+        path: opts.out.clone(),
+        source,
+    })?;
+    Ok(jsonl)
 }
 
 /// The loop over `source`: a snapshot per window it closes, then the final one (with the
@@ -178,14 +190,14 @@ fn proc_cache(opts: &Options, cgroup_root: Option<PathBuf>) -> ProcCache {
 }
 
 fn open_outputs(
-    opts: &Options,
+    jsonl: JsonlSink,
     clock: ChainClock,
     hooks: &mut dyn Hooks,
 ) -> Result<Outputs, CollectError> {
     let (expositions, fleet) = hooks.sinks(clock)?.into_iter().partition(|s| s.exposes());
     Ok(Outputs {
         fleet,
-        jsonl: JsonlSink::new(&opts.out, opts.rotate_bytes, opts.rotate_keep),
+        jsonl,
         expositions,
         snapshots: 0,
         errors: 0,
@@ -196,6 +208,7 @@ fn run_replay(
     opts: &Options,
     table: Arc<ProbeTable>,
     file: &Path,
+    jsonl: JsonlSink,
     hooks: &mut dyn Hooks,
 ) -> Result<Summary, CollectError> {
     let mut source = ReplaySource::open(
@@ -220,7 +233,7 @@ fn run_replay(
         proc_cache(opts, None),
     );
     pipe.set_attached(Vec::new());
-    let mut outputs = open_outputs(opts, ChainClock::LastRecord, hooks)?;
+    let mut outputs = open_outputs(jsonl, ChainClock::LastRecord, hooks)?;
     pipe.start_window(SystemTime::now());
     collect(&mut source, &mut pipe, &mut outputs, hooks, opts.sink_flush)
 }
@@ -229,6 +242,7 @@ fn run_live(
     opts: &Options,
     table: Arc<ProbeTable>,
     object: &Path,
+    jsonl: JsonlSink,
     hooks: &mut dyn Hooks,
 ) -> Result<Summary, CollectError> {
     let t0 = Instant::now();
@@ -281,7 +295,7 @@ fn run_live(
         duration: opts.duration,
     };
     let mut source = LiveSource::new(loaded, table, timing, record)?;
-    let mut outputs = open_outputs(opts, ChainClock::Monotonic, hooks)?;
+    let mut outputs = open_outputs(jsonl, ChainClock::Monotonic, hooks)?;
     let fleet = outputs.fleet_status();
     for s in outputs.fleet.iter_mut().chain(&mut outputs.expositions) {
         s.start(pipe.table(), pipe.attached_shared(), fleet.clone());

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::hooks::{Event, Hooks};
 use crate::sinks::jsonl::JsonlSink;
 use crate::sinks::{Sink, SinkReport};
+use crate::warning::Warning;
 use crate::wire::{SinkStatus, Snapshot};
 
 /// Chains logged on stderr per snapshot (all of them are in the snapshot).
@@ -58,9 +59,17 @@ impl Outputs {
             snap.clickhouse = carried;
         }
         crate::timings::mark("log+clickhouse");
+        if crate::stop::take_reopen() {
+            self.jsonl.file.reopen();
+        }
         if let Err(error) = self.jsonl.write(snap) {
             self.errors += 1;
             Self::failed(&self.jsonl, snap, &error, self.errors, hooks);
+        }
+        if let (Some(offset), Some(path)) = (self.jsonl.file.take_fenced(), self.jsonl.file.path())
+        {
+            let path = path.to_path_buf();
+            hooks.event(Event::Warning(&Warning::OutputFenced { path, offset }));
         }
         crate::timings::mark("sink");
         self.snapshots += 1;

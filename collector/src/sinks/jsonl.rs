@@ -11,14 +11,27 @@
 //! that counted something (and the lines after a lost one are lost too: one file, in order).
 //!
 //! Errors never stop collection: a write returns the error for the caller to count and
-//! report; a failed file is closed and reopened at the next write.
+//! report; a failed file is closed and reopened at the next write. What a failed write left
+//! (part of a line: the disk filled up) is cut off again (`ftruncate` to the size before it),
+//! so the file holds whole lines only and the next line that fits starts on its own. A file
+//! found at an open not ending in `\n` (the collector was killed mid-line, or the cut failed)
+//! is fenced: a `\n` is appended, so the fragment is one unreadable line and no good line is
+//! glued to it; the run reports it once ([`JsonlFile::take_fenced`]).
+//!
+//! Files are opened and locked as `outfile.rs` says: never through a link, never a FIFO, one
+//! collector per output (`FILE.lock`, taken before the first open and held for the run). A
+//! refusal at the start ends the run (exit 2); [`JsonlFile::reopen`] (SIGHUP) opens the name
+//! anew at the next write, so after logrotate's `mv FILE FILE.1` the next line starts a new
+//! `FILE`.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::sink::{Sink, SinkError};
+use crate::outfile::{self, OutputKind};
 use crate::wire::line::LineCache;
 use crate::wire::{SinkStatus, Snapshot};
 
@@ -59,11 +72,15 @@ pub(crate) struct JsonlFile {
     path: Option<PathBuf>,
     max_bytes: u64,
     keep: usize,
-    file: Option<File>,
+    file: Option<(File, OutputKind)>,
+    /// `FILE.lock`, held from the first open to the end of the run
+    lock: Option<File>,
     size: u64,
     pub rotations: u64,
     /// when the oldest line of the open file not synced yet was written (`None`: all synced)
     unsynced_since: Option<Instant>,
+    /// an open found a line cut short and fenced it at this offset (not reported yet)
+    fenced: Option<u64>,
 }
 
 impl JsonlFile {
@@ -74,9 +91,11 @@ impl JsonlFile {
             max_bytes,
             keep: keep.max(1),
             file: None,
+            lock: None,
             size: 0,
             rotations: 0,
             unsynced_since: None,
+            fenced: None,
         }
     }
 
@@ -84,29 +103,66 @@ impl JsonlFile {
         self.path.as_deref()
     }
 
-    fn open(path: &Path) -> io::Result<(File, u64)> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
+    /// Takes the lock (a device has none) and opens the file, fencing a line cut short.
+    fn open(&mut self) -> io::Result<()> {
+        let Some(path) = self.path.as_deref() else {
+            return Ok(());
+        };
+        if self.lock.is_none() && !outfile::is_device(path) {
+            self.lock = Some(outfile::lock_output(path)?);
         }
-        let f = OpenOptions::new().create(true).append(true).open(path)?;
-        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
-        Ok((f, size))
+        let (mut f, kind) = outfile::open_output(path, false)?;
+        let mut size = f.metadata()?.len();
+        let mut last = [0u8; 1];
+        if kind == OutputKind::File && size > 0 {
+            f.read_exact_at(&mut last, size - 1)?;
+            if last[0] != b'\n' {
+                f.write_all(b"\n")?;
+                self.fenced = Some(size);
+                size += 1;
+            }
+        }
+        self.file = Some((f, kind));
+        self.size = size;
+        Ok(())
+    }
+
+    /// Checks (and locks) the file before the run: a refusal (a link, a FIFO, another
+    /// collector's file) is returned; a failure that may pass (a full disk, a directory not
+    /// there yet) is left to the first write, which counts it.
+    pub(crate) fn start(&mut self) -> io::Result<()> {
+        match self.open() {
+            Err(e) if outfile::is_refused(&e) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// The next write opens the name anew (SIGHUP: the file may have been moved away).
+    pub(crate) fn reopen(&mut self) {
+        if let (Some((f, _)), Some(_)) = (self.file.take(), self.unsynced_since.take()) {
+            // a failed sync loses at most idle lines (the module's doc), as a crash would
+            let _ = f.sync_data();
+        }
+        self.size = 0;
+    }
+
+    /// Where a line cut short was fenced since the last call (reported once).
+    pub(crate) fn take_fenced(&mut self) -> Option<u64> {
+        self.fenced.take()
     }
 
     fn rotate(&mut self, path: &Path) -> io::Result<()> {
         // the idle lines not synced yet go with the file
-        if let (Some(f), Some(_)) = (self.file.take(), self.unsynced_since.take()) {
+        if let (Some((f, _)), Some(_)) = (self.file.take(), self.unsynced_since.take()) {
             f.sync_data()?;
         }
-        let numbered = |i: usize| {
-            let mut s = path.as_os_str().to_owned();
-            s.push(format!(".{i}"));
-            PathBuf::from(s)
-        };
+        // rename(2) and unlink(2) act on a link itself, never on what it points to; the new
+        // FILE is opened as every other (outfile.rs)
+        let numbered = |i: usize| outfile::suffixed(path, &format!(".{i}"));
         let _ = std::fs::remove_file(numbered(self.keep));
         for i in (1..self.keep).rev() {
             let from = numbered(i);
-            if from.exists() {
+            if std::fs::symlink_metadata(&from).is_ok() {
                 std::fs::rename(&from, numbered(i + 1))?;
             }
         }
@@ -126,27 +182,27 @@ impl JsonlFile {
         };
         let len: u64 = parts.iter().map(|p| p.len() as u64).sum();
         if self.file.is_none() {
-            let (f, size) = Self::open(&path)?;
-            self.file = Some(f);
-            self.size = size;
+            self.open()?;
         }
-        if self.max_bytes > 0 && self.size > 0 && self.size + len > self.max_bytes {
+        let rotates = self.file.as_ref().is_some_and(|f| f.1 == OutputKind::File);
+        if rotates && self.max_bytes > 0 && self.size > 0 && self.size + len > self.max_bytes {
             self.rotate(&path)?;
-            let (f, size) = Self::open(&path)?;
-            self.file = Some(f);
-            self.size = size;
+            self.open()?;
         }
         let now = Instant::now();
         let sync = sync == SyncWhen::Now
             || self
                 .unsynced_since
                 .is_some_and(|t| now.duration_since(t) >= IDLE_SYNC_EVERY);
-        let res = match self.file.as_mut() {
-            Some(f) => {
-                write_all_parts(f, parts).and_then(|_| if sync { f.sync_data() } else { Ok(()) })
-            }
-            None => Err(io::Error::other("sink not open")),
+        let Some((f, kind)) = self.file.as_mut() else {
+            return Err(io::Error::other("sink not open"));
         };
+        // the size before the line (not our count: the file may have been cut by another)
+        let before = match kind {
+            OutputKind::File => Some(f.metadata()?.len()),
+            OutputKind::Device => None,
+        };
+        let res = write_all_parts(f, parts).and_then(|_| if sync { f.sync_data() } else { Ok(()) });
         match res {
             Ok(()) => {
                 self.size += len;
@@ -158,6 +214,10 @@ impl JsonlFile {
                 Ok(())
             }
             Err(e) => {
+                // no part of the line stays (a later open fences what a failed cut leaves)
+                if let Some(before) = before {
+                    let _ = f.set_len(before);
+                }
                 // reopen next time (the file may have been removed, the disk freed)
                 self.file = None;
                 self.unsynced_since = None;
@@ -170,7 +230,7 @@ impl JsonlFile {
 /// The JSONL sink: each snapshot as one line, the parts it shares with the last line
 /// serialised once ([`LineCache`]), synced per the module's doc.
 pub struct JsonlSink {
-    file: JsonlFile,
+    pub(crate) file: JsonlFile,
     line: LineCache,
     name: String,
 }
@@ -354,6 +414,45 @@ mod tests {
         );
         assert!(s.unsynced_since.is_some(), "n6 waits for its sync");
         assert_eq!(std::fs::read(&p).expect("r"), b"{\"n\":6}\n");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A line cut short (a kill mid-line) is fenced at the next open and reported once; the
+    /// lines after it stand alone.
+    #[test]
+    fn a_line_cut_short_is_fenced_once() {
+        let d = dir("fence");
+        let p = d.join("s.jsonl");
+        std::fs::write(&p, b"{\"n\":0}\n{\"n\":1").expect("w");
+        let mut s = JsonlFile::new(&p, 0, 1);
+        s.start().expect("start");
+        s.write(b"{\"n\":2}\n").expect("write");
+        assert_eq!(s.take_fenced(), Some(14));
+        assert_eq!(s.take_fenced(), None);
+        s.reopen();
+        s.write(b"{\"n\":3}\n").expect("write");
+        assert_eq!(s.take_fenced(), None, "a whole file is not fenced");
+        assert_eq!(
+            std::fs::read_to_string(&p).expect("r"),
+            "{\"n\":0}\n{\"n\":1\n{\"n\":2}\n{\"n\":3}\n"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// SIGHUP after `mv FILE FILE.old`: the next line starts a new FILE.
+    #[test]
+    fn reopen_follows_the_name() {
+        let d = dir("hup");
+        let p = d.join("s.jsonl");
+        let mut s = JsonlFile::new(&p, 0, 1);
+        s.write(b"{\"n\":0}\n").expect("write");
+        std::fs::rename(&p, d.join("s.jsonl.old")).expect("mv");
+        s.write(b"{\"n\":1}\n").expect("write");
+        s.reopen();
+        s.write(b"{\"n\":2}\n").expect("write");
+        let old = std::fs::read_to_string(d.join("s.jsonl.old")).expect("r");
+        assert_eq!(old, "{\"n\":0}\n{\"n\":1}\n");
+        assert_eq!(std::fs::read_to_string(&p).expect("r"), "{\"n\":2}\n");
         let _ = std::fs::remove_dir_all(&d);
     }
 }
