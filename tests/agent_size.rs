@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 /// Issue 20's target: 5,738 lines before the split, 4,500 at most after it. Issue 21 added
 /// ~220 for files no one else can stand in for (`outfile.rs`: no link, no FIFO, one collector
 /// per output), torn lines fenced and cut back, SIGHUP reopening the output, bounded job
-/// values: 4,600.
-const COLLECTOR_CODE_LINES_BUDGET: usize = 4_600;
+/// values, and ~120 for the live window's fence (every snapshot's invariant exact, or its
+/// failures in flight carried): 4,700.
+const COLLECTOR_CODE_LINES_BUDGET: usize = 4_700;
 
 /// Code lines of one rustfmt-formatted file: a line is a comment when it starts with `//` or
 /// lies in a `/* */` block; a `#[cfg(test)]` module is skipped from its `mod` line to its
