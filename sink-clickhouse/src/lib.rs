@@ -8,11 +8,19 @@
 //! removes a batch once every table took it; a failure leaves it first in line and the thread
 //! retries with a backoff. The collection loop never waits for the network.
 //!
+//! Loss is counted, never silent ([`SinkStatus`]): a batch dropped past the spool limit, one
+//! set aside in the spool's quarantine (not what was spooled, or rows ClickHouse refuses while
+//! it takes the others), a snapshot the spool could not take (disk full, larger than the
+//! limit). A request has one deadline (`--clickhouse-timeout`, answer included) and a stop
+//! cuts it short at the final flush's end.
+//!
 //! Idempotency: rows are keyed by (host, boot id, run id, batch sequence, position) in
 //! `ReplacingMergeTree` tables ([`schema`]); a batch resent after a timeout whose insert did
 //! in fact succeed collapses on merge (`FINAL` gives exact counts before).
 
+mod fsdir;
 mod http;
+mod log;
 mod rows;
 mod schema;
 mod spool;
@@ -25,9 +33,11 @@ use std::time::{Duration, Instant};
 use collector::{ChainClock, Sink, SinkError, SinkReport, SinkStatus, Snapshot};
 
 pub use http::Endpoint;
+use http::SendError;
+use log::note;
 use rows::{BatchKey, PidJobs};
 pub use schema::{ddl, statements, SchemaOptions};
-use spool::Spool;
+use spool::{Entry, Spool, ALL_TABLES};
 
 #[derive(Debug, Clone)]
 pub struct SinkOptions {
@@ -68,6 +78,21 @@ struct State {
     /// after `stop`: give up sending at this instant
     flush_until: Option<Instant>,
     last_error: Option<String>,
+    /// snapshots not spooled in a row (one line per streak)
+    unspooled_streak: u64,
+}
+
+impl State {
+    /// The status fields the spool counts.
+    fn sync_status(&mut self) {
+        let (sp, st) = (&self.spool, &mut self.status);
+        st.spool_dropped = sp.dropped;
+        st.spool_batches = sp.batches() as u64;
+        st.spool_bytes = sp.bytes();
+        st.quarantined_batches = sp.quarantined;
+        st.unspooled_batches = sp.unspooled;
+        st.lost_records = sp.lost_records;
+    }
 }
 
 struct Queue {
@@ -102,19 +127,17 @@ impl ClickhouseSink {
                 o.spool_dir.display()
             );
         }
-        let status = SinkStatus {
-            spool_batches: spool.batches() as u64,
-            spool_bytes: spool.bytes(),
-            ..Default::default()
+        let mut state = State {
+            spool,
+            status: SinkStatus::default(),
+            stop: false,
+            flush_until: None,
+            last_error: None,
+            unspooled_streak: 0,
         };
+        state.sync_status();
         let queue = Arc::new(Queue {
-            state: Mutex::new(State {
-                spool,
-                status,
-                stop: false,
-                flush_until: None,
-                last_error: None,
-            }),
+            state: Mutex::new(state),
             wake: Condvar::new(),
         });
         let q2 = queue.clone();
@@ -133,35 +156,56 @@ impl ClickhouseSink {
         })
     }
 
-    /// Spools `snap` as one batch and wakes the sender. Returns the status after it.
+    /// Spools `snap` as one batch and wakes the sender. Returns the status after it: a
+    /// snapshot the spool cannot take is counted there (`unspooled_batches`), with one line
+    /// per streak, not per snapshot.
     pub fn enqueue(&mut self, snap: &Snapshot) -> Result<SinkStatus, String> {
         let mut st = self.queue.lock();
-        let seq = st.spool.take_seq()?;
-        let key = BatchKey {
-            host: &snap.host,
-            boot_id: &self.boot_id,
-            run_id: self.run_id,
-            seq,
-            kernel: &snap.kernel,
-            manifest_hash: &snap.manifest_hash,
-            snapshot: snap.snapshot,
+        let records = snap.records.len() as u64;
+        let spooled = match st.spool.take_seq() {
+            Ok(seq) => {
+                let key = BatchKey {
+                    host: &snap.host,
+                    boot_id: &self.boot_id,
+                    run_id: self.run_id,
+                    seq,
+                    kernel: &snap.kernel,
+                    manifest_hash: &snap.manifest_hash,
+                    snapshot: snap.snapshot,
+                };
+                let dropped = st.status.spool_dropped;
+                let batch = rows::batch(&key, snap, self.clock, dropped, &mut self.jobs);
+                st.spool.push(seq, &batch, records)
+            }
+            Err(e) => Err(spool::Unspooled::Write(e)),
         };
-        let batch = rows::batch(
-            &key,
-            snap,
-            self.clock,
-            st.status.spool_dropped,
-            &mut self.jobs,
-        );
-        let dropped = st.spool.push(seq, &batch)?;
-        if dropped > 0 {
-            eprintln!(
-                "probegen collect: clickhouse: spool past its limit: dropped the {dropped} oldest batches"
-            );
+        match spooled {
+            Ok(dropped) => {
+                if dropped > 0 {
+                    note(format_args!(
+                        "spool past its limit: dropped the {dropped} oldest batches"
+                    ));
+                }
+                if st.unspooled_streak > 0 {
+                    note(format_args!(
+                        "spooling again ({} snapshots were not spooled)",
+                        st.unspooled_streak
+                    ));
+                    st.unspooled_streak = 0;
+                }
+            }
+            Err(why) => {
+                st.spool.count_unspooled(records);
+                if st.unspooled_streak == 0 {
+                    note(format_args!(
+                        "snapshot {} not spooled: {why}; its {records} records will not reach                          ClickHouse (counted as unspooled; one line until spooling works again)",
+                        snap.snapshot
+                    ));
+                }
+                st.unspooled_streak += 1;
+            }
         }
-        st.status.spool_dropped = st.spool.dropped;
-        st.status.spool_batches = st.spool.batches() as u64;
-        st.status.spool_bytes = st.spool.bytes();
+        st.sync_status();
         let status = st.status.clone();
         drop(st);
         self.queue.wake.notify_all();
@@ -188,7 +232,17 @@ impl ClickhouseSink {
         }
         self.queue.wake.notify_all();
         if let Some(h) = self.sender.take() {
-            let _ = h.join();
+            // a stop wins: the sender's requests end at the flush's end; past it and a second
+            // more, the process goes on without it (the spool's files are whole either way)
+            let until = Instant::now() + flush + Duration::from_secs(1);
+            while !h.is_finished() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if h.is_finished() {
+                let _ = h.join();
+            } else {
+                note(format_args!("the sender did not stop in time: left behind"));
+            }
         }
         let st = self.queue.lock();
         if st.spool.batches() > 0 {
@@ -232,8 +286,11 @@ impl Sink for ClickhouseSink {
 impl Drop for ClickhouseSink {
     fn drop(&mut self) {
         if let Some(h) = self.sender.take() {
-            self.queue.lock().stop = true;
-            self.queue.lock().flush_until = Some(Instant::now());
+            {
+                let mut st = self.queue.lock();
+                st.stop = true;
+                st.flush_until = Some(Instant::now());
+            }
             self.queue.wake.notify_all();
             let _ = h.join();
         }
@@ -241,75 +298,204 @@ impl Drop for ClickhouseSink {
 }
 
 /// Batches sent together at most (a backlog after an outage): one insert per table for all
-/// of them, since ClickHouse makes one part per insert.
+/// of them, since ClickHouse makes one part per insert. Bytes: also at most half the spool
+/// limit, so that a new batch finds room beside the ones being sent.
 const MAX_BATCHES_PER_SEND: usize = 64;
 const MAX_BYTES_PER_SEND: u64 = 16 << 20;
 
-/// Sends batch files: per table, the parts of all of them in one insert, tables in order.
-fn send_batches(endpoint: &Endpoint, paths: &[PathBuf]) -> Result<u64, String> {
-    let mut files = Vec::with_capacity(paths.len());
-    for path in paths {
-        match std::fs::read(path) {
-            Ok(b) => files.push((path, b)),
+/// What one round of sending left to count.
+#[derive(Default)]
+struct Round {
+    /// failed requests
+    errors: u64,
+    last: Option<SendError>,
+}
+
+impl Round {
+    fn failed(&mut self, e: SendError) {
+        self.errors += 1;
+        self.last = Some(e);
+    }
+}
+
+/// A batch of the round: its entry and its bytes.
+struct Loaded {
+    entry: Entry,
+    bytes: Vec<u8>,
+}
+
+/// Reads and checks the group's batches; one that is not what was spooled is set aside.
+fn load(queue: &Queue, group: &[Entry]) -> Vec<Loaded> {
+    let (dir, cap) = {
+        let st = queue.lock();
+        (st.spool.reader(), st.spool.limit_bytes())
+    };
+    let mut out = Vec::with_capacity(group.len());
+    for e in group {
+        let checked = dir
+            .read(&e.file(), cap)
+            .map_err(|err| (err.kind(), err.to_string()))
+            .and_then(|b| match rows::parse_batch(&b, e.seq) {
+                Ok(_) => Ok(b),
+                Err(bad) => Err((std::io::ErrorKind::InvalidData, bad.to_string())),
+            });
+        match checked {
+            Ok(bytes) => out.push(Loaded { entry: *e, bytes }),
             // dropped past the limit between listing and reading: nothing to send
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("{}: {e}", path.display())),
+            Err((std::io::ErrorKind::NotFound, _)) => {}
+            Err((_, why)) => queue.lock().spool.set_aside(e.seq, &why),
         }
     }
-    let mut bodies: Vec<Vec<u8>> = vec![Vec::new(); schema::TABLES.len()];
-    for (path, bytes) in &files {
-        let parts = match rows::parse_batch(bytes) {
-            Ok((_, p)) => p,
-            Err(e) => {
-                // a corrupt batch would block the queue forever: report and skip it
-                eprintln!(
-                    "probegen collect: clickhouse: {}: {e}: skipped",
-                    path.display()
-                );
+    out
+}
+
+/// Table `t` took the rows of `batches`: remembered; a batch every table took is done.
+fn took(queue: &Queue, t: usize, batches: &[(usize, u64)], loaded: &mut [Loaded]) {
+    let mut st = queue.lock();
+    for &(i, rows) in batches {
+        let seq = loaded[i].entry.seq;
+        if let Some(e) = st.spool.took(seq, 1 << t) {
+            loaded[i].entry = e;
+            if t == 0 {
+                st.status.sent_records += rows;
+            }
+            if e.taken == ALL_TABLES {
+                st.spool.done(seq);
+                st.status.sent_batches += 1;
+            }
+        }
+    }
+}
+
+/// Sends the group: per table, the rows of every batch that table has not taken yet in one
+/// insert, tables in order. A table that refuses (a missing table) does not hold the others;
+/// no answer (server down) ends the round. Rows ClickHouse refuses as malformed are sent
+/// batch by batch: a batch refused while others are taken is set aside, since the server
+/// shows it takes good rows; all refused is the table's or the server's problem, retried.
+fn send_group(
+    queue: &Queue,
+    endpoint: &Endpoint,
+    group: &[Entry],
+    stop_at: &dyn Fn() -> Option<Instant>,
+) -> Round {
+    let mut loaded = load(queue, group);
+    let mut round = Round::default();
+    for (t, table) in schema::TABLES.iter().enumerate() {
+        // (index, rows, body) of the batches this table needs
+        let mut need: Vec<(usize, u64)> = Vec::new();
+        let mut empty: Vec<(usize, u64)> = Vec::new();
+        let mut bodies: Vec<Vec<u8>> = Vec::new();
+        for (i, l) in loaded.iter().enumerate() {
+            if l.entry.taken & (1 << t) != 0 {
                 continue;
             }
-        };
-        for (table, body) in parts {
-            match schema::TABLES.iter().position(|t| t.name == table) {
-                Some(i) => bodies[i].extend_from_slice(body),
-                None => eprintln!(
-                    "probegen collect: clickhouse: {}: unknown table `{table}` skipped",
-                    path.display()
-                ),
+            let Ok(parts) = rows::parse_batch(&l.bytes, l.entry.seq) else {
+                continue;
+            };
+            let (body, rows) = parts[t];
+            if rows == 0 {
+                empty.push((i, 0));
+            } else {
+                need.push((i, rows));
+                bodies.push(body.to_vec());
             }
         }
-    }
-    let mut records = 0;
-    for (t, body) in schema::TABLES.iter().zip(&bodies) {
-        if body.is_empty() {
+        took(queue, t, &empty, &mut loaded);
+        if need.is_empty() {
             continue;
         }
         let q = format!(
             "INSERT INTO {}.{} FORMAT JSONEachRow",
-            endpoint.database, t.name
+            endpoint.database, table.name
         );
-        endpoint.post(&q, body)?;
-        if t.name == schema::RECORDS.name {
-            records += body.iter().filter(|&&b| b == b'\n').count() as u64;
+        match endpoint.insert(&q, &bodies.concat(), stop_at) {
+            Ok(()) => took(queue, t, &need, &mut loaded),
+            Err(SendError::BadData { .. }) if need.len() > 1 => {
+                round.errors += 1;
+                if !one_by_one(
+                    queue,
+                    endpoint,
+                    &q,
+                    t,
+                    &need,
+                    &bodies,
+                    &mut loaded,
+                    stop_at,
+                    &mut round,
+                ) {
+                    return round;
+                }
+            }
+            Err(e @ (SendError::BadData { .. } | SendError::Refused { .. })) => round.failed(e),
+            Err(e) => {
+                round.failed(e);
+                return round;
+            }
         }
     }
-    Ok(records)
+    round
+}
+
+/// The batches of a refused insert one at a time (see [`send_group`]); false when the round
+/// must end (no answer, or every batch refused).
+#[allow(clippy::too_many_arguments)]
+fn one_by_one(
+    queue: &Queue,
+    endpoint: &Endpoint,
+    q: &str,
+    t: usize,
+    need: &[(usize, u64)],
+    bodies: &[Vec<u8>],
+    loaded: &mut [Loaded],
+    stop_at: &dyn Fn() -> Option<Instant>,
+    round: &mut Round,
+) -> bool {
+    let mut refused = Vec::new();
+    let mut took_any = false;
+    for (&(i, rows), body) in need.iter().zip(bodies) {
+        match endpoint.insert(q, body, stop_at) {
+            Ok(()) => {
+                took(queue, t, &[(i, rows)], loaded);
+                took_any = true;
+            }
+            Err(e @ SendError::BadData { .. }) => refused.push((i, e)),
+            Err(e) => {
+                round.failed(e);
+                return false;
+            }
+        }
+    }
+    if !took_any {
+        if let Some((_, e)) = refused.pop() {
+            round.failed(e);
+        }
+        return false;
+    }
+    let mut st = queue.lock();
+    for (i, e) in refused {
+        let table = schema::TABLES[t].name;
+        st.spool.set_aside(
+            loaded[i].entry.seq,
+            &format!("ClickHouse refuses its `{table}` rows ({e})"),
+        );
+    }
+    true
 }
 
 fn send_loop(queue: &Queue, endpoint: &Endpoint, min_backoff: Duration, max_backoff: Duration) {
     let mut backoff = min_backoff;
     let mut failing = false;
+    let stop_at = || queue.lock().flush_until;
     loop {
-        let next = {
+        let group = {
             let mut st = queue.lock();
             loop {
                 let past_flush = st.flush_until.is_some_and(|t| Instant::now() >= t);
                 if st.stop && (st.spool.batches() == 0 || past_flush) {
                     return;
                 }
-                let n = st
-                    .spool
-                    .next_up_to(MAX_BATCHES_PER_SEND, MAX_BYTES_PER_SEND);
+                let bytes = MAX_BYTES_PER_SEND.min(st.spool.limit_bytes() / 2);
+                let n = st.spool.next_up_to(MAX_BATCHES_PER_SEND, bytes);
                 if !n.is_empty() {
                     break n;
                 }
@@ -320,57 +506,47 @@ fn send_loop(queue: &Queue, endpoint: &Endpoint, min_backoff: Duration, max_back
                     .unwrap_or_else(|e| e.into_inner().0);
             }
         };
-        let paths: Vec<PathBuf> = next.iter().map(|(_, p)| p.clone()).collect();
-        let res = send_batches(endpoint, &paths);
+        let round = send_group(queue, endpoint, &group, &stop_at);
         let mut st = queue.lock();
-        match res {
-            Ok(records) => {
-                for &(seq, _) in &next {
-                    st.spool.done(seq);
-                }
-                st.status.sent_batches += next.len() as u64;
-                st.status.sent_records += records;
-                st.status.spool_batches = st.spool.batches() as u64;
-                st.status.spool_bytes = st.spool.bytes();
-                if failing {
-                    eprintln!(
-                        "probegen collect: clickhouse: sending again ({} batches spooled)",
-                        st.spool.batches()
-                    );
-                }
-                failing = false;
-                backoff = min_backoff;
+        st.spool.release();
+        st.status.send_errors += round.errors;
+        st.sync_status();
+        let Some(e) = round.last else {
+            if failing {
+                note(format_args!(
+                    "sending again ({} batches spooled)",
+                    st.spool.batches()
+                ));
             }
-            Err(e) => {
-                st.spool.release();
-                st.status.send_errors += 1;
-                if !failing {
-                    eprintln!(
-                        "probegen collect: clickhouse: {e}: spooling in {} and retrying",
-                        st.spool.dir().display()
-                    );
-                }
-                failing = true;
-                st.last_error = Some(e);
-                let wait = match st.flush_until {
-                    Some(t) => backoff.min(t.saturating_duration_since(Instant::now())),
-                    None => backoff,
-                };
-                // woken early only by stop (a new batch does not make the server come back)
-                let deadline = Instant::now() + wait;
-                while Instant::now() < deadline {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    st = queue
-                        .wake
-                        .wait_timeout(st, left)
-                        .map(|(g, _)| g)
-                        .unwrap_or_else(|e| e.into_inner().0);
-                    if st.stop && st.flush_until.is_some_and(|t| Instant::now() >= t) {
-                        break;
-                    }
-                }
-                backoff = (backoff * 2).min(max_backoff);
+            failing = false;
+            backoff = min_backoff;
+            continue;
+        };
+        if !failing {
+            note(format_args!(
+                "{e}: spooling in {} and retrying",
+                st.spool.dir().display()
+            ));
+        }
+        failing = true;
+        st.last_error = Some(e.to_string());
+        let wait = match st.flush_until {
+            Some(t) => backoff.min(t.saturating_duration_since(Instant::now())),
+            None => backoff,
+        };
+        // woken early only by stop (a new batch does not make the server come back)
+        let deadline = Instant::now() + wait;
+        while Instant::now() < deadline {
+            let left = deadline.saturating_duration_since(Instant::now());
+            st = queue
+                .wake
+                .wait_timeout(st, left)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+            if st.stop && st.flush_until.is_some_and(|t| Instant::now() >= t) {
+                break;
             }
         }
+        backoff = (backoff * 2).min(max_backoff);
     }
 }
