@@ -166,7 +166,7 @@ impl Endpoint {
         let head = format!(
             "POST /?query={} HTTP/1.1\r\nHost: {}\r\nAuthorization: Basic {auth}\r\n\
              Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
-             Connection: close\r\n\r\n",
+             Expect: 100-continue\r\nConnection: close\r\n\r\n",
             url_encode(query),
             self.authority,
             body.len()
@@ -175,12 +175,19 @@ impl Endpoint {
             c: &mut c,
             end: &end,
         };
-        let sent = io
+        // `Expect: 100-continue`: a server that refuses the request (a 401) says so before
+        // the body is sent, rather than closing on an unread body (a reset, its answer lost)
+        let early = io
             .write_all(head.as_bytes())
-            .and_then(|()| io.write_body(body));
-        // a server may answer before it read the body (a 401) and close: read that answer
-        // rather than report the reset of the write
-        let raw = match (sent, io.read_answer()) {
+            .and_then(|()| io.await_continue());
+        let (sent, start) = match early {
+            Ok(Some(answer)) => (Ok(()), answer),
+            Ok(None) => (io.write_body(body), Vec::new()),
+            Err(e) => (Err(e), Vec::new()),
+        };
+        // a server may answer before it read the body and close: read that answer rather
+        // than report the reset of the write
+        let raw = match (sent, io.read_answer(start)) {
             (_, Ok(raw)) if !raw.is_empty() => raw,
             (Err(e), _) => {
                 return Err(SendError::Transport(format!(
@@ -206,8 +213,13 @@ impl Endpoint {
 
     /// The verdict on an insert's answer (see [`Endpoint::insert`]).
     fn check_answer(&self, raw: &[u8]) -> Result<(), SendError> {
-        let text = String::from_utf8_lossy(raw);
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let lossy = String::from_utf8_lossy(raw);
+        let mut text: &str = &lossy;
+        // interim answers (`100 Continue` after the wait for it ended) precede the answer
+        while text.starts_with("HTTP/1.1 1") || text.starts_with("HTTP/1.0 1") {
+            text = text.split_once("\r\n\r\n").map_or("", |(_, rest)| rest);
+        }
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((text, ""));
         let status: u16 = head
             .split_whitespace()
             .nth(1)
@@ -266,6 +278,8 @@ impl Endpoint {
 
 /// An answer to an insert is a status line, a few headers and an error line at most.
 pub(crate) const ANSWER_CAP: usize = 64 << 10;
+/// The longest the body waits for `100 Continue` (a server that does not send it).
+const CONTINUE_WAIT: Duration = Duration::from_secs(1);
 /// The longest a socket waits before the request's end (and a stop) is checked again.
 const SLICE: Duration = Duration::from_millis(200);
 
@@ -369,9 +383,44 @@ impl Io<'_> {
         r
     }
 
-    /// The answer up to the close (`Connection: close`), at most [`ANSWER_CAP`] bytes.
-    fn read_answer(&mut self) -> std::io::Result<Vec<u8>> {
-        let mut raw = Vec::new();
+    /// After the head: waits (at most [`CONTINUE_WAIT`]) for `100 Continue`. `None`: send
+    /// the body (it came, or the server does not use it); `Some`: the server answered for
+    /// good already (the bytes of its answer so far).
+    fn await_continue(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        let until = Instant::now() + CONTINUE_WAIT;
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        while Instant::now() < until {
+            self.slice()?;
+            let left = until.saturating_duration_since(Instant::now());
+            self.c
+                .set_read_timeout(Some(left.clamp(Duration::from_millis(1), SLICE)))?;
+            match self.c.read(&mut buf) {
+                Ok(0) => return Ok(Some(got)),
+                Ok(n) => {
+                    got.extend_from_slice(&buf[..n]);
+                    if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                        if got.starts_with(b"HTTP/1.1 100") || got.starts_with(b"HTTP/1.0 100") {
+                            let _ = got.drain(..end + 4);
+                            return Ok(if got.is_empty() { None } else { Some(got) });
+                        }
+                        return Ok(Some(got));
+                    }
+                    if got.len() > ANSWER_CAP {
+                        return Ok(Some(got));
+                    }
+                }
+                Err(e) if waiting(&e) => {}
+                Err(_) if !got.is_empty() => return Ok(Some(got)),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(if got.is_empty() { None } else { Some(got) })
+    }
+
+    /// The answer up to the close (`Connection: close`), at most [`ANSWER_CAP`] bytes,
+    /// after the `raw` bytes already read.
+    fn read_answer(&mut self, mut raw: Vec<u8>) -> std::io::Result<Vec<u8>> {
         let mut buf = [0u8; 8192];
         loop {
             if let Err(e) = self.slice() {

@@ -175,24 +175,26 @@ fn stored_next_seq(dir: &PrivateDir) -> Result<u64, String> {
 }
 
 /// What a file named like a batch holds, from its header: an index entry, or why it is not
-/// a batch of this spool.
-fn index(dir: &PrivateDir, file: &str) -> Result<Entry, String> {
-    let (seq, taken) = parse_name(file).ok_or("not a batch file name")?;
+/// a batch of this spool (with the records its header claims, when it has one).
+fn index(dir: &PrivateDir, file: &str) -> Result<Entry, (String, u64)> {
+    let (seq, taken) = parse_name(file).ok_or(("not a batch file name".to_string(), 0))?;
     if seq >= SEQ_LIMIT {
-        return Err("a batch number past 2^63".into());
+        return Err(("a batch number past 2^63".into(), 0));
     }
-    let (f, len) = dir.open_regular(file).map_err(|e| e.to_string())?;
+    let (f, len) = dir.open_regular(file).map_err(|e| (e.to_string(), 0))?;
     let mut start = Vec::with_capacity(512);
     f.take(512)
         .read_to_end(&mut start)
-        .map_err(|e| e.to_string())?;
-    let head = parse_head(&start).map_err(|e| e.to_string())?;
+        .map_err(|e| (e.to_string(), 0))?;
+    let head = parse_head(&start).map_err(|e| (e.to_string(), 0))?;
+    let records = if taken & 1 == 0 { head.rows[0] } else { 0 };
     if head.seq != seq {
-        return Err(format!("its header names batch {}", head.seq));
+        return Err((format!("its header names batch {}", head.seq), 0));
     }
     if let Some(want) = head.len.filter(|&w| w != len) {
-        return Err(format!(
-            "{len} bytes where its header says {want} (torn or cut)"
+        return Err((
+            format!("{len} bytes where its header says {want} (torn or cut)"),
+            records,
         ));
     }
     Ok(Entry {
@@ -245,7 +247,7 @@ impl Spool {
         for n in batch_names {
             match index(&s.dir, &n) {
                 Ok(e) => found.push(e),
-                Err(why) => s.set_aside_file(&n, &why, 0),
+                Err((why, records)) => s.set_aside_file(&n, &why, records),
             }
         }
         found.sort_unstable_by_key(|e| e.seq);
@@ -568,7 +570,7 @@ mod tests {
         s.release();
         // larger than the limit: not spooled, nothing dropped for it
         assert!(matches!(
-            push(&mut s, 10, 10),
+            push(&mut s, 10, 100),
             Err(Unspooled::TooLarge { .. })
         ));
         assert_eq!((s.batches(), s.dropped), (1, 1));
