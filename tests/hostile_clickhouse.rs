@@ -113,11 +113,22 @@ fn n(v: &Value, k: &str) -> u64 {
         .unwrap_or_else(|| panic!("no `{k}` in the clickhouse status {v}"))
 }
 
-/// A batch file's header fields: (records rows, all the header's numbers by table).
+/// The records rows a batch file holds, as its header says (v2), or as its `records` part
+/// has them (v1, the format before issue 21, so that the old code's spool can be measured).
 fn batch_records(file: &Path) -> u64 {
     let b = std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    let head =
-        String::from_utf8_lossy(&b[..b.iter().position(|&c| c == b'\n').expect("nl")]).into_owned();
+    let nl = b.iter().position(|&c| c == b'\n').expect("header line");
+    let head = String::from_utf8_lossy(&b[..nl]).into_owned();
+    if head.starts_with("probegen-batch/v1 ") {
+        let rest = &b[nl + 1..];
+        let pnl = rest.iter().position(|&c| c == b'\n').expect("part header");
+        let len: usize = String::from_utf8_lossy(&rest[..pnl])
+            .strip_prefix("records ")
+            .and_then(|l| l.parse().ok())
+            .expect("records part");
+        let body = &rest[pnl + 1..(pnl + 1 + len).min(rest.len())];
+        return body.iter().filter(|&&c| c == b'\n').count() as u64;
+    }
     head.split(' ')
         .find_map(|f| f.strip_prefix("records="))
         .and_then(|r| r.split(':').next()?.parse().ok())
