@@ -23,21 +23,22 @@ mod http;
 mod log;
 mod rows;
 mod schema;
+mod sender;
 mod spool;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use collector::{ChainClock, Sink, SinkError, SinkReport, SinkStatus, Snapshot};
 
 pub use http::Endpoint;
-use http::SendError;
 use log::note;
 use rows::{BatchKey, PidJobs};
 pub use schema::{ddl, statements, SchemaOptions};
-use spool::{Entry, Spool, ALL_TABLES};
+use sender::{send_loop, Queue, State};
+use spool::Spool;
 
 #[derive(Debug, Clone)]
 pub struct SinkOptions {
@@ -69,41 +70,6 @@ pub fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
-}
-
-struct State {
-    spool: Spool,
-    status: SinkStatus,
-    stop: bool,
-    /// after `stop`: give up sending at this instant
-    flush_until: Option<Instant>,
-    last_error: Option<String>,
-    /// snapshots not spooled in a row (one line per streak)
-    unspooled_streak: u64,
-}
-
-impl State {
-    /// The status fields the spool counts.
-    fn sync_status(&mut self) {
-        let (sp, st) = (&self.spool, &mut self.status);
-        st.spool_dropped = sp.dropped;
-        st.spool_batches = sp.batches() as u64;
-        st.spool_bytes = sp.bytes();
-        st.quarantined_batches = sp.quarantined;
-        st.unspooled_batches = sp.unspooled;
-        st.lost_records = sp.lost_records;
-    }
-}
-
-struct Queue {
-    state: Mutex<State>,
-    wake: Condvar,
-}
-
-impl Queue {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 pub struct ClickhouseSink {
@@ -294,259 +260,5 @@ impl Drop for ClickhouseSink {
             self.queue.wake.notify_all();
             let _ = h.join();
         }
-    }
-}
-
-/// Batches sent together at most (a backlog after an outage): one insert per table for all
-/// of them, since ClickHouse makes one part per insert. Bytes: also at most half the spool
-/// limit, so that a new batch finds room beside the ones being sent.
-const MAX_BATCHES_PER_SEND: usize = 64;
-const MAX_BYTES_PER_SEND: u64 = 16 << 20;
-
-/// What one round of sending left to count.
-#[derive(Default)]
-struct Round {
-    /// failed requests
-    errors: u64,
-    last: Option<SendError>,
-}
-
-impl Round {
-    fn failed(&mut self, e: SendError) {
-        self.errors += 1;
-        self.last = Some(e);
-    }
-}
-
-/// A batch of the round: its entry and its bytes.
-struct Loaded {
-    entry: Entry,
-    bytes: Vec<u8>,
-}
-
-/// Reads and checks the group's batches; one that is not what was spooled is set aside.
-fn load(queue: &Queue, group: &[Entry]) -> Vec<Loaded> {
-    let (dir, cap) = {
-        let st = queue.lock();
-        (st.spool.reader(), st.spool.limit_bytes())
-    };
-    let mut out = Vec::with_capacity(group.len());
-    for e in group {
-        let checked = dir
-            .read(&e.file(), cap)
-            .map_err(|err| (err.kind(), err.to_string()))
-            .and_then(|b| match rows::parse_batch(&b, e.seq) {
-                Ok(_) => Ok(b),
-                Err(bad) => Err((std::io::ErrorKind::InvalidData, bad.to_string())),
-            });
-        match checked {
-            Ok(bytes) => out.push(Loaded { entry: *e, bytes }),
-            // dropped past the limit between listing and reading: nothing to send
-            Err((std::io::ErrorKind::NotFound, _)) => {}
-            Err((_, why)) => queue.lock().spool.set_aside(e.seq, &why),
-        }
-    }
-    out
-}
-
-/// Table `t` took the rows of `batches`: remembered; a batch every table took is done.
-fn took(queue: &Queue, t: usize, batches: &[(usize, u64)], loaded: &mut [Loaded]) {
-    let mut st = queue.lock();
-    for &(i, rows) in batches {
-        let seq = loaded[i].entry.seq;
-        if let Some(e) = st.spool.took(seq, 1 << t) {
-            loaded[i].entry = e;
-            if t == 0 {
-                st.status.sent_records += rows;
-            }
-            if e.taken == ALL_TABLES {
-                st.spool.done(seq);
-                st.status.sent_batches += 1;
-            }
-        }
-    }
-}
-
-/// Sends the group: per table, the rows of every batch that table has not taken yet in one
-/// insert, tables in order. A table that refuses (a missing table) does not hold the others;
-/// no answer (server down) ends the round. Rows ClickHouse refuses as malformed are sent
-/// batch by batch: a batch refused while others are taken is set aside, since the server
-/// shows it takes good rows; all refused is the table's or the server's problem, retried.
-fn send_group(
-    queue: &Queue,
-    endpoint: &Endpoint,
-    group: &[Entry],
-    stop_at: &dyn Fn() -> Option<Instant>,
-) -> Round {
-    let mut loaded = load(queue, group);
-    let mut round = Round::default();
-    for (t, table) in schema::TABLES.iter().enumerate() {
-        // (index, rows, body) of the batches this table needs
-        let mut need: Vec<(usize, u64)> = Vec::new();
-        let mut empty: Vec<(usize, u64)> = Vec::new();
-        let mut bodies: Vec<Vec<u8>> = Vec::new();
-        for (i, l) in loaded.iter().enumerate() {
-            if l.entry.taken & (1 << t) != 0 {
-                continue;
-            }
-            let Ok(parts) = rows::parse_batch(&l.bytes, l.entry.seq) else {
-                continue;
-            };
-            let (body, rows) = parts[t];
-            if rows == 0 {
-                empty.push((i, 0));
-            } else {
-                need.push((i, rows));
-                bodies.push(body.to_vec());
-            }
-        }
-        took(queue, t, &empty, &mut loaded);
-        if need.is_empty() {
-            continue;
-        }
-        let q = format!(
-            "INSERT INTO {}.{} FORMAT JSONEachRow",
-            endpoint.database, table.name
-        );
-        match endpoint.insert(&q, &bodies.concat(), stop_at) {
-            Ok(()) => took(queue, t, &need, &mut loaded),
-            Err(SendError::BadData { .. }) if need.len() > 1 => {
-                round.errors += 1;
-                if !one_by_one(
-                    queue,
-                    endpoint,
-                    &q,
-                    t,
-                    &need,
-                    &bodies,
-                    &mut loaded,
-                    stop_at,
-                    &mut round,
-                ) {
-                    return round;
-                }
-            }
-            Err(e @ (SendError::BadData { .. } | SendError::Refused { .. })) => round.failed(e),
-            Err(e) => {
-                round.failed(e);
-                return round;
-            }
-        }
-    }
-    round
-}
-
-/// The batches of a refused insert one at a time (see [`send_group`]); false when the round
-/// must end (no answer, or every batch refused).
-#[allow(clippy::too_many_arguments)]
-fn one_by_one(
-    queue: &Queue,
-    endpoint: &Endpoint,
-    q: &str,
-    t: usize,
-    need: &[(usize, u64)],
-    bodies: &[Vec<u8>],
-    loaded: &mut [Loaded],
-    stop_at: &dyn Fn() -> Option<Instant>,
-    round: &mut Round,
-) -> bool {
-    let mut refused = Vec::new();
-    let mut took_any = false;
-    for (&(i, rows), body) in need.iter().zip(bodies) {
-        match endpoint.insert(q, body, stop_at) {
-            Ok(()) => {
-                took(queue, t, &[(i, rows)], loaded);
-                took_any = true;
-            }
-            Err(e @ SendError::BadData { .. }) => refused.push((i, e)),
-            Err(e) => {
-                round.failed(e);
-                return false;
-            }
-        }
-    }
-    if !took_any {
-        if let Some((_, e)) = refused.pop() {
-            round.failed(e);
-        }
-        return false;
-    }
-    let mut st = queue.lock();
-    for (i, e) in refused {
-        let table = schema::TABLES[t].name;
-        st.spool.set_aside(
-            loaded[i].entry.seq,
-            &format!("ClickHouse refuses its `{table}` rows ({e})"),
-        );
-    }
-    true
-}
-
-fn send_loop(queue: &Queue, endpoint: &Endpoint, min_backoff: Duration, max_backoff: Duration) {
-    let mut backoff = min_backoff;
-    let mut failing = false;
-    let stop_at = || queue.lock().flush_until;
-    loop {
-        let group = {
-            let mut st = queue.lock();
-            loop {
-                let past_flush = st.flush_until.is_some_and(|t| Instant::now() >= t);
-                if st.stop && (st.spool.batches() == 0 || past_flush) {
-                    return;
-                }
-                let bytes = MAX_BYTES_PER_SEND.min(st.spool.limit_bytes() / 2);
-                let n = st.spool.next_up_to(MAX_BATCHES_PER_SEND, bytes);
-                if !n.is_empty() {
-                    break n;
-                }
-                st = queue
-                    .wake
-                    .wait_timeout(st, Duration::from_secs(1))
-                    .map(|(g, _)| g)
-                    .unwrap_or_else(|e| e.into_inner().0);
-            }
-        };
-        let round = send_group(queue, endpoint, &group, &stop_at);
-        let mut st = queue.lock();
-        st.spool.release();
-        st.status.send_errors += round.errors;
-        st.sync_status();
-        let Some(e) = round.last else {
-            if failing {
-                note(format_args!(
-                    "sending again ({} batches spooled)",
-                    st.spool.batches()
-                ));
-            }
-            failing = false;
-            backoff = min_backoff;
-            continue;
-        };
-        if !failing {
-            note(format_args!(
-                "{e}: spooling in {} and retrying",
-                st.spool.dir().display()
-            ));
-        }
-        failing = true;
-        st.last_error = Some(e.to_string());
-        let wait = match st.flush_until {
-            Some(t) => backoff.min(t.saturating_duration_since(Instant::now())),
-            None => backoff,
-        };
-        // woken early only by stop (a new batch does not make the server come back)
-        let deadline = Instant::now() + wait;
-        while Instant::now() < deadline {
-            let left = deadline.saturating_duration_since(Instant::now());
-            st = queue
-                .wake
-                .wait_timeout(st, left)
-                .map(|(g, _)| g)
-                .unwrap_or_else(|e| e.into_inner().0);
-            if st.stop && st.flush_until.is_some_and(|t| Instant::now() >= t) {
-                break;
-            }
-        }
-        backoff = (backoff * 2).min(max_backoff);
     }
 }
