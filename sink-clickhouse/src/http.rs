@@ -160,7 +160,12 @@ impl Endpoint {
         let end = || stop_at().map_or(deadline, |s| s.min(deadline));
         let addr = self.addr().map_err(SendError::Transport)?;
         let left = end().saturating_duration_since(Instant::now());
-        let mut c = TcpStream::connect_timeout(&addr, self.connect_timeout.min(left).max(SLICE))
+        if left.is_zero() {
+            return Err(SendError::Transport(
+                "the final flush's time is over".into(),
+            ));
+        }
+        let mut c = TcpStream::connect_timeout(&addr, self.connect_timeout.min(left))
             .map_err(|e| SendError::Transport(format!("connect {}: {e}", self.authority)))?;
         let auth = base64(format!("{}:{}", self.user, self.password).as_bytes());
         let head = format!(
@@ -572,6 +577,70 @@ mod tests {
             "INSERT%20INTO%20a.b%20FORMAT%20X"
         );
         assert_eq!(dechunk("3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"), "abcde");
+    }
+
+    #[test]
+    fn answers_are_judged_by_what_clickhouse_sends() {
+        let e = Endpoint::parse_with("http://u:s3cret@127.0.0.1:1", T, None, None).expect("url");
+        let ch = "X-ClickHouse-Server-Display-Name: vm\r\nTransfer-Encoding: chunked\r\n";
+        let answer = |status: &str, headers: &str, body: &str| {
+            let chunked = if body.is_empty() {
+                "0\r\n\r\n".to_string()
+            } else {
+                format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len())
+            };
+            e.check_answer(format!("HTTP/1.1 {status}\r\n{headers}\r\n{chunked}").as_bytes())
+        };
+        // 18.16's answer to an insert, also after a late 100 Continue
+        assert_eq!(answer("200 OK", ch, ""), Ok(()));
+        assert_eq!(
+            e.check_answer(
+                format!("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n{ch}\r\n0\r\n\r\n")
+                    .as_bytes()
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            answer(
+                "200 OK",
+                "Content-Type: text/html\r\nTransfer-Encoding: chunked\r\n",
+                "<html>"
+            ),
+            Err(SendError::NotClickhouse { status: 200 })
+        );
+        let parse =
+            "Code: 27, e.displayText() = DB::Exception: Cannot parse input: expected , before: x";
+        assert!(matches!(
+            answer("500 Internal Server Error", ch, parse),
+            Err(SendError::BadData { code: 27, .. })
+        ));
+        let missing =
+            "Code: 60, e.displayText() = DB::Exception: Table probegen.chains doesn't exist.";
+        assert!(matches!(
+            answer("404 Not Found", ch, missing),
+            Err(SendError::Refused { status: 404, .. })
+        ));
+        // later releases: the code in a header, even on a 200
+        let late = format!("{ch}X-ClickHouse-Exception-Code: 241\r\n");
+        assert!(matches!(
+            answer("200 OK", &late, ""),
+            Err(SendError::Refused { status: 200, .. })
+        ));
+        // a 401 is what it is, with the reason and never the password
+        let a = answer(
+            "401 Unauthorized",
+            ch,
+            "Code: 193, Wrong password s3cret for user u",
+        );
+        let Err(err @ SendError::Auth { status: 401, .. }) = a else {
+            panic!("{a:?}");
+        };
+        let line = err.to_string();
+        assert!(
+            line.starts_with("authentication failed (HTTP 401): Code: 193"),
+            "{line}"
+        );
+        assert!(!line.contains("s3cret"), "{line}");
     }
 
     #[test]
