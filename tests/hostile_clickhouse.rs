@@ -1007,6 +1007,49 @@ fn row_14_limits_hold_at_their_edges() {
         snaps.len() as u64
     );
 
+    // (a') a batch larger than the whole limit is not spooled: counted, said once
+    let spool = g.dir.join("spool-a2");
+    let out = g.dir.join("a2.jsonl");
+    let args = storm_args(
+        &g,
+        4,
+        "0s",
+        &out,
+        &[
+            "--clickhouse",
+            &closed_url(),
+            "--clickhouse-flush",
+            "0s",
+            "--clickhouse-spool",
+            &path(&spool),
+            "--clickhouse-spool-bytes",
+            "10000",
+        ],
+    );
+    let (i, rx) = spawn(&mut g, "oversize", &args);
+    let (code, lines) = wait_exit(&mut g, i, &rx, Duration::from_secs(60));
+    assert_eq!(code, Some(0), "{lines:#?}");
+    let st = last_status(&out);
+    let (records, snaps) = jsonl_records(&out);
+    eprintln!(
+        "oversize: {records} records in {} snapshots; status {st}",
+        snaps.len()
+    );
+    assert_eq!(n(&st, "unspooled_batches"), 4, "{st}");
+    assert_eq!(n(&st, "lost_records"), records as u64);
+    assert_eq!(
+        batch_files(&spool).len() as u64 + n(&st, "unspooled_batches"),
+        snaps.len() as u64
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.contains("larger than the spool limit"))
+            .count(),
+        1,
+        "{lines:#?}"
+    );
+
     // (b) a table failing for good: the other tables' rows arrive once
     let (addr, rows) = fake_clickhouse(&["chains"]);
     let spool = g.dir.join("spool-b");
