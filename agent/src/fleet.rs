@@ -119,6 +119,13 @@ pub fn report(s: &collector::Summary) {
             c.spool_dropped,
             c.send_errors
         );
+        // a line of its own (the line above keeps its shape for the scripts that read it)
+        if c.quarantined_batches + c.unspooled_batches + c.lost_records > 0 {
+            eprintln!(
+                "probegen collect: clickhouse: lost {} records: {} batches quarantined, {} snapshots not spooled, {} dropped",
+                c.lost_records, c.quarantined_batches, c.unspooled_batches, c.spool_dropped
+            );
+        }
     }
 }
 

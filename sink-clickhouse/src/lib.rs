@@ -8,18 +8,27 @@
 //! removes a batch once every table took it; a failure leaves it first in line and the thread
 //! retries with a backoff. The collection loop never waits for the network.
 //!
+//! Loss is counted, never silent ([`SinkStatus`]): a batch dropped past the spool limit, one
+//! set aside in the spool's quarantine (not what was spooled, or rows ClickHouse refuses while
+//! it takes the others), a snapshot the spool could not take (disk full, larger than the
+//! limit). A request has one deadline (`--clickhouse-timeout`, answer included) and a stop
+//! cuts it short at the final flush's end.
+//!
 //! Idempotency: rows are keyed by (host, boot id, run id, batch sequence, position) in
 //! `ReplacingMergeTree` tables ([`schema`]); a batch resent after a timeout whose insert did
 //! in fact succeed collapses on merge (`FINAL` gives exact counts before).
 
 mod credentials;
+mod fsdir;
 mod http;
+mod log;
 mod rows;
 mod schema;
+mod sender;
 mod spool;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -27,8 +36,10 @@ use collector::{ChainClock, Sink, SinkError, SinkReport, SinkStatus, Snapshot};
 
 pub use credentials::{read_password, PASSWORD_CREDENTIAL};
 pub use http::Endpoint;
+use log::note;
 use rows::{BatchKey, PidJobs};
 pub use schema::{ddl, statements, SchemaOptions};
+use sender::{send_loop, Queue, State};
 use spool::Spool;
 
 #[derive(Debug, Clone)]
@@ -63,26 +74,6 @@ pub fn boot_id() -> String {
         .unwrap_or_default()
 }
 
-struct State {
-    spool: Spool,
-    status: SinkStatus,
-    stop: bool,
-    /// after `stop`: give up sending at this instant
-    flush_until: Option<Instant>,
-    last_error: Option<String>,
-}
-
-struct Queue {
-    state: Mutex<State>,
-    wake: Condvar,
-}
-
-impl Queue {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
 pub struct ClickhouseSink {
     queue: Arc<Queue>,
     sender: Option<JoinHandle<()>>,
@@ -104,19 +95,17 @@ impl ClickhouseSink {
                 o.spool_dir.display()
             );
         }
-        let status = SinkStatus {
-            spool_batches: spool.batches() as u64,
-            spool_bytes: spool.bytes(),
-            ..Default::default()
+        let mut state = State {
+            spool,
+            status: SinkStatus::default(),
+            stop: false,
+            flush_until: None,
+            last_error: None,
+            unspooled_streak: 0,
         };
+        state.sync_status();
         let queue = Arc::new(Queue {
-            state: Mutex::new(State {
-                spool,
-                status,
-                stop: false,
-                flush_until: None,
-                last_error: None,
-            }),
+            state: Mutex::new(state),
             wake: Condvar::new(),
         });
         let q2 = queue.clone();
@@ -135,35 +124,56 @@ impl ClickhouseSink {
         })
     }
 
-    /// Spools `snap` as one batch and wakes the sender. Returns the status after it.
+    /// Spools `snap` as one batch and wakes the sender. Returns the status after it: a
+    /// snapshot the spool cannot take is counted there (`unspooled_batches`), with one line
+    /// per streak, not per snapshot.
     pub fn enqueue(&mut self, snap: &Snapshot) -> Result<SinkStatus, String> {
         let mut st = self.queue.lock();
-        let seq = st.spool.take_seq()?;
-        let key = BatchKey {
-            host: &snap.host,
-            boot_id: &self.boot_id,
-            run_id: self.run_id,
-            seq,
-            kernel: &snap.kernel,
-            manifest_hash: &snap.manifest_hash,
-            snapshot: snap.snapshot,
+        let records = snap.records.len() as u64;
+        let spooled = match st.spool.take_seq() {
+            Ok(seq) => {
+                let key = BatchKey {
+                    host: &snap.host,
+                    boot_id: &self.boot_id,
+                    run_id: self.run_id,
+                    seq,
+                    kernel: &snap.kernel,
+                    manifest_hash: &snap.manifest_hash,
+                    snapshot: snap.snapshot,
+                };
+                let dropped = st.status.spool_dropped;
+                let batch = rows::batch(&key, snap, self.clock, dropped, &mut self.jobs);
+                st.spool.push(seq, &batch, records)
+            }
+            Err(e) => Err(spool::Unspooled::Write(e)),
         };
-        let batch = rows::batch(
-            &key,
-            snap,
-            self.clock,
-            st.status.spool_dropped,
-            &mut self.jobs,
-        );
-        let dropped = st.spool.push(seq, &batch)?;
-        if dropped > 0 {
-            eprintln!(
-                "probegen collect: clickhouse: spool past its limit: dropped the {dropped} oldest batches"
-            );
+        match spooled {
+            Ok(dropped) => {
+                if dropped > 0 {
+                    note(format_args!(
+                        "spool past its limit: dropped the {dropped} oldest batches"
+                    ));
+                }
+                if st.unspooled_streak > 0 {
+                    note(format_args!(
+                        "spooling again ({} snapshots were not spooled)",
+                        st.unspooled_streak
+                    ));
+                    st.unspooled_streak = 0;
+                }
+            }
+            Err(why) => {
+                st.spool.count_unspooled(records);
+                if st.unspooled_streak == 0 {
+                    note(format_args!(
+                        "snapshot {} not spooled: {why}; its {records} records will not reach                          ClickHouse (counted as unspooled; one line until spooling works again)",
+                        snap.snapshot
+                    ));
+                }
+                st.unspooled_streak += 1;
+            }
         }
-        st.status.spool_dropped = st.spool.dropped;
-        st.status.spool_batches = st.spool.batches() as u64;
-        st.status.spool_bytes = st.spool.bytes();
+        st.sync_status();
         let status = st.status.clone();
         drop(st);
         self.queue.wake.notify_all();
@@ -190,7 +200,17 @@ impl ClickhouseSink {
         }
         self.queue.wake.notify_all();
         if let Some(h) = self.sender.take() {
-            let _ = h.join();
+            // a stop wins: the sender's requests end at the flush's end; past it and a second
+            // more, the process goes on without it (the spool's files are whole either way)
+            let until = Instant::now() + flush + Duration::from_secs(1);
+            while !h.is_finished() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if h.is_finished() {
+                let _ = h.join();
+            } else {
+                note(format_args!("the sender did not stop in time: left behind"));
+            }
         }
         let st = self.queue.lock();
         if st.spool.batches() > 0 {
@@ -234,145 +254,13 @@ impl Sink for ClickhouseSink {
 impl Drop for ClickhouseSink {
     fn drop(&mut self) {
         if let Some(h) = self.sender.take() {
-            self.queue.lock().stop = true;
-            self.queue.lock().flush_until = Some(Instant::now());
+            {
+                let mut st = self.queue.lock();
+                st.stop = true;
+                st.flush_until = Some(Instant::now());
+            }
             self.queue.wake.notify_all();
             let _ = h.join();
-        }
-    }
-}
-
-/// Batches sent together at most (a backlog after an outage): one insert per table for all
-/// of them, since ClickHouse makes one part per insert.
-const MAX_BATCHES_PER_SEND: usize = 64;
-const MAX_BYTES_PER_SEND: u64 = 16 << 20;
-
-/// Sends batch files: per table, the parts of all of them in one insert, tables in order.
-fn send_batches(endpoint: &Endpoint, paths: &[PathBuf]) -> Result<u64, String> {
-    let mut files = Vec::with_capacity(paths.len());
-    for path in paths {
-        match std::fs::read(path) {
-            Ok(b) => files.push((path, b)),
-            // dropped past the limit between listing and reading: nothing to send
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("{}: {e}", path.display())),
-        }
-    }
-    let mut bodies: Vec<Vec<u8>> = vec![Vec::new(); schema::TABLES.len()];
-    for (path, bytes) in &files {
-        let parts = match rows::parse_batch(bytes) {
-            Ok((_, p)) => p,
-            Err(e) => {
-                // a corrupt batch would block the queue forever: report and skip it
-                eprintln!(
-                    "probegen collect: clickhouse: {}: {e}: skipped",
-                    path.display()
-                );
-                continue;
-            }
-        };
-        for (table, body) in parts {
-            match schema::TABLES.iter().position(|t| t.name == table) {
-                Some(i) => bodies[i].extend_from_slice(body),
-                None => eprintln!(
-                    "probegen collect: clickhouse: {}: unknown table `{table}` skipped",
-                    path.display()
-                ),
-            }
-        }
-    }
-    let mut records = 0;
-    for (t, body) in schema::TABLES.iter().zip(&bodies) {
-        if body.is_empty() {
-            continue;
-        }
-        let q = format!(
-            "INSERT INTO {}.{} FORMAT JSONEachRow",
-            endpoint.database, t.name
-        );
-        endpoint.post(&q, body)?;
-        if t.name == schema::RECORDS.name {
-            records += body.iter().filter(|&&b| b == b'\n').count() as u64;
-        }
-    }
-    Ok(records)
-}
-
-fn send_loop(queue: &Queue, endpoint: &Endpoint, min_backoff: Duration, max_backoff: Duration) {
-    let mut backoff = min_backoff;
-    let mut failing = false;
-    loop {
-        let next = {
-            let mut st = queue.lock();
-            loop {
-                let past_flush = st.flush_until.is_some_and(|t| Instant::now() >= t);
-                if st.stop && (st.spool.batches() == 0 || past_flush) {
-                    return;
-                }
-                let n = st
-                    .spool
-                    .next_up_to(MAX_BATCHES_PER_SEND, MAX_BYTES_PER_SEND);
-                if !n.is_empty() {
-                    break n;
-                }
-                st = queue
-                    .wake
-                    .wait_timeout(st, Duration::from_secs(1))
-                    .map(|(g, _)| g)
-                    .unwrap_or_else(|e| e.into_inner().0);
-            }
-        };
-        let paths: Vec<PathBuf> = next.iter().map(|(_, p)| p.clone()).collect();
-        let res = send_batches(endpoint, &paths);
-        let mut st = queue.lock();
-        match res {
-            Ok(records) => {
-                for &(seq, _) in &next {
-                    st.spool.done(seq);
-                }
-                st.status.sent_batches += next.len() as u64;
-                st.status.sent_records += records;
-                st.status.spool_batches = st.spool.batches() as u64;
-                st.status.spool_bytes = st.spool.bytes();
-                if failing {
-                    eprintln!(
-                        "probegen collect: clickhouse: sending again ({} batches spooled)",
-                        st.spool.batches()
-                    );
-                }
-                failing = false;
-                backoff = min_backoff;
-            }
-            Err(e) => {
-                st.spool.release();
-                st.status.send_errors += 1;
-                if !failing {
-                    eprintln!(
-                        "probegen collect: clickhouse: {e}: spooling in {} and retrying",
-                        st.spool.dir().display()
-                    );
-                }
-                failing = true;
-                st.last_error = Some(e);
-                let wait = match st.flush_until {
-                    Some(t) => backoff.min(t.saturating_duration_since(Instant::now())),
-                    None => backoff,
-                };
-                // woken early only by stop (a new batch does not make the server come back)
-                let deadline = Instant::now() + wait;
-                while Instant::now() < deadline {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    st = queue
-                        .wake
-                        .wait_timeout(st, left)
-                        .map(|(g, _)| g)
-                        .unwrap_or_else(|e| e.into_inner().0);
-                    if st.stop && st.flush_until.is_some_and(|t| Instant::now() >= t) {
-                        break;
-                    }
-                }
-                backoff = (backoff * 2).min(max_backoff);
-            }
         }
     }
 }

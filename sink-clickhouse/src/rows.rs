@@ -1,7 +1,12 @@
 //! One snapshot as one batch: `JSONEachRow` bodies for the tables of [`super::schema`], framed
 //! in one byte string (the spool file's content).
 //!
-//! Frame: `probegen-batch/v1 <seq>\n`, then per table `<name> <bytes>\n<body>`.
+//! Frame (v2): one header line that says what the batch must contain, then the bodies:
+//! `probegen-batch/v2 <seq> records=<rows>:<bytes> chains=.. counters=.. snapshots=.. fnv=<hex>`
+//! (`fnv`: FNV-1a 64 of everything after the header line). A batch torn, cut at a part
+//! boundary or with one byte flipped does not match its header: it is quarantined, never
+//! sent in part. v1 (`probegen-batch/v1 <seq>\n`, then per table `<name> <bytes>\n<body>`),
+//! written by earlier versions, is still read (all four parts, whole rows).
 //!
 //! Times: `time_ns` is wall-clock ns. A record's `ts_ns` is the kernel's CLOCK_MONOTONIC, so
 //! its wall time is `ts_ns` + (window end - "now" on the records' clock): live, "now" is this
@@ -15,9 +20,10 @@ use serde::Serialize;
 
 use collector::{comm_str, errno_label, monotonic_ns, ChainClock, ProcInfo, Snapshot};
 
-use crate::schema::{CHAINS, COUNTERS, RECORDS, SNAPSHOTS};
+use crate::schema::TABLES;
 
-pub(crate) const BATCH_MAGIC: &str = "probegen-batch/v1";
+pub(crate) const BATCH_MAGIC: &str = "probegen-batch/v2";
+const BATCH_MAGIC_V1: &str = "probegen-batch/v1";
 
 /// The job variables that name a job, first set wins (`job_id` column).
 pub(crate) const JOB_ID_VARS: [&str; 3] = ["SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "JOB_ID"];
@@ -167,11 +173,6 @@ impl PidJobs {
     }
 }
 
-fn frame(out: &mut Vec<u8>, table: &str, body: &[u8]) {
-    let _ = writeln!(out, "{table} {}", body.len());
-    out.extend_from_slice(body);
-}
-
 fn push_row<T: Serialize>(body: &mut Vec<u8>, row: &T) {
     // serialising plain structs of strings and integers cannot fail
     if serde_json::to_writer(&mut *body, row).is_ok() {
@@ -216,7 +217,7 @@ impl WallClock {
     }
 }
 
-/// The batch of `snap` (rows in every table), and the number of record rows.
+/// The batch of `snap` (rows in every table), with its header.
 pub(crate) fn batch(
     key: &BatchKey<'_>,
     snap: &Snapshot,
@@ -226,20 +227,39 @@ pub(crate) fn batch(
 ) -> Vec<u8> {
     jobs.learn(snap);
     let wall = WallClock::new(snap, clock);
-    let mut out = Vec::with_capacity(256 + snap.records.len() * 420 + snap.chains.len() * 600);
-    let _ = writeln!(out, "{BATCH_MAGIC} {}", key.seq);
-    let mut body = Vec::with_capacity(snap.records.len() * 400);
-    record_rows(&mut body, key, snap, &wall);
-    frame(&mut out, RECORDS.name, &body);
-    body.clear();
-    chain_rows(&mut body, key, snap, &wall, jobs);
-    frame(&mut out, CHAINS.name, &body);
-    body.clear();
-    counter_rows(&mut body, key, snap);
-    frame(&mut out, COUNTERS.name, &body);
-    body.clear();
-    snapshot_row(&mut body, key, snap, spool_dropped);
-    frame(&mut out, SNAPSHOTS.name, &body);
+    let mut bodies: [Vec<u8>; 4] = Default::default();
+    bodies[0].reserve(snap.records.len() * 420);
+    record_rows(&mut bodies[0], key, snap, &wall);
+    chain_rows(&mut bodies[1], key, snap, &wall, jobs);
+    counter_rows(&mut bodies[2], key, snap);
+    snapshot_row(&mut bodies[3], key, snap, spool_dropped);
+    frame(key.seq, &bodies)
+}
+
+/// FNV-1a 64: any one changed byte changes it (each step is a bijection of the state).
+pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The v2 frame of the four tables' bodies (in [`TABLES`] order).
+pub(crate) fn frame(seq: u64, bodies: &[Vec<u8>; 4]) -> Vec<u8> {
+    let len: usize = bodies.iter().map(Vec::len).sum();
+    let mut out = Vec::with_capacity(160 + len);
+    let _ = write!(out, "{BATCH_MAGIC} {seq}");
+    let mut sum = 0xcbf2_9ce4_8422_2325u64;
+    for (t, b) in TABLES.iter().zip(bodies) {
+        let rows = b.iter().filter(|&&c| c == b'\n').count();
+        let _ = write!(out, " {}={rows}:{}", t.name, b.len());
+        sum = b.iter().fold(sum, |h, &c| {
+            (h ^ u64::from(c)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    }
+    let _ = writeln!(out, " fnv={sum:016x}");
+    for b in bodies {
+        out.extend_from_slice(b);
+    }
     out
 }
 
@@ -374,33 +394,177 @@ fn snapshot_row(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot, spool_d
     );
 }
 
-/// A batch read back: its sequence number and its (table, JSONEachRow body) parts.
-pub(crate) type ParsedBatch<'a> = (u64, Vec<(String, &'a [u8])>);
+/// What a batch's header says it contains (read without the bodies: the spool's index).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BatchHead {
+    pub seq: u64,
+    /// rows per table, in [`TABLES`] order
+    pub rows: [u64; 4],
+    /// the file's whole length (v2; v1: unknown until read)
+    pub len: Option<u64>,
+}
 
-/// The parts of a batch.
-pub(crate) fn parse_batch(bytes: &[u8]) -> Result<ParsedBatch<'_>, String> {
-    let line = |b: &[u8]| -> Option<(String, usize)> {
-        let nl = b.iter().position(|&c| c == b'\n')?;
-        Some((String::from_utf8_lossy(&b[..nl]).into_owned(), nl + 1))
-    };
-    let (head, mut at) = line(bytes).ok_or("no batch header")?;
-    let seq = head
-        .strip_prefix(BATCH_MAGIC)
-        .and_then(|s| s.trim().parse().ok())
-        .ok_or_else(|| format!("bad batch header `{head}`"))?;
-    let mut parts = Vec::new();
-    while at < bytes.len() {
-        let (h, n) = line(&bytes[at..]).ok_or("truncated part header")?;
-        let (name, len) = h
-            .split_once(' ')
-            .and_then(|(t, l)| Some((t.to_string(), l.parse::<usize>().ok()?)))
-            .ok_or_else(|| format!("bad part header `{h}`"))?;
-        at += n;
-        let body = bytes.get(at..at + len).ok_or("truncated part body")?;
-        parts.push((name, body));
-        at += len;
+/// Why a batch read back is not what was spooled. Never quotes the file: it may not be ours.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum BadBatch {
+    NoHeader,
+    BadHeader,
+    /// the header's sequence number is not the file name's
+    OtherSeq(u64),
+    /// shorter or longer than the header says (torn, cut, appended to)
+    Length {
+        want: u64,
+        got: u64,
+    },
+    Checksum,
+    /// a table's rows are not whole or not as many as the header says
+    Rows(&'static str),
+}
+
+impl std::fmt::Display for BadBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadBatch::NoHeader => write!(f, "no batch header line"),
+            BadBatch::BadHeader => write!(f, "not a probegen batch header"),
+            BadBatch::OtherSeq(s) => write!(f, "its header names batch {s}"),
+            BadBatch::Length { want, got } => {
+                write!(f, "{got} bytes where its header says {want} (torn or cut)")
+            }
+            BadBatch::Checksum => write!(f, "checksum mismatch (the bytes changed on disk)"),
+            BadBatch::Rows(t) => write!(f, "the `{t}` part is not whole rows as its header says"),
+        }
     }
-    Ok((seq, parts))
+}
+
+fn parse_v2_head(rest: &str) -> Option<(BatchHead, [u64; 4], u64)> {
+    let mut it = rest.split(' ');
+    let seq = it.next()?.parse().ok()?;
+    let (mut rows, mut bytes) = ([0u64; 4], [0u64; 4]);
+    for (i, t) in TABLES.iter().enumerate() {
+        let (r, b) = it
+            .next()?
+            .strip_prefix(t.name)?
+            .strip_prefix('=')?
+            .split_once(':')?;
+        rows[i] = r.parse().ok()?;
+        bytes[i] = b.parse().ok()?;
+    }
+    let sum = u64::from_str_radix(it.next()?.strip_prefix("fnv=")?, 16).ok()?;
+    if it.next().is_some() {
+        return None;
+    }
+    let body: u64 = bytes.iter().try_fold(0u64, |a, &b| a.checked_add(b))?;
+    let head = BatchHead {
+        seq,
+        rows,
+        len: Some(body.checked_add(rest.len() as u64 + BATCH_MAGIC.len() as u64 + 2)?),
+    };
+    Some((head, bytes, sum))
+}
+
+/// The header of a batch from its first bytes (at least the first line).
+pub(crate) fn parse_head(start: &[u8]) -> Result<BatchHead, BadBatch> {
+    let nl = start
+        .iter()
+        .position(|&c| c == b'\n')
+        .ok_or(BadBatch::NoHeader)?;
+    let line = std::str::from_utf8(&start[..nl]).map_err(|_| BadBatch::BadHeader)?;
+    if let Some(rest) = line
+        .strip_prefix(BATCH_MAGIC)
+        .and_then(|r| r.strip_prefix(' '))
+    {
+        return parse_v2_head(rest).map(|h| h.0).ok_or(BadBatch::BadHeader);
+    }
+    let seq = line
+        .strip_prefix(BATCH_MAGIC_V1)
+        .and_then(|r| r.trim().parse().ok())
+        .ok_or(BadBatch::BadHeader)?;
+    Ok(BatchHead {
+        seq,
+        rows: [0; 4],
+        len: None,
+    })
+}
+
+fn rows_in(body: &[u8]) -> u64 {
+    body.iter().filter(|&&c| c == b'\n').count() as u64
+}
+
+/// A batch read back and checked against its header: the four tables' bodies (whole rows,
+/// in [`TABLES`] order) and their row counts.
+pub(crate) fn parse_batch(bytes: &[u8], seq: u64) -> Result<[(&[u8], u64); 4], BadBatch> {
+    let nl = bytes
+        .iter()
+        .position(|&c| c == b'\n')
+        .ok_or(BadBatch::NoHeader)?;
+    let line = std::str::from_utf8(&bytes[..nl]).map_err(|_| BadBatch::BadHeader)?;
+    let mut out: [(&[u8], u64); 4] = [(&[], 0); 4];
+    if let Some(rest) = line
+        .strip_prefix(BATCH_MAGIC)
+        .and_then(|r| r.strip_prefix(' '))
+    {
+        let (head, lens, sum) = parse_v2_head(rest).ok_or(BadBatch::BadHeader)?;
+        if head.seq != seq {
+            return Err(BadBatch::OtherSeq(head.seq));
+        }
+        let want = head.len.unwrap_or(0);
+        if want != bytes.len() as u64 {
+            return Err(BadBatch::Length {
+                want,
+                got: bytes.len() as u64,
+            });
+        }
+        let mut at = nl + 1;
+        if fnv1a64(&bytes[at..]) != sum {
+            return Err(BadBatch::Checksum);
+        }
+        for (i, t) in TABLES.iter().enumerate() {
+            let body = &bytes[at..at + lens[i] as usize];
+            if rows_in(body) != head.rows[i] || body.last().is_some_and(|&c| c != b'\n') {
+                return Err(BadBatch::Rows(t.name));
+            }
+            out[i] = (body, head.rows[i]);
+            at += lens[i] as usize;
+        }
+        return Ok(out);
+    }
+    let head = parse_head(bytes)?;
+    if head.seq != seq {
+        return Err(BadBatch::OtherSeq(head.seq));
+    }
+    // v1: every table's part, in order, whole rows, nothing after
+    let mut at = nl + 1;
+    for (i, t) in TABLES.iter().enumerate() {
+        let rest = &bytes[at..];
+        let pnl = rest
+            .iter()
+            .position(|&c| c == b'\n')
+            .ok_or(BadBatch::Rows(t.name))?;
+        let len = std::str::from_utf8(&rest[..pnl])
+            .ok()
+            .and_then(|h| {
+                h.strip_prefix(t.name)?
+                    .strip_prefix(' ')?
+                    .parse::<usize>()
+                    .ok()
+            })
+            .ok_or(BadBatch::Rows(t.name))?;
+        let body = rest
+            .get(pnl + 1..pnl + 1 + len)
+            .ok_or(BadBatch::Rows(t.name))?;
+        if body.last().is_some_and(|&c| c != b'\n') {
+            return Err(BadBatch::Rows(t.name));
+        }
+        out[i] = (body, rows_in(body));
+        at += pnl + 1 + len;
+    }
+    if at != bytes.len() {
+        return Err(BadBatch::Length {
+            want: at as u64,
+            got: bytes.len() as u64,
+        });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -466,13 +630,14 @@ mod tests {
             3,
             &mut PidJobs::default(),
         );
-        let (seq, parts) = parse_batch(&b).expect("parse");
-        assert_eq!(seq, 42);
-        let names: Vec<_> = parts.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["records", "chains", "counters", "snapshots"]);
+        let parts = parse_batch(&b, 42).expect("parse");
+        assert_eq!(parse_batch(&b, 41), Err(BadBatch::OtherSeq(42)));
+        let head = parse_head(&b).expect("head");
+        assert_eq!((head.rows, head.len), ([2, 1, 2, 1], Some(b.len() as u64)));
         let mut rows_per_table = Vec::new();
-        for ((name, body), t) in parts.iter().zip(super::super::schema::TABLES) {
-            assert_eq!(name, t.name);
+        for ((body, rows), t) in parts.iter().zip(super::super::schema::TABLES) {
+            let name = t.name;
+            assert_eq!(*rows as usize, body.iter().filter(|&&c| c == b'\n').count());
             let text = std::str::from_utf8(body).expect("utf8");
             let mut n = 0;
             for line in text.lines() {
@@ -496,7 +661,7 @@ mod tests {
         // two records, one chain of two, two counters rows (derived), one snapshot row
         assert_eq!(rows_per_table, [2, 1, 2, 1]);
         let chain: serde_json::Value =
-            serde_json::from_str(std::str::from_utf8(parts[1].1).expect("utf8").trim())
+            serde_json::from_str(std::str::from_utf8(parts[1].0).expect("utf8").trim())
                 .expect("chain row");
         assert_eq!(chain["owner"], "application");
         assert_eq!(
@@ -506,7 +671,7 @@ mod tests {
         // the newest record maps to the window end; the older one 1 us before
         assert_eq!(chain["time_ns"], 1_700_000_000_000_000_000u64);
         let first: serde_json::Value = serde_json::from_str(
-            std::str::from_utf8(parts[0].1)
+            std::str::from_utf8(parts[0].0)
                 .expect("utf8")
                 .lines()
                 .next()
@@ -515,7 +680,7 @@ mod tests {
         .expect("record row");
         assert_eq!(first["time_ns"], 1_700_000_000_000_000_000u64 - 1_000);
         let snap_row: serde_json::Value =
-            serde_json::from_str(std::str::from_utf8(parts[3].1).expect("utf8").trim())
+            serde_json::from_str(std::str::from_utf8(parts[3].0).expect("utf8").trim())
                 .expect("row");
         assert_eq!(
             (
@@ -525,7 +690,43 @@ mod tests {
             (Some(2), Some(3))
         );
         let _ = KernelTotals::default();
-        assert!(parse_batch(b"nope\n").is_err());
-        assert!(parse_batch(&b[..b.len() - 3]).is_err());
+        assert_eq!(parse_batch(b"nope\n", 42), Err(BadBatch::BadHeader));
+        assert!(matches!(
+            parse_batch(&b[..b.len() - 3], 42),
+            Err(BadBatch::Length { .. })
+        ));
+        // one flipped byte anywhere after the header
+        for at in [
+            b.iter().position(|&c| c == b'\n').expect("nl") + 5,
+            b.len() - 2,
+        ] {
+            let mut f = b.clone();
+            f[at] ^= 0x20;
+            assert_eq!(parse_batch(&f, 42), Err(BadBatch::Checksum), "byte {at}");
+        }
+    }
+
+    #[test]
+    fn v1_batches_of_earlier_versions_are_read_whole_or_refused() {
+        let mut v1 = b"probegen-batch/v1 7\n".to_vec();
+        for (t, body) in [
+            ("records", "{}\n{}\n"),
+            ("chains", ""),
+            ("counters", "{}\n"),
+            ("snapshots", "{}\n"),
+        ] {
+            v1.extend_from_slice(format!("{t} {}\n{body}", body.len()).as_bytes());
+        }
+        let parts = parse_batch(&v1, 7).expect("v1");
+        assert_eq!(parts.map(|p| p.1), [2, 0, 1, 1]);
+        assert_eq!(parse_head(&v1).map(|h| (h.seq, h.len)), Ok((7, None)));
+        // cut at the part boundary before `snapshots`: refused, not sent in part
+        let cut = v1.len() - "snapshots 3\n{}\n".len();
+        assert_eq!(parse_batch(&v1[..cut], 7), Err(BadBatch::Rows("snapshots")));
+        // cut mid-record
+        assert_eq!(
+            parse_batch(&v1[..v1.len() - 2], 7),
+            Err(BadBatch::Rows("snapshots"))
+        );
     }
 }
