@@ -684,8 +684,18 @@ fn row_7_401_is_an_authentication_failure() {
     // big windows: a body larger than the socket buffers
     let storm = g.dir.join("storm.jsonl");
     write_storm(&storm, 300);
-    let url = format!("http://default:hunter2-secret@{addr}/");
+    let url = format!("http://default@{addr}/");
+    // the password as a host keeps it: a file of mode 0600 (never in argv or the environment)
+    let password_file = g.dir.join("clickhouse-password");
+    std::fs::write(&password_file, "hunter2-secret\n").expect("password file");
+    std::fs::set_permissions(
+        &password_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .expect("chmod");
     let args: Vec<String> = [
+        "--clickhouse-password-file",
+        &path(&password_file),
         "--manifest",
         &manifest(),
         "--replay",

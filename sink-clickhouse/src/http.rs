@@ -668,7 +668,8 @@ mod tests {
 
     #[test]
     fn answers_are_judged_by_what_clickhouse_sends() {
-        let e = Endpoint::parse_with("http://u:s3cret@127.0.0.1:1", T, None, None).expect("url");
+        let e = Endpoint::parse_with("http://u@127.0.0.1:1", T, None, Some("s3cret".into()))
+            .expect("url");
         let ch = "X-ClickHouse-Server-Display-Name: vm\r\nTransfer-Encoding: chunked\r\n";
         let answer = |status: &str, headers: &str, body: &str| {
             let chunked = if body.is_empty() {
