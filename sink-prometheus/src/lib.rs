@@ -451,7 +451,7 @@ mod tests {
             failures: [(1, 2)].into(),
             errnos: [((1, 14), 1), ((1, 524), 1)].into(),
             drops: 4,
-            drops_by_probe: std::collections::BTreeMap::new(),
+            ..KernelTotals::default()
         };
         let attached = vec![AttachStatus {
             probe: 1,
