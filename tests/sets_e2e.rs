@@ -119,3 +119,41 @@ fn e2e_sets_attach() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// What a user may type: a directory that is not a probe set, two sets of one name, a series
+/// that is not one. One line naming the input, exit 2, before anything is built or booted.
+#[test]
+fn bad_set_directories_are_named_before_any_boot() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new("bash")
+            .arg(repo.join("scripts/e2e-sets.sh"))
+            .args(args)
+            .output()
+            .expect("bash runs");
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let empty = std::env::temp_dir().join(format!("pg-sets-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let empty_s = empty.to_string_lossy().into_owned();
+    let (rc, e) = run(&["6.12", &empty_s]);
+    assert_eq!(rc, Some(2), "{e}");
+    assert!(e.contains(&format!("{empty_s}: no manifest.yaml")), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+
+    let (rc, e) = run(&[
+        "6.12",
+        "generated/linux-6.12/rxe",
+        "generated/linux-6.1/rxe",
+    ]);
+    assert_eq!(rc, Some(2), "{e}");
+    assert!(e.contains("a second set named 'rxe'"), "{e}");
+
+    let (rc, e) = run(&["six"]);
+    assert_eq!(rc, Some(2), "{e}");
+    assert!(e.contains("usage"), "{e}");
+    let _ = std::fs::remove_dir_all(&empty);
+}
