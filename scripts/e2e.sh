@@ -15,6 +15,10 @@
 #   E2E_MEM             guest RAM in MiB (default 2048)
 #   E2E_APPEND          extra kernel command line
 #   E2E_KERNEL_PKG, E2E_KERNEL_VERSION   override the kernel package / version
+#   E2E_MODULE_DIRS     module directories (drivers/infiniband/hw ...) whose every module is
+#                       packed with its modules.dep closure and loaded (step vendor_modules)
+#   E2E_EXTRA_MODULES   more module names loaded the same way
+#   E2E_OUT             output directory (default target/e2e/<ver>)
 #
 # Output: every TB_STEP line, then "N passed, N failed"; exit 0 only if all passed.
 # Artifacts: target/e2e/<ver>/{console.log,dmesg.txt,<hook files>}.
@@ -33,8 +37,9 @@ E2E_DIR=$REPO/scripts/e2e
 CACHE=${PROBEGEN_CACHE:-$HOME/.cache/probegen}/e2e/$E2E_VER
 BUILD=$CACHE/build
 INITRAMFS=$CACHE/initramfs.cpio.gz
-OUT=$REPO/target/e2e/$E2E_VER
+OUT=${E2E_OUT:-$REPO/target/e2e/$E2E_VER}
 EXPECTED_STEPS=(modules rxe_link devinfo pingpong verbs_fail)
+if [ -n "${E2E_MODULE_DIRS:-}${E2E_EXTRA_MODULES:-}" ]; then EXPECTED_STEPS+=(vendor_modules); fi
 T_START=$(now)
 
 [ "$(id -u)" = 0 ] || die "run as root (apt-get, depmod on the cache tree)"

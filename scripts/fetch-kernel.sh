@@ -8,11 +8,11 @@
 #
 #   SPEC     a series (7.2, 6.12, 6.1) or an exact Debian version of linux-source-<series>
 #            (7.2.13-1, 6.12.117-1~deb12u1).
-#   FLAVOR   amd64 (default), cloud or rt: which linux-image / linux-binary flavor gives the
-#            .config, vmlinux and modules.
+#   FLAVOR   amd64 (default), or any flavor --list shows for the version (cloud, rt): which
+#            linux-image / linux-binary flavor gives the .config, vmlinux and modules.
 #   SUITE    only look in this suite (bookworm-security, trixie-backports, sid, ...).
-#   --list   every linux-source version apt can reach, with its suite; `*` marks what SERIES
-#            alone would fetch.
+#   --list   every linux-source version apt can reach, with its suite and the flavors Debian
+#            built of it; `*` marks what SERIES alone would fetch.
 #   --debs   only download the binary packages of SPEC (image, or binary + modules + base)
 #            into DIR and print their paths, one per line: the qemu testbed boots them.
 #   --source-dirs  print the source paths extracted (from heuristics/rules.yaml), one a line.
@@ -89,7 +89,6 @@ mapfile -t RULES_DIRS < <(rules_source_dirs)
          "${RULES_FILE}" "${RULES_DIRS[*]}" >&2; exit 1; }
 readonly SOURCE_PATHS=("${RULES_DIRS[@]}" Makefile)
 readonly RELEASES=(bookworm trixie sid bullseye)
-readonly FLAVORS=(amd64 cloud rt)
 
 log() { printf 'fetch-kernel: %s\n' "$*" >&2; }
 die() { printf 'fetch-kernel: error: %s\n' "$*" >&2; exit 1; }
@@ -107,7 +106,7 @@ SPEC=""
 DEBS_DIR=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --flavor) [[ $# -ge 2 ]] || usage_error "--flavor needs a value (${FLAVORS[*]})"; FLAVOR=$2; shift 2 ;;
+    --flavor) [[ $# -ge 2 ]] || usage_error "--flavor needs a value (amd64, cloud, rt: see --list)"; FLAVOR=$2; shift 2 ;;
     --flavor=*) FLAVOR=${1#--flavor=}; shift ;;
     --suite) [[ $# -ge 2 ]] || usage_error "--suite needs a value"; SUITE=$2; shift 2 ;;
     --suite=*) SUITE=${1#--suite=}; shift ;;
@@ -123,9 +122,10 @@ if [[ ${LIST} -eq 0 && -z ${SPEC} ]]; then
   usage
   usage_error "missing SPEC (a series such as 7.2 or 6.12, or an exact Debian version)"
 fi
-flavor_ok=0
-for f in "${FLAVORS[@]}"; do [[ ${f} == "${FLAVOR}" ]] && flavor_ok=1; done
-[[ ${flavor_ok} -eq 1 ]] || usage_error "unknown flavor '${FLAVOR}': available flavors are ${FLAVORS[*]}"
+# Which flavors exist is known once the version is (flavors_of_version); a name that cannot be
+# one (it goes into package-name regular expressions) is refused before any apt work.
+[[ ${FLAVOR} =~ ^[a-z0-9]+$ ]] \
+  || usage_error "unknown flavor '${FLAVOR}': a flavor is a lowercase name such as amd64, cloud or rt (see --list)"
 # The suffix of the binary package names: linux-image-6.12.117+deb12-cloud-amd64-unsigned.
 if [[ ${FLAVOR} == amd64 ]]; then FLAVOR_SUFFIX=amd64; else FLAVOR_SUFFIX=${FLAVOR}-amd64; fi
 
@@ -241,6 +241,10 @@ ensure_index() {
   fi
 }
 
+# The kernel release part of binary package names: 6.12.117+deb12, 6.1.0-57, 7.2.13+deb14,
+# and the backports' and rebuilds' 6.1.0-0.deb11.48, 6.12.115+deb13.1.
+readonly rel_re='[0-9]+\.[0-9]+(\.[0-9]+)?(-[0-9]+(\.deb[0-9]+\.[0-9]+)?)?(\+deb[0-9]+(\.[0-9]+)?)?'
+
 # "VERSION SUITE" lines for a package, one per suite it is in.
 versions_of() { awk -v p="$1" '$1 == p {print $2, $3}' "${INDEX}"; }
 
@@ -282,6 +286,19 @@ known_series() {
   names_matching '^linux-source-[0-9]' | sed 's/^linux-source-//' | sort -uV | tr '\n' ' '
 }
 
+# The flavors Debian built of VERSION of SERIES, space-separated, amd64 first: the flavor part
+# of linux-image-<rel>-<flavor>-amd64-unsigned (6.x) or linux-base-<rel>-<flavor>-amd64 (7.x)
+# packages of that version ("amd64" alone is the default flavor).
+flavors_of_version() {
+  local series=$1 version=$2
+  awk -v v="${version}" '$2 == v {print $1}' "${INDEX}" \
+    | grep -E "^linux-(image-${series}[.].*-unsigned|base-${series}[.].*)\$" \
+    | sed -E "s/^linux-(image|base)-${rel_re}-//; s/-unsigned\$//" \
+    | sed -E 's/^([a-z][a-z0-9]*)-amd64$/\1/' | grep -E '^[a-z][a-z0-9]*$' \
+    | sort -u | awk '{ if ($0 == "amd64") first = 1; else rest = rest " " $0 }
+        END { s = (first ? "amd64" : "") rest; sub(/^ /, "", s); print s }'
+}
+
 list_available() {
   local only=${1:-} s v suite def
   for s in $(known_series); do
@@ -289,7 +306,8 @@ list_available() {
     def=$(default_version "${s}")
     while read -r v suite; do
       [[ -z ${v} ]] && continue
-      printf '%s %-8s %-24s %s\n' "$([[ ${v} == "${def}" ]] && echo '*' || echo ' ')" "${s}" "${v}" "${suite}"
+      printf '%s %-8s %-24s %-20s flavors: %s\n' "$([[ ${v} == "${def}" ]] && echo '*' || echo ' ')" \
+        "${s}" "${v}" "${suite}" "$(flavors_of_version "${s}" "${v}")"
     done < <(versions_of "linux-source-${s}")
   done
 }
@@ -415,6 +433,9 @@ elif [[ ${SPEC} =~ ^([0-9]+)\.([0-9]+)[.-] ]]; then
 else
   usage_error "SPEC '${SPEC}' is neither a series (7.2) nor a Debian version (7.2.13-1)"
 fi
+flavors=$(flavors_of_version "${SERIES}" "${SRC_VERSION}")
+[[ " ${flavors} " == *" ${FLAVOR} "* ]] \
+  || usage_error "unknown flavor '${FLAVOR}' of ${SERIES} (${SRC_VERSION}): available flavors are ${flavors:-none}"
 [[ ${FLAVOR} == amd64 ]] || NAME="${NAME}-${FLAVOR}"
 readonly SERIES SRC_VERSION NAME
 readonly SOURCE_PKG="linux-source-${SERIES}"
@@ -422,7 +443,6 @@ readonly DEST="${CACHE_ROOT}/linux-${NAME}"
 
 # Binary packages of SRC_VERSION and FLAVOR: the split 7.x packaging first, else the
 # unsigned image. Prints "package" lines.
-rel_re='[0-9]+\.[0-9]+(\.[0-9]+)?(-[0-9]+)?(\+deb[0-9]+)?'
 binaries_of_version() {
   local names name kind
   for kind in binary modules base; do

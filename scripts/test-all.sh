@@ -2,7 +2,8 @@
 # Run every probegen test on a fresh Debian 12 machine: installs the Debian packages, fetches
 # the real Debian 7.2 (sid), 6.12 and 6.1 kernel sources and binaries into the cache (outside
 # git), then runs lint, the Rust test suite (unit, fixtures, real-tree tests) and the qemu
-# end-to-end runs on the three stock kernels.
+# end-to-end runs on the three stock kernels (the collector on Soft-RoCE, every checked-in set
+# attached with its vendor driver loaded).
 #
 # Usage: scripts/test-all.sh            (as root; what CI runs)
 set -euo pipefail
@@ -48,3 +49,9 @@ PROBEGEN_E2E_INTERVAL=20ms bash scripts/e2e-collect.sh 6.12
 # 6.1 at the fleet's default --interval 5s: there the idle collector's CPU ticks are asserted
 # (<= 2 in 10 s; at 1s, TCG timing spread keeps them a report).
 PROBEGEN_E2E_INTERVAL=5s bash scripts/e2e-collect.sh 6.1
+
+step "every checked-in set on its stock kernel: vendor driver modules loaded, every set attached (7.2, 6.12, 6.1)"
+# one boot per kernel (about a minute each under TCG): `<ver> <set>: attached N/N` per set
+for ver in 7.2 6.12 6.1; do
+  bash scripts/e2e-sets.sh "$ver"
+done

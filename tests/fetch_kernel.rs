@@ -32,6 +32,18 @@ fn list_marks_the_default_version_of_each_series() {
             .collect();
         assert_eq!(marked.len(), 1, "one default for {series}:\n{out}");
     }
+    // every version line names the flavors Debian built of it: the three series' defaults
+    // have the generic, cloud and realtime ones
+    for l in out.lines().filter(|l| l.starts_with('*')) {
+        let series = l.split_whitespace().nth(1).unwrap_or("");
+        if ["6.1", "6.12", "7.2"].contains(&series) {
+            assert!(l.ends_with("flavors: amd64 cloud rt"), "{l}");
+        }
+    }
+    assert!(
+        out.lines().all(|l| l.contains("flavors: ")),
+        "a version line without flavors:\n{out}"
+    );
     // bookworm's own 6.12 wins over trixie's newer one on a Debian 12 machine.
     assert!(
         out.lines()
@@ -55,9 +67,20 @@ fn unknown_series_version_and_flavor_list_what_exists() {
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
     assert!(err(&o).contains("7.2.13-1"), "{}", err(&o));
 
+    // an unknown flavor: the flavors Debian built of that version, one line, exit 2
     let o = fetch(&["--flavor", "gaming", "7.2"]);
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
-    assert!(err(&o).contains("amd64 cloud rt"), "{}", err(&o));
+    let e = err(&o);
+    assert!(
+        e.contains("unknown flavor 'gaming' of 7.2 (7.2.13-1)")
+            && e.contains("available flavors are amd64 cloud rt"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1, "{e}");
+    // a name that cannot be a flavor is refused before any apt work
+    let o = fetch(&["--flavor", "../x", "6.12"]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(err(&o).contains("unknown flavor '../x'"), "{}", err(&o));
 
     let o = fetch(&["seven"]);
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));

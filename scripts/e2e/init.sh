@@ -81,6 +81,32 @@ else
 	step modules FAIL "missing:$missing; loaded: $loaded; $(tr '\n' ' ' </tmp/modprobe.log)"
 fi
 
+# --- 1b. vendor driver modules (E2E_MODULE_DIRS / E2E_EXTRA_MODULES of scripts/e2e.sh) ----
+# Each one alone, so that a failure names its module and carries what the kernel said while
+# loading it (a driver loads without its hardware: it registers and waits for a device).
+if [ -s /etc/e2e-vendor-modules ]; then
+	read -r t0 _ </proc/uptime
+	ok= bad=
+	for m in $(cat /etc/e2e-vendor-modules); do
+		before=$(dmesg | wc -l)
+		out=$(modprobe "$m" 2>&1)
+		rc=$?
+		if [ $rc -eq 0 ] && [ -d "/sys/module/$m" ]; then
+			ok="$ok $m"
+		else
+			kmsg=$(dmesg | tail -n +$((before + 1)) | tail -n 8 | tr '\n' ' ')
+			bad="$bad | $m: modprobe rc=$rc $(echo "$out" | tr '\n' ' ') kernel: ${kmsg:-(nothing)}"
+		fi
+	done
+	read -r t1 _ </proc/uptime
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+	if [ -z "$bad" ]; then
+		step vendor_modules PASS "$(echo $ok | wc -w) in ${secs} s:$ok"
+	else
+		step vendor_modules FAIL "${bad# | } (loaded:$ok)"
+	fi
+fi
+
 # --- 2. rxe link on a dummy netdev ---------------------------------------------
 $IP link set lo up
 {

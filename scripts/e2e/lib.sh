@@ -11,6 +11,12 @@ E2E_PACKAGES=(qemu-system-x86 busybox-static rdma-core ibverbs-utils ibverbs-pro
 E2E_MODULES=(rdma_rxe ib_uverbs ib_core dummy rdma_ucm)
 E2E_MODULES_OPTIONAL=(crc32_generic crc32_pclmul)
 
+# E2E_MODULE_DIRS (space-separated, relative to the kernel's module tree, e.g.
+# "drivers/infiniband/hw drivers/infiniband/sw"): every module modules.dep lists under these
+# directories is packed too, with its dependencies (a vendor driver's Ethernet parent:
+# mlx5_core, bnxt_en, ice...), and init loads each one (step `vendor_modules`).
+# E2E_EXTRA_MODULES: more module names, packed and loaded the same way (missing: an error).
+
 # Binaries packed into the initramfs (their shared libraries come via ldd).
 E2E_BINARIES=(/usr/bin/ibv_rc_pingpong /usr/bin/ibv_devinfo /usr/sbin/ip /usr/bin/rdma)
 
@@ -153,10 +159,25 @@ copy_with_libs() {
 	done
 }
 
-# resolve_modules: prints the module files (relative to $KMODDIR) needed for
-# E2E_MODULES (+ optional ones) and all their dependencies, from modules.dep.
+# dir_modules: the names of the modules modules.dep lists under E2E_MODULE_DIRS (sorted),
+# then E2E_EXTRA_MODULES.
+dir_modules() {
+	awk -v dirs="${E2E_MODULE_DIRS:-}" '
+	BEGIN { n = split(dirs, d, " ") }
+	{
+		mod = $1; sub(/:$/, "", mod)
+		for (i = 1; i <= n; i++) if (index(mod, "kernel/" d[i] "/") == 1) {
+			sub(/.*\//, "", mod); sub(/\.ko(\.[a-z]+)?$/, "", mod); gsub(/-/, "_", mod); print mod
+		}
+	}' "$KMODDIR/modules.dep" | LC_ALL=C sort -u
+	local m
+	for m in ${E2E_EXTRA_MODULES:-}; do echo "${m//-/_}"; done
+}
+
+# resolve_modules [MORE...]: prints the module files (relative to $KMODDIR) needed for
+# E2E_MODULES, MORE (+ optional ones) and all their dependencies, from modules.dep.
 resolve_modules() {
-	awk -v want="${E2E_MODULES[*]}" -v opt="${E2E_MODULES_OPTIONAL[*]}" '
+	awk -v want="${E2E_MODULES[*]} $*" -v opt="${E2E_MODULES_OPTIONAL[*]}" '
 	function norm(s) { sub(/.*\//, "", s); sub(/\.ko(\.[a-z]+)?$/, "", s); gsub(/-/, "_", s); return s }
 	{
 		mod = $1; sub(/:$/, "", mod)
@@ -194,7 +215,10 @@ build_initramfs() {
 	install -m 755 "$E2E_DIR/init.sh" "$st/init"
 
 	# kernel modules (+ deps), decompressed (pitfall 3), depmod'ed in the staging tree
-	mods=$(resolve_modules) || die "modules not in $KREL: $(echo "$mods" | grep MISSING | tr '\n' ' ')"
+	local vendor_mods
+	vendor_mods=$(dir_modules | awk '!seen[$0]++' | tr '\n' ' ')
+	# shellcheck disable=SC2086
+	mods=$(resolve_modules $vendor_mods) || die "modules not in $KREL: $(echo "$mods" | grep MISSING | tr '\n' ' ')"
 	local sm=$st/lib/modules/$KREL
 	mkdir -p "$sm"
 	for f in $mods; do
@@ -210,6 +234,11 @@ build_initramfs() {
 		[ -f "$KMODDIR/$f" ] && cp "$KMODDIR/$f" "$sm/"
 	done
 	depmod -b "$st" "$KREL" || die "depmod on the staging tree failed"
+	# the modules init loads one by one (step vendor_modules), in this order
+	if [ -n "$vendor_mods" ]; then
+		printf '%s\n' $vendor_mods >"$st/etc/e2e-vendor-modules"
+		log "vendor modules: $vendor_mods"
+	fi
 
 	# userspace: iproute2, ibverbs-utils, libibverbs + rxe provider, verbs_fail
 	local prov
