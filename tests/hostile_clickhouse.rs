@@ -99,6 +99,56 @@ fn wait_exit(
     }
 }
 
+/// What a collector run left: its exit code and stderr lines, the last snapshot's `clickhouse`
+/// status, and the JSONL's records and snapshots.
+struct Ended {
+    code: Option<i32>,
+    lines: Vec<String>,
+    st: Value,
+    records: usize,
+    snaps: Vec<Value>,
+}
+
+/// Runs the collector with `args` (writing `out`) to its end, at most `within`.
+fn run_to_end(g: &mut Guard, name: &str, args: &[String], out: &Path, within: Duration) -> Ended {
+    let (i, rx) = spawn(g, name, args);
+    let (code, lines) = wait_exit(g, i, &rx, within);
+    let st = last_status(out);
+    let (records, snaps) = jsonl_records(out);
+    Ended {
+        code,
+        lines,
+        st,
+        records,
+        snaps,
+    }
+}
+
+/// Storm arguments against a closed port (nothing is ever sent) with a spool at `spool` and,
+/// when given, its limit in bytes.
+fn closed_spool_args(
+    g: &Guard,
+    windows: usize,
+    out: &Path,
+    spool: &Path,
+    limit: Option<&str>,
+) -> Vec<String> {
+    let url = closed_url();
+    let spool = path(spool);
+    let mut extra = vec![
+        "--clickhouse",
+        &url,
+        "--clickhouse-flush",
+        "0s",
+        "--clickhouse-spool",
+        &spool,
+    ];
+    if let Some(l) = limit {
+        extra.extend(["--clickhouse-spool-bytes", l]);
+    }
+    storm_args(g, windows, "0s", out, &extra)
+}
+
 /// The `clickhouse` status of the JSONL's last snapshot.
 fn last_status(out: &Path) -> Value {
     let (_, snaps) = jsonl_records(out);
@@ -427,20 +477,7 @@ fn row_3_one_bad_batch_does_not_block_the_queue() {
     let spool = g.dir.join("spool");
     let out1 = g.dir.join("run1.jsonl");
     // run 1: the server unreachable, every batch stays spooled
-    let args = storm_args(
-        &g,
-        6,
-        "0s",
-        &out1,
-        &[
-            "--clickhouse",
-            &closed_url(),
-            "--clickhouse-flush",
-            "0s",
-            "--clickhouse-spool",
-            &path(&spool),
-        ],
-    );
+    let args = closed_spool_args(&g, 6, &out1, &spool, None);
     let (i, rx) = spawn(&mut g, "run 1", &args);
     let (code, lines) = wait_exit(&mut g, i, &rx, Duration::from_secs(60));
     assert_eq!(code, Some(0), "{lines:#?}");
@@ -645,10 +682,13 @@ fn row_7_html_200_is_not_an_insert() {
             &path(&spool),
         ],
     );
-    let (i, rx) = spawn(&mut g, "collect", &args);
-    let (code, lines) = wait_exit(&mut g, i, &rx, Duration::from_secs(30));
-    let st = last_status(&out);
-    let (records, snaps) = jsonl_records(&out);
+    let Ended {
+        code,
+        lines,
+        st,
+        records,
+        snaps,
+    } = run_to_end(&mut g, "collect", &args, &out, Duration::from_secs(30));
     eprintln!(
         "html 200: {records} records in {} snapshots; status {st}",
         snaps.len()
@@ -714,10 +754,13 @@ fn row_7_401_is_an_authentication_failure() {
     .iter()
     .map(|s| s.to_string())
     .collect();
-    let (i, rx) = spawn(&mut g, "collect", &args);
-    let (code, lines) = wait_exit(&mut g, i, &rx, Duration::from_secs(60));
-    let st = last_status(&out);
-    let (records, snaps) = jsonl_records(&out);
+    let Ended {
+        code,
+        lines,
+        st,
+        records,
+        snaps,
+    } = run_to_end(&mut g, "collect", &args, &out, Duration::from_secs(60));
     eprintln!(
         "401: {records} records in {} snapshots; status {st}; {lines:#?}",
         snaps.len()
@@ -746,20 +789,7 @@ fn row_8_cut_batches_are_quarantined_and_counted() {
     let mut g = Guard::new("pg-hostile-8");
     let spool = g.dir.join("spool");
     let out1 = g.dir.join("run1.jsonl");
-    let args = storm_args(
-        &g,
-        5,
-        "0s",
-        &out1,
-        &[
-            "--clickhouse",
-            &closed_url(),
-            "--clickhouse-flush",
-            "0s",
-            "--clickhouse-spool",
-            &path(&spool),
-        ],
-    );
+    let args = closed_spool_args(&g, 5, &out1, &spool, None);
     let (i, rx) = spawn(&mut g, "run 1", &args);
     let (code, lines) = wait_exit(&mut g, i, &rx, Duration::from_secs(60));
     assert_eq!(code, Some(0), "{lines:#?}");
@@ -913,25 +943,15 @@ fn row_12_full_disk_is_counted_not_silent() {
     let _unmount = Unmount(disk.clone());
     let spool = disk.join("spool");
     let out = g.dir.join("out.jsonl");
-    let args = storm_args(
-        &g,
-        30,
-        "0s",
-        &out,
-        &[
-            "--clickhouse",
-            &closed_url(),
-            "--clickhouse-flush",
-            "0s",
-            "--clickhouse-spool",
-            &path(&spool),
-        ],
-    );
-    let (i, rx) = spawn(&mut g, "collect", &args);
-    let (code, lines) = wait_exit(&mut g, i, &rx, Duration::from_secs(60));
+    let args = closed_spool_args(&g, 30, &out, &spool, None);
+    let Ended {
+        code,
+        lines,
+        st,
+        records,
+        snaps,
+    } = run_to_end(&mut g, "collect", &args, &out, Duration::from_secs(60));
     assert_eq!(code, Some(0), "{lines:#?}");
-    let st = last_status(&out);
-    let (records, snaps) = jsonl_records(&out);
     let spooled = batch_files(&spool).len() as u64;
     let leftovers: Vec<String> = std::fs::read_dir(&spool)
         .expect("spool")
@@ -966,27 +986,15 @@ fn row_14_limits_hold_at_their_edges() {
     // (a) the limit, exactly: every batch is ~25 KB, the limit 60,000 B
     let spool = g.dir.join("spool-a");
     let out = g.dir.join("a.jsonl");
-    let args = storm_args(
-        &g,
-        12,
-        "0s",
-        &out,
-        &[
-            "--clickhouse",
-            &closed_url(),
-            "--clickhouse-flush",
-            "0s",
-            "--clickhouse-spool",
-            &path(&spool),
-            "--clickhouse-spool-bytes",
-            "60000",
-        ],
-    );
-    let (i, rx) = spawn(&mut g, "limit", &args);
-    let (code, lines) = wait_exit(&mut g, i, &rx, Duration::from_secs(60));
+    let args = closed_spool_args(&g, 12, &out, &spool, Some("60000"));
+    let Ended {
+        code,
+        lines,
+        st,
+        records,
+        snaps,
+    } = run_to_end(&mut g, "limit", &args, &out, Duration::from_secs(60));
     assert_eq!(code, Some(0), "{lines:#?}");
-    let st = last_status(&out);
-    let (records, snaps) = jsonl_records(&out);
     let peak: u64 = lines
         .iter()
         .find_map(|l| {
@@ -1020,27 +1028,15 @@ fn row_14_limits_hold_at_their_edges() {
     // (a') a batch larger than the whole limit is not spooled: counted, said once
     let spool = g.dir.join("spool-a2");
     let out = g.dir.join("a2.jsonl");
-    let args = storm_args(
-        &g,
-        4,
-        "0s",
-        &out,
-        &[
-            "--clickhouse",
-            &closed_url(),
-            "--clickhouse-flush",
-            "0s",
-            "--clickhouse-spool",
-            &path(&spool),
-            "--clickhouse-spool-bytes",
-            "10000",
-        ],
-    );
-    let (i, rx) = spawn(&mut g, "oversize", &args);
-    let (code, lines) = wait_exit(&mut g, i, &rx, Duration::from_secs(60));
+    let args = closed_spool_args(&g, 4, &out, &spool, Some("10000"));
+    let Ended {
+        code,
+        lines,
+        st,
+        records,
+        snaps,
+    } = run_to_end(&mut g, "oversize", &args, &out, Duration::from_secs(60));
     assert_eq!(code, Some(0), "{lines:#?}");
-    let st = last_status(&out);
-    let (records, snaps) = jsonl_records(&out);
     eprintln!(
         "oversize: {records} records in {} snapshots; status {st}",
         snaps.len()
@@ -1078,11 +1074,14 @@ fn row_14_limits_hold_at_their_edges() {
             &path(&spool),
         ],
     );
-    let (i, rx) = spawn(&mut g, "table", &args);
-    let (code, lines) = wait_exit(&mut g, i, &rx, Duration::from_secs(60));
+    let Ended {
+        code,
+        lines,
+        st,
+        records,
+        snaps,
+    } = run_to_end(&mut g, "table", &args, &out, Duration::from_secs(60));
     assert_eq!(code, Some(0), "{lines:#?}");
-    let st = last_status(&out);
-    let (records, snaps) = jsonl_records(&out);
     let got = rows.lock().expect("rows").clone();
     eprintln!(
         "a table failing: {records} records in {} snapshots; the server took {got:?}; status {st}",
