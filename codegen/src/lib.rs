@@ -6,6 +6,7 @@
 mod bpf;
 mod build;
 mod output;
+mod picture;
 mod report;
 
 pub use bpf::{render_bpf, render_header, HEADER_NAME};

@@ -71,6 +71,10 @@ pub fn render_all(m: &Manifest, cx: &RenderContext) -> Result<Vec<(String, Strin
         ("manifest.yaml".to_string(), m.to_yaml()?),
         ("report.md".to_string(), render_report(m, cx)?),
         (
+            "report.html".to_string(),
+            crate::picture::render_html(m, cx.graph, &cx.refresh),
+        ),
+        (
             "probes.bpf.c".to_string(),
             crate::bpf::render_bpf(m, &cx.refresh)?,
         ),
