@@ -19,7 +19,9 @@
 #      with its origin and routed to its owner (reg_mr EFAULT: application; the driver's
 #      EINVALs: vendor-driver) (scripts/e2e-collect.sh, tests/collector_e2e.rs); skip with
 #      KERNEL_UPGRADE_BOOT=0.
-# Report: target/kernel-upgrade/<series>/report.md (its path is the last line of stdout).
+# Report: target/kernel-upgrade/<series>/report.md (its path is the last line of stdout), and
+# beside it report.html: the regenerated set as pictures with the drift drawn on them (the
+# merge request links it when KERNEL_UPGRADE_PICTURES_URL says where the CI publishes it).
 # KERNEL_UPGRADE_OUT: where the regenerated sets go (default generated/, the checked-in ones).
 # Exit: 0 everything passed (drift is expected and reported, not a failure); 1 a step failed;
 # 2 bad arguments.
@@ -60,10 +62,12 @@ REPORT=${OUT}/report.md
 
 cargo build --release --quiet --bin probegen
 PG=target/release/probegen
+PICTURES=${OUT}/report.html
 
 log "2. check ${OLD} against ${KVER}"
 check_rc=0
-"${PG}" check --kernel-src "${NEW_SRC}" --against "${OLD}" >"${OUT}/check.md" 2>"${OUT}/check.err" || check_rc=$?
+"${PG}" check --kernel-src "${NEW_SRC}" --against "${OLD}" --html "${PICTURES}" \
+  >"${OUT}/check.md" 2>"${OUT}/check.err" || check_rc=$?
 case ${check_rc} in
   0) check_line="no drift" ;;
   1) check_line="drift to review (below)" ;;
@@ -138,6 +142,11 @@ fi
   done
   printf '| boot the stock kernel, rxe set attached, induced failures | %s |\n' "${boot_line}"
   printf '| owner of each induced failure | %s |\n' "${owner_line}"
+  if [[ -n ${KERNEL_UPGRADE_PICTURES_URL:-} ]]; then
+    printf '\n**[The set as pictures](%s)**: each verb'"'"'s call graph with the drift drawn on it (added green, removed red with their fate, module moves, successors).\n' "${KERNEL_UPGRADE_PICTURES_URL}"
+  elif [[ -s ${PICTURES} ]]; then
+    printf '\nThe set as pictures: `report.html` beside this report (the job'"'"'s artifact).\n'
+  fi
   if [[ -n ${boot_summary} ]]; then
     printf '\n<details><summary>testbed</summary>\n\n```\n%s\n```\n</details>\n' "${boot_summary}"
   fi

@@ -17,8 +17,22 @@ pub(crate) enum ReportFormat {
 }
 
 /// `probegen check`: exit 0 no drift, 1 drift.
-pub(crate) fn check(src: &SourceArgs, against: &Path, format: ReportFormat) -> CmdResult {
+/// Writes a page for `--html FILE`.
+fn write_html(path: Option<&Path>, page: &str) -> Result<(), pipeline::Error> {
+    match path {
+        Some(p) => pipeline::write_page(p, page),
+        None => Ok(()),
+    }
+}
+
+pub(crate) fn check(
+    src: &SourceArgs,
+    against: &Path,
+    format: ReportFormat,
+    html: Option<&Path>,
+) -> CmdResult {
     let report = pipeline::check(&src.options(), against, &mut print_notice)?;
+    write_html(html, &report.html)?;
     match format {
         ReportFormat::Markdown => emit(&report.markdown()?)?,
         ReportFormat::Json => print_json(&report.json()?)?,
@@ -41,8 +55,9 @@ pub(crate) fn port(a: &pipeline::PortOptions, format: ReportFormat) -> CmdResult
 }
 
 /// `probegen diff OLD NEW`.
-pub(crate) fn diff(old: &Path, new: &Path, format: ReportFormat) -> CmdResult {
-    let d = pipeline::diff(old, new)?;
+pub(crate) fn diff(old: &Path, new: &Path, format: ReportFormat, html: Option<&Path>) -> CmdResult {
+    let (d, page) = pipeline::diff(old, new)?;
+    write_html(html, &page)?;
     match format {
         ReportFormat::Markdown => emit(&maintain::diff_markdown(&d)?)?,
         ReportFormat::Json => print_json(&serde_json::to_value(&d)?)?,
@@ -56,8 +71,10 @@ pub(crate) fn coverage(
     failures: &Path,
     format: ReportFormat,
     lenient: bool,
+    html: Option<&Path>,
 ) -> CmdResult {
     let c = pipeline::coverage(manifest, failures, lenient, &mut print_notice)?;
+    write_html(html, &maintain::coverage_html(&c))?;
     match format {
         ReportFormat::Markdown => emit(&maintain::coverage_markdown(&c)?)?,
         ReportFormat::Json => print_json(&serde_json::to_value(&c)?)?,

@@ -83,6 +83,9 @@ enum Command {
         against: PathBuf,
         #[arg(long, value_enum, default_value_t = cmd_maintain::ReportFormat::Markdown)]
         format: cmd_maintain::ReportFormat,
+        /// Also write the regenerated set as pictures with the drift drawn on them
+        #[arg(long, value_name = "FILE.html")]
+        html: Option<PathBuf>,
     },
     /// Map one vendor's probes to another's through the ib_device_ops members they fill
     Port {
@@ -107,6 +110,9 @@ enum Command {
         new: PathBuf,
         #[arg(long, value_enum, default_value_t = cmd_maintain::ReportFormat::Markdown)]
         format: cmd_maintain::ReportFormat,
+        /// Also write NEW as pictures with the change drawn on them
+        #[arg(long, value_name = "FILE.html")]
+        html: Option<PathBuf>,
     },
     /// Covered share of a failure log (CSV verb,errno,weight) by a probe set
     Coverage {
@@ -119,10 +125,19 @@ enum Command {
         /// Skip malformed rows (reported on stderr) instead of failing
         #[arg(long)]
         lenient: bool,
+        /// Also write the shares by rule and by verb as bar charts
+        #[arg(long, value_name = "FILE.html")]
+        html: Option<PathBuf>,
     },
 }
 
 fn main() -> ExitCode {
+    install_allocator_and_panic_hook();
+    run(Cli::parse().command)
+}
+
+/// mimalloc for tree-sitter, and a panic that prints one line and exits 2.
+fn install_allocator_and_panic_hook() {
     // tree-sitter allocates a node per token and frees whole trees after each file: under
     // glibc's malloc that churn (consolidation, free lists) was about a tenth of a cold `graph`.
     // Only tree-sitter gets mimalloc: the collector, always on every host, keeps the system
@@ -152,8 +167,11 @@ fn main() -> ExitCode {
         eprintln!("probegen: internal error{at}: {}", what.replace('\n', " "));
         std::process::exit(2);
     }));
-    let cli = Cli::parse();
-    match cli.command {
+}
+
+/// One subcommand, its exit code.
+fn run(command: Command) -> ExitCode {
+    match command {
         Command::Graph {
             src,
             entries,
@@ -177,7 +195,8 @@ fn main() -> ExitCode {
             src,
             against,
             format,
-        } => exit(cmd_maintain::check(&src, &against, format)),
+            html,
+        } => exit(cmd_maintain::check(&src, &against, format, html.as_deref())),
         Command::Port {
             kernel_src,
             kconfig,
@@ -195,14 +214,24 @@ fn main() -> ExitCode {
             },
             format,
         )),
-        Command::Diff { old, new, format } => exit(cmd_maintain::diff(&old, &new, format)),
+        Command::Diff {
+            old,
+            new,
+            format,
+            html,
+        } => exit(cmd_maintain::diff(&old, &new, format, html.as_deref())),
         Command::Coverage {
             manifest,
             failures,
             format,
             lenient,
+            html,
         } => exit(cmd_maintain::coverage(
-            &manifest, &failures, format, lenient,
+            &manifest,
+            &failures,
+            format,
+            lenient,
+            html.as_deref(),
         )),
         Command::Collect(args) => exit(cmd_collect::collect(&args)),
         Command::Schema(args) => exit(cmd_fleet::schema(&args)),

@@ -20,6 +20,10 @@ fn example_pipelines_run_the_kernel_upgrade_job() {
         assert!(v.is_mapping(), "{f}");
         assert!(text.contains("scripts/kernel-upgrade.sh"), "{f}");
         assert!(text.contains("schedule"), "{f}: runs on a schedule");
+        assert!(
+            text.contains("report.html"),
+            "{f}: the merge request links the pictures"
+        );
         for word in text.split(|c: char| c.is_whitespace() || c == '"' || c == '$' || c == '(') {
             if let Some(script) = word.strip_prefix("scripts/") {
                 let script = script.trim_end_matches([')', ';']);

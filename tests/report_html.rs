@@ -48,6 +48,17 @@ fn headless(page: &Path, args: &[String], profile: &Path) -> Vec<u8> {
     out.stdout
 }
 
+/// The classes of every node drawn for function `f` in `dom`.
+fn classes_of(dom: &str, f: &str) -> Vec<String> {
+    let key = format!("\" data-fn=\"{f}\"");
+    dom.match_indices(&key)
+        .filter_map(|(i, _)| {
+            let start = dom[..i].rfind("class=\"")? + "class=\"".len();
+            Some(dom[start..i].to_string())
+        })
+        .collect()
+}
+
 /// Width and height from a PNG's IHDR chunk.
 fn png_size(png: &[u8]) -> (u32, u32) {
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
@@ -131,4 +142,132 @@ fn the_mlx5_picture_renders_in_chromium_with_every_probe_and_rule() {
         probes.len(),
         rules.len()
     );
+}
+
+/// `check --html` of the checked-in 6.12 rxe set against the real 7.2 tree (the kernel-upgrade
+/// job's check): the rendered page holds every probe of the regenerated 7.2 set, draws the
+/// added ones green and each removed one red with its fate, as Chromium renders it.
+#[test]
+fn the_6_12_to_7_2_check_draws_the_drift_in_chromium() {
+    let g = common::servers::Guard::new("pg-report-check");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = g.dir.join("check.html");
+    let src = common::kernel_dir("7.2");
+    let against = repo.join("generated/linux-6.12/rxe/manifest.yaml");
+    let out = common::probegen(&[
+        "check",
+        "--kernel-src",
+        src.to_str().expect("utf-8 path"),
+        "--against",
+        against.to_str().expect("utf-8 path"),
+        "--format",
+        "json",
+        "--html",
+        page.to_str().expect("utf-8 path"),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "6.12 -> 7.2 drifts: {out:?}");
+    let drift: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let dom = String::from_utf8(headless(
+        &page,
+        &["--dump-dom".into()],
+        &g.dir.join("profile"),
+    ))
+    .expect("utf-8 DOM");
+    let new: serde_yaml::Value = serde_yaml::from_str(
+        &std::fs::read_to_string(repo.join("generated/linux-7.2/rxe/manifest.yaml"))
+            .expect("manifest"),
+    )
+    .expect("yaml");
+    for p in new["probes"].as_sequence().expect("probes") {
+        let f = p["function"].as_str().expect("function");
+        assert!(
+            dom.contains(&format!("data-fn=\"{f}\"")),
+            "7.2 probe {f} not drawn"
+        );
+    }
+    let added = drift["added"].as_array().expect("added");
+    let removed = drift["removed"].as_array().expect("removed");
+    assert!(!added.is_empty() && !removed.is_empty(), "{drift}");
+    for a in added {
+        let f = a["function"].as_str().expect("function");
+        let classes = classes_of(&dom, f);
+        assert!(
+            !classes.is_empty() && classes.iter().all(|c| c.split(' ').any(|w| w == "added")),
+            "added probe {f} not drawn as added: {classes:?}"
+        );
+    }
+    for r in removed {
+        let f = r["function"].as_str().expect("function");
+        let classes = classes_of(&dom, f);
+        assert!(
+            !classes.is_empty() && classes.iter().all(|c| c.starts_with("fn removed")),
+            "removed probe {f} not drawn as removed: {classes:?}"
+        );
+    }
+    let png = screenshot(&page, &g.dir.join("check.png"), &g.dir.join("profile"));
+    assert_eq!(png_size(&png), (WIDTH, HEIGHT));
+    println!(
+        "check 6.12 -> 7.2: {} added, {} removed drawn; screenshot {} bytes",
+        added.len(),
+        removed.len(),
+        png.len()
+    );
+}
+
+/// `diff --html` and `coverage --html` write pages Chromium renders with what they claim.
+#[test]
+fn diff_and_coverage_pages_render() {
+    let g = common::servers::Guard::new("pg-report-diff");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let m = |v: &str| repo.join(format!("generated/linux-{v}/mlx5/manifest.yaml"));
+    let diff = g.dir.join("diff.html");
+    let out = common::probegen(&[
+        "diff",
+        m("6.12").to_str().expect("path"),
+        m("7.2").to_str().expect("path"),
+        "--html",
+        diff.to_str().expect("path"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let dom = String::from_utf8(headless(
+        &diff,
+        &["--dump-dom".into()],
+        &g.dir.join("profile"),
+    ))
+    .expect("utf-8");
+    assert!(
+        dom.contains("class=\"fn removed\""),
+        "no removed probe drawn"
+    );
+    assert!(
+        dom.match_indices("class=\"fn probe")
+            .any(|(i, _)| dom[i..i + 60].contains(" added")),
+        "no added probe drawn"
+    );
+    let cov = g.dir.join("coverage.html");
+    let out = common::probegen(&[
+        "coverage",
+        "--manifest",
+        m("6.12").to_str().expect("path"),
+        "--failures",
+        repo.join("kernel-fixtures/failures/table2.csv")
+            .to_str()
+            .expect("path"),
+        "--html",
+        cov.to_str().expect("path"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let dom = String::from_utf8(headless(
+        &cov,
+        &["--dump-dom".into()],
+        &g.dir.join("profile"),
+    ))
+    .expect("utf-8");
+    assert!(dom.contains("73.0% of the failure log covered"), "{dom}");
+    for verb in ["ibv_create_qp", "ibv_destroy_qp", "cleanup", "covered"] {
+        assert!(
+            dom.contains(&format!(">{verb}</text>")),
+            "{verb} has no bar"
+        );
+    }
 }

@@ -6,6 +6,7 @@
 //! templates in `maintain/templates/`, as the generator's report does.
 
 // The modules are private; this file is the crate's one face (`pub use` below).
+mod chart;
 mod check;
 mod compare;
 mod coverage;
@@ -13,6 +14,7 @@ mod markdown;
 mod port;
 mod verbs;
 
+pub use chart::coverage_html;
 pub use check::{rules_drift, set_of, successor};
 pub use compare::{
     apply_successors, check_markdown, coverage_diff, diff_markdown, drift, rules_drift_markdown,

@@ -20,7 +20,7 @@ pub use degraded::degraded_markdown;
 pub use error::Error;
 pub use generate::generate;
 pub use maintenance::{
-    check, coverage, diff, port, port_sets, read_manifest, CheckReport, PortOptions,
+    check, coverage, diff, port, port_sets, read_manifest, write_page, CheckReport, PortOptions,
 };
 pub use notice::Notice;
 pub use queries::{explain, graph, path, Explanation, GraphSummary};

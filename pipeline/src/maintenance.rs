@@ -58,6 +58,52 @@ pub struct CheckReport {
     pub drift: maintain::Drift,
     pub rules_drift: maintain::RulesDrift,
     pub degraded: Vec<manifest::Degraded>,
+    /// The regenerated set as pictures with the drift drawn on them (`check --html`).
+    pub html: String,
+}
+
+/// What a change picture draws, from a drift between two sets: added, removed (at its place
+/// in `old`, with its fate), renamed (removed -> successor) and moved probes.
+fn change_marks(old: &Manifest, d: &maintain::Drift) -> codegen::ChangeMarks {
+    let old_path = |module: &str, function: &str| {
+        old.probes
+            .iter()
+            .find(|p| p.module == module && p.function == function)
+            .map(|p| p.path.clone())
+            .unwrap_or_default()
+    };
+    let mut removed: Vec<codegen::RemovedProbe> = d
+        .removed
+        .iter()
+        .map(|r| codegen::RemovedProbe {
+            function: r.probe.function.clone(),
+            module: r.probe.module.clone(),
+            fate: r.fate.text(),
+            path: old_path(&r.probe.module, &r.probe.function),
+        })
+        .collect();
+    // a renamed probe is removed under its old name, and its successor is drawn to it
+    removed.extend(d.renamed.iter().map(|r| codegen::RemovedProbe {
+        function: r.from.function.clone(),
+        module: r.from.module.clone(),
+        fate: format!("renamed to {} ({})", r.to.function, r.why),
+        path: old_path(&r.from.module, &r.from.function),
+    }));
+    codegen::ChangeMarks {
+        added: d.added.iter().map(|p| p.function.clone()).collect(),
+        removed,
+        renamed: d
+            .renamed
+            .iter()
+            .map(|r| (r.from.function.clone(), r.to.function.clone()))
+            .collect(),
+        moved: d
+            .changed
+            .iter()
+            .filter(|c| c.what == maintain::ChangeKind::Module)
+            .map(|c| (c.function.clone(), c.old.clone(), c.new.clone()))
+            .collect(),
+    }
 }
 
 impl CheckReport {
@@ -121,11 +167,18 @@ pub fn check(
     let rules_drift = maintain::rules_drift(g, &s.rules, &old, &new, &|d| {
         opts.kernel_src.join(d).is_dir()
     });
+    let html = codegen::render_change_html(
+        &new,
+        &change_marks(&old, &drift),
+        Some(g),
+        &format!("probegen check --against {}", against.display()),
+    );
     Ok(CheckReport {
         against: against.display().to_string(),
         drift,
         rules_drift,
         degraded: new.degraded,
+        html,
     })
 }
 
@@ -227,10 +280,24 @@ pub fn port(a: &PortOptions, notify: &mut dyn FnMut(Notice)) -> Result<maintain:
     ))
 }
 
-/// `diff OLD NEW`: the coverage diff of two manifests.
-pub fn diff(old: &Path, new: &Path) -> Result<maintain::CoverageDiff, Error> {
+/// Writes a page (`--html FILE`) atomically: a failure leaves the earlier file whole.
+pub fn write_page(path: &Path, page: &str) -> Result<(), Error> {
+    codegen::write_atomic(path, page.as_bytes())
+        .map_err(|e| Error::Input(format!("--html {}: {e}", path.display())))
+}
+
+/// `diff OLD NEW`: the coverage diff of two manifests, and the new set's pictures with the
+/// drift drawn on them (`diff --html`; manifests only, so every edge is drawn as a call).
+pub fn diff(old: &Path, new: &Path) -> Result<(maintain::CoverageDiff, String), Error> {
     let (o, n) = (read_manifest(old)?, read_manifest(new)?);
-    Ok(maintain::coverage_diff(&o, &n))
+    let drift = maintain::drift(&o, &n, None);
+    let html = codegen::render_change_html(
+        &n,
+        &change_marks(&o, &drift),
+        None,
+        &format!("probegen diff {} {}", old.display(), new.display()),
+    );
+    Ok((maintain::coverage_diff(&o, &n), html))
 }
 
 /// How many malformed rows of a failure log are named one by one; millions of lines would

@@ -12,9 +12,10 @@ mod view;
 
 use std::fmt::Write as _;
 
-use analyzer::CallGraph;
+use analyzer::{CallGraph, EdgeKind};
 use manifest::Manifest;
 
+pub use view::{ChangeMarks, RemovedProbe};
 use view::{HandlerView, MAX_COLLAPSED, MAX_FULL};
 
 const STYLE: &str = r#"
@@ -43,6 +44,11 @@ path.edge.write-command { stroke: #31a354; stroke-width: 1.8; }
 path.edge.macro { stroke: #999; }
 path.edge.dashed { stroke-dasharray: 5 4; }
 div.graph { overflow-x: auto; border: 1px solid #eee; }
+.fn.added rect { stroke: #2ca02c; stroke-width: 4; }
+.fn.removed rect, i.removed { fill: #fbb4b4; background: #fbb4b4; stroke: #d62728; stroke-width: 3; }
+.fn.moved rect { stroke: #9467bd; stroke-width: 4; stroke-dasharray: 8 3; }
+i.added { border: 3px solid #2ca02c; } i.moved { border: 3px dashed #9467bd; }
+path.edge.successor { stroke: #d62728; stroke-width: 2.5; stroke-dasharray: 2 4; }
 details { margin: 0.5em 0 1.5em; } summary { cursor: pointer; color: #2a5db0; }
 table { border-collapse: collapse; } td, th { padding: 0.15em 0.6em; text-align: left; }
 "#;
@@ -131,11 +137,50 @@ fn section(h: &HandlerView) -> String {
 
 /// The whole page for `m`, with the edge kinds of `g`.
 pub(crate) fn render_html(m: &Manifest, g: &CallGraph, refresh: &str) -> String {
-    page(m, &|a, b| view::graph_edge_kind(g, a, b), refresh)
+    page(m, None, &|a, b| view::graph_edge_kind(g, a, b), refresh)
 }
 
-fn page(m: &Manifest, edge_kinds: &view::EdgeKinds<'_>, refresh: &str) -> String {
-    let mut views = view::handler_views(m, edge_kinds);
+/// The page of `new` with what changed since an older set drawn on it: added probes green,
+/// removed ones red at their old place with their fate, module moves purple, a removed probe's
+/// successor an arrow. Edge kinds come from `graph` when the caller has the new tree's (check),
+/// else every edge is drawn as a call (diff: manifests only).
+pub fn render_change_html(
+    new: &Manifest,
+    marks: &ChangeMarks,
+    graph: Option<&CallGraph>,
+    refresh: &str,
+) -> String {
+    match graph {
+        Some(g) => page(
+            new,
+            Some(marks),
+            &|a, b| view::graph_edge_kind(g, a, b),
+            refresh,
+        ),
+        None => page(new, Some(marks), &|_, _| EdgeKind::Direct, refresh),
+    }
+}
+
+fn change_legend(c: &ChangeMarks) -> String {
+    format!(
+        "<p class=\"legend change\"><span><i class=\"core added\"></i>added: {}</span>\
+         <span><i class=\"removed\"></i>removed: {} (hover: its fate)</span>\
+         <span><i class=\"core moved\"></i>module moved: {}</span>\
+         <span style=\"color:#d62728\">dotted red arrow: removed -> its successor ({})</span></p>\n",
+        c.added.len(),
+        c.removed.len(),
+        c.moved.len(),
+        c.renamed.len()
+    )
+}
+
+fn page(
+    m: &Manifest,
+    change: Option<&ChangeMarks>,
+    edge_kinds: &view::EdgeKinds<'_>,
+    refresh: &str,
+) -> String {
+    let mut views = view::handler_views(m, change, edge_kinds);
     // by verb as a reviewer reads them (create_qp beside QP_CREATE), then by handler
     views.sort_by(|a, b| {
         let key = |h: &HandlerView| (verb(&h.handler).to_lowercase(), h.handler.clone());
@@ -154,6 +199,9 @@ fn page(m: &Manifest, edge_kinds: &view::EdgeKinds<'_>, refresh: &str) -> String
         m.stats.attachable,
         m.excluded.len(),
     );
+    if let Some(c) = change {
+        s.push_str(&change_legend(c));
+    }
     s.push_str(&legend(m));
     s.push_str("<p>");
     for h in &views {
@@ -190,6 +238,7 @@ mod tests {
     fn render(m: &Manifest) -> String {
         page(
             m,
+            None,
             &|a, _| {
                 if a == "ib_uverbs_write" {
                     EdgeKind::WriteCommand

@@ -14,7 +14,7 @@ use layout::std_shapes::shapes::{Arrow, Element, ShapeKind};
 use layout::topo::layout::VisualGraph;
 use manifest::Layer;
 
-use super::view::{Node, NodeKind, View};
+use super::view::{Mark, Node, NodeKind, View};
 
 const FONT_SIZE: usize = 14;
 
@@ -36,7 +36,14 @@ fn node_class(n: &Node) -> String {
         NodeKind::Dropped(rule) => format!("fn dropped rule-{rule}"),
         NodeKind::Other => "fn other".into(),
         NodeKind::Collapsed { .. } => "fn collapsed".into(),
+        NodeKind::Removed => "fn removed".into(),
     };
+    for m in &n.marks {
+        class.push_str(match m {
+            Mark::Added => " added",
+            Mark::Moved => " moved",
+        });
+    }
     if !n.stands_for.is_empty() {
         class.push_str(" holds-inlined");
     }
@@ -206,7 +213,16 @@ impl RenderBackend for Backend<'_> {
         }
         let class = Self::index(&properties, 'e')
             .and_then(|i| self.view.edges.get(i))
-            .map_or_else(|| "edge".to_string(), |e| edge_class(e.kind));
+            .map_or_else(
+                || "edge".to_string(),
+                |e| {
+                    if e.successor {
+                        "edge successor".to_string()
+                    } else {
+                        edge_class(e.kind)
+                    }
+                },
+            );
         let mut d = format!(
             "M {:.1} {:.1} C {:.1} {:.1}, {:.1} {:.1}, {:.1} {:.1}",
             first.0.x,

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use analyzer::{CallGraph, EdgeKind};
-use manifest::{Attach, Layer, Manifest, Rule};
+use manifest::{Attach, FocusKind, Layer, Manifest, Rule};
 
 /// Most functions a full view lays out; a larger handler shows its collapsed view only, with
 /// the count (layout time grows fast past a few hundred nodes).
@@ -37,6 +37,40 @@ pub(crate) enum NodeKind {
         count: usize,
         by_rule: BTreeMap<Rule, usize>,
     },
+    /// a probe of the older set that this one lost (at its old place), with its fate
+    Removed,
+}
+
+/// What a change picture draws on a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mark {
+    /// a probe the older set did not have
+    Added,
+    /// a probe whose module changed
+    Moved,
+}
+
+/// What changed between an older set and this one, as the change pictures draw it.
+#[derive(Debug, Clone, Default)]
+pub struct ChangeMarks {
+    /// functions probed now and not before
+    pub added: BTreeSet<String>,
+    /// probes of the older set this one lost, each at its old place with its fate
+    pub removed: Vec<RemovedProbe>,
+    /// (old function, new function): a removed probe and the one that succeeds it
+    pub renamed: Vec<(String, String)>,
+    /// (function, old module, new module)
+    pub moved: Vec<(String, String, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RemovedProbe {
+    pub function: String,
+    pub module: String,
+    /// what became of it (`excluded by generic: ...`, `gone from the source`)
+    pub fate: String,
+    /// its path in the older set
+    pub path: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -47,6 +81,7 @@ pub(crate) struct Node {
     pub title: String,
     /// the inlined or untraceable targets whose failures this probe's program sees
     pub stands_for: Vec<String>,
+    pub marks: Vec<Mark>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -54,6 +89,8 @@ pub(crate) struct Edge {
     pub from: usize,
     pub to: usize,
     pub kind: EdgeKind,
+    /// from a removed probe to its successor (not a call)
+    pub successor: bool,
 }
 
 #[derive(Debug, Default)]
@@ -78,9 +115,23 @@ struct Fact<'a> {
     path: &'a [String],
 }
 
-fn facts(m: &Manifest) -> BTreeMap<&str, Fact<'_>> {
+fn facts<'a>(m: &'a Manifest, change: Option<&'a ChangeMarks>) -> BTreeMap<&'a str, Fact<'a>> {
     let mut out = BTreeMap::new();
+    for r in change.map_or(&[][..], |c| &c.removed[..]) {
+        out.insert(
+            r.function.as_str(),
+            Fact {
+                kind: NodeKind::Removed,
+                title: format!("{} ({}): removed: {}", r.function, r.module, r.fate),
+                path: &r.path,
+            },
+        );
+    }
     for e in &m.excluded {
+        // a removed probe now excluded is drawn as removed (its fate says by which rule)
+        if out.contains_key(e.function.as_str()) {
+            continue;
+        }
         out.insert(
             e.function.as_str(),
             Fact {
@@ -142,11 +193,13 @@ pub(crate) fn graph_edge_kind(g: &CallGraph, caller: &str, callee: &str) -> Edge
 
 /// The uverbs handler a path goes through: the first function reached by a dispatch edge
 /// (a write command or a uapi method: `ib_uverbs_modify_qp`,
-/// `ib_uverbs_handler_UVERBS_METHOD_QP_CREATE`), else the one after the entry. `dispatch`
-/// caches the graph's answer per edge.
+/// `ib_uverbs_handler_UVERBS_METHOD_QP_CREATE`), else the first probe kept as a handler
+/// (without the graph's edge kinds: `diff`), else the one after the entry. `dispatch` caches
+/// the graph's answer per edge.
 fn handler_of<'p>(
     g: &EdgeKinds<'_>,
     path: &'p [String],
+    handlers: &BTreeSet<&str>,
     dispatch: &mut BTreeMap<(&'p str, &'p str), bool>,
 ) -> Option<&'p str> {
     for w in path.windows(2) {
@@ -161,17 +214,32 @@ fn handler_of<'p>(
             return Some(key.1);
         }
     }
-    path.get(1).or(path.first()).map(String::as_str)
+    path.iter()
+        .skip(1)
+        .find(|f| handlers.contains(f.as_str()))
+        .or(path.get(1))
+        .or(path.first())
+        .map(String::as_str)
 }
 
 /// The pictures of every handler below which the set has a probe, by handler name.
-pub(crate) fn handler_views(m: &Manifest, g: &EdgeKinds<'_>) -> Vec<HandlerView> {
-    let facts = facts(m);
+pub(crate) fn handler_views(
+    m: &Manifest,
+    change: Option<&ChangeMarks>,
+    g: &EdgeKinds<'_>,
+) -> Vec<HandlerView> {
+    let facts = facts(m, change);
+    let handlers: BTreeSet<&str> = m
+        .probes
+        .iter()
+        .filter(|p| p.focus == Some(FocusKind::Handler))
+        .map(|p| p.function.as_str())
+        .collect();
     // handler -> every function below it
     let mut groups: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     let mut dispatch = BTreeMap::new();
     for (name, f) in &facts {
-        if let Some(h) = handler_of(g, f.path, &mut dispatch) {
+        if let Some(h) = handler_of(g, f.path, &handlers, &mut dispatch) {
             groups.entry(h).or_default().insert(name);
         }
     }
@@ -180,15 +248,22 @@ pub(crate) fn handler_views(m: &Manifest, g: &EdgeKinds<'_>) -> Vec<HandlerView>
         let probes: Vec<&str> = members
             .iter()
             .copied()
-            .filter(|n| matches!(facts[n].kind, NodeKind::Probe { .. }))
+            .filter(|n| matches!(facts[n].kind, NodeKind::Probe { .. } | NodeKind::Removed))
             .collect();
         if probes.is_empty() {
             continue;
         }
         let tree = Tree::new(handler, &members, &facts);
         let kept: BTreeSet<&str> = probes.iter().flat_map(|p| tree.up_from(p)).collect();
-        let collapsed = (kept.len() <= MAX_COLLAPSED).then(|| tree.view(g, &facts, &kept, true));
-        let full = (tree.parent.len() < MAX_FULL).then(|| tree.view(g, &facts, &tree.all(), false));
+        let draw = |shown: &BTreeSet<&str>, summarize: bool| {
+            let mut v = tree.view(g, &facts, shown, summarize);
+            if let Some(c) = change {
+                mark_changes(&mut v, c);
+            }
+            v
+        };
+        let collapsed = (kept.len() <= MAX_COLLAPSED).then(|| draw(&kept, true));
+        let full = (tree.parent.len() < MAX_FULL).then(|| draw(&tree.all(), false));
         out.push(HandlerView {
             handler: handler.to_string(),
             probes: probes.len(),
@@ -198,6 +273,40 @@ pub(crate) fn handler_views(m: &Manifest, g: &EdgeKinds<'_>) -> Vec<HandlerView>
         });
     }
     out
+}
+
+/// Marks added and moved probes, and draws each removed probe's successor.
+fn mark_changes(v: &mut View, c: &ChangeMarks) {
+    let index: BTreeMap<String, usize> = v
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.clone(), i))
+        .collect();
+    for n in &mut v.nodes {
+        if !matches!(n.kind, NodeKind::Probe { .. }) {
+            continue;
+        }
+        if c.added.contains(&n.name) {
+            n.marks.push(Mark::Added);
+            n.title.push_str("\nadded: not probed in the older set");
+        }
+        if let Some((_, old, new)) = c.moved.iter().find(|(f, _, _)| *f == n.name) {
+            n.marks.push(Mark::Moved);
+            n.title.push_str(&format!("\nmoved: {old} -> {new}"));
+        }
+    }
+    for (from, to) in &c.renamed {
+        if let (Some(&a), Some(&b)) = (index.get(from), index.get(to)) {
+            v.nodes[a].title.push_str(&format!("\nsucceeded by {to}"));
+            v.edges.push(Edge {
+                from: a,
+                to: b,
+                kind: EdgeKind::Direct,
+                successor: true,
+            });
+        }
+    }
 }
 
 /// Marks each probed caller with the inlined targets it stands in for.
@@ -309,6 +418,7 @@ impl<'a> Tree<'a> {
                 kind,
                 title,
                 stands_for: Vec::new(),
+                marks: Vec::new(),
             });
         }
         mark_stand_ins(&mut v);
@@ -318,6 +428,7 @@ impl<'a> Tree<'a> {
                     from,
                     to,
                     kind: g(parent, child),
+                    successor: false,
                 });
             }
         }
@@ -379,11 +490,13 @@ impl<'a> Tree<'a> {
                 },
                 title,
                 stands_for: Vec::new(),
+                marks: Vec::new(),
             });
             v.edges.push(Edge {
                 from: index[parent],
                 to,
                 kind: EdgeKind::Direct,
+                successor: false,
             });
         }
     }
