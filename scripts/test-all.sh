@@ -38,6 +38,9 @@ KERNEL_UPGRADE_OUT=target/kernel-upgrade/generated \
 diff -r target/kernel-upgrade/generated/linux-7.2/rxe generated/linux-7.2/rxe
 grep -q '| focus-member | `resize_cq` | `resize_user_cq`' target/kernel-upgrade/7.2/report.md
 grep -q '| boot the stock kernel, rxe set attached, induced failures | passed |' target/kernel-upgrade/7.2/report.md
+# ... and the pictures beside it: the 7.2 set with the drift drawn on it
+grep -q 'The set as pictures' target/kernel-upgrade/7.2/report.md
+grep -q 'class="fn removed"' target/kernel-upgrade/7.2/report.html
 # 7.2 pins user memory in __ib_umem_get_va: its EFAULT is still the application's ticket.
 grep -q '| owner of each induced failure | each to its owner: create_qp_absurd vendor-driver, modify_qp_reset_rts vendor-driver, reg_mr_unmapped application |' target/kernel-upgrade/7.2/report.md
 
