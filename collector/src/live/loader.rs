@@ -348,6 +348,13 @@ fn resolve_targets(
             prog.set_autoload(true);
         }
     }
+    // no kprobe fallback: the preallocated table of saved arguments need not hold 4096 calls
+    // (should the resize fail, it keeps them)
+    if let Some(mut m) = open.maps_mut().find(|m| m.name() == "saved_args") {
+        if picked.is_empty() {
+            let _ = m.set_max_entries(1);
+        }
+    }
     for (module, probes) in kprobe {
         warnings.push(Warning::KprobeFallback { module, probes });
     }
