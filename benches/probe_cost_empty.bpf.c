@@ -8,7 +8,9 @@
  * One object per target function, built by the bench with
  *   clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu \
  *     -DPG_FUNC=ib_uverbs_reg_mr -DPG_NAME=empty_25 -c probe_cost_empty.bpf.c -o empty_25.bpf.o
- * PG_NAME pairs it with the generated program pg_<id> of the manifest.
+ * PG_NAME pairs it with the generated program pg_<id> of the manifest. With -DPG_KRETPROBE it
+ * is an empty kretprobe instead (the mechanism of a module without BTF), for the per-call cost
+ * of each mechanism.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -20,10 +22,18 @@
 #define PG_STR2(x) #x
 #define PG_STR(x) PG_STR2(x)
 
+#ifdef PG_KRETPROBE
+SEC("kretprobe/" PG_STR(PG_FUNC))
+int PG_NAME(void *ctx)
+{
+	return 0;
+}
+#else
 SEC("fexit/" PG_STR(PG_FUNC))
 int PG_NAME(unsigned long long *ctx)
 {
 	return 0;
 }
+#endif
 
 char LICENSE[] SEC("license") = "GPL";

@@ -12,6 +12,8 @@
 # PROBEGEN_E2E_INTERVAL, the collector's --interval in the guest (default 1s: a snapshot a
 # second gives the short run enough windows; the fleet default is 5s); PROBEGEN_COLLECT_TIMINGS=1,
 # the collector's per-window step timings in collect.log (they cost a little CPU themselves).
+# E2E_STRIP_BTF=rdma_rxe: that module without .BTF; its probes must attach by kprobe (outputs
+# in target/e2e/<ver>-nobtf unless E2E_OUT says otherwise).
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 SERIES (7.2, 6.12, 6.1)" >&2; exit 2; }
 VER=$1
@@ -40,12 +42,14 @@ install -m 755 scripts/e2e/collect-hook.sh "$STAGE/guest-hook.sh"
 } >"$STAGE/hook.env"
 log "extra: $(du -sh "$STAGE" | cut -f1) ($(ls "$STAGE" | tr '\n' ' '))"
 
+OUT=${E2E_OUT:-$REPO/target/e2e/$VER${E2E_STRIP_BTF:+-nobtf}}
 rc=0
-E2E_EXTRA_DIR=$STAGE bash scripts/e2e.sh "$VER" || rc=$?
+E2E_OUT=$OUT E2E_EXTRA_DIR=$STAGE bash scripts/e2e.sh "$VER" || rc=$?
 log "scripts/e2e.sh exited $rc"
 
-log "checking target/e2e/$VER/snapshots.jsonl"
+log "checking $OUT/snapshots.jsonl"
 check=0
-PROBEGEN_E2E_SERIES=$VER PROBEGEN_E2E_MANIFEST=$STAGE/manifest.yaml \
+PROBEGEN_E2E_SERIES=$VER PROBEGEN_E2E_MANIFEST=$STAGE/manifest.yaml PROBEGEN_E2E_OUT=$OUT \
+	PROBEGEN_E2E_NO_BTF=${E2E_STRIP_BTF:-} \
 	cargo test --release --test collector_e2e -- --ignored --exact e2e_collect_series --nocapture || check=$?
 [ $rc -eq 0 ] && [ $check -eq 0 ]

@@ -19,6 +19,8 @@
 #                       packed with its modules.dep closure and loaded (step vendor_modules)
 #   E2E_EXTRA_MODULES   more module names loaded the same way
 #   E2E_OUT             output directory (default target/e2e/<ver>)
+#   E2E_STRIP_BTF       module names packed with their .BTF section removed (objcopy), as
+#                       out-of-tree builds ship them (e.g. rdma_rxe)
 #
 # Output: every TB_STEP line, then "N passed, N failed"; exit 0 only if all passed.
 # Artifacts: target/e2e/<ver>/{console.log,dmesg.txt,<hook files>}.

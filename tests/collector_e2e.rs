@@ -28,7 +28,10 @@ fn vf_pid(log: &str) -> Option<u64> {
 }
 
 fn check(ver: &str) {
-    let out = repo().join("target/e2e").join(ver);
+    // PROBEGEN_E2E_OUT: a run with its own output directory (the BTF-stripped one)
+    let out = std::env::var("PROBEGEN_E2E_OUT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo().join("target/e2e").join(ver));
     // the manifest packed into the guest (generated/ may have moved on since)
     let manifest_path = std::env::var("PROBEGEN_E2E_MANIFEST")
         .map(PathBuf::from)
@@ -102,6 +105,35 @@ fn check(ver: &str) {
             p.id
         );
     }
+    // 1b. how each probe attached: kretprobe on a clone, kprobe in a module whose .BTF the run
+    // removed (PROBEGEN_E2E_NO_BTF, from E2E_STRIP_BTF), fexit everywhere else
+    let no_btf = std::env::var("PROBEGEN_E2E_NO_BTF").unwrap_or_default();
+    let no_btf: BTreeSet<&str> = no_btf.split_whitespace().collect();
+    let mut by_mechanism: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for a in att {
+        let id = a["probe"].as_u64().unwrap_or(u64::MAX) as u32;
+        let module = a["module"].as_str().unwrap_or("");
+        let clone = m
+            .probes
+            .iter()
+            .any(|p| p.id == id && p.attach_symbol.is_some());
+        let want = match () {
+            _ if clone => "kretprobe-clone",
+            _ if no_btf.contains(module) => "kprobe",
+            _ => "fexit",
+        };
+        let got = a["mechanism"].as_str().unwrap_or("-");
+        *by_mechanism
+            .entry((module.to_string(), got.to_string()))
+            .or_default() += 1;
+        if got != want {
+            problems.push(format!(
+                "probe {id} {module}:{}: mechanism {got} (want {want})",
+                a["function"]
+            ));
+        }
+    }
+    println!("{ver}: attached by (module, mechanism): {by_mechanism:?}");
     println!(
         "{ver}: attached {n_att}/{} (manifest: {} probes, {} not attachable with their verdicts)",
         attachable.len(),
@@ -140,6 +172,25 @@ fn check(ver: &str) {
             r["module"].as_str().unwrap_or("").to_string(),
         );
         *rec_count.entry(k).or_default() += 1;
+    }
+
+    // 1c. a kprobe fallback's return program records the arguments its entry program saved
+    for r in records
+        .iter()
+        .filter(|r| no_btf.contains(r["module"].as_str().unwrap_or("")))
+    {
+        let (f, module) = (r["function"].as_str(), r["module"].as_str());
+        let p = m
+            .probes
+            .iter()
+            .find(|p| Some(p.function.as_str()) == f && Some(p.module.as_str()) == module);
+        let want = p.map_or(0, |p| p.args.len().min(manifest::RECORD_ARGS));
+        let got = r["args"].as_object().map_or(0, |a| a.len());
+        if got != want {
+            problems.push(format!(
+                "{f:?}: a kprobe record with {got} args (want {want}): {r}"
+            ));
+        }
     }
 
     // 2. the failure program's EFAULT at every layer, with its pid and comm
@@ -418,6 +469,12 @@ fn check(ver: &str) {
 
     // 8. layered evidence: one chain per induced failure, with its origin
     let log = read(&out.join("collect.log"));
+    for module in &no_btf {
+        let line = format!("probegen collect: {module} has no BTF");
+        if !log.lines().any(|l| l.starts_with(&line)) {
+            problems.push(format!("collect.log lacks `{line} ...`"));
+        }
+    }
     let mut vf_pids = vec![pid];
     vf_pids.extend(vf_pid(&job_log));
     for p in vf_pids {

@@ -462,6 +462,30 @@ fn generated_bpf_compiles_with_one_program_per_probe() {
             (want_fexit, want_kret),
             "{ver} {vendor}: programs per probe"
         );
+        // the kprobe fallbacks of vendor probes for a module without BTF (autoload off: `?`)
+        let fallback: Vec<(String, String)> =
+            m.probes.iter().flat_map(|p| p.kprobe_fallback()).collect();
+        let want_entry = fallback
+            .iter()
+            .filter(|(n, _)| n.ends_with("_entry"))
+            .count();
+        assert_eq!(
+            (
+                text.matches(" ?kprobe/").count(),
+                text.matches(" ?kretprobe/").count()
+            ),
+            (want_entry, fallback.len() - want_entry),
+            "{ver} {vendor}: kprobe fallback programs"
+        );
+        let vendor_fexit = m
+            .probes
+            .iter()
+            .filter(|p| p.attach.as_str() == "fexit" && p.layer.as_str() == "vendor");
+        assert_eq!(
+            fallback.len() - want_entry,
+            vendor_fexit.count(),
+            "{ver} {vendor}: one kretprobe per vendor fexit probe"
+        );
     }
 }
 

@@ -18,6 +18,10 @@
 //!   IS_ERR or NULL (errno 0); bool and void functions only count calls.
 //! * clone-only functions get a `kretprobe/<clone symbol>` fallback that cannot read arguments
 //!   at return, so it records none.
+//! * fexit probes of vendor modules also get a `?kprobe`/`?kretprobe` pair on the function
+//!   (autoload off; [`manifest::Probe::kprobe_fallback`]) for a module built without `.BTF`:
+//!   the entry saves the recorded arguments per task in `saved_args`, the return fills the
+//!   same record from them and PT_REGS_RC, sign-extended as fexit does.
 
 use askama::Template;
 use manifest::{field_comments, record_size, ERRNO_ENTRIES, MAX_ERRNO, RECORD_ARGS, RECORD_FIELDS};
@@ -63,6 +67,13 @@ struct Program {
     /// For `ptr`: the failure test, `PG_PTR_FAILED` (IS_ERR or NULL) or `PG_IS_ERR` when the
     /// manifest says NULL is an ordinary return.
     ptr_check: &'static str,
+    /// The kprobe fallback's (entry program, its section): the entry only when arguments are
+    /// recorded (name empty otherwise).
+    fallback_entry: (String, String),
+    /// The kretprobe fallback's (program, section); name empty without a fallback.
+    fallback_ret: (String, String),
+    /// 1 when the fallback has an entry program saving arguments (C has no `true`).
+    saves: u8,
 }
 
 #[derive(Template)]
@@ -77,6 +88,7 @@ struct BpfTemplate {
     nfexit: usize,
     nclone: usize,
     nskipped: usize,
+    nfallback: usize,
 }
 
 #[derive(Template)]
@@ -194,6 +206,7 @@ fn program(p: &Probe, m: &Manifest) -> Result<Program, askama::Error> {
         RetKind::Ptr => "ptr".to_string(),
         RetKind::None => format!("{}, calls only", p.returns),
     };
+    let fallback = p.kprobe_fallback();
     let also_in: Vec<String> = m
         .probes
         .iter()
@@ -228,6 +241,17 @@ fn program(p: &Probe, m: &Manifest) -> Result<Program, askama::Error> {
         argmask: format!("{mask:#x}"),
         arglist,
         also_in: also_in.join(", "),
+        fallback_entry: fallback
+            .iter()
+            .find(|(n, _)| n.ends_with("_entry"))
+            .cloned()
+            .unwrap_or_default(),
+        saves: u8::from(fallback.len() == 2),
+        fallback_ret: fallback
+            .iter()
+            .find(|(n, _)| n.ends_with("_ret"))
+            .cloned()
+            .unwrap_or_default(),
     })
 }
 
@@ -260,6 +284,10 @@ pub fn render_bpf(m: &Manifest, refresh_command: &str) -> Result<String, askama:
         nfexit,
         nclone: programs.len() - nfexit,
         nskipped: m.probes.len() - programs.len(),
+        nfallback: programs
+            .iter()
+            .filter(|p| !p.fallback_ret.0.is_empty())
+            .count(),
         programs,
     }
     .render()

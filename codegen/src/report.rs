@@ -53,6 +53,8 @@ struct ReportTemplate<'a> {
     excluded: Vec<ExcludedGroup<'a>>,
     examples_per_rule: usize,
     focus_header: &'a str,
+    /// Vendor probes whose `fexit` verdict assumes the module has BTF, and their modules.
+    btf_assumed: (usize, String),
 }
 
 /// Inputs besides the manifest that the renderers need.
@@ -153,6 +155,23 @@ pub fn render_report(m: &Manifest, cx: &RenderContext) -> Result<String, RenderE
         excluded,
         examples_per_rule: EXAMPLES_PER_RULE,
         focus_header: &cx.selection.focus_ops.header,
+        btf_assumed: btf_assumed(m),
     }
     .render()?)
+}
+
+/// How many probes have a kprobe fallback (their fexit verdict assumes the module's BTF), and
+/// their modules, sorted.
+fn btf_assumed(m: &Manifest) -> (usize, String) {
+    let with: Vec<&manifest::Probe> = m
+        .probes
+        .iter()
+        .filter(|p| p.has_kprobe_fallback())
+        .collect();
+    let modules: std::collections::BTreeSet<&str> =
+        with.iter().map(|p| p.module.as_str()).collect();
+    (
+        with.len(),
+        modules.into_iter().collect::<Vec<_>>().join(", "),
+    )
 }

@@ -17,6 +17,10 @@
  *   bool, void: calls only.
  * errno: -ret when ret is in [-4095, -1], else 0.
  *
+ * Fallback: each fexit probe of a vendor module also has a kprobe/kretprobe pair (programs
+ * pg_<id>_entry, pg_<id>_ret; autoload off) for a module without BTF: return value from
+ * PT_REGS_RC through the same predicates, arguments saved at entry in `saved_args`.
+ *
  * Loader notes: fexit targets are resolved by name at load time; a loader serving several
  * kernels may re-target a program with bpf_program__set_attach_target(prog, 0, "func") and
  * skip missing ones with bpf_program__set_autoload(prog, false). `events` may be resized with
@@ -149,6 +153,32 @@ struct {
 	__type(value, struct pg_activity);
 } activity SEC(".maps");
 
+/*
+ * kprobe fallback, for a vendor module without BTF (fexit cannot attach there): the entry
+ * program saves the recorded arguments here, keyed by task and probe, for the return program's
+ * record (argument registers are clobbered by the time a function returns). An LRU hash:
+ * bounded, and an entry whose return was never seen (a kretprobe instance missed under load)
+ * is evicted, not kept. A recursive call of the same probe on one task overwrites the outer
+ * call's arguments; the outer record then has none.
+ */
+struct pg_saved_key {
+	__u64 pid_tgid;
+	__u32 probe_id;
+	__u32 pad;
+};
+
+struct pg_saved_args {
+	__u64 v[PG_NARGS];
+	__u64 n;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct pg_saved_key);
+	__type(value, struct pg_saved_args);
+} saved_args SEC(".maps");
+
 /* past this many pending bytes every record wakes the consumer */
 const volatile __u64 wakeup_threshold = 64 * 1024;
 
@@ -168,7 +198,7 @@ static __always_inline void pg_inc(void *map, const void *key)
  * its drop).
  */
 static __always_inline void pg_count(__u32 probe_id, long err, int failed, void *ctx,
-				     __u32 argmask)
+				     __u32 argmask, const struct pg_saved_args *saved)
 {
 	struct pg_errno_key key = {};
 	struct pg_record *rec;
@@ -214,7 +244,9 @@ static __always_inline void pg_count(__u32 probe_id, long err, int failed, void 
 	rec->cgroup_id = bpf_get_current_cgroup_id();
 	rec->cpu = bpf_get_smp_processor_id();
 	for (i = 0; i < PG_NARGS; i++)
-		rec->args[i] = 0;
+		rec->args[i] = saved ? saved->v[i] : 0;
+	if (saved)
+		n = saved->n < PG_NARGS ? saved->n : PG_NARGS;
 	/* unrolled: argmask is a constant, so only the wanted reads remain */
 #pragma unroll
 	for (i = 0; i < PG_MAX_FUNC_ARGS; i++) {
@@ -245,21 +277,78 @@ static __always_inline void pg_count(__u32 probe_id, long err, int failed, void 
  * seq lies below the `seq` it read (those are all in the ring), and later records wait for
  * the next read. A successful call pays one branch for it.
  */
-static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *ctx,
-				   __u32 argmask)
+static __always_inline int pg_exit_saved(__u32 probe_id, long err, int failed, void *ctx,
+					 __u32 argmask, const struct pg_saved_args *saved)
 {
 	__u32 slot = bpf_get_smp_processor_id() & (PG_ACTIVITY_SLOTS - 1);
 	struct pg_activity *a = bpf_map_lookup_elem(&activity, &slot);
 
 	if (failed && a)
 		__sync_fetch_and_add(&a->failing, 1);
-	pg_count(probe_id, err, failed, ctx, argmask);
+	pg_count(probe_id, err, failed, ctx, argmask, saved);
 	if (!a)
 		return 0;
 	if (failed)
 		__sync_fetch_and_add(&a->failed, 1);
 	/* last: one more program ended in this CPU's slot, after all of its counting */
 	__sync_fetch_and_add(&a->ended, 1);
+	return 0;
+}
+
+static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *ctx,
+				   __u32 argmask)
+{
+	return pg_exit_saved(probe_id, err, failed, ctx, argmask, 0);
+}
+
+/* argument i (from 0) of a kprobe'd function; past the sixth they are on the stack: 0 */
+static __always_inline __u64 pg_regs_arg(struct pt_regs *ctx, int i)
+{
+	switch (i) {
+	case 0: return PT_REGS_PARM1(ctx);
+	case 1: return PT_REGS_PARM2(ctx);
+	case 2: return PT_REGS_PARM3(ctx);
+	case 3: return PT_REGS_PARM4(ctx);
+	case 4: return PT_REGS_PARM5(ctx);
+#if defined(bpf_target_x86)
+	case 5: return __PT_REGS_CAST(ctx)->r9;
+#endif
+	default: return 0;
+	}
+}
+
+/* kprobe fallback, entry: saves the arguments of argmask (as pg_exit records them) */
+static __always_inline int pg_save_args(__u32 probe_id, struct pt_regs *ctx, __u32 argmask)
+{
+	struct pg_saved_key key = { .pid_tgid = bpf_get_current_pid_tgid(), .probe_id = probe_id };
+	struct pg_saved_args args = {};
+	int i;
+
+#pragma unroll
+	for (i = 0; i < PG_MAX_FUNC_ARGS; i++) {
+		if (!(argmask & (1U << i)) || args.n >= PG_NARGS)
+			continue;
+		args.v[args.n++] = pg_regs_arg(ctx, i);
+	}
+	bpf_map_update_elem(&saved_args, &key, &args, BPF_ANY);
+	return 0;
+}
+
+/*
+ * kprobe fallback, return: pg_exit with the arguments the entry saved (saves: the probe
+ * has an entry program), which it then forgets. Same record, counters and probe id as fexit.
+ */
+static __always_inline int pg_exit_kretprobe(__u32 probe_id, long err, int failed,
+					     struct pt_regs *ctx, int saves)
+{
+	struct pg_saved_key key = { .pid_tgid = bpf_get_current_pid_tgid(), .probe_id = probe_id };
+	struct pg_saved_args *args = 0;
+
+	if (saves && failed)
+		args = bpf_map_lookup_elem(&saved_args, &key);
+	pg_exit_saved(probe_id, err, failed, ctx, 0, args);
+	if (saves)
+		bpf_map_delete_elem(&saved_args, &key);
 	return 0;
 }
 

@@ -5,6 +5,8 @@
  *   {{ refresh }}
  *
  * Programs: {{ nfexit }} fexit, {{ nclone }} kretprobe (fallback for clone-only functions).
+ * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): {{ nfallback }} kretprobe, with a kprobe saving the arguments.
  * Manifest probes without a program (cannot be attached): {{ nskipped }}.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -57,6 +59,34 @@ int {{ p.name }}(struct pt_regs *ctx)
 	__u64 raw = PT_REGS_RC(ctx);
 
 	return pg_exit({{ p.id }}, PG_ERRNO((long)raw), {{ p.ptr_check }}(raw), ctx, 0);
+{%- endif %}
+}
+{%- endif %}
+{%- if !p.fallback_entry.0.is_empty() %}
+
+/* {{ p.id }}, fallback entry for a module without BTF: saves args {{ p.arglist }} */
+SEC("{{ p.fallback_entry.1 }}")
+int {{ p.fallback_entry.0 }}(struct pt_regs *ctx)
+{
+	return pg_save_args({{ p.id }}, ctx, {{ p.argmask }});
+}
+{%- endif %}
+{%- if !p.fallback_ret.0.is_empty() %}
+
+/* {{ p.id }}, fallback return for a module without BTF: the record of pg_{{ p.id }} */
+SEC("{{ p.fallback_ret.1 }}")
+int {{ p.fallback_ret.0 }}(struct pt_regs *ctx)
+{
+{%- if p.kind == "none" %}
+	return pg_exit_kretprobe({{ p.id }}, 0, 0, ctx, {{ p.saves }});
+{%- else if p.kind == "int" %}
+	long ret = {{ p.cast }}PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe({{ p.id }}, PG_ERRNO(ret), ret < 0, ctx, {{ p.saves }});
+{%- else %}
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe({{ p.id }}, PG_ERRNO((long)raw), {{ p.ptr_check }}(raw), ctx, {{ p.saves }});
 {%- endif %}
 }
 {%- endif %}

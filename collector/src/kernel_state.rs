@@ -50,4 +50,19 @@ pub struct AttachStatus {
     pub attached: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// How the probe attaches (or was meant to); absent in older outputs and before a load.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mechanism: Option<Mechanism>,
+}
+
+/// How a probe's programs attach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mechanism {
+    /// `fexit` on the function, resolved in its module's (or vmlinux's) BTF.
+    Fexit,
+    /// The kprobe/kretprobe fallback: the module has no BTF.
+    Kprobe,
+    /// `kretprobe` on the compiler clone of a clone-only function.
+    KretprobeClone,
 }

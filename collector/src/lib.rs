@@ -50,7 +50,7 @@ mod wire;
 pub use decode::{comm_str, encode};
 pub use errno::errno_label;
 pub use error::CollectError;
-pub use kernel_state::{AttachStatus, KernelTotals};
+pub use kernel_state::{AttachStatus, KernelTotals, Mechanism};
 // who gets the ticket for a chain whose origin is this probe (tests and tools ask it too)
 pub use owner::{decide_for as owner_of, Owner};
 pub use pipeline::{Pipeline, PipelineConfig};

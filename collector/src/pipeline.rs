@@ -159,6 +159,7 @@ impl Pipeline {
                 module: p.module.clone(),
                 attached: false,
                 reason: Some("not loaded".into()),
+                mechanism: None,
             })
             .collect();
         Pipeline {

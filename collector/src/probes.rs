@@ -33,6 +33,9 @@ pub struct ProbeInfo {
     pub focus: Option<FocusKind>,
     /// The manifest's `pins_user_memory`: the body pins user memory (owner decision).
     pub pins_user_memory: bool,
+    /// The kprobe/kretprobe fallback programs for a module without BTF, (name, section)
+    /// ([`manifest::Probe::kprobe_fallback`]); empty when the probe has none.
+    pub fallback: Vec<(String, String)>,
 }
 
 impl ProbeInfo {
@@ -117,6 +120,7 @@ impl ProbeTable {
                     },
                     focus: None,
                     pins_user_memory: false,
+                    fallback: Vec::new(),
                 })
                 .collect(),
             ..Default::default()
@@ -209,6 +213,7 @@ fn info(p: &Probe) -> Result<ProbeInfo, CollectError> {
         layer: p.layer,
         focus: p.focus,
         pins_user_memory: p.pins_user_memory,
+        fallback: p.kprobe_fallback(),
     })
 }
 

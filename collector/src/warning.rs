@@ -16,6 +16,8 @@ pub enum Warning {
         function: String,
         reason: String,
     },
+    /// A module without BTF: its probes attach by their kprobe/kretprobe fallback.
+    KprobeFallback { module: String, probes: Vec<String> },
     /// An object built with an older `probegen.bpf.h`: the idle shortcut is off.
     NoActivityMap,
     /// The ring buffer could not be read (`what`: consume or poll).
@@ -54,6 +56,12 @@ impl fmt::Display for Warning {
                 function,
                 reason,
             } => write!(f, "probe {probe} {module}:{function} not attached: {reason}"),
+            Warning::KprobeFallback { module, probes } => write!(
+                f,
+                "{module} has no BTF (no /sys/kernel/btf/{module}): {} probe(s) by kprobe/kretprobe instead of fexit: {}",
+                probes.len(),
+                probes.join(", ")
+            ),
             Warning::NoActivityMap => f.write_str(
                 "the object has no mmapable `activity` map (an older probegen.bpf.h): the counters are read every window",
             ),

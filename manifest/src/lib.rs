@@ -15,7 +15,9 @@ pub use input::{
     check_text, check_yaml_nesting, read_bounded, read_text, MAX_CSV_BYTES, MAX_MANIFEST_BYTES,
     MAX_RULES_BYTES, MAX_YAML_FLOW_DEPTH,
 };
-pub use naming::{fexit_section, kretprobe_section, program_name};
+pub use naming::{
+    fexit_section, kprobe_entry_name, kretprobe_return_name, kretprobe_section, program_name,
+};
 pub use record::{
     field_comments, record_size, PgErrnoKey, PgRecord, RecordField, ERRNO_ENTRIES, MAX_ERRNO,
     RECORD_ARGS, RECORD_FIELDS, RECORD_SIZE, RINGBUF_BYTES,

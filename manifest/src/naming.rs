@@ -2,7 +2,7 @@
 //! collector looks them up in the loaded object. One definition for both.
 
 use crate::types::Probe;
-use crate::vocab::Attach;
+use crate::vocab::{Attach, Layer};
 
 /// The program name of probe `id` (`pg_<id>`).
 pub fn program_name(id: u32) -> String {
@@ -19,7 +19,46 @@ pub fn kretprobe_section(symbol: &str) -> String {
     format!("kretprobe/{symbol}")
 }
 
+/// The kprobe (entry) program of probe `id`'s fallback for a module without BTF: it saves the
+/// recorded arguments for the return program.
+pub fn kprobe_entry_name(id: u32) -> String {
+    format!("pg_{id}_entry")
+}
+
+/// The kretprobe (return) program of probe `id`'s fallback for a module without BTF.
+pub fn kretprobe_return_name(id: u32) -> String {
+    format!("pg_{id}_ret")
+}
+
 impl Probe {
+    /// Whether the probe's object carries a kprobe/kretprobe pair beside its fexit program:
+    /// fexit probes of vendor modules, which out-of-tree builds (DKMS, vendor OFED) often
+    /// ship without `.BTF`, so fexit cannot attach to them.
+    pub fn has_kprobe_fallback(&self) -> bool {
+        self.attach == Attach::Fexit && self.layer == Layer::Vendor
+    }
+
+    /// The fallback pair as (program name, section): the entry program only when the probe
+    /// records arguments. Empty without a fallback. `?` makes libbpf not load them unless the
+    /// loader picks them (autoload off).
+    pub fn kprobe_fallback(&self) -> Vec<(String, String)> {
+        if !self.has_kprobe_fallback() {
+            return Vec::new();
+        }
+        let mut v = Vec::new();
+        if !self.args.is_empty() {
+            v.push((
+                kprobe_entry_name(self.id),
+                format!("?kprobe/{}", self.function),
+            ));
+        }
+        v.push((
+            kretprobe_return_name(self.id),
+            format!("?{}", kretprobe_section(&self.function)),
+        ));
+        v
+    }
+
     /// The probe's program name (see [`program_name`]).
     pub fn program_name(&self) -> String {
         program_name(self.id)

@@ -230,6 +230,16 @@ build_initramfs() {
 		*) cp "$KMODDIR/$f" "$sm/$f" ;;
 		esac
 	done
+	# E2E_STRIP_BTF: modules packed without their BTF, as out-of-tree builds (DKMS, vendor
+	# OFED) ship them: fexit cannot attach there, the collector's kprobe fallback must
+	local m ko
+	for m in ${E2E_STRIP_BTF:-}; do
+		ko=$(find "$sm" -name "$m.ko" | head -n 1)
+		[ -n "$ko" ] || die "E2E_STRIP_BTF: module $m is not packed"
+		objcopy --remove-section .BTF --remove-section .BTF.base "$ko" || die "objcopy on $ko failed"
+		! readelf -S "$ko" | grep -q '\.BTF' || die "E2E_STRIP_BTF: $ko still has .BTF"
+		log "E2E_STRIP_BTF: $m packed without .BTF"
+	done
 	for f in modules.order modules.builtin modules.builtin.modinfo; do
 		[ -f "$KMODDIR/$f" ] && cp "$KMODDIR/$f" "$sm/"
 	done

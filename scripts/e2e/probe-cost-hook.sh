@@ -10,7 +10,11 @@
 #          /extra/probe_cost_verbs (ok: successful reg/dereg; fail: reg_mr EFAULT), /extra/iters
 #          iterations each, with `bpftool prog show` before the first and after every loop
 #          (pc-stats-<k>.txt: round r is k = 2r-2 -> 2r-1 ok, 2r-1 -> 2r fail); then stops the
-#          loader and the collector.
+#          loader and the collector. Then, with bpf_stats off, /extra/mech_rounds rounds of
+#          /extra/probe_cost_syscall (100000 getpgid(0) calls) bare, under an empty fexit program
+#          and under an empty kretprobe on __x64_sys_getpgid (/extra/mech_<kind>.bpf.o;
+#          pc-mech.txt: `MECH <none|fexit|kretprobe> <line>`), for each mechanism's whole
+#          per-call cost (trampoline, or int3 and return hook, plus an empty program).
 # Everything lands in /out (-> target/e2e/<ver>/ of the testbed run): pc-stats-<k>.txt,
 # pc-ok.txt, pc-fail.txt, pc-load.log, pc-collect.log, pc-collect.rc, pc-loader.rc.
 X=/extra
@@ -83,7 +87,7 @@ stop)
 	n=$(cat $X/iters)
 	rounds=$(cat $X/rounds)
 	rc=0
-	rm -f /out/pc-ok.txt /out/pc-fail.txt
+	rm -f /out/pc-ok.txt /out/pc-fail.txt /out/pc-mech.txt
 	echo 1 >/proc/sys/kernel/bpf_stats_enabled || rc=1
 	# round r: stats 2r-2, ok loop, stats 2r-1, fail loop, stats 2r
 	k=0
@@ -106,6 +110,27 @@ stop)
 	while [ ! -s /out/pc-collect.rc ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 	tail -n 3 /out/pc-collect.log
 	[ "$(cat /out/pc-collect.rc 2>/dev/null)" = 0 ] || rc=1
+	# mechanisms: the same syscall loop bare, under an empty fexit and an empty kretprobe
+	r=1
+	while [ $r -le "$(cat $X/mech_rounds 2>/dev/null || echo 0)" ]; do
+		for kind in none fexit kretprobe; do
+			objs=$X/mech_$kind.bpf.o
+			[ $kind = none ] && objs=
+			if [ -n "$objs" ]; then
+				rm -f $LPID
+				# shellcheck disable=SC2086
+				($X/probe_cost_load $objs >/tmp/pc-mech-load.log 2>&1 & echo $! >$LPID; wait) &
+				j=0
+				while [ ! -s $LPID ] && [ $j -lt 50 ]; do sleep 0.1; j=$((j + 1)); done
+				wait_line /tmp/pc-mech-load.log '^ready [1-9]' $LPID || { cat /tmp/pc-mech-load.log; rc=1; }
+			fi
+			l=$(timeout 600 $X/probe_cost_syscall 100000 2>&1 | grep '^PC ')
+			echo "MECH $kind $l" >>/out/pc-mech.txt
+			[ -n "$objs" ] && { stop_pid $LPID "$kind loader" || rc=1; }
+		done
+		r=$((r + 1))
+	done
+	cat /out/pc-mech.txt 2>/dev/null
 	exit $rc
 	;;
 *)

@@ -46,6 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 module: p.module.clone(),
                 attached: true,
                 reason: None,
+                mechanism: None,
             })
             .collect(),
     );

@@ -459,6 +459,7 @@ mod tests {
             module: "ib_uverbs".into(),
             attached: true,
             reason: None,
+            mechanism: None,
         }];
         render(&MetricsInput {
             table: &t,

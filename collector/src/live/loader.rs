@@ -1,7 +1,8 @@
 //! Live loading with libbpf-rs: open the probe object, check it against the manifest, skip
 //! targets the running kernel lacks, retarget every fexit program at `module:function` (the
 //! manifest may hold the same name in two modules, e.g. `create_qp` in ib_core and ib_uverbs),
-//! resize the ring buffer, load, attach, and read the per-CPU counters.
+//! resize the ring buffer, load, attach, and read the per-CPU counters. A probe whose module has
+//! no BTF (an out-of-tree build) attaches by its kprobe/kretprobe fallback programs instead.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
@@ -9,7 +10,7 @@ use std::path::Path;
 use libbpf_rs::{Link, MapCore, MapFlags, Object, ObjectBuilder, OpenObject};
 
 use crate::error::CollectError;
-use crate::kernel_state::{AttachStatus, KernelTotals};
+use crate::kernel_state::{AttachStatus, KernelTotals, Mechanism};
 use crate::probes::{AttachKind, ProbeTable};
 use crate::record::PgErrnoKey;
 use crate::warning::Warning;
@@ -41,7 +42,8 @@ impl std::fmt::Display for ProgramTableDiff {
 impl std::error::Error for ProgramTableDiff {}
 
 /// The object's program table against the manifest's attachable probes: `Err` names every
-/// difference (missing program, extra program, different section).
+/// difference (missing program, extra program, different section). Kprobe fallback programs
+/// may be missing (an object from before them), not differ.
 pub(crate) fn compare_programs(
     table: &ProbeTable,
     programs: &[(String, String)],
@@ -65,11 +67,21 @@ pub(crate) fn compare_programs(
             _ => {}
         }
     }
+    let optional: BTreeMap<&str, &str> = table
+        .probes
+        .iter()
+        .flat_map(|p| &p.fallback)
+        .map(|(n, s)| (n.as_str(), s.as_str()))
+        .collect();
     for (name, sec) in &have {
-        if !want.contains_key(*name) {
-            diffs.push(format!(
+        match optional.get(name) {
+            _ if want.contains_key(*name) => {}
+            // libbpf drops the `?` (autoload off) from the section name it reports
+            Some(s) if s.trim_start_matches('?') == sec.trim_start_matches('?') => {}
+            Some(s) => diffs.push(format!("{name}: object section `{sec}`, manifest `{s}`")),
+            None => diffs.push(format!(
                 "object program {name} ({sec}) is not in the manifest"
-            ));
+            )),
         }
     }
     if diffs.is_empty() {
@@ -84,6 +96,8 @@ pub(crate) fn compare_programs(
 pub(crate) enum Target {
     /// Attach, retargeted at this `module:function` or function (`None`: as the section says).
     Attach(Option<String>),
+    /// The module is loaded without BTF: attach the kprobe fallback pair at `module:function`.
+    Kprobe,
     /// The running kernel lacks it (the reason): the probe is skipped.
     Missing(String),
 }
@@ -131,8 +145,14 @@ impl KernelSymbols {
                         .as_ref()
                         .is_none_or(|s| s.contains(&(p.function.clone(), m.to_string())))
                 };
+                let listed = |m: &str| {
+                    let key = (p.function.clone(), m.to_string());
+                    self.syms.as_ref().is_some_and(|s| s.contains(&key))
+                };
                 if in_module && known(&p.module) {
                     Target::Attach(Some(p.target()))
+                } else if !in_module && !p.fallback.is_empty() && listed(&p.module) {
+                    Target::Kprobe
                 } else if known("vmlinux") && self.syms.is_some() {
                     // built into this kernel: resolve in vmlinux BTF by name
                     Target::Attach(Some(p.function.clone()))
@@ -260,6 +280,14 @@ fn resolve_targets(
     let ksyms = KernelSymbols::read(table);
     let mut attached = Vec::new();
     let mut skipped: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // functions to attach by kprobe, by module
+    let mut kprobe: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // and their fallback programs, loaded instead of the fexit ones
+    let mut picked: BTreeSet<String> = BTreeSet::new();
+    let names: BTreeSet<String> = open
+        .progs()
+        .map(|p| p.name().to_string_lossy().into_owned())
+        .collect();
     for mut prog in open.progs_mut() {
         let name = prog.name().to_string_lossy().into_owned();
         let Some(p) = table.probes.iter().find(|p| p.program_name() == name) else {
@@ -271,9 +299,26 @@ fn resolve_targets(
             module: p.module.clone(),
             attached: false,
             reason: None,
+            mechanism: Some(match p.kind {
+                AttachKind::Fexit => Mechanism::Fexit,
+                AttachKind::Kretprobe(_) => Mechanism::KretprobeClone,
+            }),
         };
-        match ksyms.target(p) {
+        let target = match ksyms.target(p) {
+            Target::Kprobe if !p.fallback.iter().all(|(n, _)| names.contains(n)) => {
+                Target::Missing(format!("module {} has no BTF and the object no kprobe fallback for it (an older probes.bpf.c)", p.module))
+            }
+            t => t,
+        };
+        match target {
             Target::Attach(None) => {}
+            Target::Kprobe => {
+                prog.set_autoload(false);
+                st.mechanism = Some(Mechanism::Kprobe);
+                picked.extend(p.fallback.iter().map(|(n, _)| n.clone()));
+                let probes = kprobe.entry(p.module.clone()).or_default();
+                probes.push(p.function.clone());
+            }
             Target::Attach(Some(t)) => {
                 prog.set_attach_target(0, Some(t.clone()))
                     .map_err(|source| CollectError::Libbpf {
@@ -298,6 +343,21 @@ fn resolve_targets(
     for (reason, probes) in skipped {
         warnings.push(Warning::ProbesSkipped { reason, probes });
     }
+    for mut prog in open.progs_mut() {
+        if picked.contains(prog.name().to_string_lossy().as_ref()) {
+            prog.set_autoload(true);
+        }
+    }
+    // no kprobe fallback: the preallocated table of saved arguments need not hold 4096 calls
+    // (should the resize fail, it keeps them)
+    if let Some(mut m) = open.maps_mut().find(|m| m.name() == "saved_args") {
+        if picked.is_empty() {
+            let _ = m.set_max_entries(1);
+        }
+    }
+    for (module, probes) in kprobe {
+        warnings.push(Warning::KprobeFallback { module, probes });
+    }
     Ok(attached)
 }
 
@@ -321,21 +381,36 @@ fn attach_all(
     let mut links = Vec::new();
     for prog in obj.progs_mut() {
         let name = prog.name().to_string_lossy().into_owned();
-        let Some(st) = attached
-            .iter_mut()
-            .find(|s| manifest::program_name(s.probe) == name)
-        else {
+        // the probe, and for a fallback program its section
+        let Some((p, fallback)) = table.probes.iter().find_map(|p| {
+            let fb = p.fallback.iter().find(|(n, _)| *n == name);
+            (p.program_name() == name || fb.is_some()).then_some((p, fb))
+        }) else {
             continue;
         };
-        if st.reason.is_some() {
+        let Some(st) = attached.iter_mut().find(|s| s.probe == p.id) else {
+            continue;
+        };
+        if st.reason.is_some() || !prog.autoload() {
             continue;
         }
-        match prog.attach() {
+        let link = match fallback {
+            // at `module:function`, so a name two modules have resolves in this one; a kernel
+            // that does not take that form gets the bare name
+            Some((_, sec)) => {
+                let ret = sec.starts_with("?kretprobe");
+                (prog.attach_kprobe(ret, p.target()))
+                    .or_else(|_| prog.attach_kprobe(ret, &p.function))
+            }
+            None => prog.attach(),
+        };
+        match link {
             Ok(link) => {
                 st.attached = true;
                 links.push((st.probe, link));
             }
             Err(e) => {
+                st.attached = false;
                 let nargs = table.get(st.probe).map_or(0, |p| p.nargs);
                 let reason = attach_reason(&e, &st.function, nargs);
                 if strict {
@@ -667,6 +742,44 @@ mod tests {
     }
 
     #[test]
+    fn a_module_without_btf_gets_the_kprobe_fallback() {
+        let mut t = ProbeTable::from_triples(&[(1, "rxe_f", "rdma_rxe"), (2, "ib_g", "ib_core")]);
+        t.probes[0].fallback = vec![("pg_1_ret".into(), "?kretprobe/rxe_f".into())];
+        let dir = std::env::temp_dir().join(format!("pg-btf-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("ib_core")).expect("dir");
+        let syms = [("rxe_f", "rdma_rxe"), ("ib_g", "ib_core")];
+        let k = KernelSymbols {
+            syms: Some(
+                syms.iter()
+                    .map(|(f, m)| (f.to_string(), m.to_string()))
+                    .collect(),
+            ),
+            btf_dir: dir.clone(),
+        };
+        assert_eq!(k.target(&t.probes[0]), Target::Kprobe);
+        assert_eq!(
+            k.target(&t.probes[1]),
+            Target::Attach(Some("ib_core:ib_g".into()))
+        );
+        std::fs::create_dir_all(dir.join("rdma_rxe")).expect("dir");
+        assert_eq!(
+            k.target(&t.probes[0]),
+            Target::Attach(Some("rdma_rxe:rxe_f".into()))
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+        let bad = vec![
+            ("pg_1".to_string(), "fexit/rxe_f".to_string()),
+            ("pg_2".to_string(), "fexit/ib_g".to_string()),
+            ("pg_1_ret".to_string(), "kprobe/rxe_f".to_string()),
+        ];
+        let e = compare_programs(&t, &bad).unwrap_err().to_string();
+        assert!(
+            e.contains("pg_1_ret: object section `kprobe/rxe_f`, manifest `?kretprobe/rxe_f`"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn kallsyms() {
         let text = "ffffffffc0a01000 t ib_umem_get\t[ib_uverbs]\n\
                     ffffffffc0a02000 T create_qp\t[ib_uverbs]\n\
@@ -702,13 +815,18 @@ mod tests {
             for l in c.lines() {
                 if let Some(s) = l.strip_prefix("SEC(\"").and_then(|s| s.strip_suffix("\")")) {
                     sec = Some(s.to_string());
-                } else if let (Some(s), Some(rest)) = (sec.as_ref(), l.strip_prefix("int pg_")) {
-                    let id: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-                    progs.push((format!("pg_{id}"), s.clone()));
+                } else if let (Some(s), Some(rest)) = (sec.as_ref(), l.strip_prefix("int ")) {
+                    let name: String = rest.chars().take_while(|&c| c != '(').collect();
+                    progs.push((name, s.clone()));
                     sec = None;
                 }
             }
-            assert_eq!(progs.len(), t.probes.len(), "{set}");
+            let fallbacks: usize = t.probes.iter().map(|p| p.fallback.len()).sum();
+            assert!(fallbacks > 0, "{set}: vendor probes have kprobe fallbacks");
+            assert_eq!(progs.len(), t.probes.len() + fallbacks, "{set}");
+            compare_programs(&t, &progs).expect(set);
+            // an object from before the fallbacks still matches
+            progs.retain(|(n, _)| !n.ends_with("_ret") && !n.ends_with("_entry"));
             compare_programs(&t, &progs).expect(set);
         }
     }

@@ -5,6 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.1> --vendor bnxt_re --out DIR)
  *
  * Programs: 28 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 0 kretprobe, with a kprobe saving the arguments.
  * Manifest probes without a program (cannot be attached): 17.
  *
  * The record, the maps, the failure predicates and the shared exit path are in

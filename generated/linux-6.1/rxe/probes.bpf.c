@@ -5,6 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.1> --vendor rxe --out DIR)
  *
  * Programs: 41 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 13 kretprobe, with a kprobe saving the arguments.
  * Manifest probes without a program (cannot be attached): 6.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -390,6 +392,15 @@ int pg_36(unsigned long long *ctx)
 	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 36, fallback return for a module without BTF: the record of pg_36 */
+SEC("?kretprobe/rxe_alloc_pd")
+int pg_36_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(36, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 37: rdma_rxe:rxe_cq_chk_attr (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_cq.c:11) */
 SEC("fexit/rxe_cq_chk_attr")
 int pg_37(unsigned long long *ctx)
@@ -400,6 +411,22 @@ int pg_37(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0xc /* args 2,3 */);
+}
+
+/* 37, fallback entry for a module without BTF: saves args 2,3 */
+SEC("?kprobe/rxe_cq_chk_attr")
+int pg_37_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(37, ctx, 0xc);
+}
+
+/* 37, fallback return for a module without BTF: the record of pg_37 */
+SEC("?kretprobe/rxe_cq_chk_attr")
+int pg_37_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(37, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 38: rdma_rxe:rxe_cq_from_init (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_cq.c:57) */
@@ -414,6 +441,22 @@ int pg_38(unsigned long long *ctx)
 	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0xc /* args 2,3 */);
 }
 
+/* 38, fallback entry for a module without BTF: saves args 2,3 */
+SEC("?kprobe/rxe_cq_from_init")
+int pg_38_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(38, ctx, 0xc);
+}
+
+/* 38, fallback return for a module without BTF: the record of pg_38 */
+SEC("?kretprobe/rxe_cq_from_init")
+int pg_38_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(38, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 39: rdma_rxe:rxe_cq_resize_queue (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_cq.c:88) */
 SEC("fexit/rxe_cq_resize_queue")
 int pg_39(unsigned long long *ctx)
@@ -424,6 +467,22 @@ int pg_39(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 39, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rxe_cq_resize_queue")
+int pg_39_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(39, ctx, 0x2);
+}
+
+/* 39, fallback return for a module without BTF: the record of pg_39 */
+SEC("?kretprobe/rxe_cq_resize_queue")
+int pg_39_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(39, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 40: rdma_rxe:rxe_create_cq (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:748) */
@@ -438,6 +497,15 @@ int pg_40(unsigned long long *ctx)
 	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 40, fallback return for a module without BTF: the record of pg_40 */
+SEC("?kretprobe/rxe_create_cq")
+int pg_40_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(40, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 41: rdma_rxe:rxe_create_qp (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:386) */
 SEC("fexit/rxe_create_qp")
 int pg_41(unsigned long long *ctx)
@@ -448,6 +516,15 @@ int pg_41(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 41, fallback return for a module without BTF: the record of pg_41 */
+SEC("?kretprobe/rxe_create_qp")
+int pg_41_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(41, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 42: rdma_rxe:rxe_modify_qp (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:433) */
@@ -462,6 +539,22 @@ int pg_42(unsigned long long *ctx)
 	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 42, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rxe_modify_qp")
+int pg_42_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(42, ctx, 0x4);
+}
+
+/* 42, fallback return for a module without BTF: the record of pg_42 */
+SEC("?kretprobe/rxe_modify_qp")
+int pg_42_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(42, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 43: rdma_rxe:rxe_mr_init_user (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_mr.c:116) */
 SEC("fexit/rxe_mr_init_user")
 int pg_43(unsigned long long *ctx)
@@ -472,6 +565,22 @@ int pg_43(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 43, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/rxe_mr_init_user")
+int pg_43_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(43, ctx, 0x1e);
+}
+
+/* 43, fallback return for a module without BTF: the record of pg_43 */
+SEC("?kretprobe/rxe_mr_init_user")
+int pg_43_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(43, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 44: rdma_rxe:rxe_qp_chk_attr (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:393) */
@@ -486,6 +595,22 @@ int pg_44(unsigned long long *ctx)
 	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
+/* 44, fallback entry for a module without BTF: saves args 3 */
+SEC("?kprobe/rxe_qp_chk_attr")
+int pg_44_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(44, ctx, 0x8);
+}
+
+/* 44, fallback return for a module without BTF: the record of pg_44 */
+SEC("?kretprobe/rxe_qp_chk_attr")
+int pg_44_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(44, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 45: rdma_rxe:rxe_qp_chk_init (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:59) */
 SEC("fexit/rxe_qp_chk_init")
 int pg_45(unsigned long long *ctx)
@@ -496,6 +621,15 @@ int pg_45(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 45, fallback return for a module without BTF: the record of pg_45 */
+SEC("?kretprobe/rxe_qp_chk_init")
+int pg_45_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(45, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 46: rdma_rxe:rxe_qp_from_attr (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:570) */
@@ -510,6 +644,22 @@ int pg_46(unsigned long long *ctx)
 	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 46, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rxe_qp_from_attr")
+int pg_46_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(46, ctx, 0x4);
+}
+
+/* 46, fallback return for a module without BTF: the record of pg_46 */
+SEC("?kretprobe/rxe_qp_from_attr")
+int pg_46_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(46, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 48: rdma_rxe:rxe_reg_user_mr (ptr; drivers/infiniband/sw/rxe/rxe_verbs.c:885) */
 SEC("fexit/rxe_reg_user_mr")
 int pg_48(unsigned long long *ctx)
@@ -518,6 +668,22 @@ int pg_48(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(48, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 48, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/rxe_reg_user_mr")
+int pg_48_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(48, ctx, 0x1e);
+}
+
+/* 48, fallback return for a module without BTF: the record of pg_48 */
+SEC("?kretprobe/rxe_reg_user_mr")
+int pg_48_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(48, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 49: rdma_rxe:rxe_resize_cq (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:794) */
@@ -530,6 +696,22 @@ int pg_49(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(49, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 49, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rxe_resize_cq")
+int pg_49_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(49, ctx, 0x2);
+}
+
+/* 49, fallback return for a module without BTF: the record of pg_49 */
+SEC("?kretprobe/rxe_resize_cq")
+int pg_49_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(49, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -5,6 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.12> --vendor bnxt_re --out DIR)
  *
  * Programs: 43 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 15 kretprobe, with a kprobe saving the arguments.
  * Manifest probes without a program (cannot be attached): 5.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -61,6 +63,15 @@ int pg_4(unsigned long long *ctx)
 	return pg_exit(4, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 4, fallback return for a module without BTF: the record of pg_4 */
+SEC("?kretprobe/bnxt_qplib_alloc_mrw")
+int pg_4_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(4, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 5: bnxt_re:bnxt_qplib_create_ah (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:438) */
 SEC("fexit/bnxt_qplib_create_ah")
 int pg_5(unsigned long long *ctx)
@@ -71,6 +82,22 @@ int pg_5(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(5, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 5, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/bnxt_qplib_create_ah")
+int pg_5_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(5, ctx, 0x4);
+}
+
+/* 5, fallback return for a module without BTF: the record of pg_5 */
+SEC("?kretprobe/bnxt_qplib_create_ah")
+int pg_5_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(5, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 6: bnxt_re:bnxt_qplib_create_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:2126) */
@@ -85,6 +112,15 @@ int pg_6(unsigned long long *ctx)
 	return pg_exit(6, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 6, fallback return for a module without BTF: the record of pg_6 */
+SEC("?kretprobe/bnxt_qplib_create_cq")
+int pg_6_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(6, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 7: bnxt_re:bnxt_qplib_create_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:957) */
 SEC("fexit/bnxt_qplib_create_qp")
 int pg_7(unsigned long long *ctx)
@@ -95,6 +131,15 @@ int pg_7(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(7, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 7, fallback return for a module without BTF: the record of pg_7 */
+SEC("?kretprobe/bnxt_qplib_create_qp")
+int pg_7_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(7, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 8: bnxt_re:bnxt_qplib_create_qp1 (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:815) */
@@ -109,6 +154,15 @@ int pg_8(unsigned long long *ctx)
 	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 8, fallback return for a module without BTF: the record of pg_8 */
+SEC("?kretprobe/bnxt_qplib_create_qp1")
+int pg_8_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(8, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 9: bnxt_re:bnxt_qplib_modify_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:1264) */
 SEC("fexit/bnxt_qplib_modify_qp")
 int pg_9(unsigned long long *ctx)
@@ -119,6 +173,15 @@ int pg_9(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 9, fallback return for a module without BTF: the record of pg_9 */
+SEC("?kretprobe/bnxt_qplib_modify_qp")
+int pg_9_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(9, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 10: bnxt_re:bnxt_qplib_reg_mr (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:614) */
@@ -133,6 +196,22 @@ int pg_10(unsigned long long *ctx)
 	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0x38 /* args 3,4,5 */);
 }
 
+/* 10, fallback entry for a module without BTF: saves args 3,4,5 */
+SEC("?kprobe/bnxt_qplib_reg_mr")
+int pg_10_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(10, ctx, 0x38);
+}
+
+/* 10, fallback return for a module without BTF: the record of pg_10 */
+SEC("?kretprobe/bnxt_qplib_reg_mr")
+int pg_10_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(10, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 11: bnxt_re:bnxt_qplib_resize_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:2208) */
 SEC("fexit/bnxt_qplib_resize_cq")
 int pg_11(unsigned long long *ctx)
@@ -143,6 +222,22 @@ int pg_11(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(11, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 11, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/bnxt_qplib_resize_cq")
+int pg_11_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(11, ctx, 0x4);
+}
+
+/* 11, fallback return for a module without BTF: the record of pg_11 */
+SEC("?kretprobe/bnxt_qplib_resize_cq")
+int pg_11_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(11, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 12: bnxt_re:bnxt_re_alloc_pd (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:635) */
@@ -157,6 +252,15 @@ int pg_12(unsigned long long *ctx)
 	return pg_exit(12, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 12, fallback return for a module without BTF: the record of pg_12 */
+SEC("?kretprobe/bnxt_re_alloc_pd")
+int pg_12_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(12, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 13: bnxt_re:bnxt_re_create_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:2993) */
 SEC("fexit/bnxt_re_create_cq")
 int pg_13(unsigned long long *ctx)
@@ -167,6 +271,15 @@ int pg_13(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(13, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 13, fallback return for a module without BTF: the record of pg_13 */
+SEC("?kretprobe/bnxt_re_create_cq")
+int pg_13_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(13, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 14: bnxt_re:bnxt_re_create_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:1547) */
@@ -181,6 +294,15 @@ int pg_14(unsigned long long *ctx)
 	return pg_exit(14, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 14, fallback return for a module without BTF: the record of pg_14 */
+SEC("?kretprobe/bnxt_re_create_qp")
+int pg_14_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(14, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 15: bnxt_re:bnxt_re_modify_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:1978) */
 SEC("fexit/bnxt_re_modify_qp")
 int pg_15(unsigned long long *ctx)
@@ -193,6 +315,22 @@ int pg_15(unsigned long long *ctx)
 	return pg_exit(15, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 15, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/bnxt_re_modify_qp")
+int pg_15_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(15, ctx, 0x4);
+}
+
+/* 15, fallback return for a module without BTF: the record of pg_15 */
+SEC("?kretprobe/bnxt_re_modify_qp")
+int pg_15_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(15, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 16: bnxt_re:bnxt_re_reg_user_mr (ptr; drivers/infiniband/hw/bnxt_re/ib_verbs.c:4161) */
 SEC("fexit/bnxt_re_reg_user_mr")
 int pg_16(unsigned long long *ctx)
@@ -201,6 +339,22 @@ int pg_16(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(16, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 16, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/bnxt_re_reg_user_mr")
+int pg_16_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(16, ctx, 0x1e);
+}
+
+/* 16, fallback return for a module without BTF: the record of pg_16 */
+SEC("?kretprobe/bnxt_re_reg_user_mr")
+int pg_16_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(16, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 17: bnxt_re:bnxt_re_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/bnxt_re/ib_verbs.c:4180) */
@@ -213,6 +367,22 @@ int pg_17(unsigned long long *ctx)
 	return pg_exit(17, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
+/* 17, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/bnxt_re_reg_user_mr_dmabuf")
+int pg_17_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(17, ctx, 0x1e);
+}
+
+/* 17, fallback return for a module without BTF: the record of pg_17 */
+SEC("?kretprobe/bnxt_re_reg_user_mr_dmabuf")
+int pg_17_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(17, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 18: bnxt_re:bnxt_re_resize_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:3131) */
 SEC("fexit/bnxt_re_resize_cq")
 int pg_18(unsigned long long *ctx)
@@ -223,6 +393,22 @@ int pg_18(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(18, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 18, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/bnxt_re_resize_cq")
+int pg_18_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(18, ctx, 0x2);
+}
+
+/* 18, fallback return for a module without BTF: the record of pg_18 */
+SEC("?kretprobe/bnxt_re_resize_cq")
+int pg_18_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(18, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 19: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */

@@ -5,6 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.12> --vendor irdma --out DIR)
  *
  * Programs: 42 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 14 kretprobe, with a kprobe saving the arguments.
  * Manifest probes without a program (cannot be attached): 6.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -332,11 +334,27 @@ int pg_29(unsigned long long *ctx)
 	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 29, fallback return for a module without BTF: the record of pg_29 */
+SEC("?kretprobe/irdma_alloc_pd")
+int pg_29_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(29, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 30: irdma:irdma_alloc_push_page (void, calls only; drivers/infiniband/hw/irdma/verbs.c:229) */
 SEC("fexit/irdma_alloc_push_page")
 int pg_30(unsigned long long *ctx)
 {
 	return pg_exit(30, 0, 0, ctx, 0);
+}
+
+/* 30, fallback return for a module without BTF: the record of pg_30 */
+SEC("?kretprobe/irdma_alloc_push_page")
+int pg_30_ret(struct pt_regs *ctx)
+{
+	return pg_exit_kretprobe(30, 0, 0, ctx, 0);
 }
 
 /* 32: irdma:irdma_create_cq (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:2041) */
@@ -351,6 +369,15 @@ int pg_32(unsigned long long *ctx)
 	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 32, fallback return for a module without BTF: the record of pg_32 */
+SEC("?kretprobe/irdma_create_cq")
+int pg_32_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(32, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 33: irdma:irdma_create_qp (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:874) */
 SEC("fexit/irdma_create_qp")
 int pg_33(unsigned long long *ctx)
@@ -363,11 +390,34 @@ int pg_33(unsigned long long *ctx)
 	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 33, fallback return for a module without BTF: the record of pg_33 */
+SEC("?kretprobe/irdma_create_qp")
+int pg_33_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(33, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 34: irdma:irdma_gen_ae (void, calls only; drivers/infiniband/hw/irdma/hw.c:2693) */
 SEC("fexit/irdma_gen_ae")
 int pg_34(unsigned long long *ctx)
 {
 	return pg_exit(34, 0, 0, ctx, 0);
+}
+
+/* 34, fallback entry for a module without BTF: saves args 3 */
+SEC("?kprobe/irdma_gen_ae")
+int pg_34_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(34, ctx, 0x8);
+}
+
+/* 34, fallback return for a module without BTF: the record of pg_34 */
+SEC("?kretprobe/irdma_gen_ae")
+int pg_34_ret(struct pt_regs *ctx)
+{
+	return pg_exit_kretprobe(34, 0, 0, ctx, 1);
 }
 
 /* 35: irdma:irdma_hw_modify_qp (int, 4 bytes; drivers/infiniband/hw/irdma/utils.c:1214) */
@@ -382,6 +432,22 @@ int pg_35(unsigned long long *ctx)
 	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
+/* 35, fallback entry for a module without BTF: saves args 3 */
+SEC("?kprobe/irdma_hw_modify_qp")
+int pg_35_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(35, ctx, 0x8);
+}
+
+/* 35, fallback return for a module without BTF: the record of pg_35 */
+SEC("?kretprobe/irdma_hw_modify_qp")
+int pg_35_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(35, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 36: irdma:irdma_hwreg_mr (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:2790) */
 SEC("fexit/irdma_hwreg_mr")
 int pg_36(unsigned long long *ctx)
@@ -394,11 +460,41 @@ int pg_36(unsigned long long *ctx)
 	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 36, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/irdma_hwreg_mr")
+int pg_36_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(36, ctx, 0x4);
+}
+
+/* 36, fallback return for a module without BTF: the record of pg_36 */
+SEC("?kretprobe/irdma_hwreg_mr")
+int pg_36_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(36, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 37: irdma:irdma_manage_arp_cache (void, calls only; drivers/infiniband/hw/irdma/hw.c:2394) */
 SEC("fexit/irdma_manage_arp_cache")
 int pg_37(unsigned long long *ctx)
 {
 	return pg_exit(37, 0, 0, ctx, 0);
+}
+
+/* 37, fallback entry for a module without BTF: saves args 3,4 */
+SEC("?kprobe/irdma_manage_arp_cache")
+int pg_37_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(37, ctx, 0x18);
+}
+
+/* 37, fallback return for a module without BTF: the record of pg_37 */
+SEC("?kretprobe/irdma_manage_arp_cache")
+int pg_37_ret(struct pt_regs *ctx)
+{
+	return pg_exit_kretprobe(37, 0, 0, ctx, 1);
 }
 
 /* 38: irdma:irdma_modify_qp (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:1540) */
@@ -413,6 +509,22 @@ int pg_38(unsigned long long *ctx)
 	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 38, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/irdma_modify_qp")
+int pg_38_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(38, ctx, 0x4);
+}
+
+/* 38, fallback return for a module without BTF: the record of pg_38 */
+SEC("?kretprobe/irdma_modify_qp")
+int pg_38_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(38, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 39: irdma:irdma_modify_qp_roce (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:1184) */
 SEC("fexit/irdma_modify_qp_roce")
 int pg_39(unsigned long long *ctx)
@@ -425,6 +537,22 @@ int pg_39(unsigned long long *ctx)
 	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 39, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/irdma_modify_qp_roce")
+int pg_39_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(39, ctx, 0x4);
+}
+
+/* 39, fallback return for a module without BTF: the record of pg_39 */
+SEC("?kretprobe/irdma_modify_qp_roce")
+int pg_39_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(39, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 40: irdma:irdma_reg_user_mr (ptr; drivers/infiniband/hw/irdma/verbs.c:3023) */
 SEC("fexit/irdma_reg_user_mr")
 int pg_40(unsigned long long *ctx)
@@ -433,6 +561,22 @@ int pg_40(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(40, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 40, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/irdma_reg_user_mr")
+int pg_40_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(40, ctx, 0x1e);
+}
+
+/* 40, fallback return for a module without BTF: the record of pg_40 */
+SEC("?kretprobe/irdma_reg_user_mr")
+int pg_40_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(40, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 41: irdma:irdma_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/irdma/verbs.c:3090) */
@@ -445,6 +589,22 @@ int pg_41(unsigned long long *ctx)
 	return pg_exit(41, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
+/* 41, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/irdma_reg_user_mr_dmabuf")
+int pg_41_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(41, ctx, 0x1e);
+}
+
+/* 41, fallback return for a module without BTF: the record of pg_41 */
+SEC("?kretprobe/irdma_reg_user_mr_dmabuf")
+int pg_41_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(41, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 42: irdma:irdma_rereg_user_mr (ptr; drivers/infiniband/hw/irdma/verbs.c:3239) */
 SEC("fexit/irdma_rereg_user_mr")
 int pg_42(unsigned long long *ctx)
@@ -453,6 +613,22 @@ int pg_42(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(42, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 42, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/irdma_rereg_user_mr")
+int pg_42_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(42, ctx, 0x1e);
+}
+
+/* 42, fallback return for a module without BTF: the record of pg_42 */
+SEC("?kretprobe/irdma_rereg_user_mr")
+int pg_42_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(42, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 1);
 }
 
 /* 43: irdma:irdma_resize_cq (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:1884) */
@@ -465,6 +641,22 @@ int pg_43(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 43, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/irdma_resize_cq")
+int pg_43_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(43, ctx, 0x2);
+}
+
+/* 43, fallback return for a module without BTF: the record of pg_43 */
+SEC("?kretprobe/irdma_resize_cq")
+int pg_43_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(43, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 44: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */

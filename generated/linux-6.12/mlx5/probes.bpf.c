@@ -5,6 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.12> --vendor mlx5 --out DIR)
  *
  * Programs: 50 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 22 kretprobe, with a kprobe saving the arguments.
  * Manifest probes without a program (cannot be attached): 12.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -39,6 +41,15 @@ int pg_1(unsigned long long *ctx)
 	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 1, fallback return for a module without BTF: the record of pg_1 */
+SEC("?kretprobe/__mlx5_ib_qp_set_counter")
+int pg_1_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(1, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 2: mlx5_ib:__mlx5_ib_qp_set_raw_qp_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4053) */
 SEC("fexit/__mlx5_ib_qp_set_raw_qp_counter")
 int pg_2(unsigned long long *ctx)
@@ -49,6 +60,22 @@ int pg_2(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(2, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 2, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/__mlx5_ib_qp_set_raw_qp_counter")
+int pg_2_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(2, ctx, 0x2);
+}
+
+/* 2, fallback return for a module without BTF: the record of pg_2 */
+SEC("?kretprobe/__mlx5_ib_qp_set_raw_qp_counter")
+int pg_2_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(2, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 4: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1774) */
@@ -122,6 +149,22 @@ int pg_12(unsigned long long *ctx)
 	return pg_exit(12, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
+/* 12, fallback entry for a module without BTF: saves args 3 */
+SEC("?kprobe/create_raw_packet_qp_tis")
+int pg_12_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(12, ctx, 0x8);
+}
+
+/* 12, fallback return for a module without BTF: the record of pg_12 */
+SEC("?kretprobe/create_raw_packet_qp_tis")
+int pg_12_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(12, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 13: mlx5_ib:create_rss_raw_qp_tir (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1725) */
 SEC("fexit/create_rss_raw_qp_tir")
 int pg_13(unsigned long long *ctx)
@@ -132,6 +175,15 @@ int pg_13(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(13, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 13, fallback return for a module without BTF: the record of pg_13 */
+SEC("?kretprobe/create_rss_raw_qp_tir")
+int pg_13_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(13, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 15: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1296) */
@@ -380,6 +432,22 @@ int pg_36(unsigned long long *ctx)
 	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x28 /* args 3,5 */);
 }
 
+/* 36, fallback entry for a module without BTF: saves args 3,5 */
+SEC("?kprobe/mlx5_core_create_dct")
+int pg_36_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(36, ctx, 0x28);
+}
+
+/* 36, fallback return for a module without BTF: the record of pg_36 */
+SEC("?kretprobe/mlx5_core_create_dct")
+int pg_36_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(36, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 37: mlx5_ib:mlx5_core_create_rq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:599) */
 SEC("fexit/mlx5_core_create_rq_tracked")
 int pg_37(unsigned long long *ctx)
@@ -390,6 +458,22 @@ int pg_37(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 37, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/mlx5_core_create_rq_tracked")
+int pg_37_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(37, ctx, 0x4);
+}
+
+/* 37, fallback return for a module without BTF: the record of pg_37 */
+SEC("?kretprobe/mlx5_core_create_rq_tracked")
+int pg_37_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(37, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 38: mlx5_ib:mlx5_core_create_sq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:652) */
@@ -404,6 +488,22 @@ int pg_38(unsigned long long *ctx)
 	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 38, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/mlx5_core_create_sq_tracked")
+int pg_38_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(38, ctx, 0x4);
+}
+
+/* 38, fallback return for a module without BTF: the record of pg_38 */
+SEC("?kretprobe/mlx5_core_create_sq_tracked")
+int pg_38_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(38, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 39: mlx5_ib:mlx5_core_qp_modify (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:495) */
 SEC("fexit/mlx5_core_qp_modify")
 int pg_39(unsigned long long *ctx)
@@ -414,6 +514,22 @@ int pg_39(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 39, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/mlx5_core_qp_modify")
+int pg_39_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(39, ctx, 0x6);
+}
+
+/* 39, fallback return for a module without BTF: the record of pg_39 */
+SEC("?kretprobe/mlx5_core_qp_modify")
+int pg_39_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(39, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 40: mlx5_ib:mlx5_ib_alloc_pd (int, 4 bytes; drivers/infiniband/hw/mlx5/main.c:2535) */
@@ -428,6 +544,15 @@ int pg_40(unsigned long long *ctx)
 	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 40, fallback return for a module without BTF: the record of pg_40 */
+SEC("?kretprobe/mlx5_ib_alloc_pd")
+int pg_40_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(40, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 41: mlx5_ib:mlx5_ib_counter_bind_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/counters.c:545) */
 SEC("fexit/mlx5_ib_counter_bind_qp")
 int pg_41(unsigned long long *ctx)
@@ -438,6 +563,15 @@ int pg_41(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 41, fallback return for a module without BTF: the record of pg_41 */
+SEC("?kretprobe/mlx5_ib_counter_bind_qp")
+int pg_41_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(41, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 42: mlx5_ib:mlx5_ib_create_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:953) */
@@ -452,6 +586,15 @@ int pg_42(unsigned long long *ctx)
 	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 42, fallback return for a module without BTF: the record of pg_42 */
+SEC("?kretprobe/mlx5_ib_create_cq")
+int pg_42_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(42, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 43: mlx5_ib:mlx5_ib_create_mkey (int, 4 bytes; drivers/infiniband/hw/mlx5/mr.c:100) */
 SEC("fexit/mlx5_ib_create_mkey")
 int pg_43(unsigned long long *ctx)
@@ -462,6 +605,22 @@ int pg_43(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
+}
+
+/* 43, fallback entry for a module without BTF: saves args 3 */
+SEC("?kprobe/mlx5_ib_create_mkey")
+int pg_43_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(43, ctx, 0x8);
+}
+
+/* 43, fallback return for a module without BTF: the record of pg_43 */
+SEC("?kretprobe/mlx5_ib_create_mkey")
+int pg_43_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(43, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 44: mlx5_ib:mlx5_ib_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:3241) */
@@ -476,6 +635,15 @@ int pg_44(unsigned long long *ctx)
 	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 44, fallback return for a module without BTF: the record of pg_44 */
+SEC("?kretprobe/mlx5_ib_create_qp")
+int pg_44_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(44, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 45: mlx5_ib:mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG (int, 4 bytes; drivers/infiniband/hw/mlx5/devx.c:2329) */
 SEC("fexit/mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG")
 int pg_45(unsigned long long *ctx)
@@ -486,6 +654,15 @@ int pg_45(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 45, fallback return for a module without BTF: the record of pg_45 */
+SEC("?kretprobe/mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG")
+int pg_45_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(45, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 46: mlx5_ib:mlx5_ib_modify_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1145) */
@@ -500,6 +677,22 @@ int pg_46(unsigned long long *ctx)
 	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
 }
 
+/* 46, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/mlx5_ib_modify_cq")
+int pg_46_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(46, ctx, 0x6);
+}
+
+/* 46, fallback return for a module without BTF: the record of pg_46 */
+SEC("?kretprobe/mlx5_ib_modify_cq")
+int pg_46_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(46, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 47: mlx5_ib:mlx5_ib_modify_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4662) */
 SEC("fexit/mlx5_ib_modify_qp")
 int pg_47(unsigned long long *ctx)
@@ -512,6 +705,22 @@ int pg_47(unsigned long long *ctx)
 	return pg_exit(47, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 47, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/mlx5_ib_modify_qp")
+int pg_47_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(47, ctx, 0x4);
+}
+
+/* 47, fallback return for a module without BTF: the record of pg_47 */
+SEC("?kretprobe/mlx5_ib_modify_qp")
+int pg_47_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(47, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 48: mlx5_ib:mlx5_ib_reg_dm_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1392) */
 SEC("fexit/mlx5_ib_reg_dm_mr")
 int pg_48(unsigned long long *ctx)
@@ -520,6 +729,15 @@ int pg_48(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(48, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 48, fallback return for a module without BTF: the record of pg_48 */
+SEC("?kretprobe/mlx5_ib_reg_dm_mr")
+int pg_48_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(48, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
 /* 49: mlx5_ib:mlx5_ib_reg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1530) */
@@ -532,6 +750,22 @@ int pg_49(unsigned long long *ctx)
 	return pg_exit(49, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
+/* 49, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/mlx5_ib_reg_user_mr")
+int pg_49_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(49, ctx, 0x1e);
+}
+
+/* 49, fallback return for a module without BTF: the record of pg_49 */
+SEC("?kretprobe/mlx5_ib_reg_user_mr")
+int pg_49_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(49, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 50: mlx5_ib:mlx5_ib_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/mlx5/mr.c:1693) */
 SEC("fexit/mlx5_ib_reg_user_mr_dmabuf")
 int pg_50(unsigned long long *ctx)
@@ -542,6 +776,22 @@ int pg_50(unsigned long long *ctx)
 	return pg_exit(50, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
+/* 50, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/mlx5_ib_reg_user_mr_dmabuf")
+int pg_50_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(50, ctx, 0x1e);
+}
+
+/* 50, fallback return for a module without BTF: the record of pg_50 */
+SEC("?kretprobe/mlx5_ib_reg_user_mr_dmabuf")
+int pg_50_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(50, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 51: mlx5_ib:mlx5_ib_rereg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1816) */
 SEC("fexit/mlx5_ib_rereg_user_mr")
 int pg_51(unsigned long long *ctx)
@@ -550,6 +800,22 @@ int pg_51(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(51, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 51, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/mlx5_ib_rereg_user_mr")
+int pg_51_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(51, ctx, 0x1e);
+}
+
+/* 51, fallback return for a module without BTF: the record of pg_51 */
+SEC("?kretprobe/mlx5_ib_rereg_user_mr")
+int pg_51_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(51, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 1);
 }
 
 /* 52: mlx5_ib:mlx5_ib_resize_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1275) */
@@ -564,6 +830,22 @@ int pg_52(unsigned long long *ctx)
 	return pg_exit(52, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
+/* 52, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/mlx5_ib_resize_cq")
+int pg_52_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(52, ctx, 0x2);
+}
+
+/* 52, fallback return for a module without BTF: the record of pg_52 */
+SEC("?kretprobe/mlx5_ib_resize_cq")
+int pg_52_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(52, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 53: mlx5_ib:mlx5_qpc_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:246) */
 SEC("fexit/mlx5_qpc_create_qp")
 int pg_53(unsigned long long *ctx)
@@ -574,6 +856,22 @@ int pg_53(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(53, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
+}
+
+/* 53, fallback entry for a module without BTF: saves args 3 */
+SEC("?kprobe/mlx5_qpc_create_qp")
+int pg_53_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(53, ctx, 0x8);
+}
+
+/* 53, fallback return for a module without BTF: the record of pg_53 */
+SEC("?kretprobe/mlx5_qpc_create_qp")
+int pg_53_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(53, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 54: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */

@@ -5,6 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-7.2> --vendor bnxt_re --out DIR)
  *
  * Programs: 51 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 17 kretprobe, with a kprobe saving the arguments.
  * Manifest probes without a program (cannot be attached): 8.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -83,6 +85,22 @@ int pg_6(unsigned long long *ctx)
 	return pg_exit(6, PG_ERRNO(ret), ret < 0, ctx, 0xd8 /* args 3,4,6,7 */);
 }
 
+/* 6, fallback entry for a module without BTF: saves args 3,4,6,7 */
+SEC("?kprobe/bnxt_qplib_add_sgid")
+int pg_6_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(6, ctx, 0xd8);
+}
+
+/* 6, fallback return for a module without BTF: the record of pg_6 */
+SEC("?kretprobe/bnxt_qplib_add_sgid")
+int pg_6_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(6, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 7: bnxt_re:bnxt_qplib_alloc_mrw (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:517) */
 SEC("fexit/bnxt_qplib_alloc_mrw")
 int pg_7(unsigned long long *ctx)
@@ -93,6 +111,15 @@ int pg_7(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(7, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 7, fallback return for a module without BTF: the record of pg_7 */
+SEC("?kretprobe/bnxt_qplib_alloc_mrw")
+int pg_7_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(7, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 8: bnxt_re:bnxt_qplib_create_ah (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:409) */
@@ -107,6 +134,22 @@ int pg_8(unsigned long long *ctx)
 	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 8, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/bnxt_qplib_create_ah")
+int pg_8_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(8, ctx, 0x4);
+}
+
+/* 8, fallback return for a module without BTF: the record of pg_8 */
+SEC("?kretprobe/bnxt_qplib_create_ah")
+int pg_8_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(8, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 9: bnxt_re:bnxt_qplib_create_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:2089) */
 SEC("fexit/bnxt_qplib_create_cq")
 int pg_9(unsigned long long *ctx)
@@ -117,6 +160,15 @@ int pg_9(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 9, fallback return for a module without BTF: the record of pg_9 */
+SEC("?kretprobe/bnxt_qplib_create_cq")
+int pg_9_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(9, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 10: bnxt_re:bnxt_qplib_create_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:959) */
@@ -131,6 +183,15 @@ int pg_10(unsigned long long *ctx)
 	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 10, fallback return for a module without BTF: the record of pg_10 */
+SEC("?kretprobe/bnxt_qplib_create_qp")
+int pg_10_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(10, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 11: bnxt_re:bnxt_qplib_create_qp1 (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:876) */
 SEC("fexit/bnxt_qplib_create_qp1")
 int pg_11(unsigned long long *ctx)
@@ -141,6 +202,15 @@ int pg_11(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(11, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 11, fallback return for a module without BTF: the record of pg_11 */
+SEC("?kretprobe/bnxt_qplib_create_qp1")
+int pg_11_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(11, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 12: bnxt_re:bnxt_qplib_modify_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:1194) */
@@ -155,6 +225,15 @@ int pg_12(unsigned long long *ctx)
 	return pg_exit(12, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 12, fallback return for a module without BTF: the record of pg_12 */
+SEC("?kretprobe/bnxt_qplib_modify_qp")
+int pg_12_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(12, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 13: bnxt_re:bnxt_qplib_reg_mr (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:585) */
 SEC("fexit/bnxt_qplib_reg_mr")
 int pg_13(unsigned long long *ctx)
@@ -165,6 +244,22 @@ int pg_13(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(13, PG_ERRNO(ret), ret < 0, ctx, 0x38 /* args 3,4,5 */);
+}
+
+/* 13, fallback entry for a module without BTF: saves args 3,4,5 */
+SEC("?kprobe/bnxt_qplib_reg_mr")
+int pg_13_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(13, ctx, 0x38);
+}
+
+/* 13, fallback return for a module without BTF: the record of pg_13 */
+SEC("?kretprobe/bnxt_qplib_reg_mr")
+int pg_13_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(13, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 14: bnxt_re:bnxt_qplib_resize_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_fp.c:2192) */
@@ -179,6 +274,22 @@ int pg_14(unsigned long long *ctx)
 	return pg_exit(14, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 14, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/bnxt_qplib_resize_cq")
+int pg_14_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(14, ctx, 0x4);
+}
+
+/* 14, fallback return for a module without BTF: the record of pg_14 */
+SEC("?kretprobe/bnxt_qplib_resize_cq")
+int pg_14_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(14, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 15: bnxt_re:bnxt_re_alloc_pd (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:718) */
 SEC("fexit/bnxt_re_alloc_pd")
 int pg_15(unsigned long long *ctx)
@@ -189,6 +300,15 @@ int pg_15(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(15, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 15, fallback return for a module without BTF: the record of pg_15 */
+SEC("?kretprobe/bnxt_re_alloc_pd")
+int pg_15_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(15, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 16: bnxt_re:bnxt_re_create_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:3576) */
@@ -203,6 +323,15 @@ int pg_16(unsigned long long *ctx)
 	return pg_exit(16, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 16, fallback return for a module without BTF: the record of pg_16 */
+SEC("?kretprobe/bnxt_re_create_cq")
+int pg_16_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(16, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 17: bnxt_re:bnxt_re_create_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:1938) */
 SEC("fexit/bnxt_re_create_qp")
 int pg_17(unsigned long long *ctx)
@@ -213,6 +342,15 @@ int pg_17(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 17, fallback return for a module without BTF: the record of pg_17 */
+SEC("?kretprobe/bnxt_re_create_qp")
+int pg_17_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(17, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 18: bnxt_re:bnxt_re_create_user_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:3483) */
@@ -227,6 +365,15 @@ int pg_18(unsigned long long *ctx)
 	return pg_exit(18, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 18, fallback return for a module without BTF: the record of pg_18 */
+SEC("?kretprobe/bnxt_re_create_user_cq")
+int pg_18_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(18, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 19: bnxt_re:bnxt_re_modify_qp (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:2420) */
 SEC("fexit/bnxt_re_modify_qp")
 int pg_19(unsigned long long *ctx)
@@ -239,6 +386,22 @@ int pg_19(unsigned long long *ctx)
 	return pg_exit(19, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 19, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/bnxt_re_modify_qp")
+int pg_19_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(19, ctx, 0x4);
+}
+
+/* 19, fallback return for a module without BTF: the record of pg_19 */
+SEC("?kretprobe/bnxt_re_modify_qp")
+int pg_19_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(19, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 20: bnxt_re:bnxt_re_reg_user_mr (ptr; drivers/infiniband/hw/bnxt_re/ib_verbs.c:4683) */
 SEC("fexit/bnxt_re_reg_user_mr")
 int pg_20(unsigned long long *ctx)
@@ -247,6 +410,22 @@ int pg_20(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(20, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 20, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/bnxt_re_reg_user_mr")
+int pg_20_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(20, ctx, 0x1e);
+}
+
+/* 20, fallback return for a module without BTF: the record of pg_20 */
+SEC("?kretprobe/bnxt_re_reg_user_mr")
+int pg_20_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(20, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 21: bnxt_re:bnxt_re_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/bnxt_re/ib_verbs.c:4711) */
@@ -259,6 +438,22 @@ int pg_21(unsigned long long *ctx)
 	return pg_exit(21, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
+/* 21, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/bnxt_re_reg_user_mr_dmabuf")
+int pg_21_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(21, ctx, 0x1e);
+}
+
+/* 21, fallback return for a module without BTF: the record of pg_21 */
+SEC("?kretprobe/bnxt_re_reg_user_mr_dmabuf")
+int pg_21_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(21, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 22: bnxt_re:bnxt_re_resize_cq (int, 4 bytes; drivers/infiniband/hw/bnxt_re/ib_verbs.c:3643) */
 SEC("fexit/bnxt_re_resize_cq")
 int pg_22(unsigned long long *ctx)
@@ -269,6 +464,22 @@ int pg_22(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(22, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 22, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/bnxt_re_resize_cq")
+int pg_22_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(22, ctx, 0x2);
+}
+
+/* 22, fallback return for a module without BTF: the record of pg_22 */
+SEC("?kretprobe/bnxt_re_resize_cq")
+int pg_22_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(22, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 23: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1009) */

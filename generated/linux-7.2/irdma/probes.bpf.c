@@ -5,6 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-7.2> --vendor irdma --out DIR)
  *
  * Programs: 47 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 14 kretprobe, with a kprobe saving the arguments.
  * Manifest probes without a program (cannot be attached): 9.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -388,11 +390,27 @@ int pg_37(unsigned long long *ctx)
 	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 37, fallback return for a module without BTF: the record of pg_37 */
+SEC("?kretprobe/irdma_alloc_pd")
+int pg_37_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(37, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 38: irdma:irdma_alloc_push_page (void, calls only; drivers/infiniband/hw/irdma/verbs.c:245) */
 SEC("fexit/irdma_alloc_push_page")
 int pg_38(unsigned long long *ctx)
 {
 	return pg_exit(38, 0, 0, ctx, 0);
+}
+
+/* 38, fallback return for a module without BTF: the record of pg_38 */
+SEC("?kretprobe/irdma_alloc_push_page")
+int pg_38_ret(struct pt_regs *ctx)
+{
+	return pg_exit_kretprobe(38, 0, 0, ctx, 0);
 }
 
 /* 40: irdma:irdma_create_cq (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:2503) */
@@ -407,6 +425,15 @@ int pg_40(unsigned long long *ctx)
 	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 40, fallback return for a module without BTF: the record of pg_40 */
+SEC("?kretprobe/irdma_create_cq")
+int pg_40_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(40, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 41: irdma:irdma_create_qp (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:949) */
 SEC("fexit/irdma_create_qp")
 int pg_41(unsigned long long *ctx)
@@ -419,11 +446,34 @@ int pg_41(unsigned long long *ctx)
 	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 41, fallback return for a module without BTF: the record of pg_41 */
+SEC("?kretprobe/irdma_create_qp")
+int pg_41_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(41, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 42: irdma:irdma_gen_ae (void, calls only; drivers/infiniband/hw/irdma/hw.c:2835) */
 SEC("fexit/irdma_gen_ae")
 int pg_42(unsigned long long *ctx)
 {
 	return pg_exit(42, 0, 0, ctx, 0);
+}
+
+/* 42, fallback entry for a module without BTF: saves args 3 */
+SEC("?kprobe/irdma_gen_ae")
+int pg_42_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(42, ctx, 0x8);
+}
+
+/* 42, fallback return for a module without BTF: the record of pg_42 */
+SEC("?kretprobe/irdma_gen_ae")
+int pg_42_ret(struct pt_regs *ctx)
+{
+	return pg_exit_kretprobe(42, 0, 0, ctx, 1);
 }
 
 /* 43: irdma:irdma_hw_modify_qp (int, 4 bytes; drivers/infiniband/hw/irdma/utils.c:1249) */
@@ -438,6 +488,22 @@ int pg_43(unsigned long long *ctx)
 	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
+/* 43, fallback entry for a module without BTF: saves args 3 */
+SEC("?kprobe/irdma_hw_modify_qp")
+int pg_43_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(43, ctx, 0x8);
+}
+
+/* 43, fallback return for a module without BTF: the record of pg_43 */
+SEC("?kretprobe/irdma_hw_modify_qp")
+int pg_43_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(43, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 44: irdma:irdma_hwreg_mr (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:3285) */
 SEC("fexit/irdma_hwreg_mr")
 int pg_44(unsigned long long *ctx)
@@ -450,11 +516,41 @@ int pg_44(unsigned long long *ctx)
 	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 44, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/irdma_hwreg_mr")
+int pg_44_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(44, ctx, 0x4);
+}
+
+/* 44, fallback return for a module without BTF: the record of pg_44 */
+SEC("?kretprobe/irdma_hwreg_mr")
+int pg_44_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(44, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 45: irdma:irdma_manage_arp_cache (void, calls only; drivers/infiniband/hw/irdma/hw.c:2538) */
 SEC("fexit/irdma_manage_arp_cache")
 int pg_45(unsigned long long *ctx)
 {
 	return pg_exit(45, 0, 0, ctx, 0);
+}
+
+/* 45, fallback entry for a module without BTF: saves args 3,4 */
+SEC("?kprobe/irdma_manage_arp_cache")
+int pg_45_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(45, ctx, 0x18);
+}
+
+/* 45, fallback return for a module without BTF: the record of pg_45 */
+SEC("?kretprobe/irdma_manage_arp_cache")
+int pg_45_ret(struct pt_regs *ctx)
+{
+	return pg_exit_kretprobe(45, 0, 0, ctx, 1);
 }
 
 /* 46: irdma:irdma_modify_qp (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:1636) */
@@ -469,6 +565,22 @@ int pg_46(unsigned long long *ctx)
 	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 46, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/irdma_modify_qp")
+int pg_46_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(46, ctx, 0x4);
+}
+
+/* 46, fallback return for a module without BTF: the record of pg_46 */
+SEC("?kretprobe/irdma_modify_qp")
+int pg_46_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(46, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 47: irdma:irdma_modify_qp_roce (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:1276) */
 SEC("fexit/irdma_modify_qp_roce")
 int pg_47(unsigned long long *ctx)
@@ -481,6 +593,22 @@ int pg_47(unsigned long long *ctx)
 	return pg_exit(47, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 47, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/irdma_modify_qp_roce")
+int pg_47_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(47, ctx, 0x4);
+}
+
+/* 47, fallback return for a module without BTF: the record of pg_47 */
+SEC("?kretprobe/irdma_modify_qp_roce")
+int pg_47_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(47, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 48: irdma:irdma_reg_user_mr (ptr; drivers/infiniband/hw/irdma/verbs.c:3553) */
 SEC("fexit/irdma_reg_user_mr")
 int pg_48(unsigned long long *ctx)
@@ -489,6 +617,22 @@ int pg_48(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(48, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 48, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/irdma_reg_user_mr")
+int pg_48_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(48, ctx, 0x1e);
+}
+
+/* 48, fallback return for a module without BTF: the record of pg_48 */
+SEC("?kretprobe/irdma_reg_user_mr")
+int pg_48_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(48, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 49: irdma:irdma_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/irdma/verbs.c:3660) */
@@ -501,6 +645,22 @@ int pg_49(unsigned long long *ctx)
 	return pg_exit(49, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
+/* 49, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/irdma_reg_user_mr_dmabuf")
+int pg_49_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(49, ctx, 0x1e);
+}
+
+/* 49, fallback return for a module without BTF: the record of pg_49 */
+SEC("?kretprobe/irdma_reg_user_mr_dmabuf")
+int pg_49_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(49, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 50: irdma:irdma_rereg_user_mr (ptr; drivers/infiniband/hw/irdma/verbs.c:3822) */
 SEC("fexit/irdma_rereg_user_mr")
 int pg_50(unsigned long long *ctx)
@@ -509,6 +669,22 @@ int pg_50(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(50, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 50, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/irdma_rereg_user_mr")
+int pg_50_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(50, ctx, 0x1e);
+}
+
+/* 50, fallback return for a module without BTF: the record of pg_50 */
+SEC("?kretprobe/irdma_rereg_user_mr")
+int pg_50_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(50, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 51: irdma:irdma_resize_cq (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:2031) */
@@ -521,6 +697,22 @@ int pg_51(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(51, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 51, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/irdma_resize_cq")
+int pg_51_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(51, ctx, 0x2);
+}
+
+/* 51, fallback return for a module without BTF: the record of pg_51 */
+SEC("?kretprobe/irdma_resize_cq")
+int pg_51_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(51, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 52: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1772) */

@@ -5,6 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-7.2> --vendor mlx5 --out DIR)
  *
  * Programs: 57 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 24 kretprobe, with a kprobe saving the arguments.
  * Manifest probes without a program (cannot be attached): 13.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -49,6 +51,15 @@ int pg_2(unsigned long long *ctx)
 	return pg_exit(2, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 2, fallback return for a module without BTF: the record of pg_2 */
+SEC("?kretprobe/__mlx5_ib_qp_set_counter")
+int pg_2_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(2, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 3: mlx5_ib:__mlx5_ib_qp_set_raw_qp_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4201) */
 SEC("fexit/__mlx5_ib_qp_set_raw_qp_counter")
 int pg_3(unsigned long long *ctx)
@@ -59,6 +70,22 @@ int pg_3(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 3, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/__mlx5_ib_qp_set_raw_qp_counter")
+int pg_3_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(3, ctx, 0x2);
+}
+
+/* 3, fallback return for a module without BTF: the record of pg_3 */
+SEC("?kretprobe/__mlx5_ib_qp_set_raw_qp_counter")
+int pg_3_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(3, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 5: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1830) */
@@ -144,6 +171,22 @@ int pg_12(unsigned long long *ctx)
 	return pg_exit(12, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 12, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/create_raw_packet_qp_tir")
+int pg_12_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(12, ctx, 0x4);
+}
+
+/* 12, fallback return for a module without BTF: the record of pg_12 */
+SEC("?kretprobe/create_raw_packet_qp_tir")
+int pg_12_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(12, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 13: mlx5_ib:create_raw_packet_qp_tis (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1260) */
 SEC("fexit/create_raw_packet_qp_tis")
 int pg_13(unsigned long long *ctx)
@@ -156,6 +199,22 @@ int pg_13(unsigned long long *ctx)
 	return pg_exit(13, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
 }
 
+/* 13, fallback entry for a module without BTF: saves args 3 */
+SEC("?kprobe/create_raw_packet_qp_tis")
+int pg_13_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(13, ctx, 0x8);
+}
+
+/* 13, fallback return for a module without BTF: the record of pg_13 */
+SEC("?kretprobe/create_raw_packet_qp_tis")
+int pg_13_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(13, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 14: mlx5_ib:create_rss_raw_qp_tir (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1755) */
 SEC("fexit/create_rss_raw_qp_tir")
 int pg_14(unsigned long long *ctx)
@@ -166,6 +225,15 @@ int pg_14(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(14, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 14, fallback return for a module without BTF: the record of pg_14 */
+SEC("?kretprobe/create_rss_raw_qp_tir")
+int pg_14_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(14, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 16: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1354) */
@@ -448,6 +516,22 @@ int pg_43(unsigned long long *ctx)
 	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x28 /* args 3,5 */);
 }
 
+/* 43, fallback entry for a module without BTF: saves args 3,5 */
+SEC("?kprobe/mlx5_core_create_dct")
+int pg_43_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(43, ctx, 0x28);
+}
+
+/* 43, fallback return for a module without BTF: the record of pg_43 */
+SEC("?kretprobe/mlx5_core_create_dct")
+int pg_43_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(43, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 44: mlx5_ib:mlx5_core_create_rq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:606) */
 SEC("fexit/mlx5_core_create_rq_tracked")
 int pg_44(unsigned long long *ctx)
@@ -458,6 +542,22 @@ int pg_44(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 44, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/mlx5_core_create_rq_tracked")
+int pg_44_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(44, ctx, 0x4);
+}
+
+/* 44, fallback return for a module without BTF: the record of pg_44 */
+SEC("?kretprobe/mlx5_core_create_rq_tracked")
+int pg_44_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(44, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 45: mlx5_ib:mlx5_core_create_sq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:659) */
@@ -472,6 +572,22 @@ int pg_45(unsigned long long *ctx)
 	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 45, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/mlx5_core_create_sq_tracked")
+int pg_45_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(45, ctx, 0x4);
+}
+
+/* 45, fallback return for a module without BTF: the record of pg_45 */
+SEC("?kretprobe/mlx5_core_create_sq_tracked")
+int pg_45_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(45, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 46: mlx5_ib:mlx5_core_qp_modify (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:502) */
 SEC("fexit/mlx5_core_qp_modify")
 int pg_46(unsigned long long *ctx)
@@ -482,6 +598,22 @@ int pg_46(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 46, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/mlx5_core_qp_modify")
+int pg_46_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(46, ctx, 0x6);
+}
+
+/* 46, fallback return for a module without BTF: the record of pg_46 */
+SEC("?kretprobe/mlx5_core_qp_modify")
+int pg_46_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(46, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 47: mlx5_ib:mlx5_ib_alloc_pd (int, 4 bytes; drivers/infiniband/hw/mlx5/main.c:2794) */
@@ -496,6 +628,15 @@ int pg_47(unsigned long long *ctx)
 	return pg_exit(47, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 47, fallback return for a module without BTF: the record of pg_47 */
+SEC("?kretprobe/mlx5_ib_alloc_pd")
+int pg_47_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(47, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 48: mlx5_ib:mlx5_ib_counter_bind_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/counters.c:624) */
 SEC("fexit/mlx5_ib_counter_bind_qp")
 int pg_48(unsigned long long *ctx)
@@ -506,6 +647,22 @@ int pg_48(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(48, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 48, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/mlx5_ib_counter_bind_qp")
+int pg_48_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(48, ctx, 0x4);
+}
+
+/* 48, fallback return for a module without BTF: the record of pg_48 */
+SEC("?kretprobe/mlx5_ib_counter_bind_qp")
+int pg_48_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(48, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 49: mlx5_ib:mlx5_ib_create_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1041) */
@@ -520,6 +677,15 @@ int pg_49(unsigned long long *ctx)
 	return pg_exit(49, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 49, fallback return for a module without BTF: the record of pg_49 */
+SEC("?kretprobe/mlx5_ib_create_cq")
+int pg_49_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(49, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 50: mlx5_ib:mlx5_ib_create_mkey (int, 4 bytes; drivers/infiniband/hw/mlx5/mr.c:100) */
 SEC("fexit/mlx5_ib_create_mkey")
 int pg_50(unsigned long long *ctx)
@@ -530,6 +696,22 @@ int pg_50(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(50, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
+}
+
+/* 50, fallback entry for a module without BTF: saves args 3 */
+SEC("?kprobe/mlx5_ib_create_mkey")
+int pg_50_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(50, ctx, 0x8);
+}
+
+/* 50, fallback return for a module without BTF: the record of pg_50 */
+SEC("?kretprobe/mlx5_ib_create_mkey")
+int pg_50_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(50, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 51: mlx5_ib:mlx5_ib_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:3303) */
@@ -544,6 +726,15 @@ int pg_51(unsigned long long *ctx)
 	return pg_exit(51, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 51, fallback return for a module without BTF: the record of pg_51 */
+SEC("?kretprobe/mlx5_ib_create_qp")
+int pg_51_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(51, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 52: mlx5_ib:mlx5_ib_create_user_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:950) */
 SEC("fexit/mlx5_ib_create_user_cq")
 int pg_52(unsigned long long *ctx)
@@ -554,6 +745,15 @@ int pg_52(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(52, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 52, fallback return for a module without BTF: the record of pg_52 */
+SEC("?kretprobe/mlx5_ib_create_user_cq")
+int pg_52_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(52, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 53: mlx5_ib:mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG (int, 4 bytes; drivers/infiniband/hw/mlx5/devx.c:2391) */
@@ -568,6 +768,15 @@ int pg_53(unsigned long long *ctx)
 	return pg_exit(53, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 53, fallback return for a module without BTF: the record of pg_53 */
+SEC("?kretprobe/mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG")
+int pg_53_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(53, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 54: mlx5_ib:mlx5_ib_modify_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1209) */
 SEC("fexit/mlx5_ib_modify_cq")
 int pg_54(unsigned long long *ctx)
@@ -578,6 +787,22 @@ int pg_54(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(54, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 54, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/mlx5_ib_modify_cq")
+int pg_54_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(54, ctx, 0x6);
+}
+
+/* 54, fallback return for a module without BTF: the record of pg_54 */
+SEC("?kretprobe/mlx5_ib_modify_cq")
+int pg_54_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(54, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 55: mlx5_ib:mlx5_ib_modify_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4829) */
@@ -592,6 +817,22 @@ int pg_55(unsigned long long *ctx)
 	return pg_exit(55, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 55, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/mlx5_ib_modify_qp")
+int pg_55_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(55, ctx, 0x4);
+}
+
+/* 55, fallback return for a module without BTF: the record of pg_55 */
+SEC("?kretprobe/mlx5_ib_modify_qp")
+int pg_55_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(55, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 56: mlx5_ib:mlx5_ib_reg_dm_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:703) */
 SEC("fexit/mlx5_ib_reg_dm_mr")
 int pg_56(unsigned long long *ctx)
@@ -600,6 +841,15 @@ int pg_56(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(56, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 56, fallback return for a module without BTF: the record of pg_56 */
+SEC("?kretprobe/mlx5_ib_reg_dm_mr")
+int pg_56_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(56, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
 /* 57: mlx5_ib:mlx5_ib_reg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:857) */
@@ -612,6 +862,22 @@ int pg_57(unsigned long long *ctx)
 	return pg_exit(57, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
+/* 57, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/mlx5_ib_reg_user_mr")
+int pg_57_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(57, ctx, 0x1e);
+}
+
+/* 57, fallback return for a module without BTF: the record of pg_57 */
+SEC("?kretprobe/mlx5_ib_reg_user_mr")
+int pg_57_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(57, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 58: mlx5_ib:mlx5_ib_reg_user_mr_dmabuf (ptr; drivers/infiniband/hw/mlx5/mr.c:1038) */
 SEC("fexit/mlx5_ib_reg_user_mr_dmabuf")
 int pg_58(unsigned long long *ctx)
@@ -622,6 +888,22 @@ int pg_58(unsigned long long *ctx)
 	return pg_exit(58, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
+/* 58, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/mlx5_ib_reg_user_mr_dmabuf")
+int pg_58_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(58, ctx, 0x1e);
+}
+
+/* 58, fallback return for a module without BTF: the record of pg_58 */
+SEC("?kretprobe/mlx5_ib_reg_user_mr_dmabuf")
+int pg_58_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(58, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 59: mlx5_ib:mlx5_ib_rereg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1166) */
 SEC("fexit/mlx5_ib_rereg_user_mr")
 int pg_59(unsigned long long *ctx)
@@ -630,6 +912,22 @@ int pg_59(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(59, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 59, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/mlx5_ib_rereg_user_mr")
+int pg_59_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(59, ctx, 0x1e);
+}
+
+/* 59, fallback return for a module without BTF: the record of pg_59 */
+SEC("?kretprobe/mlx5_ib_rereg_user_mr")
+int pg_59_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(59, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 1);
 }
 
 /* 60: mlx5_ib:mlx5_ib_resize_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1339) */
@@ -644,6 +942,22 @@ int pg_60(unsigned long long *ctx)
 	return pg_exit(60, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
+/* 60, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/mlx5_ib_resize_cq")
+int pg_60_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(60, ctx, 0x2);
+}
+
+/* 60, fallback return for a module without BTF: the record of pg_60 */
+SEC("?kretprobe/mlx5_ib_resize_cq")
+int pg_60_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(60, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 61: mlx5_ib:mlx5_qpc_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:246) */
 SEC("fexit/mlx5_qpc_create_qp")
 int pg_61(unsigned long long *ctx)
@@ -654,6 +968,22 @@ int pg_61(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(61, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
+}
+
+/* 61, fallback entry for a module without BTF: saves args 3 */
+SEC("?kprobe/mlx5_qpc_create_qp")
+int pg_61_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(61, ctx, 0x8);
+}
+
+/* 61, fallback return for a module without BTF: the record of pg_61 */
+SEC("?kretprobe/mlx5_qpc_create_qp")
+int pg_61_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(61, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 62: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1772) */

@@ -5,6 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-7.2> --vendor rxe --out DIR)
  *
  * Programs: 46 fexit, 3 kretprobe (fallback for clone-only functions).
+ * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 14 kretprobe, with a kprobe saving the arguments.
  * Manifest probes without a program (cannot be attached): 8.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -434,6 +436,15 @@ int pg_43(unsigned long long *ctx)
 	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 43, fallback return for a module without BTF: the record of pg_43 */
+SEC("?kretprobe/rxe_alloc_pd")
+int pg_43_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(43, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 44: rdma_rxe:rxe_cq_from_init (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_cq.c:11) */
 SEC("fexit/rxe_cq_from_init")
 int pg_44(unsigned long long *ctx)
@@ -444,6 +455,22 @@ int pg_44(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0xc /* args 2,3 */);
+}
+
+/* 44, fallback entry for a module without BTF: saves args 2,3 */
+SEC("?kprobe/rxe_cq_from_init")
+int pg_44_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(44, ctx, 0xc);
+}
+
+/* 44, fallback return for a module without BTF: the record of pg_44 */
+SEC("?kretprobe/rxe_cq_from_init")
+int pg_44_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(44, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 45: rdma_rxe:rxe_cq_resize_queue (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_cq.c:38) */
@@ -458,6 +485,22 @@ int pg_45(unsigned long long *ctx)
 	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
+/* 45, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rxe_cq_resize_queue")
+int pg_45_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(45, ctx, 0x2);
+}
+
+/* 45, fallback return for a module without BTF: the record of pg_45 */
+SEC("?kretprobe/rxe_cq_resize_queue")
+int pg_45_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(45, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 46: rdma_rxe:rxe_create_cq (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:1060) */
 SEC("fexit/rxe_create_cq")
 int pg_46(unsigned long long *ctx)
@@ -468,6 +511,15 @@ int pg_46(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 46, fallback return for a module without BTF: the record of pg_46 */
+SEC("?kretprobe/rxe_create_cq")
+int pg_46_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(46, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 47: rdma_rxe:rxe_create_qp (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:533) */
@@ -482,6 +534,15 @@ int pg_47(unsigned long long *ctx)
 	return pg_exit(47, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 47, fallback return for a module without BTF: the record of pg_47 */
+SEC("?kretprobe/rxe_create_qp")
+int pg_47_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(47, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 48: rdma_rxe:rxe_modify_qp (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:597) */
 SEC("fexit/rxe_modify_qp")
 int pg_48(unsigned long long *ctx)
@@ -492,6 +553,22 @@ int pg_48(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(48, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 48, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rxe_modify_qp")
+int pg_48_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(48, ctx, 0x4);
+}
+
+/* 48, fallback return for a module without BTF: the record of pg_48 */
+SEC("?kretprobe/rxe_modify_qp")
+int pg_48_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(48, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 49: rdma_rxe:rxe_mr_init_user (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_mr.c:193) */
@@ -506,6 +583,22 @@ int pg_49(unsigned long long *ctx)
 	return pg_exit(49, PG_ERRNO(ret), ret < 0, ctx, 0xe /* args 1,2,3 */);
 }
 
+/* 49, fallback entry for a module without BTF: saves args 1,2,3 */
+SEC("?kprobe/rxe_mr_init_user")
+int pg_49_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(49, ctx, 0xe);
+}
+
+/* 49, fallback return for a module without BTF: the record of pg_49 */
+SEC("?kretprobe/rxe_mr_init_user")
+int pg_49_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(49, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 50: rdma_rxe:rxe_qp_chk_attr (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:488) */
 SEC("fexit/rxe_qp_chk_attr")
 int pg_50(unsigned long long *ctx)
@@ -516,6 +609,22 @@ int pg_50(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(50, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
+}
+
+/* 50, fallback entry for a module without BTF: saves args 3 */
+SEC("?kprobe/rxe_qp_chk_attr")
+int pg_50_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(50, ctx, 0x8);
+}
+
+/* 50, fallback return for a module without BTF: the record of pg_50 */
+SEC("?kretprobe/rxe_qp_chk_attr")
+int pg_50_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(50, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 51: rdma_rxe:rxe_qp_chk_init (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:107) */
@@ -530,6 +639,15 @@ int pg_51(unsigned long long *ctx)
 	return pg_exit(51, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 51, fallback return for a module without BTF: the record of pg_51 */
+SEC("?kretprobe/rxe_qp_chk_init")
+int pg_51_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(51, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 52: rdma_rxe:rxe_qp_from_attr (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:661) */
 SEC("fexit/rxe_qp_from_attr")
 int pg_52(unsigned long long *ctx)
@@ -540,6 +658,22 @@ int pg_52(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(52, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 52, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rxe_qp_from_attr")
+int pg_52_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(52, ctx, 0x4);
+}
+
+/* 52, fallback return for a module without BTF: the record of pg_52 */
+SEC("?kretprobe/rxe_qp_from_attr")
+int pg_52_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(52, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 53: rdma_rxe:rxe_qp_from_init (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:398) */
@@ -554,6 +688,15 @@ int pg_53(unsigned long long *ctx)
 	return pg_exit(53, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 53, fallback return for a module without BTF: the record of pg_53 */
+SEC("?kretprobe/rxe_qp_from_init")
+int pg_53_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(53, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 54: rdma_rxe:rxe_reg_user_mr (ptr; drivers/infiniband/sw/rxe/rxe_verbs.c:1253) */
 SEC("fexit/rxe_reg_user_mr")
 int pg_54(unsigned long long *ctx)
@@ -562,6 +705,22 @@ int pg_54(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(54, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 54, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/rxe_reg_user_mr")
+int pg_54_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(54, ctx, 0x1e);
+}
+
+/* 54, fallback return for a module without BTF: the record of pg_54 */
+SEC("?kretprobe/rxe_reg_user_mr")
+int pg_54_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(54, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 55: rdma_rxe:rxe_rereg_user_mr (ptr; drivers/infiniband/sw/rxe/rxe_verbs.c:1308) */
@@ -574,6 +733,22 @@ int pg_55(unsigned long long *ctx)
 	return pg_exit(55, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x1e /* args 1,2,3,4 */);
 }
 
+/* 55, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/rxe_rereg_user_mr")
+int pg_55_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(55, ctx, 0x1e);
+}
+
+/* 55, fallback return for a module without BTF: the record of pg_55 */
+SEC("?kretprobe/rxe_rereg_user_mr")
+int pg_55_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(55, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 1);
+}
+
 /* 56: rdma_rxe:rxe_resize_cq (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:1112) */
 SEC("fexit/rxe_resize_cq")
 int pg_56(unsigned long long *ctx)
@@ -584,6 +759,22 @@ int pg_56(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(56, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 56, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rxe_resize_cq")
+int pg_56_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(56, ctx, 0x2);
+}
+
+/* 56, fallback return for a module without BTF: the record of pg_56 */
+SEC("?kretprobe/rxe_resize_cq")
+int pg_56_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(56, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 char LICENSE[] SEC("license") = "GPL";
