@@ -270,3 +270,27 @@ fn empty_credential_from_the_units_fallback_is_no_password() {
     assert!(o.status.success(), "{}", text(&o));
     std::fs::remove_dir_all(&t).ok();
 }
+
+/// Issue 23 item 4: a live run without CAP_SYS_ADMIN (here dropped from the bounding set, so
+/// not even root has it) is one line naming the capability and exit 2, before anything loads,
+/// instead of libbpf's "No such process" on the first module probe.
+#[test]
+fn missing_capability_is_one_line_and_exit_2() {
+    let t = std::env::temp_dir().join(format!("pg-caps-{}", std::process::id()));
+    std::fs::create_dir_all(&t).expect("tmp");
+    let o = run(Command::new("setpriv")
+        .args(["--bounding-set=-sys_admin", "--inh-caps=-all"])
+        .arg(env!("CARGO_BIN_EXE_probegen"))
+        .args(["collect", "--manifest"])
+        .arg(repo("collector/tests/data/rxe-6.12.manifest.yaml"))
+        .arg("--object")
+        .arg(t.join("never-read.bpf.o"))
+        .arg("--out")
+        .arg(t.join("s.jsonl")));
+    let e = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("missing capability CAP_SYS_ADMIN"), "{e}");
+    assert!(!t.join("s.jsonl").exists());
+    std::fs::remove_dir_all(&t).ok();
+}

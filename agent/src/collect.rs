@@ -126,6 +126,12 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
     }
     let a = &a;
     let (opts, sinks) = options(a)?;
+    if opts.object.is_some() && opts.replay.is_none() {
+        let job_vars = !opts.job_vars.is_empty() && opts.proc_root.is_some();
+        if let Some(line) = crate::caps::check_this_process(job_vars).map_err(AgentError::Usage)? {
+            eprintln!("probegen collect: {line}");
+        }
+    }
     let mut hooks = Printer { sinks, out: &a.out };
     let s = collector::run(&opts, &mut hooks)?;
     eprintln!(

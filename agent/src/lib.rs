@@ -5,6 +5,7 @@
 //! `collect --config FILE`.
 
 mod bundle;
+mod caps;
 mod choose;
 mod collect;
 mod config;
