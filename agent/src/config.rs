@@ -49,9 +49,11 @@ const KEYS: &[(&str, Value)] = &[
 
 /// The arguments with `collect --config FILE`'s lines added as flags (unchanged without it).
 pub fn expand_config(args: Vec<OsString>) -> Result<Vec<OsString>, AgentError> {
-    let Some(at) = args.iter().position(|a| a == "collect") else {
+    // the subcommand is the first argument (neither binary has global flags)
+    let at = 1;
+    if args.get(at).is_none_or(|a| a != "collect") {
         return Ok(args);
-    };
+    }
     let file = args[at..].iter().enumerate().find_map(|(i, a)| {
         let s = a.to_str()?;
         if s == "--config" {
