@@ -90,12 +90,14 @@ impl KernelVersion {
     /// The running kernel's version: Debian's `uname -r` of 6.1 carries the ABI (`6.1.0-57`),
     /// not the release, so `/proc/version`'s `Debian 6.1.192-3` wins when it is there.
     pub fn of_running(release: &str, proc_version: Option<&str>) -> Option<Self> {
+        // the text names the compiler's Debian version first (`gcc-12 (Debian 12.2.0-14)`):
+        // the kernel's is the `Debian X.Y.Z` of the release's own series
+        let r = Self::parse_prefix(release)?;
         let debian = proc_version.and_then(|t| {
-            let at = t.find("Debian ")? + "Debian ".len();
-            let v = Self::parse_prefix(&t[at..])?;
-            // only when it is the same series as the release (a backport's text may differ)
-            let r = Self::parse_prefix(release)?;
-            (v.series() == r.series()).then_some(v)
+            t.split("Debian ")
+                .skip(1)
+                .filter_map(Self::parse_prefix)
+                .find(|v| v.series() == r.series())
         });
         debian.or_else(|| Self::parse_prefix(release))
     }
@@ -350,7 +352,11 @@ mod tests {
         assert_eq!(
             KernelVersion::of_running(
                 "6.1.0-57-amd64",
-                Some("Linux version 6.1.0-57-amd64 (...) #1 SMP Debian 6.1.192-3 (2026-01-01)")
+                Some(
+                    "Linux version 6.1.0-57-amd64 (debian-kernel@lists.debian.org) (gcc-12 \
+                     (Debian 12.2.0-14+deb12u1) 12.2.0, GNU ld (GNU Binutils for Debian) 2.40) \
+                     #1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-01-01)"
+                )
             ),
             Some(KernelVersion(6, 1, 192))
         );
