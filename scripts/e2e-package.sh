@@ -2,7 +2,8 @@
 # The Debian package on a stock kernel: the .deb's agent, bundle and config (scripts/build-deb.sh)
 # under qemu (scripts/e2e.sh) with every vendor driver module loaded, run as the service runs
 # (uid 65534, exactly the unit's capabilities, via setpriv): it must choose a set with no flag
-# naming one and attach every attachable probe; without CAP_SYS_ADMIN it must say so and exit 2.
+# naming one and attach every attachable probe; without CAP_SYS_ADMIN it must say so and exit 2;
+# running through init's traffic, it must catch the induced EFAULT and EINVAL with their origins.
 #
 #   scripts/e2e-package.sh SERIES      (7.2, 6.12, 6.1)
 #
@@ -33,4 +34,4 @@ E2E_EXTRA_DIR=$STAGE E2E_OUT=$OUT \
 log "scripts/e2e.sh exited $rc"
 steps=$(grep -a 'TB_STEP package_' "$OUT/console.log" || true)
 printf '%s\n' "$steps" >&2
-[ $rc -eq 0 ] && [ "$(printf '%s\n' "$steps" | grep -c ' PASS')" -eq 2 ]
+[ $rc -eq 0 ] && [ "$(printf '%s\n' "$steps" | grep -c ' PASS')" -eq 3 ]

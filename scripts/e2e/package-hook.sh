@@ -7,7 +7,10 @@
 #
 #   start: TB_STEP package_unit_caps PASS|FAIL  (the set chosen, every attachable probe attached)
 #          TB_STEP package_no_sys_admin PASS|FAIL  (without CAP_SYS_ADMIN: one line, exit 2)
-# Outputs: /out/package/{unit.log,unit.rc,no-sys-admin.log,no-sys-admin.rc}
+#          then the same agent in the background, attached before init's traffic
+#   stop:  SIGTERM; TB_STEP package_induced PASS|FAIL  (the induced EFAULT and EINVAL failures
+#          caught as chains with their origins, the invariant held, exit 0)
+# Outputs: /out/package/{unit,no-sys-admin,service}.{log,rc}
 X=/extra
 CAPS=+bpf,+perfmon,+sys_admin
 
@@ -43,8 +46,42 @@ start)
 	else
 		echo "TB_STEP package_no_sys_admin FAIL rc=$(cat "$o/no-sys-admin.rc"): $(tail -n 3 "$o/no-sys-admin.log" | tr '\n' ' ')"
 	fi
+	(
+		# setpriv itself in the background (not the function: $! would be a subshell, and the
+		# SIGTERM at stop would end the shell instead of the agent)
+		$X/setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all,"$CAPS" \
+			--ambient-caps=-all,"$CAPS" --bounding-set=-all,"$CAPS" \
+			$X/probegen-agent collect --config $X/probegen.conf --bundle $X/bundle \
+			--out /tmp/pkg/service.jsonl --interval 1s >"$o/service.log" 2>&1 &
+		echo $! >/tmp/pkg-service.pid
+		wait $!
+		echo $? >"$o/service.rc"
+	) &
+	i=0
+	while [ $i -lt 600 ]; do
+		grep -q '^probegen collect: attached' "$o/service.log" 2>/dev/null && break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	grep -q '^probegen collect: attached' "$o/service.log"
 	;;
-stop) ;;
+stop)
+	o=/out/package
+	pid=$(cat /tmp/pkg-service.pid 2>/dev/null)
+	[ -n "$pid" ] || { echo "package-hook: no service pid"; exit 1; }
+	sleep 2
+	kill -TERM "$pid"
+	i=0
+	while [ ! -s "$o/service.rc" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+	chains=$(grep -a '^probegen collect: chain .*comm=verbs_fail' "$o/service.log")
+	summary=$(grep -a '^probegen collect: [0-9]* snapshots' "$o/service.log" | tail -n 1)
+	if [ "$(cat "$o/service.rc" 2>/dev/null)" = 0 ] && echo "$chains" | grep -q ': EFAULT origin ' &&
+		echo "$chains" | grep -q ': EINVAL origin ' && echo "$summary" | grep -q 'invariant ok'; then
+		echo "TB_STEP package_induced PASS $(echo "$chains" | sed 's/.*comm=verbs_fail: //' | sort -u | tr '\n' ';') ${summary#probegen collect: }"
+	else
+		echo "TB_STEP package_induced FAIL rc=$(cat "$o/service.rc" 2>/dev/null): $(tail -n 4 "$o/service.log" | tr '\n' ' ')"
+	fi
+	;;
 *)
 	echo "usage: $0 start|stop" >&2
 	exit 2
