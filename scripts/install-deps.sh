@@ -17,6 +17,7 @@ readonly PACKAGES=(
   libibverbs-dev libelf-dev zlib1g-dev pkg-config time iproute2 libc6-dev
   binutils gcc prometheus prometheus-alertmanager clickhouse-server clickhouse-client
   chromium
+  lintian fakeroot systemd init-system-helpers
 )
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }

@@ -44,6 +44,19 @@ grep -q 'class="fn removed"' target/kernel-upgrade/7.2/report.html
 # 7.2 pins user memory in __ib_umem_get_va: its EFAULT is still the application's ticket.
 grep -q '| owner of each induced failure | each to its owner: create_qp_absurd vendor-driver, modify_qp_reset_rts vendor-driver, reg_mr_unmapped application |' target/kernel-upgrade/7.2/report.md
 
+step "Debian package: lintian, the unit's exposure, install / upgrade (config kept) / purge"
+DEB=$(bash scripts/build-deb.sh | tail -n 1)
+# the same package with a bumped version: the upgrade must keep an edited conffile
+DEB_UPGRADE=$(PROBEGEN_DEB_VERSION="$(dpkg-deb -f "$DEB" Version)+upgradetest" \
+  PROBEGEN_DEB_OUT=target/debian/upgrade bash scripts/build-deb.sh | tail -n 1)
+PROBEGEN_DEB=$DEB PROBEGEN_DEB_UPGRADE=$DEB_UPGRADE \
+  cargo test --release --test package -- --include-ignored --nocapture
+
+step "the package on the stock kernels: the .deb's agent as the service runs it (uid 65534, the unit's capabilities) picks and attaches a set"
+for ver in 7.2 6.12 6.1; do
+  bash scripts/e2e-package.sh "$ver"
+done
+
 step "end to end: the collector on Soft-RoCE under qemu (Debian 6.12 and 6.1 stock kernels)"
 # 6.12 at --interval 20ms: windows close during the hook's burst of failing calls, and every
 # snapshot's invariant must hold (issue 21 row 13: a read between a failure's count and its

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use args::{Format, SourceArgs};
 
 mod args;
+mod cmd_bundle;
 mod cmd_collect;
 mod cmd_fleet;
 mod cmd_maintain;
@@ -65,6 +66,15 @@ enum Command {
     Schema(cmd_fleet::SchemaArgs),
     /// Load a probe set, attach it, write a snapshot of failures every --interval
     Collect(Box<cmd_collect::CollectArgs>),
+    /// Compile every checked-in set into a bundle for hosts: objects, manifests, index.json
+    Bundle {
+        /// The sets: linux-<ver>/<vendor>/{manifest.yaml,probes.bpf.c} under it
+        #[arg(long, value_name = "DIR", default_value = "generated")]
+        sets: PathBuf,
+        /// The bundle directory (replaced when it holds a bundle)
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
     /// Shortest call path between two functions, one hop per line; exit 1 when none
     Path {
         #[command(flatten)]
@@ -133,7 +143,12 @@ enum Command {
 
 fn main() -> ExitCode {
     install_allocator_and_panic_hook();
-    run(Cli::parse().command)
+    // `collect --config FILE`: the file's keys become flags (the command line wins)
+    let args = match probegen_agent::expand_config(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(e) => return exit(Err::<ExitCode, _>(e)),
+    };
+    run(Cli::parse_from(args).command)
 }
 
 /// mimalloc for tree-sitter, and a panic that prints one line and exits 2.
@@ -152,21 +167,7 @@ fn install_allocator_and_panic_hook() {
             Some(libmimalloc_sys::mi_free),
         );
     }
-    // Last resort: a bug must not print a backtrace page or exit 101; one line and exit 2.
-    std::panic::set_hook(Box::new(|info| {
-        let what = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        let at = info
-            .location()
-            .map(|l| format!(" at {}:{}", l.file(), l.line()))
-            .unwrap_or_default();
-        eprintln!("probegen: internal error{at}: {}", what.replace('\n', " "));
-        std::process::exit(2);
-    }));
+    set_panic_hook();
 }
 
 /// One subcommand, its exit code.
@@ -235,7 +236,26 @@ fn run(command: Command) -> ExitCode {
         )),
         Command::Collect(args) => exit(cmd_collect::collect(&args)),
         Command::Schema(args) => exit(cmd_fleet::schema(&args)),
+        Command::Bundle { sets, out } => exit(cmd_bundle::bundle(&sets, &out)),
     }
+}
+
+/// Last resort: a bug must not print a backtrace page or exit 101; one line and exit 2.
+fn set_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("probegen: internal error{at}: {}", what.replace('\n', " "));
+        std::process::exit(2);
+    }));
 }
 
 /// A command's exit code; a failure is one line on stderr and exit 2.

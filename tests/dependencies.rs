@@ -200,3 +200,27 @@ fn workspace_crates_depend_along_the_data_flow() {
         assert!(wrong.is_empty(), "{krate} depends on {wrong:?}");
     }
 }
+
+/// The agent's own dependencies outside the workspace add nothing to what every host runs
+/// beyond the command line parser: serde (the bundle's index), sha2 (its hashes), serde_json
+/// and thiserror are already in the collector's closure (issue 23 added serde and sha2).
+#[test]
+fn agent_adds_no_crate_beyond_the_collector_but_its_command_line() {
+    let graph = normal_dependency_graph();
+    let collector = closure(&graph, "collector");
+    let workspace = [
+        "manifest",
+        "collector",
+        "sink-clickhouse",
+        "sink-prometheus",
+    ];
+    let extra: Vec<&String> = graph["probegen-agent"]
+        .iter()
+        .filter(|d| !workspace.contains(&d.as_str()) && d.as_str() != "clap")
+        .filter(|d| !collector.contains(*d))
+        .collect();
+    assert!(
+        extra.is_empty(),
+        "probegen-agent adds {extra:?} (justify it here)"
+    );
+}

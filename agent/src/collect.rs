@@ -14,12 +14,27 @@ use sink_prometheus::PrometheusSink;
 
 #[derive(clap::Args, Clone)]
 pub struct CollectArgs {
-    /// The probe set's manifest.yaml
+    /// Settings from FILE (`key = value` lines, keys as the long flags: interval, out,
+    /// bundle, clickhouse, job-vars, ...); a flag on the command line wins over its line
     #[arg(long, value_name = "FILE")]
-    pub manifest: PathBuf,
+    pub config: Option<PathBuf>,
+    /// The probe set's manifest.yaml
+    #[arg(long, value_name = "FILE", required_unless_present = "bundle")]
+    pub manifest: Option<PathBuf>,
     /// The compiled probes.bpf.o (live collection)
     #[arg(long, value_name = "FILE", conflicts_with = "replay")]
     pub object: Option<PathBuf>,
+    /// Pick the set from a bundle (`probegen bundle`): the one built for the running kernel
+    /// release (else the newest of its series) and the loaded RDMA vendor driver; with no
+    /// such set, one line and a recheck every --interval (exit 2 only with --strict)
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["manifest", "object"])]
+    pub bundle: Option<PathBuf>,
+    /// Tests: this kernel release instead of `uname -r` (and /proc/version)
+    #[arg(long, value_name = "RELEASE", hide = true, requires = "bundle")]
+    pub kernel_release: Option<String>,
+    /// Tests: where /sys/module/<driver> is looked up (default /)
+    #[arg(long, value_name = "DIR", hide = true, default_value = "/")]
+    pub sys_root: PathBuf,
     /// Feed recorded records through the pipeline instead of BPF (JSONL from --record, or
     /// raw concatenated records when the name ends in .bin/.raw)
     #[arg(long, value_name = "FILE")]
@@ -90,7 +105,33 @@ pub struct CollectArgs {
 
 /// Runs the collector as the flags say; the summary and the events go to stderr.
 pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
+    let mut a = a.clone();
+    if let Some(dir) = &a.bundle {
+        let query = crate::choose::BundleQuery {
+            dir,
+            kernel_release: a.kernel_release.as_deref(),
+            sys_root: &a.sys_root,
+            strict: a.strict,
+            interval: a.interval,
+            duration: a.duration,
+        };
+        match crate::choose::choose(&query)? {
+            Some((manifest, object)) => {
+                a.manifest = Some(manifest);
+                // a replay takes the chosen manifest and no object
+                a.object = a.replay.is_none().then_some(object);
+            }
+            None => return Ok(ExitCode::SUCCESS),
+        }
+    }
+    let a = &a;
     let (opts, sinks) = options(a)?;
+    if opts.object.is_some() && opts.replay.is_none() {
+        let job_vars = !opts.job_vars.is_empty() && opts.proc_root.is_some();
+        if let Some(line) = crate::caps::check_this_process(job_vars).map_err(AgentError::Usage)? {
+            eprintln!("probegen collect: {line}");
+        }
+    }
     let mut hooks = Printer { sinks, out: &a.out };
     let s = collector::run(&opts, &mut hooks)?;
     eprintln!(
@@ -137,8 +178,12 @@ pub fn options(a: &CollectArgs) -> Result<(Options, Sinks), AgentError> {
         )));
     }
     let fleet = a.fleet.resolve()?;
+    let manifest = a
+        .manifest
+        .clone()
+        .ok_or_else(|| AgentError::Usage("--manifest or --bundle is needed".into()))?;
     let opts = Options {
-        manifest: a.manifest.clone(),
+        manifest,
         object: a.object.clone(),
         replay: a.replay.clone(),
         replay_window: a.replay_window,

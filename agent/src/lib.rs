@@ -1,13 +1,24 @@
 //! The host agent's command line, shared by `probegen collect` / `probegen schema` and the
 //! small `probegen-agent` binary (no analyzer, no C parser): the `collect` flags, the
-//! ClickHouse sink they open, the events of a run printed on stderr, and `schema`.
+//! ClickHouse sink they open, the events of a run printed on stderr, and `schema`; the bundle
+//! of probe sets and the choice of one for the running host (`collect --bundle`), and
+//! `collect --config FILE`.
 
+mod bundle;
+mod caps;
+mod choose;
 mod collect;
+mod config;
 mod error;
 mod flags;
 mod fleet;
 
+pub use bundle::{
+    read_bundle, select, sha256_tag, Bundle, BundleIndex, BundleSet, Chosen, HostKernel,
+    KernelVersion, Match, Selection, BUNDLE_INDEX, BUNDLE_SCHEMA, SET_MANIFEST, SET_OBJECT,
+};
 pub use collect::{collect, options, CollectArgs, Sinks};
+pub use config::expand_config;
 pub use error::AgentError;
 pub use flags::{parse_duration, parse_listen};
 pub use fleet::{report, schema, Fleet, FleetArgs, SchemaArgs};

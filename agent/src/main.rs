@@ -25,7 +25,14 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let result = match Cli::parse().command {
+    let args = match probegen_agent::expand_config(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("probegen-agent: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match Cli::parse_from(args).command {
         Command::Collect(args) => probegen_agent::collect(&args),
         Command::Schema(args) => probegen_agent::schema(&args),
     };

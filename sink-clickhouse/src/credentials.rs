@@ -29,6 +29,12 @@ pub fn read_password(file: Option<&Path>) -> Result<String, String> {
     if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
         return Ok(String::new());
     }
+    // the packaged unit's `SetCredential=clickhouse-password:` (systemd's fallback when
+    // /etc/probegen/clickhouse-password is absent, which would otherwise fail the start): an
+    // empty credential is the unit's "no password", not a password
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+        return Ok(String::new());
+    }
     read_secret_file(&path, "the systemd credential")
 }
 

@@ -1,0 +1,129 @@
+//! `collect --bundle DIR`: the set for this host, or one line and a recheck every interval.
+//!
+//! The service's choice when nothing matches (no vendor driver of the bundle loaded, or none
+//! for this kernel's series): it stays up and rechecks every `--interval`, printing the line
+//! once, so a driver that udev loads later is picked up and systemd's `Restart=` never sees a
+//! crash loop; `--strict` makes it exit 2 instead, `--duration` bounds the wait (exit 0).
+//! A host with two vendor drivers loaded runs the first chosen set (hardware before Soft-RoCE):
+//! its core probes attach once, and the other vendor's driver probes are reported as not
+//! watched (one collector runs one set).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::bundle::{read_bundle, select, HostKernel, Match};
+use crate::AgentError;
+
+/// What `collect --bundle` asks for (from its flags).
+pub(crate) struct BundleQuery<'a> {
+    pub(crate) dir: &'a Path,
+    /// `uname -r` unless a test gives one
+    pub(crate) kernel_release: Option<&'a str>,
+    /// where `sys/module/<driver>` is looked up
+    pub(crate) sys_root: &'a Path,
+    pub(crate) strict: bool,
+    pub(crate) interval: Duration,
+    pub(crate) duration: Option<Duration>,
+}
+
+/// The chosen set's (manifest, object), or `None` when `--duration` ran out with no set.
+pub(crate) fn choose(a: &BundleQuery<'_>) -> Result<Option<(PathBuf, PathBuf)>, AgentError> {
+    let dir = a.dir;
+    if a.interval.is_zero() {
+        return Err(AgentError::Usage("--interval must be positive".into()));
+    }
+    let start = Instant::now();
+    let mut said = BTreeSet::new();
+    let mut say = |line: String| {
+        if said.insert(line.clone()) {
+            eprintln!("probegen collect: bundle {}: {line}", dir.display());
+        }
+    };
+    loop {
+        if let Some(found) = choose_once(a, dir, &mut say)? {
+            return Ok(Some(found));
+        }
+        let wait = match a.duration {
+            Some(d) if start.elapsed() >= d => {
+                say("no set attached within --duration".into());
+                return Ok(None);
+            }
+            Some(d) => a.interval.min(d.saturating_sub(start.elapsed())),
+            None => a.interval,
+        };
+        std::thread::sleep(wait);
+    }
+}
+
+/// One look at the bundle and the host; `Ok(None)`: no set applies now (said).
+fn choose_once(
+    a: &BundleQuery<'_>,
+    dir: &Path,
+    say: &mut impl FnMut(String),
+) -> Result<Option<(PathBuf, PathBuf)>, AgentError> {
+    let bundle = read_bundle(dir).map_err(AgentError::Usage)?;
+    for line in &bundle.skipped {
+        if a.strict {
+            return Err(AgentError::Usage(line.clone()));
+        }
+        say(line.clone());
+    }
+    let modules: BTreeSet<String> = bundle
+        .sets
+        .iter()
+        .flat_map(|s| s.driver_modules.iter().cloned())
+        .collect();
+    let host =
+        HostKernel::probe(a.kernel_release, a.sys_root, &modules).map_err(AgentError::Usage)?;
+    let sel = select(&bundle.sets, &host);
+    let kernel = format!("kernel {} ({})", host.version, host.release);
+    let uncovered = (!sel.uncovered.is_empty()).then(|| {
+        format!(
+            "{kernel}: no set of this series for the loaded driver {}",
+            sel.uncovered.join(", ")
+        )
+    });
+    let nothing = sel.chosen.is_empty().then(|| {
+        if host.loaded.is_empty() {
+            let names: Vec<&str> = modules.iter().map(String::as_str).collect();
+            format!(
+                "{kernel}: no driver of its usable sets loaded ({})",
+                names.join(", ")
+            )
+        } else {
+            format!("{kernel}: no set for the loaded drivers")
+        }
+    });
+    if a.strict {
+        if let Some(line) = uncovered.as_ref().or(nothing.as_ref()) {
+            return Err(AgentError::Usage(format!(
+                "bundle {}: {line}",
+                dir.display()
+            )));
+        }
+    }
+    if let Some(line) = uncovered {
+        say(line);
+    }
+    let Some(first) = sel.chosen.first() else {
+        let line = nothing.unwrap_or_default();
+        say(format!("{line}; rechecking every {:?}", a.interval));
+        return Ok(None);
+    };
+    let how = match first.how {
+        Match::Exact => "built for this release",
+        Match::Series => "the newest of this series",
+    };
+    say(format!(
+        "{kernel}: set {} for {} ({how}; {})",
+        first.set.dir, first.module, first.set.manifest_sha256
+    ));
+    for other in &sel.chosen[1..] {
+        say(format!(
+            "{kernel}: set {} for {} not attached: one set per run (its core probes are the first set's; its driver probes are not watched)",
+            other.set.dir, other.module
+        ));
+    }
+    Ok(Some((first.set.manifest(dir), first.set.object(dir))))
+}
