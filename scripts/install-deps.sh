@@ -16,6 +16,7 @@ readonly PACKAGES=(
   busybox-static qemu-system-x86 rdma-core ibverbs-utils ibverbs-providers
   libibverbs-dev libelf-dev zlib1g-dev pkg-config time iproute2 libc6-dev
   binutils gcc prometheus prometheus-alertmanager clickhouse-server clickhouse-client
+  python3-venv
 )
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }

@@ -36,6 +36,10 @@ pub struct FleetArgs {
     /// At exit, keep sending what is spooled this long (the rest waits for the next run)
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub clickhouse_flush: Duration,
+    /// An idle window (nothing happened) goes to ClickHouse only as a heartbeat row this long
+    /// after the last row (0s: every window); the rows' windows still add up to the time
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub clickhouse_heartbeat: Duration,
     /// Host name the snapshots carry (default: this host's; replay: the recording's)
     #[arg(long, value_name = "NAME")]
     pub host: Option<String>,
@@ -49,6 +53,7 @@ pub struct Fleet {
     pub endpoint: Option<Endpoint>,
     pub spool: Option<PathBuf>,
     pub spool_bytes: u64,
+    pub heartbeat: Duration,
 }
 
 impl FleetArgs {
@@ -74,6 +79,7 @@ impl FleetArgs {
                 .map_err(AgentError::Usage)?,
             spool: self.clickhouse_spool.clone(),
             spool_bytes: self.clickhouse_spool_bytes,
+            heartbeat: self.clickhouse_heartbeat,
         })
     }
 }
@@ -100,6 +106,7 @@ impl Fleet {
             clock,
             min_backoff: Duration::from_millis(250),
             max_backoff: Duration::from_secs(5),
+            heartbeat: self.heartbeat,
         })
         .map_err(|e| CollectError::Sink(SinkError::Spool(e)))?;
         Ok(Some(Box::new(sink)))

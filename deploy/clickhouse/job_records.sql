@@ -18,12 +18,12 @@ FROM
         errno AS l_errno, module, function, errno_name
     FROM probegen.records FINAL
     WHERE job_id = {job_id:String}
-)
+) AS job_recs
 ANY LEFT JOIN
 (
     SELECT DISTINCT host, boot_id, pid, tid, l_probe, l_errno, owner
     FROM probegen.chains FINAL
     ARRAY JOIN link_probes AS l_probe, link_errnos AS l_errno
     WHERE job_id = {job_id:String}
-) USING (host, boot_id, pid, tid, l_probe, l_errno)
+) AS chain_links USING (host, boot_id, pid, tid, l_probe, l_errno)
 ORDER BY time_ns, host, idx
