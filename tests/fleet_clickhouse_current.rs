@@ -14,79 +14,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
+use common::chdb::{chdb_answers, schema, tsv};
 use common::fake_clickhouse::FakeClickHouse;
 use common::fleet_scenario;
 use common::servers::Guard;
-
-/// The python that has chdb 26.9: `$PROBEGEN_CHDB_PYTHON`, else the venv
-/// `scripts/install-chdb.sh` makes.
-fn chdb_python() -> PathBuf {
-    if let Some(p) = std::env::var_os("PROBEGEN_CHDB_PYTHON").filter(|v| !v.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let cache = std::env::var_os("PROBEGEN_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/probegen")
-        });
-    let p = cache.join("chdb-venv/bin/python");
-    assert!(
-        p.is_file(),
-        "{} not found: run `bash scripts/install-chdb.sh` (a venv with chdb-core 26.9 from \
-         PyPI) or point $PROBEGEN_CHDB_PYTHON at a python that has it",
-        p.display()
-    );
-    p
-}
-
-/// The DDL of `probegen schema --clickhouse ARGS`.
-fn schema(args: &[&str]) -> String {
-    let o = common::probegen(&[&["schema", "--clickhouse"], args].concat());
-    assert!(o.status.success(), "{}", common::stderr(&o));
-    common::stdout(&o)
-}
-
-/// Loads `inserts` (the fake's bodies) into chdb with `ddl`, runs every question; the
-/// directory of its answers (`<question>.tsv`, `counts.tsv`, `parts.tsv`).
-fn chdb_answers(dir: &Path, ddl: &str, inserts: &[common::fake_clickhouse::Request]) -> PathBuf {
-    let in_dir = dir.join("inserts");
-    std::fs::create_dir_all(&in_dir).expect("mkdir inserts");
-    for (i, r) in inserts.iter().enumerate() {
-        let t = r.table.as_deref().expect("an insert");
-        std::fs::write(in_dir.join(format!("{i:06}-{t}.jsonl")), &r.body).expect("write body");
-    }
-    let ddl_file = dir.join("ddl.sql");
-    std::fs::write(&ddl_file, ddl).expect("ddl");
-    let out = dir.join("answers");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let o = Command::new(chdb_python())
-        .arg(root.join("tests/common/chdb_questions.py"))
-        .arg(dir.join("chdb"))
-        .arg(&ddl_file)
-        .arg(&in_dir)
-        .arg(root.join("deploy/clickhouse"))
-        .arg(&out)
-        .arg(fleet_scenario::JOB)
-        .output()
-        .expect("run chdb");
-    assert!(
-        o.status.success(),
-        "chdb: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    out
-}
-
-fn tsv(p: &Path) -> Vec<Vec<String>> {
-    std::fs::read_to_string(p)
-        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-        .lines()
-        .map(|l| l.split('\t').map(str::to_string).collect())
-        .collect()
-}
 
 #[test]
 fn current_clickhouse_loads_the_schema_and_answers_every_question() {
@@ -105,7 +38,13 @@ fn current_clickhouse_loads_the_schema_and_answers_every_question() {
         );
         assert!(r.rows() > 0, "an empty insert: {}", r.path);
     }
-    let answers = chdb_answers(&g.dir, &schema(&[]), &inserts);
+    let current = schema(&["--server-version", "26.9"]);
+    assert_ne!(
+        current,
+        schema(&[]),
+        "a current server gets its own types and codecs"
+    );
+    let answers = chdb_answers(&g.dir, &current, &inserts);
     // every shipped question runs, and gives the 18.16 answers on the same workload
     let shipped: Vec<String> =
         std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/clickhouse"))

@@ -8,7 +8,9 @@ use std::time::Duration;
 use collector::{ChainClock, CollectError, SinkError};
 
 use crate::flags::parse_duration;
-use sink_clickhouse::{ddl, read_password, ClickhouseSink, Endpoint, SchemaOptions, SinkOptions};
+use sink_clickhouse::{
+    ddl, read_password, ClickhouseSink, Endpoint, SchemaOptions, ServerVersion, SinkOptions,
+};
 
 use crate::AgentError;
 
@@ -38,7 +40,7 @@ pub struct FleetArgs {
     pub clickhouse_flush: Duration,
     /// An idle window (nothing happened) goes to ClickHouse only as a heartbeat row this long
     /// after the last row (0s: every window); the rows' windows still add up to the time
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "300s", value_parser = parse_duration)]
     pub clickhouse_heartbeat: Duration,
     /// Host name the snapshots carry (default: this host's; replay: the recording's)
     #[arg(long, value_name = "NAME")]
@@ -156,6 +158,20 @@ pub struct SchemaArgs {
         requires = "clickhouse"
     )]
     pub ttl_days: u32,
+    /// With --clickhouse: the oldest ClickHouse release the tables must load on (MAJOR.MINOR,
+    /// e.g. 26.9): from 19.10 names are LowCardinality and columns carry codecs
+    #[arg(
+        long,
+        value_name = "VERSION",
+        default_value = "18.16",
+        requires = "clickhouse",
+        value_parser = parse_server_version
+    )]
+    pub server_version: ServerVersion,
+}
+
+fn parse_server_version(s: &str) -> Result<ServerVersion, String> {
+    ServerVersion::parse(s).ok_or_else(|| format!("`{s}`: expected MAJOR.MINOR (e.g. 18.16, 26.9)"))
 }
 
 /// Prints the manifest's JSON Schema, or with `--clickhouse` the fleet tables' DDL.
@@ -170,6 +186,7 @@ pub fn schema(a: &SchemaArgs) -> Result<ExitCode, AgentError> {
             database: a.database.clone(),
             cluster: a.cluster.clone(),
             ttl_days: a.ttl_days,
+            server: a.server_version,
         })
         .map_err(AgentError::Usage)?
     );

@@ -1,6 +1,7 @@
 """ClickHouse 26.9 in process (chdb-core) for tests/fleet_clickhouse_current.rs.
 
 Usage: python chdb_questions.py DB_DIR DDL_FILE INSERTS_DIR SQL_DIR OUT_DIR JOB_ID
+       (SQL_DIR `-`: load and measure only, no question)
 
 Loads the DDL (statements split as sink_clickhouse::statements does), then every file of
 INSERTS_DIR in name order as `INSERT INTO probegen.<table> FORMAT JSONEachRow` with the file's
@@ -57,6 +58,8 @@ def main():
         f.write(run(
             "SELECT table, sum(rows), sum(bytes_on_disk) FROM system.parts "
             "WHERE database = 'probegen' AND active GROUP BY table ORDER BY table"))
+    if sql_dir == "-":
+        return
     run(f"SET param_job_id = '{job}'")
     for name in sorted(os.listdir(sql_dir)):
         if not name.endswith(".sql"):
