@@ -388,6 +388,77 @@ fn cluster_schema_inserts_through_distributed_tables() {
     );
 }
 
+/// A real cluster (issue 26 item 5): two 18.16 servers on loopback, one shard each
+/// (`probegen_shards` in both configs), the `--cluster` DDL on both, the fleet questions'
+/// workload inserted through the `Distributed` tables of the first: every record exactly once
+/// across the shards (each host's rows on one shard: sharded by host), and the questions,
+/// asked of the `Distributed` tables, give the single server's answers.
+#[test]
+fn two_shards_every_record_once_and_the_same_answers() {
+    let mut g = Guard::new("pg-fleet-ch-shards");
+    let shards = ClickHouse::start_shards(&mut g, 2);
+    for ch in &shards {
+        ch.create_tables(&["--cluster", "probegen_shards"]);
+    }
+    fleet_scenario::run(&mut g, &shards[0].url());
+    let mut records = 0;
+    for e in std::fs::read_dir(&g.dir)
+        .expect("dir")
+        .map_while(Result::ok)
+    {
+        if e.path().extension().is_some_and(|x| x == "jsonl")
+            && e.path() != g.dir.join("storm.jsonl")
+        {
+            records += jsonl_records(&e.path()).0 as u64;
+        }
+    }
+    // Distributed inserts reach the shards asynchronously
+    let local = |ch: &ClickHouse| ch.count("SELECT count() FROM probegen.records_local FINAL");
+    let t0 = Instant::now();
+    let per_shard = loop {
+        let n: Vec<u64> = shards.iter().map(local).collect();
+        if n.iter().sum::<u64>() >= records {
+            break n;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "{n:?} of {records} rows on the shards"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let keys: u64 = shards
+        .iter()
+        .map(|ch| {
+            ch.count(
+                "SELECT uniqExact(host, boot_id, run_id, seq, idx) FROM probegen.records_local",
+            )
+        })
+        .sum();
+    let hosts: Vec<u64> = shards
+        .iter()
+        .map(|ch| ch.count("SELECT uniqExact(host) FROM probegen.records_local"))
+        .collect();
+    eprintln!(
+        "two shards: {records} records; rows per shard {per_shard:?}, hosts per shard {hosts:?}"
+    );
+    assert_eq!(
+        per_shard.iter().sum::<u64>(),
+        records,
+        "every record exactly once"
+    );
+    assert_eq!(keys, records);
+    assert!(
+        per_shard.iter().all(|&n| n > 0),
+        "both shards hold rows: {per_shard:?}"
+    );
+    assert_eq!(hosts.iter().sum::<u64>(), 5, "each host on one shard");
+    assert_eq!(
+        shards[0].count("SELECT count() FROM probegen.records FINAL"),
+        records
+    );
+    fleet_scenario::check(&|name| fleet_question(&shards[0], name, fleet_scenario::JOB));
+}
+
 /// `deploy/clickhouse/<name>.sql` with `{job_id:String}` bound to `job` (18.16 has no query
 /// parameters), run as TSV.
 fn fleet_question(ch: &ClickHouse, name: &str, job: &str) -> Vec<Vec<String>> {
