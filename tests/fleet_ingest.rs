@@ -213,3 +213,75 @@ fn an_unreadable_server_version_means_plain_inserts_and_one_warning() {
     let (records, _) = jsonl_records(&g.dir.join("odd-version.jsonl"));
     assert_eq!(rows[0], records);
 }
+
+/// Schema drift (issue 26, bad input): Debian's 18.16 whose `chains` table lacks a column the
+/// rows carry refuses every batch's chains. The collector names the table and the column,
+/// keeps those batches spooled (nothing quarantined, nothing lost: the refusal is the
+/// table's, not a batch's), and the other tables take their rows.
+#[test]
+fn a_table_missing_a_column_is_named_and_its_rows_stay_spooled() {
+    let mut g = Guard::new("pg-fleet-ingest-drift");
+    let ch = common::servers::ClickHouse::start(&mut g);
+    ch.create_tables(&[]);
+    ch.query("ALTER TABLE probegen.chains DROP COLUMN owner")
+        .expect("drop column");
+    let out = g.dir.join("drift.jsonl");
+    let spool = g.dir.join("spool");
+    let (m, r, o, sp, url) = (
+        manifest(),
+        path(&data("rxe-6.12.replay.jsonl")),
+        path(&out),
+        path(&spool),
+        ch.url(),
+    );
+    let (i, rx) = spawn_collector(
+        &mut g,
+        "drift",
+        &[
+            "--manifest",
+            &m,
+            "--replay",
+            &r,
+            "--out",
+            &o,
+            "--host",
+            "drift",
+            "--clickhouse",
+            &url,
+            "--clickhouse-spool",
+            &sp,
+            "--clickhouse-flush",
+            "2s",
+        ],
+    );
+    let lines = wait_exit(&mut g, i, &rx, Duration::from_secs(60));
+    let (records, snaps) = jsonl_records(&out);
+    let said: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("table `chains`") && l.contains("owner"))
+        .collect();
+    eprintln!("drift: {said:?}");
+    assert!(!said.is_empty(), "{lines:#?}");
+    let last = snaps.last().expect("snapshots");
+    let st = &last["clickhouse"];
+    assert_eq!(
+        (
+            st["quarantined_batches"].as_u64(),
+            st["lost_records"].as_u64()
+        ),
+        (Some(0), Some(0)),
+        "{st}"
+    );
+    assert!(
+        common::replays::spooled(&spool) > 0,
+        "the batches with chains wait in the spool"
+    );
+    assert_eq!(
+        ch.count("SELECT count() FROM probegen.records FINAL WHERE host = 'drift'"),
+        records as u64
+    );
+    assert_eq!(
+        ch.count("SELECT count() FROM probegen.chains WHERE host = 'drift'"),
+        0
+    );
+}

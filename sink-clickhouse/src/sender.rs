@@ -70,13 +70,20 @@ impl Queue {
 struct Round {
     /// failed requests
     errors: u64,
-    last: Option<SendError>,
+    /// the last failure, as said: a refusal names its table (ClickHouse's own text names the
+    /// column, e.g. a column the table lacks: schema drift)
+    last: Option<String>,
 }
 
 impl Round {
-    fn failed(&mut self, e: SendError) {
+    fn failed(&mut self, table: &str, e: SendError) {
         self.errors += 1;
-        self.last = Some(e);
+        self.last = Some(match e {
+            SendError::BadData { .. } | SendError::Refused { .. } => {
+                format!("table `{table}`: {e}")
+            }
+            _ => e.to_string(),
+        });
     }
 }
 
@@ -191,10 +198,10 @@ impl Sender<'_> {
                     }
                 }
                 Err(e @ (SendError::BadData { .. } | SendError::Refused { .. })) => {
-                    round.failed(e);
+                    round.failed(table.name, e);
                 }
                 Err(e) => {
-                    round.failed(e);
+                    round.failed(table.name, e);
                     return round;
                 }
             }
@@ -225,18 +232,18 @@ impl Sender<'_> {
                 }
                 Err(e @ SendError::BadData { .. }) => refused.push((i, e)),
                 Err(e) => {
-                    round.failed(e);
+                    round.failed(schema::TABLES[t].name, e);
                     return false;
                 }
             }
         }
+        let table = schema::TABLES[t].name;
         if !took_any {
             if let Some((_, e)) = refused.pop() {
-                round.failed(e);
+                round.failed(table, e);
             }
             return false;
         }
-        let table = schema::TABLES[t].name;
         let mut st = self.queue.lock();
         for (i, e) in refused {
             let why = format!("ClickHouse refuses its `{table}` rows ({e})");
@@ -330,7 +337,7 @@ pub(crate) fn send_loop(
             ));
         }
         failing = true;
-        st.last_error = Some(e.to_string());
+        st.last_error = Some(e);
         back_off(queue, st, backoff);
         backoff = (backoff * 2).min(max_backoff);
     }
