@@ -502,7 +502,15 @@ impl ClickHouse {
 
     /// Runs one statement; the answer's body.
     pub(crate) fn query(&self, q: &str) -> Result<String, String> {
-        let path = format!("/?user=default&password={}", urlencode(&self.password));
+        self.query_with(q, "")
+    }
+
+    /// [`ClickHouse::query`] with settings as URL parameters (`&name=value...`).
+    pub(crate) fn query_with(&self, q: &str, settings: &str) -> Result<String, String> {
+        let path = format!(
+            "/?user=default&password={}{settings}",
+            urlencode(&self.password)
+        );
         match http(self.http, "POST", &path, "", q.as_bytes())? {
             (200, body) => Ok(body),
             (s, body) => Err(format!("HTTP {s}: {body}")),
