@@ -18,6 +18,7 @@ readonly PACKAGES=(
   binutils gcc prometheus prometheus-alertmanager clickhouse-server clickhouse-client
   chromium
   lintian fakeroot systemd init-system-helpers
+  python3-venv
 )
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }

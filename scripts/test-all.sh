@@ -13,6 +13,9 @@ step() { printf '\n== %s\n' "$*" >&2; }
 
 step "Debian packages"
 bash scripts/install-deps.sh
+step "ClickHouse 26.9 in process (chdb-core from PyPI, a venv under the cache)"
+PROBEGEN_CHDB_PYTHON=$(bash scripts/install-chdb.sh | tail -n 1)
+export PROBEGEN_CHDB_PYTHON
 step "kernel 6.12"
 PROBEGEN_KERNEL_6_12=$(bash scripts/fetch-kernel.sh 6.12 | tail -n 1)
 step "kernel 6.1"

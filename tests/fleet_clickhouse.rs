@@ -15,43 +15,55 @@
 mod common;
 
 use std::path::Path;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use common::fleet_scenario::{self, manifest, path, wait_exit};
 use common::replays::{jsonl_records, spooled, write_storm};
 use common::servers::{data, spawn_collector, ClickHouse, Guard};
 
-fn manifest() -> String {
-    data("rxe-6.12.manifest.yaml").display().to_string()
-}
-
-fn path(p: &Path) -> String {
-    p.display().to_string()
-}
-
-/// Waits for the collector to exit by itself; its stderr lines.
-fn wait_exit(
-    g: &mut Guard,
-    i: usize,
-    rx: &mpsc::Receiver<String>,
-    within: Duration,
-) -> Vec<String> {
-    let t0 = Instant::now();
-    let mut lines = Vec::new();
-    loop {
-        while let Ok(l) = rx.try_recv() {
-            lines.push(l);
-        }
-        if let Some(st) = g.exited(i) {
-            // the reader thread may still hold the last lines
-            std::thread::sleep(Duration::from_millis(100));
-            lines.extend(rx.try_iter());
-            assert!(st.success(), "collector failed ({st}): {lines:#?}");
-            return lines;
-        }
-        assert!(t0.elapsed() < within, "collector still running: {lines:#?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+/// The `snapshots` rows of `host` stand for the JSONL's snapshots: one row per window with
+/// something in it (records, chains, counters) or the run's first and final window, idle
+/// windows folded into the next row (heartbeat 60 s, longer than these runs), so that the
+/// rows' windows add up to the JSONL's to the nanosecond and carry all its records.
+fn snapshot_rows_cover(ch: &ClickHouse, host: &str, snaps: &[serde_json::Value]) {
+    let got = ch
+        .query(&format!(
+            "SELECT count(), sum(time_ns - window_start_ns), sum(records) \
+             FROM probegen.snapshots FINAL WHERE host = '{host}'"
+        ))
+        .expect("snapshots");
+    let w = |s: &serde_json::Value, k: &str| s["window"][k].as_u64().expect("window ns");
+    let busy = snaps
+        .iter()
+        .filter(|s| {
+            s["final"] == true
+                || s["snapshot"] == 0
+                || s["records"].as_array().is_some_and(|r| !r.is_empty())
+                || s["chains"].as_array().is_some_and(|c| !c.is_empty())
+        })
+        .count();
+    let covered: u64 = snaps
+        .iter()
+        .map(|s| w(s, "end_unix_ns") - w(s, "start_unix_ns"))
+        .sum();
+    let records: usize = snaps
+        .iter()
+        .map(|s| s["records"].as_array().map_or(0, Vec::len))
+        .sum();
+    let got: Vec<u64> = got
+        .split_whitespace()
+        .map(|v| v.parse().expect("number"))
+        .collect();
+    eprintln!(
+        "{host}: {} snapshots rows for {} JSONL snapshots ({busy} not idle)",
+        got[0],
+        snaps.len()
+    );
+    assert!(
+        got[0] >= busy as u64 && got[0] <= snaps.len() as u64,
+        "{got:?}"
+    );
+    assert_eq!(got[1..], [covered, records as u64]);
 }
 
 /// The collector's closing ClickHouse line: (sent records, spool batches left, peak batches,
@@ -105,10 +117,7 @@ fn replay_rows_equal_records() {
     );
     assert_eq!(rows, records as u64);
     assert_eq!(raw, records as u64, "no batch sent twice without a failure");
-    assert_eq!(
-        q("SELECT count() FROM probegen.snapshots FINAL WHERE host = 'gpu-replay'"),
-        snaps.len() as u64
-    );
+    snapshot_rows_cover(&ch, "gpu-replay", &snaps);
     // every chain of the JSONL, with its owner
     let mut want: Vec<String> = snaps
         .iter()
@@ -331,12 +340,9 @@ fn sigterm_while_down_keeps_the_spool_for_the_next_start() {
     );
     assert_eq!(rows, (records1 + records2) as u64);
     assert_eq!(spooled(&spool), 0);
-    // the runs' batch numbers do not collide: one snapshots row per snapshot of both runs
+    // the runs' batch numbers do not collide: the snapshots rows cover both runs' windows
     let (_, snaps2) = jsonl_records(&out2);
-    assert_eq!(
-        ch.count("SELECT count() FROM probegen.snapshots FINAL WHERE host = 'gpu-sigterm'"),
-        (snaps1.len() + snaps2.len()) as u64
-    );
+    snapshot_rows_cover(&ch, "gpu-sigterm", &[snaps1, snaps2].concat());
 }
 
 #[test]
@@ -382,16 +388,100 @@ fn cluster_schema_inserts_through_distributed_tables() {
     );
 }
 
+/// A real cluster (issue 26 item 5): two 18.16 servers on loopback, one shard each
+/// (`probegen_shards` in both configs), the `--cluster` DDL on both, the fleet questions'
+/// workload inserted through the `Distributed` tables of the first: every record exactly once
+/// across the shards (each host's rows on one shard: sharded by host), and the questions,
+/// asked of the `Distributed` tables, give the single server's answers.
+#[test]
+fn two_shards_every_record_once_and_the_same_answers() {
+    let mut g = Guard::new("pg-fleet-ch-shards");
+    let shards = ClickHouse::start_shards(&mut g, 2);
+    for ch in &shards {
+        ch.create_tables(&["--cluster", "probegen_shards"]);
+    }
+    fleet_scenario::run(&mut g, &shards[0].url());
+    let mut records = 0;
+    for e in std::fs::read_dir(&g.dir)
+        .expect("dir")
+        .map_while(Result::ok)
+    {
+        if e.path().extension().is_some_and(|x| x == "jsonl")
+            && e.path() != g.dir.join("storm.jsonl")
+        {
+            records += jsonl_records(&e.path()).0 as u64;
+        }
+    }
+    // Distributed inserts reach the shards asynchronously
+    let local = |ch: &ClickHouse| ch.count("SELECT count() FROM probegen.records_local FINAL");
+    let t0 = Instant::now();
+    let per_shard = loop {
+        let n: Vec<u64> = shards.iter().map(local).collect();
+        if n.iter().sum::<u64>() >= records {
+            break n;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "{n:?} of {records} rows on the shards"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let keys: u64 = shards
+        .iter()
+        .map(|ch| {
+            ch.count(
+                "SELECT uniqExact(host, boot_id, run_id, seq, idx) FROM probegen.records_local",
+            )
+        })
+        .sum();
+    let hosts: Vec<u64> = shards
+        .iter()
+        .map(|ch| ch.count("SELECT uniqExact(host) FROM probegen.records_local"))
+        .collect();
+    eprintln!(
+        "two shards: {records} records; rows per shard {per_shard:?}, hosts per shard {hosts:?}"
+    );
+    assert_eq!(
+        per_shard.iter().sum::<u64>(),
+        records,
+        "every record exactly once"
+    );
+    assert_eq!(keys, records);
+    assert!(
+        per_shard.iter().all(|&n| n > 0),
+        "both shards hold rows: {per_shard:?}"
+    );
+    assert_eq!(hosts.iter().sum::<u64>(), 5, "each host on one shard");
+    assert_eq!(
+        shards[0].count("SELECT count() FROM probegen.records FINAL"),
+        records
+    );
+    // job_records.sql's `host IN (subquery)` on each shard's own rows (see its comment)
+    fleet_scenario::check(&|name| {
+        fleet_question_with(
+            &shards[0],
+            name,
+            fleet_scenario::JOB,
+            "&distributed_product_mode=local",
+        )
+    });
+}
+
 /// `deploy/clickhouse/<name>.sql` with `{job_id:String}` bound to `job` (18.16 has no query
 /// parameters), run as TSV.
 fn fleet_question(ch: &ClickHouse, name: &str, job: &str) -> Vec<Vec<String>> {
+    fleet_question_with(ch, name, job, "")
+}
+
+/// [`fleet_question`] with settings (URL parameters).
+fn fleet_question_with(ch: &ClickHouse, name: &str, job: &str, settings: &str) -> Vec<Vec<String>> {
     let file = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("deploy/clickhouse")
         .join(format!("{name}.sql"));
     let sql = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
     let sql = sql.replace("{job_id:String}", &format!("'{job}'"));
     let out = ch
-        .query(&format!("{}\nFORMAT TSV", sql.trim_end()))
+        .query_with(&format!("{}\nFORMAT TSV", sql.trim_end()), settings)
         .unwrap_or_else(|e| panic!("{name}.sql: {e}"));
     let rows: Vec<Vec<String>> = out
         .lines()
@@ -406,148 +496,8 @@ fn fleet_questions_on_loaded_data() {
     let mut g = Guard::new("pg-fleet-ch-questions");
     let ch = ClickHouse::start(&mut g);
     ch.create_tables(&[]);
-    let storm = g.dir.join("storm.jsonl");
-    write_storm(&storm, 100);
-    let guest = path(&data("rxe-6.12.replay.jsonl"));
-    let url = ch.url();
-    let collect = |g: &mut Guard, host: &str, job: &str, replay: &str, extra: &[&str]| {
-        let proc_root = g.dir.join(format!("proc-{job}"));
-        common::replays::write_proc_root(&proc_root, job);
-        let out = path(&g.dir.join(format!("{host}-{job}.jsonl")));
-        let pr = path(&proc_root);
-        let mut args = vec![
-            "--manifest",
-            &*manifest(),
-            "--replay",
-            replay,
-            "--host",
-            host,
-            "--proc-root",
-            &pr,
-            "--out",
-            &out,
-            "--clickhouse",
-            &url,
-            "--clickhouse-flush",
-            "60s",
-        ]
-        .into_iter()
-        .map(str::to_string)
-        .collect::<Vec<_>>();
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        spawn_collector(g, host, &args)
-    };
-    // three healthy hosts (one job each, the recording over ~5 s), one host in a failure
-    // storm (the recording 100 times over ~5 s), all at once
-    let mut running = Vec::new();
-    for (host, job) in [("gpu-01", "101"), ("gpu-02", "102"), ("gpu-03", "103")] {
-        running.push(collect(&mut g, host, job, &guest, &["--replay-pace", "1s"]));
-    }
-    let storm_s = path(&storm);
-    running.push(collect(
-        &mut g,
-        "gpu-04",
-        "200",
-        &storm_s,
-        &["--replay-window", "26", "--replay-pace", "50ms"],
-    ));
-    // a host whose three consecutive jobs fail the same way at start
-    for job in ["301", "302", "303"] {
-        let (i, rx) = collect(&mut g, "gpu-05", job, &guest, &["--replay-pace", "300ms"]);
-        wait_exit(&mut g, i, &rx, Duration::from_secs(120));
-    }
-    for (i, rx) in running {
-        wait_exit(&mut g, i, &rx, Duration::from_secs(120));
-    }
-    let n = |s: &str| {
-        s.parse::<u64>()
-            .unwrap_or_else(|_| panic!("not a number: {s}"))
-    };
-
-    // top origins over the fleet: each of the recording's three origins, 2 chains per
-    // replay (two processes), 200 in the storm; 5 hosts, 7 jobs
-    let top = fleet_question(&ch, "fleet_top_origins", "");
-    let mut got: Vec<(String, String, String, u64, u64, u64)> = top
-        .iter()
-        .map(|r| {
-            (
-                r[0].clone(),
-                r[2].clone(),
-                r[3].clone(),
-                n(&r[4]),
-                n(&r[5]),
-                n(&r[6]),
-            )
-        })
-        .collect();
-    got.sort();
-    let want = |o: &str, f: &str, e: &str| {
-        (
-            o.to_string(),
-            f.to_string(),
-            e.to_string(),
-            2 * 6 + 200,
-            5,
-            7,
-        )
-    };
-    assert_eq!(
-        got,
-        [
-            want("application", "ib_umem_get", "EFAULT"),
-            want("vendor-driver", "rxe_qp_chk_init", "EINVAL"),
-            want("vendor-driver", "rxe_qp_from_attr", "EINVAL"),
-        ]
-    );
-    // per job: the storm's job has 200 of each, a healthy job 2
-    let per_job = fleet_question(&ch, "job_top_origins", "");
-    assert_eq!(per_job.len(), 7 * 3);
-    for r in &per_job {
-        let want = if r[0] == "200" { 200 } else { 2 };
-        assert_eq!(n(&r[4]), want, "{r:?}");
-    }
-    // early warning: only the storm host, for each origin
-    let warn = fleet_question(&ch, "early_warning", "");
-    let hosts: Vec<(&str, &str)> = warn
-        .iter()
-        .map(|r| (r[0].as_str(), r[2].as_str()))
-        .collect();
-    assert_eq!(
-        hosts,
-        [
-            ("gpu-04", "ib_umem_get"),
-            ("gpu-04", "rxe_qp_chk_init"),
-            ("gpu-04", "rxe_qp_from_attr")
-        ]
-    );
-    for r in &warn {
-        assert!(r[6].parse::<f64>().is_ok_and(|x| x >= 10.0), "{r:?}");
-    }
-    // crash loop: gpu-05's three jobs all start with the reg_mr EFAULT
-    let loops = fleet_question(&ch, "crash_loop", "");
-    assert_eq!(
-        loops,
-        [vec![
-            "gpu-05".to_string(),
-            "ib_umem_get EFAULT".into(),
-            "3".into(),
-            "['301','302','303']".into()
-        ]]
-    );
-    // the records of one job, each with its chain's owner
-    let recs = fleet_question(&ch, "job_records", "302");
-    assert_eq!(recs.len(), 26);
-    for r in &recs {
-        assert_eq!(r[1], "gpu-05");
-        let want = match r[6].as_str() {
-            "ib_umem_get" | "rxe_mr_init_user" | "rxe_reg_user_mr" | "ib_uverbs_reg_mr" => {
-                "application"
-            }
-            _ => "vendor-driver",
-        };
-        assert_eq!(r[8], want, "{r:?}");
-    }
+    fleet_scenario::run(&mut g, &ch.url());
+    fleet_scenario::check(&|name| fleet_question(&ch, name, fleet_scenario::JOB));
 }
 
 #[test]

@@ -8,7 +8,9 @@ use std::time::Duration;
 use collector::{ChainClock, CollectError, SinkError};
 
 use crate::flags::parse_duration;
-use sink_clickhouse::{ddl, read_password, ClickhouseSink, Endpoint, SchemaOptions, SinkOptions};
+use sink_clickhouse::{
+    ddl, read_password, ClickhouseSink, Endpoint, SchemaOptions, ServerVersion, SinkOptions,
+};
 
 use crate::AgentError;
 
@@ -36,6 +38,10 @@ pub struct FleetArgs {
     /// At exit, keep sending what is spooled this long (the rest waits for the next run)
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub clickhouse_flush: Duration,
+    /// An idle window (nothing happened) goes to ClickHouse only as a heartbeat row this long
+    /// after the last row (0s: every window); the rows' windows still add up to the time
+    #[arg(long, default_value = "300s", value_parser = parse_duration)]
+    pub clickhouse_heartbeat: Duration,
     /// Host name the snapshots carry (default: this host's; replay: the recording's)
     #[arg(long, value_name = "NAME")]
     pub host: Option<String>,
@@ -49,6 +55,7 @@ pub struct Fleet {
     pub endpoint: Option<Endpoint>,
     pub spool: Option<PathBuf>,
     pub spool_bytes: u64,
+    pub heartbeat: Duration,
 }
 
 impl FleetArgs {
@@ -74,6 +81,7 @@ impl FleetArgs {
                 .map_err(AgentError::Usage)?,
             spool: self.clickhouse_spool.clone(),
             spool_bytes: self.clickhouse_spool_bytes,
+            heartbeat: self.clickhouse_heartbeat,
         })
     }
 }
@@ -100,6 +108,7 @@ impl Fleet {
             clock,
             min_backoff: Duration::from_millis(250),
             max_backoff: Duration::from_secs(5),
+            heartbeat: self.heartbeat,
         })
         .map_err(|e| CollectError::Sink(SinkError::Spool(e)))?;
         Ok(Some(Box::new(sink)))
@@ -149,6 +158,20 @@ pub struct SchemaArgs {
         requires = "clickhouse"
     )]
     pub ttl_days: u32,
+    /// With --clickhouse: the oldest ClickHouse release the tables must load on (MAJOR.MINOR,
+    /// e.g. 26.9): from 19.10 names are LowCardinality and columns carry codecs
+    #[arg(
+        long,
+        value_name = "VERSION",
+        default_value = "18.16",
+        requires = "clickhouse",
+        value_parser = parse_server_version
+    )]
+    pub server_version: ServerVersion,
+}
+
+fn parse_server_version(s: &str) -> Result<ServerVersion, String> {
+    ServerVersion::parse(s).ok_or_else(|| format!("`{s}`: expected MAJOR.MINOR (e.g. 18.16, 26.9)"))
 }
 
 /// Prints the manifest's JSON Schema, or with `--clickhouse` the fleet tables' DDL.
@@ -163,6 +186,7 @@ pub fn schema(a: &SchemaArgs) -> Result<ExitCode, AgentError> {
             database: a.database.clone(),
             cluster: a.cluster.clone(),
             ttl_days: a.ttl_days,
+            server: a.server_version,
         })
         .map_err(AgentError::Usage)?
     );

@@ -29,7 +29,7 @@ FROM
                 FROM probegen.records FINAL
                 WHERE time >= now() - INTERVAL 7 DAY AND job_id != ''
                 GROUP BY host, job_id
-            )
+            ) AS job_starts
             ANY LEFT JOIN
             (
                 SELECT host, job_id, min(time_ns) AS first_chain_ns,
@@ -37,7 +37,7 @@ FROM
                 FROM probegen.chains FINAL
                 WHERE time >= now() - INTERVAL 7 DAY AND job_id != ''
                 GROUP BY host, job_id
-            ) USING (host, job_id)
+            ) AS first_chains USING (host, job_id)
         )
         GROUP BY host
     )

@@ -3,6 +3,8 @@
 -- snapshots' windows), so a host that reported for an hour is not compared by raw count
 -- with one that reported all day; hosts with no such chain count as zero in the median.
 -- The floor (1 chain per reporting hour) keeps a zero median from flagging one failure.
+-- Joins are ALL with a right side of one row per key: ANY INNER JOIN keeps one row per key of
+-- the left side too on current releases (not on 18.16), which would drop a host's origins.
 SELECT
     host,
     owner,
@@ -20,16 +22,16 @@ FROM
         FROM probegen.chains FINAL
         WHERE time >= now() - INTERVAL 1 DAY
         GROUP BY host, owner, origin_function, origin_errno_name
-    )
-    ANY INNER JOIN
+    ) AS host_chains
+    ALL INNER JOIN
     (
         SELECT host, sum(time_ns - window_start_ns) / 3.6e12 AS hours
         FROM probegen.snapshots FINAL
         WHERE time >= now() - INTERVAL 1 DAY
         GROUP BY host
-    ) USING (host)
-)
-ANY INNER JOIN
+    ) AS host_hours USING (host)
+) AS host_rates
+ALL INNER JOIN
 (
     -- per origin: the median over every reporting host, zeros included
     SELECT
@@ -48,22 +50,22 @@ ANY INNER JOIN
             FROM probegen.chains FINAL
             WHERE time >= now() - INTERVAL 1 DAY
             GROUP BY host, owner, origin_function, origin_errno_name
-        )
-        ANY INNER JOIN
+        ) AS fleet_chains
+        ALL INNER JOIN
         (
             SELECT host, sum(time_ns - window_start_ns) / 3.6e12 AS hours
             FROM probegen.snapshots FINAL
             WHERE time >= now() - INTERVAL 1 DAY
             GROUP BY host
-        ) USING (host)
-    )
+        ) AS fleet_hours USING (host)
+    ) AS fleet_rates
     CROSS JOIN
     (
         SELECT uniqExact(host) AS n_hosts
         FROM probegen.snapshots FINAL
         WHERE time >= now() - INTERVAL 1 DAY
-    )
+    ) AS fleet_hosts
     GROUP BY owner, origin_function, origin_errno_name
-) USING (owner, origin_function, origin_errno_name)
+) AS medians USING (owner, origin_function, origin_errno_name)
 WHERE chains_per_hour >= 10 * greatest(fleet_median, 1)
 ORDER BY times_median DESC, host, origin_function

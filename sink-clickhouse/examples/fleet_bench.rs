@@ -173,6 +173,7 @@ fn main() {
         clock: ChainClock::LastRecord,
         min_backoff: Duration::from_millis(250),
         max_backoff: Duration::from_secs(5),
+        heartbeat: Duration::from_secs(300),
     };
     let records = (windows * PER_WINDOW) as f64;
     println!(

@@ -6,6 +6,8 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+use crate::version::InsertMode;
+
 /// The user name when the URL has none (a name is not a secret).
 pub(crate) const USER_ENV: &str = "PROBEGEN_CLICKHOUSE_USER";
 /// Once read for the password; now refused when set: the environment is no place for a
@@ -193,19 +195,43 @@ impl Endpoint {
             .ok_or_else(|| format!("{}: no address", self.authority))
     }
 
-    /// POSTs `body` as the insert `query` and checks the answer: Ok only when the server
-    /// answered 200 and is recognisably ClickHouse (an `X-ClickHouse-*` header: 18.16 sends
+    /// POSTs `body` as the insert `query` (with the settings `mode` asks for) and checks the
+    /// answer (see [`Endpoint::post`]).
+    pub(crate) fn insert(
+        &self,
+        query: &str,
+        body: &[u8],
+        mode: InsertMode,
+        stop_at: &dyn Fn() -> Option<Instant>,
+    ) -> Result<(), SendError> {
+        let params = format!("query={}{}", url_encode(query), mode.url_settings());
+        self.post(&params, body, stop_at).map(|_| ())
+    }
+
+    /// The server's `SELECT version()` answer (its first line), under the same deadline and
+    /// checks as an insert.
+    pub(crate) fn server_version(
+        &self,
+        stop_at: &dyn Fn() -> Option<Instant>,
+    ) -> Result<String, SendError> {
+        let body = self.post("query=SELECT%20version%28%29", b"", stop_at)?;
+        Ok(body.lines().next().unwrap_or("").trim().to_string())
+    }
+
+    /// POSTs `body` with the URL parameters `params` and checks the answer: Ok (the answer's
+    /// body) only when the server answered 200 and is recognisably ClickHouse (an
+    /// `X-ClickHouse-*` header: 18.16 sends
     /// `X-ClickHouse-Server-Display-Name`, later releases also the query id and the
     /// `X-ClickHouse-Summary`) with no exception code. The whole request, answer included,
     /// ends by `request_timeout` from now, or earlier at the instant `stop_at` gives (the
     /// final flush's end): the socket waits in short slices and checks it. The answer is read
     /// up to [`ANSWER_CAP`] bytes; more is an error.
-    pub(crate) fn insert(
+    fn post(
         &self,
-        query: &str,
+        params: &str,
         body: &[u8],
         stop_at: &dyn Fn() -> Option<Instant>,
-    ) -> Result<(), SendError> {
+    ) -> Result<String, SendError> {
         let deadline = Instant::now() + self.request_timeout;
         let end = || stop_at().map_or(deadline, |s| s.min(deadline));
         let addr = self.addr().map_err(SendError::Transport)?;
@@ -218,11 +244,16 @@ impl Endpoint {
         let mut c = TcpStream::connect_timeout(&addr, self.connect_timeout.min(left))
             .map_err(|e| SendError::Transport(format!("connect {}: {e}", self.authority)))?;
         let auth = base64(format!("{}:{}", self.user, self.password).as_bytes());
+        // no body, nothing to hold back: no `Expect` (and no wait for `100 Continue`)
+        let expect = if body.is_empty() {
+            ""
+        } else {
+            "Expect: 100-continue\r\n"
+        };
         let head = format!(
-            "POST /?query={} HTTP/1.1\r\nHost: {}\r\nAuthorization: Basic {auth}\r\n\
+            "POST /?{params} HTTP/1.1\r\nHost: {}\r\nAuthorization: Basic {auth}\r\n\
              Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
-             Expect: 100-continue\r\nConnection: close\r\n\r\n",
-            url_encode(query),
+             {expect}Connection: close\r\n\r\n",
             self.authority,
             body.len()
         );
@@ -232,9 +263,13 @@ impl Endpoint {
         };
         // `Expect: 100-continue`: a server that refuses the request (a 401) says so before
         // the body is sent, rather than closing on an unread body (a reset, its answer lost)
-        let early = io
-            .write_all(head.as_bytes())
-            .and_then(|()| io.await_continue());
+        let early = io.write_all(head.as_bytes()).and_then(|()| {
+            if body.is_empty() {
+                Ok(None)
+            } else {
+                io.await_continue()
+            }
+        });
         let (sent, start) = match early {
             Ok(Some(answer)) => (Ok(()), answer),
             Ok(None) => (io.write_body(body), Vec::new()),
@@ -267,7 +302,7 @@ impl Endpoint {
     }
 
     /// The verdict on an insert's answer (see [`Endpoint::insert`]).
-    fn check_answer(&self, raw: &[u8]) -> Result<(), SendError> {
+    fn check_answer(&self, raw: &[u8]) -> Result<String, SendError> {
         let lossy = String::from_utf8_lossy(raw);
         let mut text: &str = &lossy;
         // interim answers (`100 Continue` after the wait for it ended) precede the answer
@@ -303,7 +338,7 @@ impl Endpoint {
             .or_else(|| exception_code(&body))
             .filter(|&c| c != 0);
         match (status, code) {
-            (200, None) if clickhouse => Ok(()),
+            (200, None) if clickhouse => Ok(body),
             (200, None) => Err(SendError::NotClickhouse { status }),
             (401 | 403, _) | (_, Some(192..=195 | 516)) => Err(SendError::Auth { status, reason }),
             (_, Some(code)) if clickhouse && BAD_DATA_CODES.contains(&code) => {
@@ -680,13 +715,13 @@ mod tests {
             e.check_answer(format!("HTTP/1.1 {status}\r\n{headers}\r\n{chunked}").as_bytes())
         };
         // 18.16's answer to an insert, also after a late 100 Continue
-        assert_eq!(answer("200 OK", ch, ""), Ok(()));
+        assert_eq!(answer("200 OK", ch, ""), Ok(String::new()));
         assert_eq!(
             e.check_answer(
                 format!("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n{ch}\r\n0\r\n\r\n")
                     .as_bytes()
             ),
-            Ok(())
+            Ok(String::new())
         );
         assert_eq!(
             answer(
@@ -747,7 +782,7 @@ mod tests {
         .expect("url");
         let t0 = std::time::Instant::now();
         assert!(matches!(
-            e.insert("SELECT 1", b"", &|| None),
+            e.insert("SELECT 1", b"", InsertMode::Plain, &|| None),
             Err(SendError::Transport(_))
         ));
         assert!(t0.elapsed() < Duration::from_secs(3));

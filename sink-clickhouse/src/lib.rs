@@ -26,6 +26,7 @@ mod rows;
 mod schema;
 mod sender;
 mod spool;
+mod version;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
@@ -41,6 +42,7 @@ use rows::{BatchKey, PidJobs};
 pub use schema::{ddl, statements, SchemaOptions};
 use sender::{send_loop, Queue, State};
 use spool::Spool;
+pub use version::ServerVersion;
 
 #[derive(Debug, Clone)]
 pub struct SinkOptions {
@@ -54,6 +56,9 @@ pub struct SinkOptions {
     /// first retry delay; doubles up to `max_backoff`
     pub min_backoff: Duration,
     pub max_backoff: Duration,
+    /// an idle window (nothing happened) becomes a `snapshots` row only this long after the
+    /// last row (`--clickhouse-heartbeat`; zero: every window)
+    pub heartbeat: Duration,
 }
 
 /// The spool directory next to a JSONL output: `FILE.jsonl` -> `FILE.jsonl.clickhouse-spool`
@@ -81,6 +86,12 @@ pub struct ClickhouseSink {
     run_id: u64,
     clock: ChainClock,
     jobs: PidJobs,
+    heartbeat: Duration,
+    /// what the last `snapshots` row covered up to (its window's end, unix ns) and the
+    /// spool's drop count it carried
+    last_row: Option<(u64, u64)>,
+    /// the start of the first window no row covers yet (idle windows skipped since)
+    uncovered_since: Option<u64>,
 }
 
 impl ClickhouseSink {
@@ -121,14 +132,37 @@ impl ClickhouseSink {
             run_id: collector::unix_ns(std::time::SystemTime::now()),
             clock: o.clock,
             jobs: PidJobs::default(),
+            heartbeat: o.heartbeat,
+            last_row: None,
+            uncovered_since: None,
         })
     }
 
     /// Spools `snap` as one batch and wakes the sender. Returns the status after it: a
     /// snapshot the spool cannot take is counted there (`unspooled_batches`), with one line
     /// per streak, not per snapshot.
+    ///
+    /// An idle window (no record, chain, counter, loss or decode error; not the final one) is
+    /// not a batch unless the heartbeat is due: the next row's `window_start_ns` is then the
+    /// first uncovered window's start, so the rows' windows still add up to the time reported.
     pub fn enqueue(&mut self, snap: &Snapshot) -> Result<SinkStatus, String> {
         let mut st = self.queue.lock();
+        let end = snap.window.end_unix_ns;
+        let quiet = snap.idle
+            && self.last_row.is_some_and(|(last_end, dropped)| {
+                dropped == st.status.spool_dropped
+                    && end.saturating_sub(last_end) < self.heartbeat.as_nanos() as u64
+            });
+        if quiet {
+            self.uncovered_since
+                .get_or_insert(snap.window.start_unix_ns);
+            return Ok(st.status.clone());
+        }
+        let covered_from = self
+            .uncovered_since
+            .take()
+            .unwrap_or(snap.window.start_unix_ns);
+        self.last_row = Some((end, st.status.spool_dropped));
         let records = snap.records.len() as u64;
         let spooled = match st.spool.take_seq() {
             Ok(seq) => {
@@ -142,7 +176,14 @@ impl ClickhouseSink {
                     snapshot: snap.snapshot,
                 };
                 let dropped = st.status.spool_dropped;
-                let batch = rows::batch(&key, snap, self.clock, dropped, &mut self.jobs);
+                let batch = rows::batch(
+                    &key,
+                    snap,
+                    self.clock,
+                    dropped,
+                    covered_from,
+                    &mut self.jobs,
+                );
                 st.spool.push(seq, &batch, records)
             }
             Err(e) => Err(spool::Unspooled::Write(e)),

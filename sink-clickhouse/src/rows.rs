@@ -223,6 +223,7 @@ pub(crate) fn batch(
     snap: &Snapshot,
     clock: ChainClock,
     spool_dropped: u64,
+    covered_from: u64,
     jobs: &mut PidJobs,
 ) -> Vec<u8> {
     jobs.learn(snap);
@@ -232,7 +233,7 @@ pub(crate) fn batch(
     record_rows(&mut bodies[0], key, snap, &wall);
     chain_rows(&mut bodies[1], key, snap, &wall, jobs);
     counter_rows(&mut bodies[2], key, snap);
-    snapshot_row(&mut bodies[3], key, snap, spool_dropped);
+    snapshot_row(&mut bodies[3], key, snap, spool_dropped, covered_from);
     frame(key.seq, &bodies)
 }
 
@@ -371,7 +372,15 @@ fn counter_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot) {
     }
 }
 
-fn snapshot_row(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot, spool_dropped: u64) {
+/// The batch's `snapshots` row; `covered_from`: the start of the first window since the last
+/// row (idle windows skipped before it are this row's too).
+fn snapshot_row(
+    body: &mut Vec<u8>,
+    key: &BatchKey<'_>,
+    snap: &Snapshot,
+    spool_dropped: u64,
+    covered_from: u64,
+) {
     let end = snap.window.end_unix_ns;
     push_row(
         body,
@@ -380,7 +389,7 @@ fn snapshot_row(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot, spool_d
             time_ns: end,
             row: SnapshotRow {
                 is_final: u8::from(snap.is_final),
-                window_start_ns: snap.window.start_unix_ns,
+                window_start_ns: covered_from,
                 records: snap.records.len() as u32,
                 chains: snap.chains.len() as u32,
                 drops_kernel: snap.drops.kernel,
@@ -628,6 +637,7 @@ mod tests {
             &snap,
             ChainClock::LastRecord,
             3,
+            snap.window.start_unix_ns,
             &mut PidJobs::default(),
         );
         let parts = parse_batch(&b, 42).expect("parse");

@@ -4,10 +4,20 @@
 //!
 //! Works on Debian bookworm's ClickHouse 18.16 and on current releases: no `DateTime64`
 //! (nanoseconds are `UInt64` `time_ns`, the `DateTime` `time` beside it is `MATERIALIZED`
-//! from them), no `LowCardinality` (experimental in 18.16), `ReplacingMergeTree` keyed by
+//! from them), `ReplacingMergeTree` keyed by
 //! (host, boot id, batch sequence, position) so a batch sent twice collapses to one
 //! (`SELECT ... FINAL` is exact before the merge), partitions by day. `TTL` needs 19.6: it is
 //! written only with `ttl_days > 0`.
+//!
+//! Storage per server release ([`SchemaOptions::server`], `--server-version`): on 18.16 (the
+//! default, which every later release also loads) plain types, since `LowCardinality` needs
+//! an experimental setting there (checked: "LowCardinality type is not allowed") and column
+//! codecs do not parse; from 19.10 on, [`column_type`]: `LowCardinality(String)` for the
+//! names a fleet repeats (host, kernel, function, module, errno names, owner, comm), and
+//! codecs where the sort order makes values predictable: `DoubleDelta` for the batch and
+//! snapshot counters, `Delta` for nanosecond times, `ZSTD` for the rest.
+
+use crate::version::ServerVersion;
 
 /// One table: its name and its columns. `time` is added to every table as
 /// `DateTime MATERIALIZED toDateTime(intDiv(time_ns, 1000000000))`.
@@ -130,6 +140,53 @@ pub(crate) const SNAPSHOTS: Table = Table {
 /// Insert order of a batch (snapshots last).
 pub(crate) const TABLES: [&Table; 4] = [&RECORDS, &CHAINS, &COUNTERS, &SNAPSHOTS];
 
+/// Columns whose values are few names repeated across rows (a fleet has a few kernels, a
+/// manifest's few hundred functions, a few errno names): dictionary-encoded.
+const LOW_CARDINALITY: [&str; 11] = [
+    "host",
+    "kernel",
+    "manifest_hash",
+    "function",
+    "module",
+    "errno_name",
+    "owner",
+    "origin_function",
+    "origin_module",
+    "origin_errno_name",
+    "comm",
+];
+/// Arrays of such names.
+const LOW_CARDINALITY_ARRAYS: [&str; 4] = ["functions", "modules", "errno_names", "job_keys"];
+/// Counters that grow by one along the sort key (batch, snapshot, record sequence).
+const STEPS: [&str; 3] = ["seq", "snapshot", "rec_seq"];
+
+/// A column's type (and codec, on a `MergeTree` table: `codecs`) for `server`.
+pub(crate) fn column_type(name: &str, ty: &str, server: ServerVersion, codecs: bool) -> String {
+    if !server.has_low_cardinality() {
+        return ty.to_string();
+    }
+    let ty = match ty {
+        "String" if LOW_CARDINALITY.contains(&name) => "LowCardinality(String)".to_string(),
+        "Array(String)" if LOW_CARDINALITY_ARRAYS.contains(&name) => {
+            "Array(LowCardinality(String))".to_string()
+        }
+        t => t.to_string(),
+    };
+    if !codecs || !server.has_codecs() {
+        return ty;
+    }
+    let codec = if STEPS.contains(&name) {
+        "DoubleDelta, ZSTD(1)"
+    } else if name.ends_with("_ns") {
+        "Delta, ZSTD(1)"
+    } else if name == "summary" {
+        "ZSTD(3)"
+    } else {
+        "ZSTD(1)"
+    };
+    format!("{ty} CODEC({codec})")
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchemaOptions {
     pub database: String,
@@ -137,14 +194,16 @@ pub struct SchemaOptions {
     pub cluster: Option<String>,
     /// retention in days (0: no TTL, required for ClickHouse older than 19.6)
     pub ttl_days: u32,
+    /// the oldest server release the DDL must load on (types and codecs follow it)
+    pub server: ServerVersion,
 }
 
 fn ident_ok(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-/// The DDL, statements separated by `;\n\n` (feed it to `clickhouse-client --multiquery`).
-pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
+/// The options' errors: names that are not identifiers, a TTL the server lacks.
+fn check(o: &SchemaOptions) -> Result<(), String> {
     if !ident_ok(&o.database) {
         return Err(format!("database `{}`: expected [A-Za-z0-9_]+", o.database));
     }
@@ -153,13 +212,26 @@ pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
             return Err(format!("cluster `{c}`: expected [A-Za-z0-9_]+"));
         }
     }
+    if o.ttl_days > 0 && !o.server.has_ttl() {
+        return Err(format!(
+            "--ttl-days needs ClickHouse 19.6 or later (--server-version is {})",
+            o.server
+        ));
+    }
+    Ok(())
+}
+
+/// The DDL, statements separated by `;\n\n` (feed it to `clickhouse-client --multiquery`).
+pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
+    check(o)?;
     let db = &o.database;
     let mut s = String::new();
     s.push_str(&format!(
-        "-- probegen fleet tables (probegen schema --clickhouse{}{}).\n\
+        "-- probegen fleet tables (probegen schema --clickhouse --server-version {}{}{}).\n\
          -- ReplacingMergeTree keyed by (host, boot_id, run_id, seq, position): a batch the collector\n\
          -- sent twice (a retry after a timeout) is one row per key after a merge; query with\n\
          -- FINAL for exact counts before it.\n",
+        o.server,
         o.cluster
             .as_deref()
             .map(|c| format!(" --cluster {c}"))
@@ -189,7 +261,10 @@ pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
         };
         s.push_str(&format!("\nCREATE TABLE IF NOT EXISTS {db}.{local}\n(\n"));
         for (c, ty) in t.columns {
-            s.push_str(&format!("    {c} {ty},\n"));
+            s.push_str(&format!(
+                "    {c} {},\n",
+                column_type(c, ty, o.server, true)
+            ));
         }
         s.push_str(
             "    time DateTime MATERIALIZED toDateTime(intDiv(time_ns, 1000000000))\n)\n\
@@ -208,7 +283,10 @@ pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
                 t.name
             ));
             for (c, ty) in t.columns {
-                s.push_str(&format!("    {c} {ty},\n"));
+                s.push_str(&format!(
+                    "    {c} {},\n",
+                    column_type(c, ty, o.server, false)
+                ));
             }
             s.push_str(&format!(
                 "    time DateTime ALIAS toDateTime(intDiv(time_ns, 1000000000))\n)\n\
@@ -243,10 +321,12 @@ mod tests {
             database: "probegen".into(),
             cluster: None,
             ttl_days: 0,
+            server: ServerVersion::DEBIAN_BOOKWORM,
         })
         .expect("ddl");
         let st = statements(&d);
         assert_eq!(st.len(), 5, "{d}");
+        assert!(!d.contains("LowCardinality") && !d.contains("CODEC"), "{d}");
         assert_eq!(st[0], "CREATE DATABASE IF NOT EXISTS probegen");
         assert!(st[1].starts_with("CREATE TABLE IF NOT EXISTS probegen.records\n("));
         assert!(!d.contains("TTL time") && !d.contains("Distributed"));
@@ -263,6 +343,7 @@ mod tests {
             database: "fleet".into(),
             cluster: Some("gpu".into()),
             ttl_days: 90,
+            server: ServerVersion::new(26, 9),
         })
         .expect("ddl");
         let st = statements(&d);
@@ -272,17 +353,43 @@ mod tests {
         assert!(d.contains(
             "    time DateTime ALIAS toDateTime(intDiv(time_ns, 1000000000))\n)\nENGINE = Distributed(gpu, fleet, chains_local, cityHash64(host));"
         ));
+        // current releases: dictionary-encoded names, codecs on the local tables only
+        assert!(
+            d.contains("    host LowCardinality(String) CODEC(ZSTD(1)),\n"),
+            "{d}"
+        );
+        assert!(
+            d.contains("    seq UInt64 CODEC(DoubleDelta, ZSTD(1)),\n"),
+            "{d}"
+        );
+        assert!(
+            d.contains("    time_ns UInt64 CODEC(Delta, ZSTD(1)),\n"),
+            "{d}"
+        );
+        assert!(d.contains("    functions Array(LowCardinality(String)) CODEC(ZSTD(1)),\n"));
+        assert!(d.contains(
+            "CREATE TABLE IF NOT EXISTS fleet.chains\n(\n    host LowCardinality(String),\n"
+        ));
+        assert!(ddl(&SchemaOptions {
+            database: "a".into(),
+            cluster: None,
+            ttl_days: 30,
+            server: ServerVersion::DEBIAN_BOOKWORM,
+        })
+        .is_err_and(|e| e.contains("19.6")));
         assert_eq!(d.matches("TTL time + INTERVAL 90 DAY").count(), 4);
         assert!(ddl(&SchemaOptions {
             database: "a;b".into(),
             cluster: None,
-            ttl_days: 0
+            ttl_days: 0,
+            server: ServerVersion::DEBIAN_BOOKWORM,
         })
         .is_err());
         assert!(ddl(&SchemaOptions {
             database: "a".into(),
             cluster: Some("x y".into()),
-            ttl_days: 0
+            ttl_days: 0,
+            server: ServerVersion::DEBIAN_BOOKWORM,
         })
         .is_err());
     }

@@ -19,12 +19,16 @@ use crate::log::note;
 use crate::rows;
 use crate::schema;
 use crate::spool::{Entry, Spool, ALL_TABLES};
+use crate::version::{InsertMode, ServerVersion};
 
 /// Batches sent together at most (a backlog after an outage): one insert per table for all
 /// of them, since ClickHouse makes one part per insert. Bytes: also at most half the spool
 /// limit, so that a new batch finds room beside the ones being sent.
 const MAX_BATCHES_PER_SEND: usize = 64;
 const MAX_BYTES_PER_SEND: u64 = 16 << 20;
+/// How long after a failed `SELECT version()` (no answer, refused) the sender asks again; it
+/// inserts plainly meanwhile.
+const VERSION_RETRY: Duration = Duration::from_secs(60);
 
 pub(crate) struct State {
     pub(crate) spool: Spool,
@@ -66,13 +70,20 @@ impl Queue {
 struct Round {
     /// failed requests
     errors: u64,
-    last: Option<SendError>,
+    /// the last failure, as said: a refusal names its table (ClickHouse's own text names the
+    /// column, e.g. a column the table lacks: schema drift)
+    last: Option<String>,
 }
 
 impl Round {
-    fn failed(&mut self, e: SendError) {
+    fn failed(&mut self, table: &str, e: SendError) {
         self.errors += 1;
-        self.last = Some(e);
+        self.last = Some(match e {
+            SendError::BadData { .. } | SendError::Refused { .. } => {
+                format!("table `{table}`: {e}")
+            }
+            _ => e.to_string(),
+        });
     }
 }
 
@@ -111,6 +122,7 @@ struct Sender<'a> {
     queue: &'a Queue,
     endpoint: &'a Endpoint,
     stop_at: &'a dyn Fn() -> Option<Instant>,
+    mode: InsertMode,
 }
 
 impl Sender<'_> {
@@ -177,7 +189,7 @@ impl Sender<'_> {
                 .flat_map(|&i| loaded[i].rows(t))
                 .copied()
                 .collect();
-            match self.endpoint.insert(&q, &body, self.stop_at) {
+            match self.endpoint.insert(&q, &body, self.mode, self.stop_at) {
                 Ok(()) => self.took(t, &need, &mut loaded),
                 Err(SendError::BadData { .. }) if need.len() > 1 => {
                     round.errors += 1;
@@ -186,10 +198,10 @@ impl Sender<'_> {
                     }
                 }
                 Err(e @ (SendError::BadData { .. } | SendError::Refused { .. })) => {
-                    round.failed(e);
+                    round.failed(table.name, e);
                 }
                 Err(e) => {
-                    round.failed(e);
+                    round.failed(table.name, e);
                     return round;
                 }
             }
@@ -210,25 +222,28 @@ impl Sender<'_> {
         let mut refused = Vec::new();
         let mut took_any = false;
         for &i in need {
-            match self.endpoint.insert(q, loaded[i].rows(t), self.stop_at) {
+            match self
+                .endpoint
+                .insert(q, loaded[i].rows(t), self.mode, self.stop_at)
+            {
                 Ok(()) => {
                     self.took(t, &[i], loaded);
                     took_any = true;
                 }
                 Err(e @ SendError::BadData { .. }) => refused.push((i, e)),
                 Err(e) => {
-                    round.failed(e);
+                    round.failed(schema::TABLES[t].name, e);
                     return false;
                 }
             }
         }
+        let table = schema::TABLES[t].name;
         if !took_any {
             if let Some((_, e)) = refused.pop() {
-                round.failed(e);
+                round.failed(table, e);
             }
             return false;
         }
-        let table = schema::TABLES[t].name;
         let mut st = self.queue.lock();
         for (i, e) in refused {
             let why = format!("ClickHouse refuses its `{table}` rows ({e})");
@@ -290,12 +305,15 @@ pub(crate) fn send_loop(
     let mut backoff = min_backoff;
     let mut failing = false;
     let stop_at = || queue.lock().flush_until;
-    let sender = Sender {
+    let mut sender = Sender {
         queue,
         endpoint,
         stop_at: &stop_at,
+        mode: InsertMode::Plain,
     };
+    let mut version = VersionProbe::default();
     while let Some(group) = next_group(queue) {
+        sender.mode = version.mode(endpoint, &stop_at);
         let round = sender.round(&group);
         let mut st = queue.lock();
         st.spool.release();
@@ -319,8 +337,50 @@ pub(crate) fn send_loop(
             ));
         }
         failing = true;
-        st.last_error = Some(e.to_string());
+        st.last_error = Some(e);
         back_off(queue, st, backoff);
         backoff = (backoff * 2).min(max_backoff);
+    }
+}
+
+/// The server's release, asked once (`SELECT version()`) before the first insert: it decides
+/// [`InsertMode`]. Unanswered, the sender inserts plainly and asks again after
+/// [`VERSION_RETRY`]; an answer that is not a version is said once and means plain inserts.
+#[derive(Default)]
+struct VersionProbe {
+    known: Option<InsertMode>,
+    next_try: Option<Instant>,
+}
+
+impl VersionProbe {
+    fn mode(&mut self, endpoint: &Endpoint, stop_at: &dyn Fn() -> Option<Instant>) -> InsertMode {
+        if let Some(m) = self.known {
+            return m;
+        }
+        if self.next_try.is_some_and(|t| Instant::now() < t) {
+            return InsertMode::Plain;
+        }
+        match endpoint.server_version(stop_at) {
+            Ok(text) => {
+                let m = match ServerVersion::parse(&text) {
+                    Some(v) => InsertMode::for_version(v),
+                    None => {
+                        let shown: String = text.chars().take(40).collect();
+                        note(format_args!(
+                            "the server's version `{shown}` is not MAJOR.MINOR: plain INSERTs \
+                             (no async_insert)"
+                        ));
+                        InsertMode::Plain
+                    }
+                };
+                self.known = Some(m);
+                m
+            }
+            Err(_) => {
+                // the inserts that follow meet the same trouble and report it
+                self.next_try = Some(Instant::now() + VERSION_RETRY);
+                InsertMode::Plain
+            }
+        }
     }
 }

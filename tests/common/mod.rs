@@ -2,6 +2,9 @@
 //! and small graph queries.
 #![allow(dead_code)]
 
+pub(crate) mod chdb;
+pub(crate) mod fake_clickhouse;
+pub(crate) mod fleet_scenario;
 pub(crate) mod replays;
 pub(crate) mod servers;
 

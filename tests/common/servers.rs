@@ -270,8 +270,12 @@ pub(crate) fn spawn_collector(
     args: &[&str],
 ) -> (usize, mpsc::Receiver<String>) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_probegen"));
-    let credentials = g.dir.join("clickhouse").join(CREDENTIALS);
-    if credentials.join("clickhouse-password").is_file() {
+    // one server, or the first of several shards (they share the password)
+    let credentials = ["clickhouse", "clickhouse-0"]
+        .iter()
+        .map(|d| g.dir.join(d).join(CREDENTIALS))
+        .find(|c| c.join("clickhouse-password").is_file());
+    if let Some(credentials) = credentials {
         cmd.env("CREDENTIALS_DIRECTORY", &credentials);
     }
     let mut child = cmd
@@ -350,12 +354,64 @@ pub(crate) struct ClickHouse {
 }
 
 impl ClickHouse {
-    /// Writes the config into `g.dir/clickhouse` and starts the server.
+    /// Writes the config into `g.dir/clickhouse` and starts the server (its `remote_servers`
+    /// has `probegen_test`: a one-shard cluster of itself).
     pub(crate) fn start(g: &mut Guard) -> Self {
-        let dir = g.dir.join("clickhouse");
-        std::fs::create_dir_all(&dir).expect("mkdir clickhouse");
         let (http_port, tcp_port) = (free_port(), free_port());
+        let shard = format!(
+            "<shard><replica><host>127.0.0.1</host><port>{tcp_port}</port>\
+             <password>pg-test-secret</password></replica></shard>"
+        );
+        Self::start_node(
+            g,
+            "clickhouse",
+            (http_port, tcp_port),
+            &[("probegen_test", shard)],
+        )
+    }
+
+    /// `n` servers (`clickhouse-<i>`), each with the cluster `probegen_shards`: one shard per
+    /// server, in order.
+    pub(crate) fn start_shards(g: &mut Guard, n: usize) -> Vec<Self> {
+        let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
+        let shards: String = ports
+            .iter()
+            .map(|(_, tcp)| {
+                format!(
+                    "<shard><replica><host>127.0.0.1</host><port>{tcp}</port>\
+                     <password>pg-test-secret</password></replica></shard>"
+                )
+            })
+            .collect();
+        ports
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                Self::start_node(
+                    g,
+                    &format!("clickhouse-{i}"),
+                    p,
+                    &[("probegen_shards", shards.clone())],
+                )
+            })
+            .collect()
+    }
+
+    /// One server in `g.dir/<name>` on `(http, tcp)` ports with the clusters `clusters`
+    /// (name, `<shard>` elements).
+    fn start_node(
+        g: &mut Guard,
+        name: &str,
+        (http_port, tcp_port): (u16, u16),
+        clusters: &[(&str, String)],
+    ) -> Self {
+        let dir = g.dir.join(name);
+        std::fs::create_dir_all(&dir).expect("mkdir clickhouse");
         let d = dir.display();
+        let remote: String = clusters
+            .iter()
+            .map(|(c, shards)| format!("<{c}>{shards}</{c}>"))
+            .collect();
         let config = format!(
             "<yandex>\n  <logger><level>warning</level><log>{d}/server.log</log>\
              <errorlog>{d}/error.log</errorlog><console>0</console></logger>\n  \
@@ -365,9 +421,7 @@ impl ClickHouse {
              <format_schema_path>{d}/format_schemas/</format_schema_path>\n  \
              <users_config>{d}/users.xml</users_config>\n  <default_profile>default</default_profile>\n  \
              <default_database>default</default_database>\n  <mark_cache_size>268435456</mark_cache_size>\n  \
-             <remote_servers><probegen_test><shard><replica><host>127.0.0.1</host>\
-             <port>{tcp_port}</port><password>pg-test-secret</password></replica></shard>\
-             </probegen_test></remote_servers>\n</yandex>\n"
+             <remote_servers>{remote}</remote_servers>\n</yandex>\n"
         );
         std::fs::write(dir.join("config.xml"), config).expect("config.xml");
         std::fs::write(
@@ -448,7 +502,15 @@ impl ClickHouse {
 
     /// Runs one statement; the answer's body.
     pub(crate) fn query(&self, q: &str) -> Result<String, String> {
-        let path = format!("/?user=default&password={}", urlencode(&self.password));
+        self.query_with(q, "")
+    }
+
+    /// [`ClickHouse::query`] with settings as URL parameters (`&name=value...`).
+    pub(crate) fn query_with(&self, q: &str, settings: &str) -> Result<String, String> {
+        let path = format!(
+            "/?user=default&password={}{settings}",
+            urlencode(&self.password)
+        );
         match http(self.http, "POST", &path, "", q.as_bytes())? {
             (200, body) => Ok(body),
             (s, body) => Err(format!("HTTP {s}: {body}")),
