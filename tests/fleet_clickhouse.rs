@@ -550,3 +550,50 @@ fn bad_fleet_arguments_are_one_line_and_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(common::stderr(&o).lines().count(), 1);
 }
+
+/// Old servers without asynchronous inserts (issue 26 item 1): `schema --buffer` puts a Buffer
+/// table in front of each table and `collect --clickhouse-buffer` inserts there; on Debian's
+/// 18.16 every record reaches the table, once, when the buffers are flushed.
+#[test]
+fn buffer_tables_in_front_take_every_record_once() {
+    let mut g = Guard::new("pg-fleet-ch-buffer");
+    let ch = ClickHouse::start(&mut g);
+    ch.create_tables(&["--buffer"]);
+    let out = g.dir.join("snapshots.jsonl");
+    let (i, rx) = spawn_collector(
+        &mut g,
+        "collect",
+        &[
+            "--manifest",
+            &manifest(),
+            "--replay",
+            &path(&data("rxe-6.12.replay.jsonl")),
+            "--out",
+            &path(&out),
+            "--host",
+            "gpu-buffer",
+            "--clickhouse",
+            &ch.url(),
+            "--clickhouse-buffer",
+        ],
+    );
+    let lines = wait_exit(&mut g, i, &rx, Duration::from_secs(60));
+    let (records, snaps) = jsonl_records(&out);
+    assert!(records > 0, "the recording has records");
+    let q = |s: &str| ch.count(s);
+    // through the Buffer table the rows are visible at once (buffer + table) ...
+    let seen = q("SELECT count() FROM probegen.records_buffer WHERE host = 'gpu-buffer'");
+    // ... and in the table itself once the buffers are flushed
+    for t in ["records", "chains", "counters", "snapshots"] {
+        ch.query(&format!("OPTIMIZE TABLE probegen.{t}_buffer"))
+            .unwrap_or_else(|e| panic!("flush {t}_buffer: {e}"));
+    }
+    let rows = q("SELECT count() FROM probegen.records FINAL WHERE host = 'gpu-buffer'");
+    let raw = q("SELECT count() FROM probegen.records WHERE host = 'gpu-buffer'");
+    eprintln!(
+        "buffer: {records} records in the JSONL, {seen} seen through the Buffer table, {rows} rows in the table ({raw} before FINAL)"
+    );
+    assert_eq!(seen, records as u64, "{lines:#?}");
+    assert_eq!((rows, raw), (records as u64, records as u64));
+    snapshot_rows_cover(&ch, "gpu-buffer", &snaps);
+}

@@ -44,6 +44,8 @@ const KEYS: &[(&str, Value)] = &[
     ("clickhouse-spool", Value::Text),
     ("clickhouse-spool-bytes", Value::Count),
     ("clickhouse-flush", Value::Duration),
+    ("clickhouse-heartbeat", Value::Duration),
+    ("clickhouse-buffer", Value::Switch),
     ("host", Value::Text),
 ];
 

@@ -42,6 +42,9 @@ pub struct FleetArgs {
     /// after the last row (0s: every window); the rows' windows still add up to the time
     #[arg(long, default_value = "300s", value_parser = parse_duration)]
     pub clickhouse_heartbeat: Duration,
+    /// Insert into the Buffer tables of `schema --clickhouse --buffer` (`<table>_buffer`)
+    #[arg(long, requires = "clickhouse")]
+    pub clickhouse_buffer: bool,
     /// Host name the snapshots carry (default: this host's; replay: the recording's)
     #[arg(long, value_name = "NAME")]
     pub host: Option<String>,
@@ -75,7 +78,9 @@ impl FleetArgs {
                 .map(|u| {
                     let endpoint = Endpoint::parse(u, self.clickhouse_timeout)?;
                     let password = read_password(self.clickhouse_password_file.as_deref())?;
-                    Ok(endpoint.with_password(password))
+                    let mut endpoint = endpoint.with_password(password);
+                    endpoint.buffered = self.clickhouse_buffer;
+                    Ok(endpoint)
                 })
                 .transpose()
                 .map_err(AgentError::Usage)?,
@@ -158,6 +163,12 @@ pub struct SchemaArgs {
         requires = "clickhouse"
     )]
     pub ttl_days: u32,
+    /// A Buffer table in front of each table (`<table>_buffer`): for servers without
+    /// asynchronous inserts (before 21.11) receiving many hosts' small inserts; collectors
+    /// then insert with --clickhouse-buffer. Rows wait in the server's memory up to 60 s: a
+    /// server crash loses them
+    #[arg(long, requires = "clickhouse")]
+    pub buffer: bool,
     /// With --clickhouse: the oldest ClickHouse release the tables must load on (MAJOR.MINOR,
     /// e.g. 26.9): from 19.10 names are LowCardinality and columns carry codecs
     #[arg(
@@ -187,6 +198,7 @@ pub fn schema(a: &SchemaArgs) -> Result<ExitCode, AgentError> {
             cluster: a.cluster.clone(),
             ttl_days: a.ttl_days,
             server: a.server_version,
+            buffer: a.buffer,
         })
         .map_err(AgentError::Usage)?
     );

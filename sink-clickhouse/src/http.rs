@@ -24,6 +24,9 @@ pub struct Endpoint {
     pub database: String,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
+    /// insert into `<table>_buffer` (a Buffer table in front, `schema --buffer`) instead of
+    /// the table itself
+    pub buffered: bool,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -184,6 +187,7 @@ impl Endpoint {
             database,
             connect_timeout: timeout.min(Duration::from_secs(3)),
             request_timeout: timeout,
+            buffered: false,
         })
     }
 

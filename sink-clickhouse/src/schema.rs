@@ -196,7 +196,18 @@ pub struct SchemaOptions {
     pub ttl_days: u32,
     /// the oldest server release the DDL must load on (types and codecs follow it)
     pub server: ServerVersion,
+    /// a Buffer table in front of each table (`<name>_buffer`), for servers without
+    /// asynchronous inserts: many hosts' small inserts become few parts
+    pub buffer: bool,
 }
+
+/// The name suffix of the Buffer tables (`schema --buffer`, `collect --clickhouse-buffer`).
+pub(crate) const BUFFER_SUFFIX: &str = "_buffer";
+
+/// Buffer engine parameters: 16 layers, each flushed to the table once 5 s, 1,000 rows and
+/// 1 MiB are all reached, or when 60 s, 100,000 rows or 64 MiB is (ClickHouse's guidance: an
+/// insert a second or so per table, thousands of rows each).
+const BUFFER_ENGINE: &str = "16, 5, 60, 1000, 100000, 1048576, 67108864";
 
 fn ident_ok(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
@@ -293,6 +304,25 @@ pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
                  ENGINE = Distributed({c}, {db}, {local}, cityHash64(host));\n"
             ));
         }
+        if o.buffer {
+            // in front of the table the collectors insert into (the Distributed one on a
+            // cluster); `time` an ALIAS for the reason above
+            s.push_str(&format!(
+                "\nCREATE TABLE IF NOT EXISTS {db}.{}{BUFFER_SUFFIX}\n(\n",
+                t.name
+            ));
+            for (c, ty) in t.columns {
+                s.push_str(&format!(
+                    "    {c} {},\n",
+                    column_type(c, ty, o.server, false)
+                ));
+            }
+            s.push_str(&format!(
+                "    time DateTime ALIAS toDateTime(intDiv(time_ns, 1000000000))\n)\n\
+                 ENGINE = Buffer({db}, {}, {BUFFER_ENGINE});\n",
+                t.name
+            ));
+        }
     }
     Ok(s)
 }
@@ -321,6 +351,7 @@ mod tests {
             database: "probegen".into(),
             cluster: None,
             ttl_days: 0,
+            buffer: false,
             server: ServerVersion::DEBIAN_BOOKWORM,
         })
         .expect("ddl");
@@ -343,12 +374,17 @@ mod tests {
             database: "fleet".into(),
             cluster: Some("gpu".into()),
             ttl_days: 90,
+            buffer: true,
             server: ServerVersion::new(26, 9),
         })
         .expect("ddl");
         let st = statements(&d);
-        assert_eq!(st.len(), 9, "{d}");
+        // the database, and per table: local, Distributed, Buffer in front of it
+        assert_eq!(st.len(), 13, "{d}");
         assert!(d.contains("CREATE TABLE IF NOT EXISTS fleet.chains_local\n("));
+        assert!(d.contains(
+            "ENGINE = Buffer(fleet, chains, 16, 5, 60, 1000, 100000, 1048576, 67108864);"
+        ));
         assert!(d.contains("CREATE TABLE IF NOT EXISTS fleet.chains\n("));
         assert!(d.contains(
             "    time DateTime ALIAS toDateTime(intDiv(time_ns, 1000000000))\n)\nENGINE = Distributed(gpu, fleet, chains_local, cityHash64(host));"
@@ -374,6 +410,7 @@ mod tests {
             database: "a".into(),
             cluster: None,
             ttl_days: 30,
+            buffer: false,
             server: ServerVersion::DEBIAN_BOOKWORM,
         })
         .is_err_and(|e| e.contains("19.6")));
@@ -382,6 +419,7 @@ mod tests {
             database: "a;b".into(),
             cluster: None,
             ttl_days: 0,
+            buffer: false,
             server: ServerVersion::DEBIAN_BOOKWORM,
         })
         .is_err());
@@ -389,6 +427,7 @@ mod tests {
             database: "a".into(),
             cluster: Some("x y".into()),
             ttl_days: 0,
+            buffer: false,
             server: ServerVersion::DEBIAN_BOOKWORM,
         })
         .is_err());

@@ -17,7 +17,7 @@ use collector::SinkStatus;
 use crate::http::{Endpoint, SendError};
 use crate::log::note;
 use crate::rows;
-use crate::schema;
+use crate::schema::{self, BUFFER_SUFFIX};
 use crate::spool::{Entry, Spool, ALL_TABLES};
 use crate::version::{InsertMode, ServerVersion};
 
@@ -181,8 +181,14 @@ impl Sender<'_> {
                 continue;
             }
             let q = format!(
-                "INSERT INTO {}.{} FORMAT JSONEachRow",
-                self.endpoint.database, table.name
+                "INSERT INTO {}.{}{} FORMAT JSONEachRow",
+                self.endpoint.database,
+                table.name,
+                if self.endpoint.buffered {
+                    BUFFER_SUFFIX
+                } else {
+                    ""
+                }
             );
             let body: Vec<u8> = need
                 .iter()
