@@ -287,44 +287,36 @@ pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
         }
         s.push_str(";\n");
         if let Some(c) = &o.cluster {
-            // `time` is an ALIAS here: a Distributed table forwards its MATERIALIZED columns
-            // on insert, and the local table refuses them
-            s.push_str(&format!(
-                "\nCREATE TABLE IF NOT EXISTS {db}.{}\n(\n",
-                t.name
-            ));
-            for (c, ty) in t.columns {
-                s.push_str(&format!(
-                    "    {c} {},\n",
-                    column_type(c, ty, o.server, false)
-                ));
-            }
-            s.push_str(&format!(
-                "    time DateTime ALIAS toDateTime(intDiv(time_ns, 1000000000))\n)\n\
-                 ENGINE = Distributed({c}, {db}, {local}, cityHash64(host));\n"
-            ));
+            let engine = format!("Distributed({c}, {db}, {local}, cityHash64(host))");
+            s.push_str(&forwarding_table(o, t, t.name, &engine));
         }
         if o.buffer {
             // in front of the table the collectors insert into (the Distributed one on a
-            // cluster); `time` an ALIAS for the reason above
-            s.push_str(&format!(
-                "\nCREATE TABLE IF NOT EXISTS {db}.{}{BUFFER_SUFFIX}\n(\n",
-                t.name
-            ));
-            for (c, ty) in t.columns {
-                s.push_str(&format!(
-                    "    {c} {},\n",
-                    column_type(c, ty, o.server, false)
-                ));
-            }
-            s.push_str(&format!(
-                "    time DateTime ALIAS toDateTime(intDiv(time_ns, 1000000000))\n)\n\
-                 ENGINE = Buffer({db}, {}, {BUFFER_ENGINE});\n",
-                t.name
-            ));
+            // cluster)
+            let name = format!("{}{BUFFER_SUFFIX}", t.name);
+            let engine = format!("Buffer({db}, {}, {BUFFER_ENGINE})", t.name);
+            s.push_str(&forwarding_table(o, t, &name, &engine));
         }
     }
     Ok(s)
+}
+
+/// A table that holds no rows of its own and forwards them to another (`Distributed`,
+/// `Buffer`): `time` is an ALIAS there, since such a table forwards its MATERIALIZED columns
+/// on insert and the table behind refuses them.
+fn forwarding_table(o: &SchemaOptions, t: &Table, name: &str, engine: &str) -> String {
+    let mut s = format!("\nCREATE TABLE IF NOT EXISTS {}.{name}\n(\n", o.database);
+    for (c, ty) in t.columns {
+        s.push_str(&format!(
+            "    {c} {},\n",
+            column_type(c, ty, o.server, false)
+        ));
+    }
+    s.push_str(&format!(
+        "    time DateTime ALIAS toDateTime(intDiv(time_ns, 1000000000))\n)\n\
+         ENGINE = {engine};\n"
+    ));
+    s
 }
 
 /// The statements of a DDL text, one by one (the HTTP interface takes one per request).
