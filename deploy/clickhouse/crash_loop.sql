@@ -1,6 +1,8 @@
 -- Hosts in a crash loop: the same failure-chain origin (and errno) at the start of at least 3
 -- consecutive jobs on one host, last 7 days. A job starts at its first record on the host;
 -- "at the start" is its first chain, within 60 s of that.
+-- No FINAL: a batch sent twice only repeats rows, and min/argMin of repeated rows are the same,
+-- so the answer is exact without the merge-on-read that FINAL costs over 7 days of records.
 SELECT
     host,
     origin,
@@ -26,7 +28,7 @@ FROM
             FROM
             (
                 SELECT host, job_id, min(time_ns) AS start_ns
-                FROM probegen.records FINAL
+                FROM probegen.records
                 WHERE time >= now() - INTERVAL 7 DAY AND job_id != ''
                 GROUP BY host, job_id
             ) AS job_starts
@@ -34,7 +36,7 @@ FROM
             (
                 SELECT host, job_id, min(time_ns) AS first_chain_ns,
                     argMin(concat(origin_function, ' ', origin_errno_name), time_ns) AS first_origin
-                FROM probegen.chains FINAL
+                FROM probegen.chains
                 WHERE time >= now() - INTERVAL 7 DAY AND job_id != ''
                 GROUP BY host, job_id
             ) AS first_chains USING (host, job_id)
