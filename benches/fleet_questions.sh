@@ -6,7 +6,8 @@
 # a heartbeat row per host every 300 s), merges, then times every deploy/clickhouse/*.sql
 # (best of 3, clickhouse-client --time) and prints the row counts.
 #
-# Usage: benches/fleet_questions.sh [RECORDS]   (default 8200000)
+# Usage: benches/fleet_questions.sh [RECORDS]   (default 8200000; QUESTIONS=DIR times the
+# .sql files of DIR instead, e.g. a question beside its earlier text)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RECORDS=${1:-8200000}
@@ -64,7 +65,7 @@ FROM numbers($BEATS)"
 for t in records chains counters snapshots; do ch --query "OPTIMIZE TABLE probegen.$t FINAL" >/dev/null; done
 echo "data: records $(ch --query 'SELECT count() FROM probegen.records'), chains $(ch --query 'SELECT count() FROM probegen.chains'), snapshots $(ch --query 'SELECT count() FROM probegen.snapshots'); parts $(ch --query 'SELECT count() FROM system.parts WHERE active AND database = '"'"'probegen'"'"''), bytes $(ch --query 'SELECT sum(bytes_on_disk) FROM system.parts WHERE active AND database = '"'"'probegen'"'"'')"
 JOB=$(ch --query 'SELECT any(job_id) FROM probegen.records')
-for f in deploy/clickhouse/*.sql; do
+for f in "${QUESTIONS:-deploy/clickhouse}"/*.sql; do
   sql=$(sed "s/{job_id:String}/'$JOB'/g" "$f")
   best=
   for _ in 1 2 3; do
