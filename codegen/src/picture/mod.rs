@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 use analyzer::{CallGraph, EdgeKind};
 use manifest::Manifest;
 
+use svg::esc;
 pub use view::{ChangeMarks, RemovedProbe};
 use view::{HandlerView, MAX_COLLAPSED, MAX_FULL};
 
@@ -52,13 +53,6 @@ path.edge.successor { stroke: #d62728; stroke-width: 2.5; stroke-dasharray: 2 4;
 details { margin: 0.5em 0 1.5em; } summary { cursor: pointer; color: #2a5db0; }
 table { border-collapse: collapse; } td, th { padding: 0.15em 0.6em; text-align: left; }
 "#;
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// The verb a handler serves, as a reviewer names it (`ib_uverbs_modify_qp` -> `modify_qp`,
 /// `ib_uverbs_handler_UVERBS_METHOD_QP_CREATE` -> `QP_CREATE`).

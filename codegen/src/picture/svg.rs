@@ -54,7 +54,8 @@ fn edge_class(kind: EdgeKind) -> String {
     format!("edge {}", kind.as_str())
 }
 
-fn esc(s: &str) -> String {
+/// `s` as HTML text or attribute value.
+pub(super) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

@@ -194,24 +194,18 @@ pub(crate) fn graph_edge_kind(g: &CallGraph, caller: &str, callee: &str) -> Edge
 /// The uverbs handler a path goes through: the first function reached by a dispatch edge
 /// (a write command or a uapi method: `ib_uverbs_modify_qp`,
 /// `ib_uverbs_handler_UVERBS_METHOD_QP_CREATE`), else the first probe kept as a handler
-/// (without the graph's edge kinds: `diff`), else the one after the entry. `dispatch` caches
-/// the graph's answer per edge.
+/// (without the graph's edge kinds: `diff`), else the one after the entry.
 fn handler_of<'p>(
     g: &EdgeKinds<'_>,
     path: &'p [String],
     handlers: &BTreeSet<&str>,
-    dispatch: &mut BTreeMap<(&'p str, &'p str), bool>,
 ) -> Option<&'p str> {
     for w in path.windows(2) {
-        let key = (w[0].as_str(), w[1].as_str());
-        let is_dispatch = *dispatch.entry(key).or_insert_with(|| {
-            matches!(
-                g(key.0, key.1),
-                EdgeKind::WriteCommand | EdgeKind::UapiMethod
-            )
-        });
-        if is_dispatch {
-            return Some(key.1);
+        if matches!(
+            g(&w[0], &w[1]),
+            EdgeKind::WriteCommand | EdgeKind::UapiMethod
+        ) {
+            return Some(&w[1]);
         }
     }
     path.iter()
@@ -237,9 +231,21 @@ pub(crate) fn handler_views(
         .collect();
     // handler -> every function below it
     let mut groups: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    let mut dispatch = BTreeMap::new();
+    // the graph is asked once per edge: the handler search and both views of a handler
+    // meet the same edges
+    let known = std::cell::RefCell::new(BTreeMap::new());
+    let memo = |a: &str, b: &str| {
+        let key = (a.to_string(), b.to_string());
+        if let Some(&k) = known.borrow().get(&key) {
+            return k;
+        }
+        let k = g(a, b);
+        known.borrow_mut().insert(key, k);
+        k
+    };
+    let g: &EdgeKinds<'_> = &memo;
     for (name, f) in &facts {
-        if let Some(h) = handler_of(g, f.path, &handlers, &mut dispatch) {
+        if let Some(h) = handler_of(g, f.path, &handlers) {
             groups.entry(h).or_default().insert(name);
         }
     }
