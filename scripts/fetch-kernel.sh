@@ -7,7 +7,7 @@
 #        scripts/fetch-kernel.sh --source-dirs
 #
 #   SPEC     a series (7.2, 6.12, 6.1) or an exact Debian version of linux-source-<series>
-#            (7.2.13-1, 6.12.117-1~deb12u1).
+#            (7.2.13-1, 6.12.118-1~deb12u1).
 #   FLAVOR   amd64 (default), or any flavor --list shows for the version (cloud, rt): which
 #            linux-image / linux-binary flavor gives the .config, vmlinux and modules.
 #   SUITE    only look in this suite (bookworm-security, trixie-backports, sid, ...).

@@ -72,7 +72,7 @@ fn check_6_1_mlx5_set_against_the_6_12_source_reports_the_drift() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let md = stdout(&o);
     assert!(
-        md.starts_with("# probegen check: mlx5 set of 6.1.192 against the 6.12.117 source"),
+        md.starts_with("# probegen check: mlx5 set of 6.1.192 against the 6.12.118 source"),
         "{md}"
     );
     assert!(md.contains("**Drift: "), "{md}");
@@ -90,7 +90,7 @@ fn check_6_1_mlx5_set_against_the_6_12_source_reports_the_drift() {
     let v = json_of(&o);
     assert_eq!(v["drift"], true);
     assert_eq!(v["old"], json!({"kernel": "6.1.192", "vendor": "mlx5"}));
-    assert_eq!(v["new"], json!({"kernel": "6.12.117", "vendor": "mlx5"}));
+    assert_eq!(v["new"], json!({"kernel": "6.12.118", "vendor": "mlx5"}));
 
     // What the binaries say changed between the two Debian kernels: gcc inlined
     // create_raw_packet_qp_tir into its caller in 6.12, and stopped inlining
@@ -452,7 +452,7 @@ fn diff_6_1_to_6_12_mlx5() {
     assert_eq!(md.status.code(), Some(0), "{}", stderr(&md));
     println!("{}", stdout(&md));
     for section in [
-        "# Probe set diff: mlx5 6.1.192 → mlx5 6.12.117",
+        "# Probe set diff: mlx5 6.1.192 → mlx5 6.12.118",
         "## Coverage by object and layer",
         "## Userspace verbs",
         "| `ibv_create_qp` | ioctl `UVERBS_METHOD_QP_CREATE` | `ib_uverbs_handler_UVERBS_METHOD_QP_CREATE` | ✅",

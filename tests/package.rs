@@ -204,7 +204,7 @@ fn deb_lintian_install_upgrade_purge() {
     std::fs::create_dir_all(t.join("root/sys/module")).expect("tmp");
     let o = run(Command::new("/usr/bin/probegen-agent")
         .args(["collect", "--config", "/etc/probegen/probegen.conf"])
-        .args(["--kernel-release", "6.12.117+deb12-amd64", "--sys-root"])
+        .args(["--kernel-release", "6.12.118+deb12-amd64", "--sys-root"])
         .arg(t.join("root"))
         .args(["--duration", "0s", "--out"])
         .arg(t.join("s.jsonl")));
