@@ -6,7 +6,18 @@
 # running through init's traffic, it must catch the induced EFAULT and EINVAL with their origins.
 #
 #   scripts/e2e-package.sh SERIES      (7.2, 6.12, 6.1)
+#   E2E_KERNEL_VERSION=6.12.117-1 E2E_PACKAGE_MATCH=series scripts/e2e-package.sh 6.12
+#       another point release of the series, built by another gcc (trixie's): the bundle has
+#       no set built for it, so the agent must take the series' set, check every probe against
+#       this kernel's BTF and resolve the compiler clones by name, and still attach all of them
 #
+#   E2E_MODULE_DIRS="drivers/infiniband/hw/mlx5 drivers/infiniband/sw/rxe" E2E_PACKAGE_SET=mlx5+rxe \
+#     scripts/e2e-package.sh 7.2
+#       two vendor drivers loaded: the bundle's union set of the pair, both drivers' probes
+#       attached and the verbs core probed once
+#
+# E2E_PACKAGE_MATCH (exact|series): how the chosen set must match the booted release.
+# E2E_PACKAGE_SET (a vendor or a union `a+b`): the set the agent must choose.
 # Environment: the E2E_* knobs of scripts/e2e.sh, PROBEGEN_CACHE. Outputs:
 # target/e2e-package/<ver>/{console.log,package/*}.
 set -euo pipefail
@@ -15,9 +26,11 @@ VER=$1
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 log() { printf '[e2e-package %s] %s\n' "$VER" "$*" >&2; }
-DEB=$(bash scripts/build-deb.sh | tail -n 1)
-STAGE=$REPO/target/e2e-package/stage/$VER
-OUT=$REPO/target/e2e-package/$VER
+# PROBEGEN_DEB: a .deb scripts/build-deb.sh built already (test-all builds it once)
+DEB=${PROBEGEN_DEB:-$(bash scripts/build-deb.sh | tail -n 1)}
+TAG=$VER${E2E_KERNEL_VERSION:+-$E2E_KERNEL_VERSION}
+STAGE=$REPO/target/e2e-package/stage/$TAG
+OUT=$REPO/target/e2e-package/$TAG
 rm -rf "$STAGE"
 mkdir -p "$STAGE/pkg"
 dpkg-deb -x "$DEB" "$STAGE/pkg"
@@ -34,4 +47,21 @@ E2E_EXTRA_DIR=$STAGE E2E_OUT=$OUT \
 log "scripts/e2e.sh exited $rc"
 steps=$(grep -a 'TB_STEP package_' "$OUT/console.log" || true)
 printf '%s\n' "$steps" >&2
+# what the agent said about this kernel's BTF and its clones (the status lines of the unit run)
+grep -a -E 'compiler clones|skipping [0-9]+ probe' "$OUT/package/unit.log" >&2 || true
+case ${E2E_PACKAGE_MATCH:-} in
+'') ;;
+exact) want='built for this release' ;;
+series) want='the newest of this series' ;;
+*) log "E2E_PACKAGE_MATCH=$E2E_PACKAGE_MATCH: expected exact or series"; exit 2 ;;
+esac
+if [ -n "${want:-}" ] && ! printf '%s\n' "$steps" | grep 'package_unit_caps PASS' | grep -q "$want"; then
+	log "the chosen set is not \"$want\""
+	exit 1
+fi
+if [ -n "${E2E_PACKAGE_SET:-}" ] &&
+	! printf '%s\n' "$steps" | grep 'package_unit_caps PASS' | grep -q "linux-$VER/$E2E_PACKAGE_SET for "; then
+	log "the chosen set is not linux-$VER/$E2E_PACKAGE_SET"
+	exit 1
+fi
 [ $rc -eq 0 ] && [ "$(printf '%s\n' "$steps" | grep -c ' PASS')" -eq 3 ]

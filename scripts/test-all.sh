@@ -56,9 +56,19 @@ PROBEGEN_DEB=$DEB PROBEGEN_DEB_UPGRADE=$DEB_UPGRADE \
   cargo test --release --test package -- --include-ignored --nocapture
 
 step "the package on the stock kernels: the .deb's agent as the service runs it (uid 65534, the unit's capabilities) picks and attaches a set"
-for ver in 7.2 6.12 6.1; do
-  bash scripts/e2e-package.sh "$ver"
+# 7.2 with two vendor drivers loaded (mlx5_ib and rdma_rxe): the bundle's union set of the
+# pair, both drivers' probes attached and the verbs core once
+PROBEGEN_DEB=$DEB E2E_PACKAGE_SET=mlx5+rxe \
+  E2E_MODULE_DIRS="drivers/infiniband/hw/mlx5 drivers/infiniband/sw/rxe" \
+  bash scripts/e2e-package.sh 7.2
+for ver in 6.12 6.1; do
+  PROBEGEN_DEB=$DEB E2E_PACKAGE_MATCH=exact bash scripts/e2e-package.sh "$ver"
 done
+# another point release of 6.12 built by another gcc (trixie's 6.12.117-1, gcc 14; the set is
+# bookworm's 6.12.118, gcc 12): the series' set, every probe checked against this kernel's
+# BTF, the compiler clones resolved by name, every probe attached
+PROBEGEN_DEB=$DEB E2E_KERNEL_VERSION=6.12.117-1 E2E_PACKAGE_MATCH=series \
+  bash scripts/e2e-package.sh 6.12
 
 step "end to end: the collector on Soft-RoCE under qemu (Debian 6.12 and 6.1 stock kernels)"
 # 6.12 at --interval 20ms: windows close during the hook's burst of failing calls, and every

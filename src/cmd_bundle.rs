@@ -1,6 +1,10 @@
 //! `probegen bundle --out DIR`: every checked-in set (`<sets>/linux-*/<vendor>/`) compiled to
 //! its BPF object, with its manifest and `index.json` (the agent's `collect --bundle` reads it).
 //!
+//! Beside each set, the union set of every pair of vendors of one kernel
+//! (`linux-6.12/mlx5+rxe/`, see `manifest::union`): the agent runs it on a host with both
+//! drivers loaded.
+//!
 //! Deterministic: the same sets and the same clang give byte-identical files. The objects keep
 //! `-g` (libbpf needs their BTF) but no path of this checkout: `-fdebug-prefix-map` rewrites the
 //! sets directory to its own name and `-fdebug-compilation-dir=.` drops the working directory;
@@ -51,10 +55,11 @@ fn set_dirs(sets: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
-/// Compiles `src` (a set's probes.bpf.c) to `out` as scripts/e2e-collect.sh does, without paths.
-fn compile(sets: &Path, src: &Path, out: &Path) -> Result<(), String> {
+/// Compiles `src` (a set's probes.bpf.c under `root`, the shared header in `sets`) to `out` as
+/// scripts/e2e-collect.sh does, without paths: `root` is written as its own name.
+fn compile(root: &Path, sets: &Path, src: &Path, out: &Path) -> Result<(), String> {
     let clang = std::env::var_os("CLANG").unwrap_or_else(|| "clang".into());
-    let name = sets
+    let name = root
         .file_name()
         .map_or_else(|| "sets".into(), |n| n.to_string_lossy().into_owned());
     let parent = src
@@ -64,14 +69,14 @@ fn compile(sets: &Path, src: &Path, out: &Path) -> Result<(), String> {
     // BTF line info carries each source line, which clang reads back through the mapped
     // (relative) path: run where that path resolves, or the lines are silently left out.
     let result = Command::new(&clang)
-        .current_dir(sets.parent().unwrap_or(sets))
+        .current_dir(root.parent().unwrap_or(root))
         .args(["-target", "bpf", "-O2", "-g", "-D__TARGET_ARCH_x86"])
         .arg("-I/usr/include/x86_64-linux-gnu")
         .arg("-I")
         .arg(parent)
         .arg("-I")
         .arg(sets)
-        .arg(format!("-fdebug-prefix-map={}={name}", sets.display()))
+        .arg(format!("-fdebug-prefix-map={}={name}", root.display()))
         .arg("-fdebug-compilation-dir=.")
         .arg("-c")
         .arg(src)
@@ -92,8 +97,8 @@ fn compile(sets: &Path, src: &Path, out: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// One set into `out/<linux-ver>/<vendor>/`: its index entry.
-fn bundle_set(sets: &Path, dir: &Path, out: &Path) -> Result<BundleSet, String> {
+/// One set into `out/<linux-ver>/<vendor>/`: its index entry and its manifest.
+fn bundle_set(sets: &Path, dir: &Path, out: &Path) -> Result<(BundleSet, Manifest), String> {
     let rel = dir
         .strip_prefix(sets)
         .map_err(|_| format!("{}: outside {}", dir.display(), sets.display()))?
@@ -106,13 +111,6 @@ fn bundle_set(sets: &Path, dir: &Path, out: &Path) -> Result<BundleSet, String> 
         manifest::MANIFEST_WHAT,
     )?;
     let m = Manifest::from_yaml(&text, &manifest_path.display().to_string())?;
-    let v = KernelVersion::parse_prefix(&m.kernel.version).ok_or_else(|| {
-        format!(
-            "{}: kernel.version `{}`: expected X.Y.Z",
-            manifest_path.display(),
-            m.kernel.version
-        )
-    })?;
     let src = dir.join("probes.bpf.c");
     if !src.is_file() {
         return Err(format!(
@@ -120,12 +118,33 @@ fn bundle_set(sets: &Path, dir: &Path, out: &Path) -> Result<BundleSet, String> 
             src.display()
         ));
     }
-    let target = out.join(&rel);
+    let entry = write_set(&rel, &m, &text, out, |object| {
+        compile(sets, sets, &src, object)
+    })?;
+    Ok((entry, m))
+}
+
+/// Writes a set's manifest `text` into `out/<rel>/`, compiles its object there, and returns
+/// its index entry.
+fn write_set(
+    rel: &str,
+    m: &Manifest,
+    text: &str,
+    out: &Path,
+    compile_to: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<BundleSet, String> {
+    let v = KernelVersion::parse_prefix(&m.kernel.version).ok_or_else(|| {
+        format!(
+            "{rel}/{SET_MANIFEST}: kernel.version `{}`: expected X.Y.Z",
+            m.kernel.version
+        )
+    })?;
+    let target = out.join(rel);
     std::fs::create_dir_all(&target).map_err(|e| format!("{}: {e}", target.display()))?;
-    std::fs::write(target.join(SET_MANIFEST), &text)
+    std::fs::write(target.join(SET_MANIFEST), text)
         .map_err(|e| format!("{}: {e}", target.display()))?;
     let object = target.join(SET_OBJECT);
-    compile(sets, &src, &object)?;
+    compile_to(&object)?;
     let object_bytes = std::fs::read(&object).map_err(|e| format!("{}: {e}", object.display()))?;
     let mut driver_modules: Vec<String> = m
         .probes
@@ -136,7 +155,7 @@ fn bundle_set(sets: &Path, dir: &Path, out: &Path) -> Result<BundleSet, String> 
     driver_modules.sort();
     driver_modules.dedup();
     Ok(BundleSet {
-        dir: rel,
+        dir: rel.to_string(),
         vendor: m.vendor.clone(),
         kernel: m.kernel.version.clone(),
         series: format!("{}.{}", v.0, v.1),
@@ -144,6 +163,39 @@ fn bundle_set(sets: &Path, dir: &Path, out: &Path) -> Result<BundleSet, String> 
         manifest_sha256: sha256_tag(text.as_bytes()),
         object_sha256: sha256_tag(&object_bytes),
     })
+}
+
+/// For each kernel, the union set of every pair of its vendors (`linux-6.12/mlx5+rxe`): a
+/// host with two drivers loaded runs both drivers' probes and the core ones once. Their C is
+/// rendered into `scratch/union/` (written into the objects as `union/...`), then compiled.
+fn bundle_unions(
+    sets: &Path,
+    singles: &[(BundleSet, Manifest)],
+    out: &Path,
+    scratch: &Path,
+) -> Result<Vec<BundleSet>, String> {
+    let root = scratch.join("union");
+    let kernel_of = |s: &BundleSet| s.dir.split('/').next().unwrap_or("").to_string();
+    let mut entries = Vec::new();
+    for (i, (a, ma)) in singles.iter().enumerate() {
+        for (b, mb) in &singles[i + 1..] {
+            if kernel_of(a) != kernel_of(b) {
+                continue;
+            }
+            let (m, c) = pipeline::union_set(&[ma, mb])
+                .map_err(|e| format!("{} and {}: {e}", a.dir, b.dir))?;
+            let rel = format!("{}/{}", kernel_of(a), m.vendor);
+            let text = m.to_yaml().map_err(|e| format!("{rel}: {e}"))?;
+            let src_dir = root.join(&rel);
+            std::fs::create_dir_all(&src_dir).map_err(|e| format!("{}: {e}", src_dir.display()))?;
+            let src = src_dir.join("probes.bpf.c");
+            std::fs::write(&src, c).map_err(|e| format!("{}: {e}", src.display()))?;
+            entries.push(write_set(&rel, &m, &text, out, |object| {
+                compile(&root, sets, &src, object)
+            })?);
+        }
+    }
+    Ok(entries)
 }
 
 /// Writes the bundle into `out` (built beside it, then put in its place: a reader never sees
@@ -157,15 +209,24 @@ pub(crate) fn bundle(sets: &Path, out: &Path) -> Result<ExitCode, String> {
         schema: BUNDLE_SCHEMA.into(),
         sets: Vec::new(),
     };
-    for dir in &dirs {
-        match bundle_set(&sets, dir, &partial) {
-            Ok(s) => index.sets.push(s),
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&partial);
-                return Err(e);
-            }
+    let scratch = out.with_extension(format!("union-{}", std::process::id()));
+    let built = dirs
+        .iter()
+        .map(|dir| bundle_set(&sets, dir, &partial))
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|singles| {
+            let unions = bundle_unions(&sets, &singles, &partial, &scratch)?;
+            Ok(singles.into_iter().map(|(s, _)| s).chain(unions).collect())
+        });
+    let _ = std::fs::remove_dir_all(&scratch);
+    match built {
+        Ok(all) => index.sets = all,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&partial);
+            return Err(e);
         }
     }
+    index.sets.sort_by(|a, b| a.dir.cmp(&b.dir));
     let json = serde_json::to_string_pretty(&index).map_err(|e| e.to_string())? + "\n";
     std::fs::write(partial.join(BUNDLE_INDEX), json)
         .map_err(|e| format!("{}: {e}", partial.display()))?;

@@ -101,8 +101,24 @@ fn bundle_is_byte_identical_and_its_index_names_every_set() {
             }
         }
     }
+    // and, per kernel, the union set of every pair of its vendors (`linux-6.12/mlx5+rxe`)
+    let singles = want.clone();
+    for (i, x) in singles.iter().enumerate() {
+        for y in &singles[i + 1..] {
+            let (kx, vx) = x.split_once('/').expect("linux-<ver>/<vendor>");
+            let (ky, vy) = y.split_once('/').expect("linux-<ver>/<vendor>");
+            if kx == ky {
+                let mut v = [vx, vy];
+                v.sort_unstable();
+                want.push(format!("{kx}/{}", v.join("+")));
+            }
+        }
+    }
     want.sort();
-    assert_eq!(named, want, "the index names every checked-in set");
+    assert_eq!(
+        named, want,
+        "the index names every checked-in set and each pair's union"
+    );
     for s in index["sets"].as_array().expect("sets") {
         let dir = a.join(s["dir"].as_str().expect("dir"));
         let m = std::fs::read(dir.join("manifest.yaml")).expect("manifest");
@@ -121,6 +137,13 @@ fn bundle_is_byte_identical_and_its_index_names_every_set() {
             dir.display()
         );
         assert!(obj.windows(5).any(|w| w == b".BTF\0"), "{}", dir.display());
+        // nor of the scratch directory a union's C was rendered in
+        let scratch = t.display().to_string();
+        assert!(
+            !obj.windows(scratch.len()).any(|w| w == scratch.as_bytes()),
+            "{}",
+            dir.display()
+        );
     }
     std::fs::remove_dir_all(&t).ok();
 }

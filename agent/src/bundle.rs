@@ -130,7 +130,7 @@ fn plain_dir(dir: &str) -> bool {
                 && c != "."
                 && c != ".."
                 && c.chars()
-                    .all(|ch| ch.is_ascii_alphanumeric() || "_.-".contains(ch))
+                    .all(|ch| ch.is_ascii_alphanumeric() || "_.-+".contains(ch))
         })
 }
 
@@ -281,9 +281,54 @@ pub struct Selection {
 }
 
 /// Picks, for each vendor with a driver module loaded here, its set of this exact release,
-/// else the newest set of the same series.
+/// else the newest set of the same series. Two vendors loaded, and the bundle has their
+/// union set of the series (`mlx5+rxe`): that one set instead, both drivers watched and the
+/// core probed once.
 pub fn select(sets: &[BundleSet], host: &HostKernel) -> Selection {
-    let vendors: BTreeSet<&str> = sets.iter().map(|s| s.vendor.as_str()).collect();
+    let mut sel = select_each(sets, host);
+    if sel.chosen.len() == 2 {
+        let mut vendors: Vec<&str> = sel.chosen.iter().map(|c| c.set.vendor.as_str()).collect();
+        vendors.sort_unstable();
+        let name = vendors.join("+");
+        let of_union: Vec<&BundleSet> = sets.iter().filter(|s| s.vendor == name).collect();
+        if let Some((set, how)) = best_of_series(&of_union, host) {
+            let mut modules: Vec<&str> = sel.chosen.iter().map(|c| c.module.as_str()).collect();
+            modules.sort_unstable();
+            sel.chosen = vec![Chosen {
+                set: set.clone(),
+                how,
+                module: modules.join(" and "),
+            }];
+        }
+    }
+    sel
+}
+
+/// `of_vendor`'s set of the host's release, else the newest of its series.
+fn best_of_series<'a>(
+    of_vendor: &[&'a BundleSet],
+    host: &HostKernel,
+) -> Option<(&'a BundleSet, Match)> {
+    let version = |s: &BundleSet| KernelVersion::parse_prefix(&s.kernel);
+    let best = of_vendor
+        .iter()
+        .filter(|s| version(s).is_some_and(|v| v.series() == host.version.series()))
+        .max_by_key(|s| (version(s) == Some(host.version), version(s)))?;
+    let how = if version(best) == Some(host.version) {
+        Match::Exact
+    } else {
+        Match::Series
+    };
+    Some((best, how))
+}
+
+/// One set per loaded vendor (union sets aside).
+fn select_each(sets: &[BundleSet], host: &HostKernel) -> Selection {
+    let vendors: BTreeSet<&str> = sets
+        .iter()
+        .map(|s| s.vendor.as_str())
+        .filter(|v| !v.contains('+'))
+        .collect();
     let mut sel = Selection::default();
     for vendor in vendors {
         let of_vendor: Vec<&BundleSet> = sets.iter().filter(|s| s.vendor == vendor).collect();
@@ -294,19 +339,10 @@ pub fn select(sets: &[BundleSet], host: &HostKernel) -> Selection {
         else {
             continue;
         };
-        let version = |s: &BundleSet| KernelVersion::parse_prefix(&s.kernel);
-        let best = of_vendor
-            .iter()
-            .filter(|s| version(s).is_some_and(|v| v.series() == host.version.series()))
-            .max_by_key(|s| (version(s) == Some(host.version), version(s)));
-        match best {
-            Some(s) => sel.chosen.push(Chosen {
-                set: (*s).clone(),
-                how: if version(s) == Some(host.version) {
-                    Match::Exact
-                } else {
-                    Match::Series
-                },
+        match best_of_series(&of_vendor, host) {
+            Some((s, how)) => sel.chosen.push(Chosen {
+                set: s.clone(),
+                how,
                 module: module.clone(),
             }),
             None => sel.uncovered.push(format!("{vendor} ({module})")),
@@ -398,6 +434,27 @@ mod tests {
                 ("linux-6.12/rxe", Match::Series)
             ]
         );
+        // with their union set in the bundle, both drivers get one set
+        let mut with_union = sets.to_vec();
+        with_union.push(set(
+            "linux-6.12/mlx5+rxe",
+            "mlx5+rxe",
+            "6.12.117",
+            "mlx5_ib",
+        ));
+        let s = select(
+            &with_union,
+            &host("6.12.130+deb12-amd64", &["rdma_rxe", "mlx5_ib"]),
+        );
+        assert_eq!(s.chosen.len(), 1);
+        assert_eq!(
+            (s.chosen[0].set.dir.as_str(), s.chosen[0].how),
+            ("linux-6.12/mlx5+rxe", Match::Series)
+        );
+        assert_eq!(s.chosen[0].module, "mlx5_ib and rdma_rxe");
+        // one driver: its own set, never the union
+        let s = select(&with_union, &host("6.12.117", &["mlx5_ib"]));
+        assert_eq!(s.chosen[0].set.dir, "linux-6.12/mlx5");
         let s = select(&sets, &host("6.13.2-amd64", &["rdma_rxe"]));
         assert!(s.chosen.is_empty());
         assert_eq!(s.uncovered, ["rxe (rdma_rxe)"]);

@@ -53,6 +53,11 @@ pub struct AttachStatus {
     /// How the probe attaches (or was meant to); absent in older outputs and before a load.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mechanism: Option<Mechanism>,
+    /// The symbols it attached at on this kernel when they are not the manifest's: a compiler
+    /// clone resolved by name (`f.constprop.1` for the set's `f.constprop.0`, or the plain
+    /// `f`); empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub symbols: Vec<String>,
 }
 
 /// How a probe's programs attach.

@@ -160,6 +160,7 @@ impl Pipeline {
                 attached: false,
                 reason: Some("not loaded".into()),
                 mechanism: None,
+                symbols: Vec::new(),
             })
             .collect();
         Pipeline {

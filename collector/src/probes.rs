@@ -1,7 +1,7 @@
 //! The probe table the collector works with: the manifest's attachable probes (those with a
 //! program in probes.bpf.c), indexed by probe id, plus the manifest's hash.
 
-use manifest::{Attach, FocusKind, Layer, Manifest, Probe};
+use manifest::{Attach, FocusKind, Layer, Manifest, Probe, ReturnKind};
 use sha2::{Digest, Sha256};
 
 use crate::error::CollectError;
@@ -24,6 +24,10 @@ pub struct ProbeInfo {
     pub kind: AttachKind,
     /// Arguments of the function (BTF), 0 when unknown.
     pub nargs: usize,
+    /// The manifest's `returns` and `ret_size`: the prototype the program was built for,
+    /// checked against the running kernel's BTF before it is loaded.
+    pub returns: ReturnKind,
+    pub ret_size: u32,
     /// Names of the arguments the probe records, in record order (the manifest's `args`,
     /// ascending position); empty when the manifest names none.
     pub arg_names: Vec<String>,
@@ -112,6 +116,8 @@ impl ProbeTable {
                     module: m.to_string(),
                     kind: AttachKind::Fexit,
                     nargs: 0,
+                    returns: ReturnKind::Int,
+                    ret_size: 4,
                     arg_names: Vec::new(),
                     layer: if m.starts_with("ib_") || m == "inline" {
                         Layer::Core
@@ -205,6 +211,8 @@ fn info(p: &Probe) -> Result<ProbeInfo, CollectError> {
         module: p.module.clone(),
         kind,
         nargs: p.nargs,
+        returns: p.returns,
+        ret_size: p.ret_size,
         arg_names: {
             let mut a: Vec<_> = p.args.iter().map(|a| (a.index, a.name.clone())).collect();
             a.sort();
@@ -231,7 +239,7 @@ mod tests {
     #[test]
     fn rxe_table() {
         let t = ProbeTable::from_manifest_text(M, "rxe").expect("manifest");
-        assert_eq!(t.kernel, "6.12.117");
+        assert_eq!(t.kernel, "6.12.118");
         assert!(t.manifest_hash.starts_with("sha256:") && t.manifest_hash.len() == 71);
         let reg = t.probes.iter().find(|p| p.function == "ib_uverbs_reg_mr");
         let reg = reg.expect("ib_uverbs_reg_mr");

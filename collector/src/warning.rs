@@ -18,6 +18,9 @@ pub enum Warning {
     },
     /// A module without BTF: its probes attach by their kprobe/kretprobe fallback.
     KprobeFallback { module: String, probes: Vec<String> },
+    /// Compiler clones resolved by name on this kernel: (`module:function`, the symbols its
+    /// program attaches at instead of the manifest's).
+    ClonesResolved(Vec<(String, String)>),
     /// An object built with an older `probegen.bpf.h`: the idle shortcut is off.
     NoActivityMap,
     /// The ring buffer could not be read (`what`: consume or poll).
@@ -62,6 +65,15 @@ impl fmt::Display for Warning {
                 probes.len(),
                 probes.join(", ")
             ),
+            Warning::ClonesResolved(v) => {
+                let each: Vec<String> = v.iter().map(|(p, s)| format!("{p} at {s}")).collect();
+                write!(
+                    f,
+                    "{} probe(s) at compiler clones this build names otherwise (resolved by name): {}",
+                    v.len(),
+                    each.join(", ")
+                )
+            }
             Warning::NoActivityMap => f.write_str(
                 "the object has no mmapable `activity` map (an older probegen.bpf.h): the counters are read every window",
             ),

@@ -8,6 +8,7 @@ mod input;
 mod naming;
 mod record;
 mod types;
+mod union;
 mod validate;
 mod vocab;
 
@@ -26,6 +27,7 @@ pub use types::{
     json_schema, Degraded, Excluded, FocusOp, KernelInfo, Manifest, Probe, ProbeArg, Stats,
     Suggestion, MANIFEST_WHAT, SCHEMA_ID,
 };
+pub use union::union;
 pub use validate::{validate, MAX_PROBE_ID};
 pub use vocab::{
     Attach, Derivation, FocusKind, GapKind, Layer, Object, Relation, ReturnKind, Rule,

@@ -15,6 +15,7 @@ mod notice;
 mod queries;
 mod selection;
 mod source;
+mod union;
 
 pub use degraded::degraded_markdown;
 pub use error::Error;
@@ -26,3 +27,4 @@ pub use notice::Notice;
 pub use queries::{explain, graph, path, Explanation, GraphSummary};
 pub use selection::{manifest_of, select, select_vendors, EachSelection, Selected};
 pub use source::{load_rules, Loaded, SourceOptions};
+pub use union::union_set;

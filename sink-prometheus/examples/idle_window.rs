@@ -47,6 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 attached: true,
                 reason: None,
                 mechanism: None,
+                symbols: Vec::new(),
             })
             .collect(),
     );

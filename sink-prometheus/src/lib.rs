@@ -460,6 +460,7 @@ mod tests {
             attached: true,
             reason: None,
             mechanism: None,
+            symbols: Vec::new(),
         }];
         render(&MetricsInput {
             table: &t,

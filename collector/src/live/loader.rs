@@ -9,6 +9,7 @@ use std::path::Path;
 
 use libbpf_rs::{Link, MapCore, MapFlags, Object, ObjectBuilder, OpenObject};
 
+use super::btf::{clone_base, clones_of, mismatch, HostBtf, Lookup, Signature};
 use crate::error::CollectError;
 use crate::kernel_state::{AttachStatus, KernelTotals, Mechanism};
 use crate::probes::{AttachKind, ProbeTable};
@@ -96,18 +97,23 @@ pub(crate) fn compare_programs(
 pub(crate) enum Target {
     /// Attach, retargeted at this `module:function` or function (`None`: as the section says).
     Attach(Option<String>),
-    /// The module is loaded without BTF: attach the kprobe fallback pair at `module:function`.
-    Kprobe,
-    /// The running kernel lacks it (the reason): the probe is skipped.
+    /// Attach the kprobe fallback pair at `module:<symbol>`: the module has no BTF, or the
+    /// function is only a compiler clone here (`Some`: that clone symbol).
+    Kprobe(Option<String>),
+    /// A clone-only probe whose manifest symbol this build names otherwise: its kretprobe
+    /// attaches at each of these (the clones of the function here, or the plain function).
+    Kretprobes(Vec<String>),
+    /// The running kernel lacks it, or has it with another prototype (the reason): skipped.
     Missing(String),
 }
 
-/// What the running kernel offers: kallsyms entries of the wanted names and the modules with
-/// BTF under /sys/kernel/btf.
+/// What the running kernel offers: kallsyms entries of the wanted names and their compiler
+/// clones, and the BTF under /sys/kernel/btf (each fexit probe's prototype is checked there).
 pub(crate) struct KernelSymbols {
     /// None: kallsyms unreadable, assume everything is there and let the load decide.
     syms: Option<HashSet<(String, String)>>,
     btf_dir: std::path::PathBuf,
+    btf: HostBtf,
 }
 
 impl KernelSymbols {
@@ -117,27 +123,40 @@ impl KernelSymbols {
             .iter()
             .map(|p| match &p.kind {
                 AttachKind::Fexit => p.function.clone(),
-                AttachKind::Kretprobe(s) => s.clone(),
+                AttachKind::Kretprobe(s) => clone_base(s).to_string(),
             })
             .collect();
         let syms = std::fs::read_to_string("/proc/kallsyms")
             .ok()
             .map(|t| parse_kallsyms(&t, &wanted));
+        Self::with(syms.filter(|s| !s.is_empty()), "/sys/kernel/btf".into())
+    }
+
+    fn with(syms: Option<HashSet<(String, String)>>, btf_dir: std::path::PathBuf) -> Self {
         KernelSymbols {
-            syms: syms.filter(|s| !s.is_empty()),
-            btf_dir: "/sys/kernel/btf".into(),
+            syms,
+            btf: HostBtf::open(&btf_dir),
+            btf_dir,
         }
     }
 
+    /// The compiler clones of `function` kallsyms lists in `module`.
+    fn clones(&self, function: &str, module: &str) -> Vec<String> {
+        let Some(s) = &self.syms else {
+            return Vec::new();
+        };
+        clones_of(
+            function,
+            s.iter()
+                .filter(|(_, m)| m == module)
+                .map(|(n, _)| n.as_str()),
+        )
+    }
+
     /// Where to attach `p`, or why the running kernel cannot have it.
-    pub(crate) fn target(&self, p: &crate::probes::ProbeInfo) -> Target {
+    pub(crate) fn target(&mut self, p: &crate::probes::ProbeInfo) -> Target {
         match &p.kind {
-            AttachKind::Kretprobe(sym) => match &self.syms {
-                Some(s) if !s.iter().any(|(n, _)| n == sym) => {
-                    Target::Missing(format!("kprobe symbol {sym} not in /proc/kallsyms"))
-                }
-                _ => Target::Attach(None),
-            },
+            AttachKind::Kretprobe(sym) => self.clone_target(p, sym),
             AttachKind::Fexit => {
                 let in_module = self.btf_dir.join(&p.module).exists();
                 let known = |m: &str| {
@@ -150,29 +169,106 @@ impl KernelSymbols {
                     self.syms.as_ref().is_some_and(|s| s.contains(&key))
                 };
                 if in_module && known(&p.module) {
-                    Target::Attach(Some(p.target()))
+                    let t = Target::Attach(Some(p.target()));
+                    self.verified(p, &p.module.clone(), t)
                 } else if !in_module && !p.fallback.is_empty() && listed(&p.module) {
-                    Target::Kprobe
+                    Target::Kprobe(None)
                 } else if known("vmlinux") && self.syms.is_some() {
                     // built into this kernel: resolve in vmlinux BTF by name
-                    Target::Attach(Some(p.function.clone()))
+                    self.verified(p, "vmlinux", Target::Attach(Some(p.function.clone())))
                 } else if !in_module {
                     Target::Missing(format!(
                         "module {} not loaded (no /sys/kernel/btf/{})",
                         p.module, p.module
                     ))
                 } else {
-                    Target::Missing(format!(
-                        "{} not in /proc/kallsyms for [{}]",
-                        p.function, p.module
-                    ))
+                    self.only_clones(p)
                 }
             }
         }
     }
+
+    /// `t` when `p`'s function in `module`'s BTF has the prototype the program was built
+    /// for; else why not.
+    fn verified(&mut self, p: &crate::probes::ProbeInfo, module: &str, t: Target) -> Target {
+        let want = Signature {
+            nargs: p.nargs,
+            returns: p.returns,
+            ret_size: p.ret_size,
+        };
+        match self.btf.lookup(module, &p.function) {
+            Lookup::Found(have) => mismatch(want, have).map_or(t, Target::Missing),
+            // no BTF to ask: the load's own BTF resolution decides, as before this check
+            Lookup::NoBtf => t,
+            Lookup::NoFunction => {
+                let clones = self.clones(&p.function, module);
+                match clones.first() {
+                    Some(c) if !p.fallback.is_empty() => Target::Kprobe(Some(c.clone())),
+                    _ => Target::Missing(format!(
+                        "{} is not in {module}'s BTF{}",
+                        p.function,
+                        clone_note(&clones)
+                    )),
+                }
+            }
+        }
+    }
+
+    /// A fexit probe whose function kallsyms does not list in its loaded module: a clone of
+    /// it may be there (another gcc), reached by the kprobe fallback when the probe has one.
+    fn only_clones(&self, p: &crate::probes::ProbeInfo) -> Target {
+        let clones = self.clones(&p.function, &p.module);
+        match clones.first() {
+            Some(c) if !p.fallback.is_empty() => Target::Kprobe(Some(c.clone())),
+            _ => Target::Missing(format!(
+                "{} not in /proc/kallsyms for [{}]{}",
+                p.function,
+                p.module,
+                clone_note(&clones)
+            )),
+        }
+    }
+
+    /// A clone-only probe: its symbol as the manifest names it, else the clones this build
+    /// has of the same function (or the plain function), resolved by name.
+    fn clone_target(&self, p: &crate::probes::ProbeInfo, sym: &str) -> Target {
+        let Some(s) = &self.syms else {
+            return Target::Attach(None);
+        };
+        if s.iter().any(|(n, _)| n == sym) {
+            return Target::Attach(None);
+        }
+        let base = clone_base(sym);
+        let mut here = self.clones(base, &p.module);
+        if here.is_empty() && p.module == "vmlinux" {
+            here = clones_of(base, s.iter().map(|(n, _)| n.as_str()));
+        }
+        if s.contains(&(base.to_string(), p.module.clone())) {
+            here.push(base.to_string());
+        }
+        if here.is_empty() {
+            Target::Missing(format!(
+                "kprobe symbol {sym} not in /proc/kallsyms, nor another clone of {base}"
+            ))
+        } else {
+            Target::Kretprobes(here)
+        }
+    }
 }
 
-/// (name, module) of the wanted kallsyms text symbols; built-in ones get module `vmlinux`.
+fn clone_note(clones: &[String]) -> String {
+    if clones.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (only as {} here, and the probe has no kprobe fallback)",
+            clones.join(", ")
+        )
+    }
+}
+
+/// (name, module) of the kallsyms text symbols whose name, without compiler-clone suffixes,
+/// is wanted; built-in ones get module `vmlinux`.
 pub(crate) fn parse_kallsyms(text: &str, wanted: &HashSet<String>) -> HashSet<(String, String)> {
     let mut out = HashSet::new();
     for line in text.lines() {
@@ -180,7 +276,7 @@ pub(crate) fn parse_kallsyms(text: &str, wanted: &HashSet<String>) -> HashSet<(S
         let (Some(_addr), Some(kind), Some(name)) = (it.next(), it.next(), it.next()) else {
             continue;
         };
-        if !matches!(kind, "t" | "T") || !wanted.contains(name) {
+        if !matches!(kind, "t" | "T") || !wanted.contains(clone_base(name)) {
             continue;
         }
         let module = it
@@ -277,7 +373,7 @@ fn resolve_targets(
     strict: bool,
     warnings: &mut Vec<Warning>,
 ) -> Result<Vec<AttachStatus>, CollectError> {
-    let ksyms = KernelSymbols::read(table);
+    let mut ksyms = KernelSymbols::read(table);
     let mut attached = Vec::new();
     let mut skipped: BTreeMap<String, Vec<String>> = BTreeMap::new();
     // functions to attach by kprobe, by module
@@ -293,28 +389,20 @@ fn resolve_targets(
         let Some(p) = table.probes.iter().find(|p| p.program_name() == name) else {
             continue;
         };
-        let mut st = AttachStatus {
-            probe: p.id,
-            function: p.function.clone(),
-            module: p.module.clone(),
-            attached: false,
-            reason: None,
-            mechanism: Some(match p.kind {
-                AttachKind::Fexit => Mechanism::Fexit,
-                AttachKind::Kretprobe(_) => Mechanism::KretprobeClone,
-            }),
-        };
+        let mut st = unattached(p);
         let target = match ksyms.target(p) {
-            Target::Kprobe if !p.fallback.iter().all(|(n, _)| names.contains(n)) => {
+            Target::Kprobe(_) if !p.fallback.iter().all(|(n, _)| names.contains(n)) => {
                 Target::Missing(format!("module {} has no BTF and the object no kprobe fallback for it (an older probes.bpf.c)", p.module))
             }
             t => t,
         };
         match target {
             Target::Attach(None) => {}
-            Target::Kprobe => {
+            Target::Kretprobes(symbols) => st.symbols = symbols,
+            Target::Kprobe(clone) => {
                 prog.set_autoload(false);
                 st.mechanism = Some(Mechanism::Kprobe);
+                st.symbols = clone.into_iter().collect();
                 picked.extend(p.fallback.iter().map(|(n, _)| n.clone()));
                 let probes = kprobe.entry(p.module.clone()).or_default();
                 probes.push(p.function.clone());
@@ -343,6 +431,7 @@ fn resolve_targets(
     for (reason, probes) in skipped {
         warnings.push(Warning::ProbesSkipped { reason, probes });
     }
+    warnings.extend(clones_resolved(&attached));
     for mut prog in open.progs_mut() {
         if picked.contains(prog.name().to_string_lossy().as_ref()) {
             prog.set_autoload(true);
@@ -359,6 +448,37 @@ fn resolve_targets(
         warnings.push(Warning::KprobeFallback { module, probes });
     }
     Ok(attached)
+}
+
+/// The probes attached at compiler clones this build names otherwise, if any.
+fn clones_resolved(attached: &[AttachStatus]) -> Option<Warning> {
+    let resolved: Vec<(String, String)> = attached
+        .iter()
+        .filter(|st| !st.symbols.is_empty())
+        .map(|st| {
+            (
+                format!("{}:{}", st.module, st.function),
+                st.symbols.join(" "),
+            )
+        })
+        .collect();
+    (!resolved.is_empty()).then_some(Warning::ClonesResolved(resolved))
+}
+
+/// `p`'s status before its target is known.
+fn unattached(p: &crate::probes::ProbeInfo) -> AttachStatus {
+    AttachStatus {
+        probe: p.id,
+        function: p.function.clone(),
+        module: p.module.clone(),
+        attached: false,
+        reason: None,
+        mechanism: Some(match p.kind {
+            AttachKind::Fexit => Mechanism::Fexit,
+            AttachKind::Kretprobe(_) => Mechanism::KretprobeClone,
+        }),
+        symbols: Vec::new(),
+    }
 }
 
 fn strict_error(probe: u32, module: &str, function: &str, reason: String) -> CollectError {
@@ -394,20 +514,27 @@ fn attach_all(
         if st.reason.is_some() || !prog.autoload() {
             continue;
         }
-        let link = match fallback {
+        let link = match (fallback, st.symbols.as_slice()) {
             // at `module:function`, so a name two modules have resolves in this one; a kernel
             // that does not take that form gets the bare name
-            Some((_, sec)) => {
+            (Some((_, sec)), symbols) => {
                 let ret = sec.starts_with("?kretprobe");
-                (prog.attach_kprobe(ret, p.target()))
-                    .or_else(|_| prog.attach_kprobe(ret, &p.function))
+                let f = symbols.first().unwrap_or(&p.function);
+                (prog.attach_kprobe(ret, format!("{}:{f}", p.module)))
+                    .or_else(|_| prog.attach_kprobe(ret, f))
+                    .map(|l| vec![l])
             }
-            None => prog.attach(),
+            (None, []) => prog.attach().map(|l| vec![l]),
+            // a clone-only probe's kretprobe at every clone this build has of its function
+            (None, symbols) => symbols
+                .iter()
+                .map(|sym| prog.attach_kprobe(true, sym))
+                .collect::<Result<Vec<_>, _>>(),
         };
         match link {
-            Ok(link) => {
+            Ok(new) => {
                 st.attached = true;
-                links.push((st.probe, link));
+                links.extend(new.into_iter().map(|l| (st.probe, l)));
             }
             Err(e) => {
                 st.attached = false;
@@ -748,15 +875,15 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pg-btf-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("ib_core")).expect("dir");
         let syms = [("rxe_f", "rdma_rxe"), ("ib_g", "ib_core")];
-        let k = KernelSymbols {
-            syms: Some(
+        let mut k = KernelSymbols::with(
+            Some(
                 syms.iter()
                     .map(|(f, m)| (f.to_string(), m.to_string()))
                     .collect(),
             ),
-            btf_dir: dir.clone(),
-        };
-        assert_eq!(k.target(&t.probes[0]), Target::Kprobe);
+            dir.clone(),
+        );
+        assert_eq!(k.target(&t.probes[0]), Target::Kprobe(None));
         assert_eq!(
             k.target(&t.probes[1]),
             Target::Attach(Some("ib_core:ib_g".into()))
@@ -777,6 +904,97 @@ mod tests {
             e.contains("pg_1_ret: object section `kprobe/rxe_f`, manifest `?kretprobe/rxe_f`"),
             "{e}"
         );
+    }
+
+    /// The checked-in 6.12 rxe set against Debian's real 6.12 BTF (the ELF files of
+    /// `scripts/fetch-kernel.sh 6.12`, read as /sys/kernel/btf would be) and a kallsyms of
+    /// another build: a prototype that differs is skipped with both, a clone with another
+    /// suffix (or none) is resolved by name, a function only a clone here goes by kprobe.
+    #[test]
+    fn probes_are_verified_and_clones_resolved_by_name() {
+        let tree = std::env::var_os("PROBEGEN_KERNEL_6_12")
+            .map(std::path::PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/probegen/linux-6.12"))
+            })
+            .expect("PROBEGEN_KERNEL_6_12 or HOME");
+        assert!(
+            tree.join("vmlinux").exists(),
+            "{}: no vmlinux: run scripts/fetch-kernel.sh 6.12",
+            tree.display()
+        );
+        let dir = std::env::temp_dir().join(format!("pg-verify-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("tmp");
+        std::os::unix::fs::symlink(tree.join("vmlinux"), dir.join("vmlinux")).expect("link");
+        for m in ["ib_core", "ib_uverbs", "rdma_rxe"] {
+            let ko = tree.join(format!("modules/{m}.ko"));
+            std::os::unix::fs::symlink(ko, dir.join(m)).expect("link");
+        }
+        let text = include_str!("../../../generated/linux-6.12/rxe/manifest.yaml");
+        let mut t = ProbeTable::from_manifest_text(text, "rxe").expect("manifest");
+        let by = |t: &ProbeTable, f: &str| t.probes.iter().position(|p| p.function == f);
+        let reg = by(&t, "ib_uverbs_reg_mr").expect("reg_mr probe");
+        let gid = by(&t, "ib_resolve_unicast_gid_dmac").expect("clone-only probe");
+        let rxe = t
+            .probes
+            .iter()
+            .position(|p| p.module == "rdma_rxe" && !p.fallback.is_empty())
+            .expect("an rxe probe with a kprobe fallback");
+        let rxe_f = t.probes[rxe].function.clone();
+        // kallsyms of another build: the clone has another suffix, and rxe's function is
+        // only a clone
+        let mut syms: HashSet<(String, String)> = t
+            .probes
+            .iter()
+            .filter(|p| p.kind == AttachKind::Fexit && p.function != rxe_f)
+            .map(|p| (p.function.clone(), p.module.clone()))
+            .collect();
+        for (n, m) in [
+            ("ib_resolve_unicast_gid_dmac.constprop.1", "ib_core"),
+            ("ib_resolve_unicast_gid_dmac", "ib_core"),
+            ("ib_resolve_unicast_gid_dmac.cold", "ib_core"),
+        ] {
+            syms.insert((n.into(), m.into()));
+        }
+        syms.insert((format!("{rxe_f}.isra.0"), "rdma_rxe".into()));
+        let mut k = KernelSymbols::with(Some(syms), dir.clone());
+        // every fexit probe of the set matches its kernel's prototypes
+        let mut verified = 0;
+        for p in t
+            .probes
+            .iter()
+            .filter(|p| p.kind == AttachKind::Fexit && p.function != rxe_f)
+        {
+            match k.target(p) {
+                Target::Attach(Some(_)) => verified += 1,
+                other => panic!("{}: {other:?}", p.function),
+            }
+        }
+        assert!(verified >= 40, "{verified}");
+        assert_eq!(
+            k.target(&t.probes[gid]),
+            Target::Kretprobes(vec![
+                "ib_resolve_unicast_gid_dmac.constprop.1".into(),
+                "ib_resolve_unicast_gid_dmac".into()
+            ])
+        );
+        // rdma_rxe's BTF has the function (the set's build), kallsyms only its clone: the
+        // BTF check passes and the load attaches it; without the function in BTF the clone
+        // goes by the kprobe fallback
+        let gone = t.probes[rxe].clone();
+        let _ = std::fs::remove_file(dir.join("rdma_rxe"));
+        std::fs::create_dir_all(dir.join("rdma_rxe")).expect("no-BTF stand-in");
+        assert_eq!(
+            k.target(&gone),
+            Target::Kprobe(Some(format!("{rxe_f}.isra.0")))
+        );
+        // a prototype that differs: skipped, with both
+        t.probes[reg].nargs += 1;
+        match k.target(&t.probes[reg]) {
+            Target::Missing(why) => assert!(why.contains("BTF prototype differs"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
