@@ -2,8 +2,11 @@
 //! and counters as the run's [`crate::source::Source`] ([`source`]).
 
 pub(crate) mod activity;
+pub(crate) mod cost;
 pub(crate) mod loader;
+pub(crate) mod modules;
 pub(crate) mod source;
 
 pub(crate) use loader::{load, LoadOptions};
+pub(crate) use modules::Control;
 pub(crate) use source::{LiveSource, Timing};
