@@ -14,8 +14,12 @@ use std::path::{Path, PathBuf};
 /// values, and ~120 for the live window's fence (every snapshot's invariant exact, or its
 /// failures in flight carried): 4,700. Issue 22 added ~75 for driver modules without BTF
 /// (DKMS, vendor OFED builds): their probes attach by the kprobe/kretprobe fallback, with the
-/// mechanism in the attach status and a log line naming the module: 4,780.
-const COLLECTOR_CODE_LINES_BUDGET: usize = 4_780;
+/// mechanism in the attach status and a log line naming the module: 4,780. Issue 23 items 3
+/// and 6 added 226: drivers that come and go (one object per module sharing the maps, the
+/// module watch and the control socket that releases one before `modprobe -r`, in
+/// `live/modules.rs`; nothing else can detach a module's programs while the agent runs) and
+/// the agent's own cost in the snapshot (`live/cost.rs`): 5,006.
+const COLLECTOR_CODE_LINES_BUDGET: usize = 5_006;
 
 /// Code lines of one rustfmt-formatted file: a line is a comment when it starts with `//` or
 /// lies in a `/* */` block; a `#[cfg(test)]` module is skipped from its `mod` line to its
