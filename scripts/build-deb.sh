@@ -4,7 +4,8 @@
 #   scripts/build-deb.sh
 #
 # Contents: /usr/bin/probegen-agent (stripped), the bundle of every checked-in set
-# (/usr/lib/probegen/bundle, `probegen bundle`), the unit /lib/systemd/system/probegen-agent.service,
+# (/usr/lib/probegen/bundle, `probegen bundle`), /lib/modprobe.d/probegen.conf (a `remove` rule
+# per driver module of the bundle), the unit /lib/systemd/system/probegen-agent.service,
 # the conffile /etc/probegen/probegen.conf, the man page, copyright, changelog, the lintian
 # overrides; maintainer scripts from deploy/debian/. Built with Debian's dpkg-deb directly (no
 # cargo-deb: nothing to fetch or compile, and the layout, conffiles and scripts are exactly the
@@ -40,6 +41,21 @@ mkdir -p "$ROOT/DEBIAN" "$ROOT/usr/bin" "$ROOT/usr/lib/probegen" "$ROOT/lib/syst
 	"$ROOT/usr/share/lintian/overrides"
 strip --strip-unneeded --remove-section=.comment -o "$ROOT/usr/bin/probegen-agent" target/release/probegen-agent
 target/release/probegen bundle --sets generated --out "$ROOT/usr/lib/probegen/bundle" >/dev/null
+# modprobe.d: a `remove` rule per driver module of the bundle's sets, so that `modprobe -r`
+# first has the running agent detach that module's probes (README "Drivers that come and go")
+mkdir -p "$ROOT/lib/modprobe.d"
+MODS=$(tr -d ' \n' <"$ROOT/usr/lib/probegen/bundle/index.json" | grep -o '"driver_modules":\[[^]]*\]' |
+	sed 's/.*\[//; s/\]//; s/"//g' | tr ',' '\n' | grep . | LC_ALL=C sort -u)
+[ -n "$MODS" ] || bad "the bundle's index names no driver module"
+{
+	printf '# probegen: before a driver module of the probe sets unloads, the running agent detaches\n'
+	printf '# its probes (a loaded probe holds the module); without a running agent the release is a\n'
+	printf '# no-op. Plain rmmod bypasses these rules.\n'
+	for m in $MODS; do
+		printf 'remove %s /usr/bin/probegen-agent release %s; /sbin/modprobe -r --ignore-remove %s\n' "$m" "$m" "$m"
+	done
+} >"$ROOT/lib/modprobe.d/probegen.conf"
+chmod 644 "$ROOT/lib/modprobe.d/probegen.conf"
 install -m 644 $D/probegen-agent.service "$ROOT/lib/systemd/system/"
 install -m 644 $D/probegen.conf "$ROOT/etc/probegen/probegen.conf"
 install -m 644 $D/copyright "$ROOT/usr/share/doc/probegen/copyright"

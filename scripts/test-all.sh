@@ -53,7 +53,7 @@ DEB=$(bash scripts/build-deb.sh | tail -n 1)
 DEB_UPGRADE=$(PROBEGEN_DEB_VERSION="$(dpkg-deb -f "$DEB" Version)+upgradetest" \
   PROBEGEN_DEB_OUT=target/debian/upgrade bash scripts/build-deb.sh | tail -n 1)
 PROBEGEN_DEB=$DEB PROBEGEN_DEB_UPGRADE=$DEB_UPGRADE \
-  cargo test --release --test package -- --include-ignored --nocapture
+  cargo test --release --test package -- --include-ignored --skip e2e_driver_reload --nocapture
 
 step "the package on the stock kernels: the .deb's agent as the service runs it (uid 65534, the unit's capabilities) picks and attaches a set"
 # 7.2 with two vendor drivers loaded (mlx5_ib and rdma_rxe): the bundle's union set of the
@@ -69,6 +69,10 @@ done
 # BTF, the compiler clones resolved by name, every probe attached
 PROBEGEN_DEB=$DEB E2E_KERNEL_VERSION=6.12.117-1 E2E_PACKAGE_MATCH=series \
   bash scripts/e2e-package.sh 6.12
+
+step "drivers that come and go: modprobe -r rdma_rxe through the .deb's rule while the service runs, reload, probes back, invariant in every snapshot (6.12)"
+PROBEGEN_E2E_RELOAD=1 bash scripts/e2e-package.sh 6.12
+cargo test --release --test package -- --ignored --exact e2e_driver_reload --nocapture
 
 step "end to end: the collector on Soft-RoCE under qemu (Debian 6.12 and 6.1 stock kernels)"
 # 6.12 at --interval 20ms: windows close during the hook's burst of failing calls, and every

@@ -17,8 +17,12 @@ use std::path::{Path, PathBuf};
 /// mechanism in the attach status and a log line naming the module: 4,780. Issue 23 added
 /// ~280 for the host's own check before a load (`live/btf.rs`: each fexit probe's prototype
 /// read from /sys/kernel/btf, a set of another point release never loaded blind) and the
-/// compiler clones resolved by name (`live/loader.rs`): 5,070.
-const COLLECTOR_CODE_LINES_BUDGET: usize = 5_070;
+/// compiler clones resolved by name (`live/loader.rs`), and 226 for drivers that come and go
+/// (one object per module sharing the maps, the module watch and the control socket that
+/// releases one before `modprobe -r`, in `live/modules.rs`; nothing else can detach a module's
+/// programs while the agent runs) and the agent's own cost in the snapshot (`live/cost.rs`):
+/// 5,300.
+const COLLECTOR_CODE_LINES_BUDGET: usize = 5_300;
 
 /// Code lines of one rustfmt-formatted file: a line is a comment when it starts with `//` or
 /// lies in a `/* */` block; a `#[cfg(test)]` module is skipped from its `mod` line to its

@@ -585,6 +585,10 @@ const NOT_LOSS: &[&str] = &[
     "probegen_snapshots_total",
     "probegen_clickhouse_batches_sent_total",
     "probegen_clickhouse_records_sent_total",
+    // the agent's own cost (live runs)
+    "probegen_agent_cpu_seconds_total",
+    "probegen_bpf_run_seconds_total",
+    "probegen_bpf_runs_total",
 ];
 
 /// `probegen_*` names in `text` (identifiers that start with it).

@@ -7,7 +7,8 @@
 //! * `deb_lintian_install_upgrade_purge` (ignored in a plain `cargo test`: it installs a
 //!   package; scripts/test-all.sh runs it as root after building both packages with
 //!   scripts/build-deb.sh): lintian has 0 errors and 0 warnings; `dpkg -i` installs a working
-//!   agent whose config reads the shipped bundle without a skipped set; an upgrade to a bumped
+//!   agent whose config reads the shipped bundle without a skipped set, and modprobe a `remove`
+//!   rule per driver module (a release with no agent running is a no-op); an upgrade to a bumped
 //!   version keeps a changed conffile; `dpkg -P` leaves nothing (the file lists of the places
 //!   it touches are the same as before). A guard purges on any failure.
 
@@ -113,6 +114,7 @@ fn listing() -> Vec<String> {
         "/etc/probegen",
         "/etc/systemd/system",
         "/lib/systemd/system/probegen-agent.service",
+        "/lib/modprobe.d/probegen.conf",
         "/usr/lib/probegen",
         "/usr/bin/probegen-agent",
         "/usr/share/doc/probegen",
@@ -198,6 +200,7 @@ fn deb_lintian_install_upgrade_purge() {
         Path::new("/etc/systemd/system/rdma-hw.target.wants/probegen-agent.service").exists(),
         "enabled: rdma-hw.target wants it"
     );
+    modprobe_rules_are_read();
     // the installed agent reads the shipped config and bundle: every set usable, none applies
     // on a host with no RDMA driver (a sys root without modules), so it says so and ends
     let t = std::env::temp_dir().join(format!("pg-package-{}", std::process::id()));
@@ -242,6 +245,33 @@ fn deb_lintian_install_upgrade_purge() {
     }
     assert_eq!(before, after, "purge left files behind");
     std::fs::remove_dir_all(&t).ok();
+}
+
+/// The installed `/lib/modprobe.d/probegen.conf`: a `remove` rule per driver module of the
+/// bundle (release, then remove), read by modprobe; a release with no agent running is a no-op.
+fn modprobe_rules_are_read() {
+    // modprobe reads a `remove` rule per driver module of the bundle: release, then remove
+    let rules = std::fs::read_to_string("/lib/modprobe.d/probegen.conf").expect("modprobe.d");
+    for m in ["bnxt_re", "irdma", "mlx5_ib", "rdma_rxe"] {
+        let want = format!(
+            "remove {m} /usr/bin/probegen-agent release {m}; /sbin/modprobe -r --ignore-remove {m}"
+        );
+        assert!(rules.lines().any(|l| l == want), "{want} in:\n{rules}");
+    }
+    let shown = run(Command::new("modprobe").arg("--showconfig"));
+    assert!(
+        text(&shown).contains("remove rdma_rxe /usr/bin/probegen-agent release rdma_rxe"),
+        "modprobe --showconfig reads the rule"
+    );
+    // without a running agent a release is a no-op that lets the removal go on
+    let o = run(Command::new("/usr/bin/probegen-agent").args([
+        "release",
+        "rdma_rxe",
+        "--control",
+        "/nonexistent/probegen-control",
+    ]));
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("nothing to release"), "{}", text(&o));
 }
 
 /// The unit's `SetCredential=clickhouse-password:` fallback (no password file installed) gives
@@ -293,4 +323,105 @@ fn missing_capability_is_one_line_and_exit_2() {
     assert!(e.contains("missing capability CAP_SYS_ADMIN"), "{e}");
     assert!(!t.join("s.jsonl").exists());
     std::fs::remove_dir_all(&t).ok();
+}
+
+/// Issue 23 item 3, in the qemu testbed (`PROBEGEN_E2E_RELOAD=1 scripts/e2e-package.sh 6.12`
+/// writes `target/e2e-package/6.12-reload`; `PROBEGEN_E2E_PACKAGE_OUT` names another): the
+/// service chose the rxe set, `modprobe -r rdma_rxe` through the package's rule unloaded the
+/// module while it ran, the probes came back after the reload, and every snapshot's invariant
+/// holds per probe through the detach and the re-attach (the counters of the detached probes
+/// are still read: nothing counted is lost).
+#[test]
+#[ignore = "reads the qemu testbed's outputs (scripts/e2e-package.sh with PROBEGEN_E2E_RELOAD=1)"]
+fn e2e_driver_reload() {
+    let out = std::env::var("PROBEGEN_E2E_PACKAGE_OUT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo("target/e2e-package/6.12-reload"));
+    let read = |f: &str| {
+        std::fs::read_to_string(out.join("package").join(f)).unwrap_or_else(|e| {
+            panic!(
+                "{}/package/{f}: {e} (run the reload e2e first)",
+                out.display()
+            )
+        })
+    };
+    let console = std::fs::read_to_string(out.join("console.log")).expect("console.log");
+    for step in ["package_release", "package_reattach", "package_induced"] {
+        let line = console
+            .lines()
+            .find(|l| l.contains(&format!("TB_STEP {step} ")))
+            .unwrap_or_else(|| panic!("no step {step} in console.log"));
+        assert!(line.contains(" PASS"), "{line}");
+        println!("{}", line.trim());
+    }
+    let snaps: Vec<serde_json::Value> = read("service.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a snapshot line"))
+        .collect();
+    assert!(snaps.len() >= 5, "{} snapshots", snaps.len());
+    // the rdma_rxe probes of each snapshot: (attached, detached as released)
+    let rxe = |s: &serde_json::Value| {
+        let probes: Vec<&serde_json::Value> = s["attached"]
+            .as_array()
+            .expect("attached")
+            .iter()
+            .filter(|a| a["module"] == "rdma_rxe")
+            .collect();
+        let on = probes.iter().filter(|a| a["attached"] == true).count();
+        let released = probes
+            .iter()
+            .filter(|a| a["reason"].as_str().is_some_and(|r| r.contains("released")))
+            .count();
+        (probes.len(), on, released)
+    };
+    let phases: Vec<(usize, usize, usize)> = snaps.iter().map(rxe).collect();
+    let n = phases[0].0;
+    assert!(n > 0, "the rxe set has rdma_rxe probes");
+    let first_released = phases
+        .iter()
+        .position(|&(_, on, rel)| on == 0 && rel == n)
+        .expect("a snapshot with every rdma_rxe probe detached as released");
+    assert_eq!(phases[0].1, n, "attached at the start");
+    let back = phases[first_released..]
+        .iter()
+        .position(|&(_, on, _)| on == n)
+        .expect("every rdma_rxe probe attached again after the reload");
+    let mut exact = 0;
+    for (i, s) in snaps.iter().enumerate() {
+        let inv = &s["invariant"];
+        assert!(
+            inv["ok"] == true && inv.get("mismatches").is_none(),
+            "snapshot {i}: {inv}"
+        );
+        exact += usize::from(inv["exact"] == true);
+    }
+    let last = &snaps[snaps.len() - 1]["invariant"];
+    assert_eq!(last["exact"], true, "final: {last}");
+    println!(
+        "{} snapshots, invariant ok in each ({exact} exact); {n} rdma_rxe probes: detached from snapshot {first_released}, back {back} snapshots later; final failures {} received {}",
+        snaps.len(),
+        last["failures"],
+        last["received"]
+    );
+    agent_cost_in_every_snapshot(&snaps);
+}
+
+/// Self-limits: every live snapshot says what the agent costs; the hook turned on
+/// kernel.bpf_stats_enabled, so the programs' runs are counted (the traffic ran them).
+fn agent_cost_in_every_snapshot(snaps: &[serde_json::Value]) {
+    for (i, s) in snaps.iter().enumerate() {
+        let a = &s["agent"];
+        assert!(
+            a["cpu_ns"].as_u64().is_some_and(|v| v > 0)
+                && a["rss_bytes"].as_u64().is_some_and(|v| v > 1 << 20),
+            "snapshot {i}: agent {a}"
+        );
+    }
+    let cost = &snaps[snaps.len() - 1]["agent"];
+    assert!(
+        cost["bpf_runs"].as_u64().is_some_and(|v| v > 0)
+            && cost["bpf_run_ns"].as_u64().is_some_and(|v| v > 0),
+        "final agent cost with kernel.bpf_stats_enabled: {cost}"
+    );
+    println!("agent cost at the end: {cost}");
 }

@@ -1,9 +1,13 @@
 //! The capabilities a live run needs, checked before anything loads: a missing one is one
 //! line naming it (exit 2) instead of libbpf's "No such process" on the first module probe.
 //! Environment correlation without its two capabilities degrades to the cgroup, said once.
+//! Once attached, the agent keeps only what it still needs ([`keep_after_attach`]) and drops
+//! the rest from its effective, permitted, inheritable and ambient sets (before any sink
+//! starts a thread: every thread then has the reduced sets).
 
 /// Capability numbers (linux/capability.h).
 const CAP_DAC_READ_SEARCH: u32 = 2;
+const CAP_NET_BIND_SERVICE: u32 = 10;
 const CAP_SYS_PTRACE: u32 = 19;
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;
@@ -60,6 +64,133 @@ pub(crate) fn check_this_process(job_vars: bool) -> Result<Option<String>, Strin
     }))
 }
 
+/// Names of the capabilities (linux/capability.h), by number.
+const NAMES: &[&str] = &[
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "DAC_READ_SEARCH",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "SETGID",
+    "SETUID",
+    "SETPCAP",
+    "LINUX_IMMUTABLE",
+    "NET_BIND_SERVICE",
+    "NET_BROADCAST",
+    "NET_ADMIN",
+    "NET_RAW",
+    "IPC_LOCK",
+    "IPC_OWNER",
+    "SYS_MODULE",
+    "SYS_RAWIO",
+    "SYS_CHROOT",
+    "SYS_PTRACE",
+    "SYS_PACCT",
+    "SYS_ADMIN",
+    "SYS_BOOT",
+    "SYS_NICE",
+    "SYS_RESOURCE",
+    "SYS_TIME",
+    "SYS_TTY_CONFIG",
+    "MKNOD",
+    "LEASE",
+    "AUDIT_WRITE",
+    "AUDIT_CONTROL",
+    "SETFCAP",
+    "MAC_OVERRIDE",
+    "MAC_ADMIN",
+    "SYSLOG",
+    "WAKE_ALARM",
+    "BLOCK_SUSPEND",
+    "AUDIT_READ",
+    "PERFMON",
+    "BPF",
+    "CHECKPOINT_RESTORE",
+];
+
+fn names(set: u64) -> String {
+    (0..64u32)
+        .filter(|&c| has(set, c))
+        .map(|c| {
+            NAMES
+                .get(c as usize)
+                .map_or_else(|| format!("CAP_{c}"), |n| format!("CAP_{n}"))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// What a running agent keeps after attach: CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN, because a
+/// driver module that loads later (or comes back after `modprobe -r`) has its programs loaded
+/// and attached then, which needs all three (the module's BTF lookup needs CAP_SYS_ADMIN);
+/// CAP_DAC_READ_SEARCH and CAP_SYS_PTRACE only while job variables are read from other
+/// users' `/proc/<pid>/environ`; CAP_NET_BIND_SERVICE only for a `--metrics` port below 1024
+/// (bound after the drop). Everything else (a root run has them all) goes.
+pub(crate) fn keep_after_attach(job_vars: bool, low_port: bool) -> u64 {
+    let mut keep = (1u64 << CAP_BPF) | (1 << CAP_PERFMON) | (1 << CAP_SYS_ADMIN);
+    if job_vars {
+        keep |= (1 << CAP_DAC_READ_SEARCH) | (1 << CAP_SYS_PTRACE);
+    }
+    if low_port {
+        keep |= 1 << CAP_NET_BIND_SERVICE;
+    }
+    keep
+}
+
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const CAP_V3: u32 = 0x2008_0522;
+
+/// Lowers this thread's effective, permitted and inheritable sets to `keep` (the ambient set
+/// follows: a capability leaves it with its permitted bit). `Ok(Some(line))` says what was
+/// dropped; `Ok(None)`: nothing to drop.
+pub(crate) fn drop_all_but(keep: u64) -> Result<Option<String>, String> {
+    let mut h = CapHeader {
+        version: CAP_V3,
+        pid: 0,
+    };
+    let mut d = [CapData::default(); 2];
+    // SAFETY: header and two data structs, as _LINUX_CAPABILITY_VERSION_3 expects.
+    if unsafe { libc::syscall(libc::SYS_capget, &mut h, d.as_mut_ptr()) } != 0 {
+        return Err(format!("capget: {}", std::io::Error::last_os_error()));
+    }
+    let join = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
+    let permitted = join(d[0].permitted, d[1].permitted);
+    let dropped = permitted & !keep;
+    if dropped == 0 {
+        return Ok(None);
+    }
+    let kept = permitted & keep;
+    for (i, part) in d.iter_mut().enumerate() {
+        let k = (kept >> (32 * i)) as u32;
+        part.effective &= k;
+        part.permitted &= k;
+        part.inheritable &= k;
+    }
+    // SAFETY: as above.
+    if unsafe { libc::syscall(libc::SYS_capset, &mut h, d.as_ptr()) } != 0 {
+        return Err(format!("capset: {}", std::io::Error::last_os_error()));
+    }
+    Ok(Some(format!(
+        "capabilities after attach: kept {} (a driver module that loads again is attached then); dropped {}",
+        names(kept),
+        names(dropped)
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,5 +212,36 @@ mod tests {
             unit | (1 << CAP_DAC_READ_SEARCH) | (1 << CAP_SYS_PTRACE)
         ));
         assert_eq!(effective("Name:\tx\n"), None);
+    }
+
+    #[test]
+    fn what_is_kept_after_attach() {
+        let trio = keep_after_attach(false, false);
+        assert_eq!(names(trio), "CAP_SYS_ADMIN CAP_PERFMON CAP_BPF");
+        assert_eq!(
+            names(keep_after_attach(true, true) & !trio),
+            "CAP_DAC_READ_SEARCH CAP_NET_BIND_SERVICE CAP_SYS_PTRACE"
+        );
+        // a thread of its own: dropping all but what it holds drops nothing; dropping one it
+        // holds (if any) really leaves the permitted set
+        std::thread::spawn(|| {
+            let status = std::fs::read_to_string("/proc/thread-self/status").expect("status");
+            let prm = status
+                .lines()
+                .find_map(|l| l.strip_prefix("CapPrm:"))
+                .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+                .expect("CapPrm");
+            assert_eq!(drop_all_but(prm), Ok(None));
+            if prm != 0 {
+                let line = drop_all_but(prm & !(1 << prm.trailing_zeros()))
+                    .expect("capset")
+                    .expect("a line");
+                assert!(line.contains("dropped CAP_"), "{line}");
+                let after = std::fs::read_to_string("/proc/thread-self/status").expect("status");
+                assert!(!after.contains(&format!("CapPrm:\t{prm:016x}")), "{after}");
+            }
+        })
+        .join()
+        .expect("thread");
     }
 }

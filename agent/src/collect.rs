@@ -99,6 +99,10 @@ pub struct CollectArgs {
     /// Where to read /proc/<pid>/{environ,cgroup} (default /proc live, off for replay)
     #[arg(long, value_name = "DIR")]
     pub proc_root: Option<PathBuf>,
+    /// Listen on this Unix socket (mode 0600) for `probegen-agent release MODULE`: a driver's
+    /// probes are detached before it unloads (the package's modprobe.d rule)
+    #[arg(long, value_name = "SOCKET")]
+    pub control: Option<PathBuf>,
     #[command(flatten)]
     pub fleet: FleetArgs,
 }
@@ -126,13 +130,20 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
     }
     let a = &a;
     let (opts, sinks) = options(a)?;
+    let mut keep = None;
     if opts.object.is_some() && opts.replay.is_none() {
         let job_vars = !opts.job_vars.is_empty() && opts.proc_root.is_some();
         if let Some(line) = crate::caps::check_this_process(job_vars).map_err(AgentError::Usage)? {
             eprintln!("probegen collect: {line}");
         }
+        let low_port = sinks.metrics.is_some_and(|m| m.port() < 1024);
+        keep = Some(crate::caps::keep_after_attach(job_vars, low_port));
     }
-    let mut hooks = Printer { sinks, out: &a.out };
+    let mut hooks = Printer {
+        sinks,
+        out: &a.out,
+        keep,
+    };
     let s = collector::run(&opts, &mut hooks)?;
     eprintln!(
         "probegen collect: {} snapshots; {}/{} probes attached; failures {}, records {}, dropped kernel {} userspace {}; invariant {}; sink errors {}{}",
@@ -213,6 +224,7 @@ pub fn options(a: &CollectArgs) -> Result<(Options, Sinks), AgentError> {
         sink_flush: a.fleet.clickhouse_flush,
         host: a.fleet.host.clone(),
         replay_pace: a.fleet.replay_pace,
+        control: a.control.clone(),
     };
     Ok((opts, Sinks { fleet, metrics }))
 }
@@ -222,10 +234,19 @@ pub fn options(a: &CollectArgs) -> Result<(Options, Sinks), AgentError> {
 struct Printer<'a> {
     sinks: Sinks,
     out: &'a std::path::Path,
+    /// live: the capabilities kept once attached (the rest are dropped before the sinks start
+    /// their threads)
+    keep: Option<u64>,
 }
 
 impl Hooks for Printer<'_> {
     fn sinks(&mut self, clock: ChainClock) -> Result<Vec<Box<dyn Sink>>, CollectError> {
+        // live, called once attached: what is no longer needed goes now
+        match self.keep.take().map(crate::caps::drop_all_but) {
+            Some(Ok(Some(line))) => eprintln!("probegen collect: {line}"),
+            Some(Err(e)) => eprintln!("probegen collect: capabilities not dropped: {e}"),
+            _ => {}
+        }
         let mut sinks: Vec<Box<dyn Sink>> = self
             .sinks
             .fleet

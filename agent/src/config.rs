@@ -47,6 +47,7 @@ const KEYS: &[(&str, Value)] = &[
     ("clickhouse-heartbeat", Value::Duration),
     ("clickhouse-buffer", Value::Switch),
     ("host", Value::Text),
+    ("control", Value::Text),
 ];
 
 /// The arguments with `collect --config FILE`'s lines added as flags (unchanged without it).

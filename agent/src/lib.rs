@@ -12,6 +12,7 @@ mod config;
 mod error;
 mod flags;
 mod fleet;
+mod release;
 
 pub use bundle::{
     read_bundle, select, sha256_tag, Bundle, BundleIndex, BundleSet, Chosen, HostKernel,
@@ -22,3 +23,4 @@ pub use config::expand_config;
 pub use error::AgentError;
 pub use flags::{parse_duration, parse_listen};
 pub use fleet::{report, schema, Fleet, FleetArgs, SchemaArgs};
+pub use release::{release, ReleaseArgs, DEFAULT_CONTROL};

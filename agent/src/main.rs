@@ -22,6 +22,9 @@ enum Command {
     Schema(probegen_agent::SchemaArgs),
     /// Load a probe set, attach it, write a snapshot of failures every --interval
     Collect(Box<probegen_agent::CollectArgs>),
+    /// Ask the running agent to detach a driver module's probes before it unloads (the
+    /// package's modprobe.d rule runs it before `modprobe -r --ignore-remove MODULE`)
+    Release(probegen_agent::ReleaseArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
     let result = match Cli::parse_from(args).command {
         Command::Collect(args) => probegen_agent::collect(&args),
         Command::Schema(args) => probegen_agent::schema(&args),
+        Command::Release(args) => probegen_agent::release(&args),
     };
     match result {
         Ok(code) => code,

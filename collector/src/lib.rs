@@ -67,6 +67,6 @@ pub use timefmt::unix_ns;
 pub use warning::Warning;
 pub use wire::chains::monotonic_ns;
 pub use wire::{
-    ChainClock, ChainView, ChainsOut, CounterOut, Drops, Errors, Invariant, InvariantProbe, Link,
-    Rec, RecordsOut, SharedPart, SinkStatus, Snapshot, Totals, Window,
+    AgentCost, ChainClock, ChainView, ChainsOut, CounterOut, Drops, Errors, Invariant,
+    InvariantProbe, Link, Rec, RecordsOut, SharedPart, SinkStatus, Snapshot, Totals, Window,
 };

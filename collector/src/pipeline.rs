@@ -440,6 +440,7 @@ impl Pipeline {
                 sink: 0,
             },
             clickhouse: None,
+            agent: None,
             idle: quiet
                 && !is_final
                 && chains.is_empty()

@@ -45,6 +45,11 @@ pub(crate) trait Source {
         Vec::new()
     }
 
+    /// What the agent has cost so far (live: CPU, memory, the programs' run time).
+    fn cost(&mut self) -> Option<crate::wire::AgentCost> {
+        None
+    }
+
     /// Keep serving metrics this long after the input ended (replay `--linger`).
     fn linger(&self) -> Option<Duration> {
         None

@@ -37,6 +37,10 @@ pub enum Warning {
     },
     /// `--record` lost lines.
     RecordWriteErrors(u64),
+    /// A module of the probe set came, went or was released (`step` says which).
+    Module { module: String, step: String },
+    /// A request on the control socket that was refused.
+    Control(String),
     /// The output's last line was cut short (a crash mid-line): fenced with a `\n` at `offset`.
     OutputFenced {
         path: std::path::PathBuf,
@@ -59,6 +63,8 @@ impl fmt::Display for Warning {
                 function,
                 reason,
             } => write!(f, "probe {probe} {module}:{function} not attached: {reason}"),
+            Warning::Module { module, step } => write!(f, "module {module}: {step}"),
+            Warning::Control(e) => write!(f, "control socket: {e}"),
             Warning::KprobeFallback { module, probes } => write!(
                 f,
                 "{module} has no BTF (no /sys/kernel/btf/{module}): {} probe(s) by kprobe/kretprobe instead of fexit: {}",

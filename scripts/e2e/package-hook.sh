@@ -10,9 +10,73 @@
 #          then the same agent in the background, attached before init's traffic
 #   stop:  SIGTERM; TB_STEP package_induced PASS|FAIL  (the induced EFAULT and EINVAL failures
 #          caught as chains with their origins, the invariant held, exit 0)
-# Outputs: /out/package/{unit,no-sys-admin,service}.{log,rc}
+#   RELOAD=1 (hook.env, PROBEGEN_E2E_RELOAD of scripts/e2e-package.sh), at stop before the
+#   SIGTERM, with the service running:
+#          TB_STEP package_release PASS|FAIL  (`rdma link delete rxe0`, then `modprobe -r
+#            rdma_rxe` through the .deb's modprobe.d rule and kmod's modprobe: exit 0, the
+#            module gone, the agent's release line)
+#          TB_STEP package_reattach PASS|FAIL  (`modprobe rdma_rxe`, the link re-added: the
+#            agent attaches the module's probes again within two intervals, and verbs_fail's
+#            EFAULT and EINVAL after it are caught as chains)
+# Outputs: /out/package/{unit,no-sys-admin,service}.{log,rc}, service.jsonl, reload.txt
 X=/extra
 CAPS=+bpf,+perfmon,+sys_admin
+RELOAD=
+[ -r $X/hook.env ] && . $X/hook.env
+
+# the unit's RuntimeDirectory=probegen (mode 0700, the service user's): the control socket
+mkdir -p /run/probegen
+chown 65534:65534 /run/probegen
+chmod 700 /run/probegen
+
+# The service's log from line $1 on.
+log_from() { tail -n +"$1" /out/package/service.log; }
+
+# Drivers that come and go (RELOAD=1): unload rdma_rxe through the package's rule while the
+# service runs, load it again, and fail verbs on it once more.
+reload() {
+	o=/out/package
+	# as the package installs them; kmod's modprobe (the guest's busybox one has no rules)
+	cp $X/probegen-agent /usr/bin/probegen-agent
+	mkdir -p /lib/modprobe.d
+	cp $X/modprobe-probegen.conf /lib/modprobe.d/probegen.conf
+	ln -sf $X/kmod /sbin/modprobe
+	refs=$(cat /sys/module/rdma_rxe/refcnt)
+	at=$(($(wc -l <$o/service.log) + 1))
+	/usr/bin/rdma link delete rxe0 >$o/reload.log 2>&1
+	/sbin/modprobe -r rdma_rxe >>$o/reload.log 2>&1
+	rc=$?
+	released=$(log_from "$at" | grep -a 'module rdma_rxe: released' | head -n 1)
+	if [ $rc = 0 ] && [ ! -d /sys/module/rdma_rxe ] && [ -n "$released" ]; then
+		echo "TB_STEP package_release PASS rdma_rxe refcnt $refs before, unloaded; ${released#probegen collect: }"
+	else
+		echo "TB_STEP package_release FAIL rc=$rc $(tr '\n' ' ' <$o/reload.log) refcnt=$(cat /sys/module/rdma_rxe/refcnt 2>/dev/null) ${released:-no release line}"
+	fi
+	back=$(($(wc -l <$o/service.log) + 1))
+	echo "reload_at_line=$at back_at_line=$back refcnt_before=$refs modprobe_r_rc=$rc" >$o/reload.txt
+	/sbin/modprobe rdma_rxe >>$o/reload.log 2>&1
+	/usr/bin/rdma link add rxe0 type rxe netdev tbdummy0 >>$o/reload.log 2>&1
+	i=0
+	while [ $i -lt 100 ]; do
+		log_from "$back" | grep -aq 'module rdma_rxe: attached' &&
+			/usr/bin/rdma link show rxe0/1 2>/dev/null | grep -q 'state ACTIVE' && break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	attached=$(log_from "$back" | grep -a 'module rdma_rxe: attached' | head -n 1)
+	refs=$(cat /sys/module/rdma_rxe/refcnt 2>/dev/null)
+	timeout 30 /usr/bin/verbs_fail rxe0 >$o/vf-reload.log 2>&1
+	# the chains of the failures after the reload: complete one window later
+	sleep 3
+	chains=$(log_from "$back" | grep -a '^probegen collect: chain .*comm=verbs_fail')
+	echo "refcnt_after=$refs" >>$o/reload.txt
+	if [ -n "$attached" ] && echo "$chains" | grep -q ': EFAULT origin ' &&
+		echo "$chains" | grep -q ': EINVAL origin '; then
+		echo "TB_STEP package_reattach PASS ${attached#probegen collect: } (refcnt $refs); $(echo "$chains" | sed 's/.*comm=verbs_fail: //' | sort -u | tr '\n' ';')"
+	else
+		echo "TB_STEP package_reattach FAIL ${attached:-no attach line}; $(tail -n 4 $o/reload.log $o/vf-reload.log | tr '\n' ' ')"
+	fi
+}
 
 as_service() {
 	caps=$1
@@ -46,6 +110,8 @@ start)
 	else
 		echo "TB_STEP package_no_sys_admin FAIL rc=$(cat "$o/no-sys-admin.rc"): $(tail -n 3 "$o/no-sys-admin.log" | tr '\n' ' ')"
 	fi
+	# self-limits: the kernel counts the programs' run time while this is on (RELOAD runs)
+	[ -n "$RELOAD" ] && echo 1 >/proc/sys/kernel/bpf_stats_enabled
 	(
 		# setpriv itself in the background (not the function: $! would be a subshell, and the
 		# SIGTERM at stop would end the shell instead of the agent)
@@ -70,11 +136,13 @@ stop)
 	pid=$(cat /tmp/pkg-service.pid 2>/dev/null)
 	[ -n "$pid" ] || { echo "package-hook: no service pid"; exit 1; }
 	sleep 2
+	[ -n "$RELOAD" ] && reload
 	kill -TERM "$pid"
 	i=0
 	while [ ! -s "$o/service.rc" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
 	chains=$(grep -a '^probegen collect: chain .*comm=verbs_fail' "$o/service.log")
 	summary=$(grep -a '^probegen collect: [0-9]* snapshots' "$o/service.log" | tail -n 1)
+	cp /tmp/pkg/service.jsonl "$o/service.jsonl" 2>/dev/null
 	if [ "$(cat "$o/service.rc" 2>/dev/null)" = 0 ] && echo "$chains" | grep -q ': EFAULT origin ' &&
 		echo "$chains" | grep -q ': EINVAL origin ' && echo "$summary" | grep -q 'invariant ok'; then
 		echo "TB_STEP package_induced PASS $(echo "$chains" | sed 's/.*comm=verbs_fail: //' | sort -u | tr '\n' ';') ${summary#probegen collect: }"

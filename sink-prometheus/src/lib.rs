@@ -22,8 +22,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use collector::{
-    errno_label, AttachStatus, KernelTotals, Owner, ProbeTable, SharedPart, Sink, SinkError,
-    SinkStatus, Snapshot,
+    errno_label, AgentCost, AttachStatus, KernelTotals, Owner, ProbeTable, SharedPart, Sink,
+    SinkError, SinkStatus, Snapshot,
 };
 
 /// Everything the exposition shows.
@@ -47,6 +47,8 @@ struct MetricsInput<'a> {
     pub spool_limit_bytes: Option<u64>,
     /// end of the last snapshot's window (0: none yet)
     pub last_snapshot_unix_ns: u64,
+    /// what the agent costs (live)
+    pub agent: Option<AgentCost>,
 }
 
 /// Label value escaping per the exposition format.
@@ -114,7 +116,46 @@ fn render(m: &MetricsInput<'_>) -> String {
     if let Some(c) = &m.clickhouse {
         render_clickhouse(&mut o, c, m.spool_limit_bytes);
     }
+    if let Some(a) = &m.agent {
+        render_cost(&mut o, a);
+    }
     o
+}
+
+/// The agent's own cost: CPU, memory, and (with `kernel.bpf_stats_enabled`) its programs'.
+fn render_cost(o: &mut String, a: &AgentCost) {
+    let secs = |ns: u64| format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000);
+    let mut series = vec![
+        (
+            "probegen_agent_cpu_seconds_total",
+            "counter",
+            "CPU time of the agent, all threads, user and system.",
+            secs(a.cpu_ns),
+        ),
+        (
+            "probegen_agent_resident_memory_bytes",
+            "gauge",
+            "Resident memory of the agent (the ring buffer and maps are charged to its cgroup, not here).",
+            a.rss_bytes.to_string(),
+        ),
+    ];
+    if let (Some(ns), Some(runs)) = (a.bpf_run_ns, a.bpf_runs) {
+        series.push((
+            "probegen_bpf_run_seconds_total",
+            "counter",
+            "Run time of the agent's BPF programs (kernel.bpf_stats_enabled).",
+            secs(ns),
+        ));
+        series.push((
+            "probegen_bpf_runs_total",
+            "counter",
+            "Runs of the agent's BPF programs (kernel.bpf_stats_enabled).",
+            runs.to_string(),
+        ));
+    }
+    for (name, kind, help, v) in series {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+    }
 }
 
 /// The per-probe counters, one series per probe (`labels` in probe order).
@@ -296,6 +337,7 @@ struct MetricsState {
     pub clickhouse: Option<SinkStatus>,
     pub spool_limit_bytes: Option<u64>,
     pub last_snapshot_unix_ns: u64,
+    pub agent: Option<AgentCost>,
 }
 
 impl MetricsState {
@@ -318,6 +360,7 @@ impl MetricsState {
         self.chains = t.chains.clone();
         self.clickhouse.clone_from(&t.fleet);
         self.last_snapshot_unix_ns = s.window.end_unix_ns;
+        self.agent.clone_from(&s.agent);
     }
 
     pub(crate) fn input(&self) -> MetricsInput<'_> {
@@ -335,6 +378,7 @@ impl MetricsState {
             clickhouse: self.clickhouse.clone(),
             spool_limit_bytes: self.spool_limit_bytes,
             last_snapshot_unix_ns: self.last_snapshot_unix_ns,
+            agent: self.agent.clone(),
         }
     }
 }
@@ -487,7 +531,37 @@ mod tests {
             }),
             spool_limit_bytes: Some(1000),
             last_snapshot_unix_ns: 1_700_000_000_250_000_000,
+            agent: Some(AgentCost {
+                cpu_ns: 1_500_000_001,
+                rss_bytes: 9 << 20,
+                bpf_run_ns: Some(2_000_000),
+                bpf_runs: Some(40_000),
+            }),
         })
+    }
+
+    #[test]
+    fn the_agents_own_cost() {
+        let s = input_text();
+        for line in [
+            "probegen_agent_cpu_seconds_total 1.500000001\n",
+            "probegen_agent_resident_memory_bytes 9437184\n",
+            "probegen_bpf_run_seconds_total 0.002000000\n",
+            "probegen_bpf_runs_total 40000\n",
+        ] {
+            assert!(s.contains(line), "{line} in {s}");
+        }
+        let mut without = String::new();
+        render_cost(
+            &mut without,
+            &AgentCost {
+                cpu_ns: 1,
+                rss_bytes: 1,
+                bpf_run_ns: None,
+                bpf_runs: None,
+            },
+        );
+        assert!(!without.contains("probegen_bpf_"), "{without}");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! So a probe whose function is missing from its module's BTF, or has another argument count
 //! or return kind, is skipped with the difference as its reason, never loaded blind.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
@@ -59,7 +60,7 @@ impl Drop for BtfHandle {
 /// The running kernel's BTF: vmlinux and, parsed on first use, each module's split BTF.
 pub(crate) struct HostBtf {
     // modules before vmlinux: a split BTF must be freed before its base
-    modules: BTreeMap<String, Option<BtfHandle>>,
+    modules: RefCell<BTreeMap<String, Option<BtfHandle>>>,
     vmlinux: Option<BtfHandle>,
     dir: PathBuf,
 }
@@ -91,40 +92,43 @@ impl HostBtf {
     /// The BTF under `dir` (`/sys/kernel/btf`); modules are read when first asked for.
     pub(crate) fn open(dir: &Path) -> Self {
         HostBtf {
-            modules: BTreeMap::new(),
+            modules: RefCell::new(BTreeMap::new()),
             vmlinux: parse(&dir.join("vmlinux"), None),
             dir: dir.to_path_buf(),
         }
     }
 
     /// `function` in `module`'s BTF (`vmlinux` for a built-in function).
-    pub(crate) fn lookup(&mut self, module: &str, function: &str) -> Lookup {
+    pub(crate) fn lookup(&self, module: &str, function: &str) -> Lookup {
         let Some(base) = self.vmlinux.as_ref() else {
             return Lookup::NoBtf;
         };
-        let btf = if module == "vmlinux" {
-            base
-        } else {
-            let path = self.dir.join(module);
-            let entry = self
-                .modules
-                .entry(module.to_string())
-                .or_insert_with(|| parse(&path, Some(base)));
-            match entry {
-                Some(b) => &*b,
-                None => return Lookup::NoBtf,
-            }
-        };
-        let Ok(name) = CString::new(function) else {
-            return Lookup::NoFunction;
-        };
-        // SAFETY: btf is a live parsed BTF, name a valid C string.
-        let id = unsafe { libbpf_sys::btf__find_by_name_kind(btf.0, name.as_ptr(), KIND_FUNC) };
-        let Ok(id) = u32::try_from(id) else {
-            return Lookup::NoFunction;
-        };
-        signature(btf, id).map_or(Lookup::NoFunction, Lookup::Found)
+        if module == "vmlinux" {
+            return find(base, function);
+        }
+        let path = self.dir.join(module);
+        let mut modules = self.modules.borrow_mut();
+        let entry = modules
+            .entry(module.to_string())
+            .or_insert_with(|| parse(&path, Some(base)));
+        match entry {
+            Some(b) => find(b, function),
+            None => Lookup::NoBtf,
+        }
     }
+}
+
+/// The FUNC `function` of `btf` and its prototype.
+fn find(btf: &BtfHandle, function: &str) -> Lookup {
+    let Ok(name) = CString::new(function) else {
+        return Lookup::NoFunction;
+    };
+    // SAFETY: btf is a live parsed BTF, name a valid C string.
+    let id = unsafe { libbpf_sys::btf__find_by_name_kind(btf.0, name.as_ptr(), KIND_FUNC) };
+    let Ok(id) = u32::try_from(id) else {
+        return Lookup::NoFunction;
+    };
+    signature(btf, id).map_or(Lookup::NoFunction, Lookup::Found)
 }
 
 /// (kind, vlen, size-or-type) of type `id`, or `None` out of range.
@@ -310,7 +314,7 @@ mod tests {
         }
         let text = include_str!("../../../generated/linux-6.12/rxe/manifest.yaml");
         let m = manifest::Manifest::from_yaml(text, "rxe").expect("manifest");
-        let mut h = HostBtf::open(&dir);
+        let h = HostBtf::open(&dir);
         let mut checked = 0;
         for p in m
             .probes

@@ -154,7 +154,7 @@ impl KernelSymbols {
     }
 
     /// Where to attach `p`, or why the running kernel cannot have it.
-    pub(crate) fn target(&mut self, p: &crate::probes::ProbeInfo) -> Target {
+    pub(crate) fn target(&self, p: &crate::probes::ProbeInfo) -> Target {
         match &p.kind {
             AttachKind::Kretprobe(sym) => self.clone_target(p, sym),
             AttachKind::Fexit => {
@@ -190,7 +190,7 @@ impl KernelSymbols {
 
     /// `t` when `p`'s function in `module`'s BTF has the prototype the program was built
     /// for; else why not.
-    fn verified(&mut self, p: &crate::probes::ProbeInfo, module: &str, t: Target) -> Target {
+    fn verified(&self, p: &crate::probes::ProbeInfo, module: &str, t: Target) -> Target {
         let want = Signature {
             nargs: p.nargs,
             returns: p.returns,
@@ -294,13 +294,28 @@ pub(crate) struct LoadOptions {
     pub ringbuf_bytes: Option<u32>,
 }
 
-/// A loaded, attached probe set.
+/// A loaded, attached probe set. `obj` owns the maps and no program; each module's programs
+/// are an object of their own that reuses those maps, so one module's probes can be detached
+/// and their programs closed (a loaded fexit program holds a reference on its target module,
+/// and its link another) while the others run on, and loaded again against the module's new
+/// BTF when it is back. The counters stay in the shared maps, keyed by probe id, throughout.
 pub(crate) struct Loaded {
     pub obj: Object,
-    links: Vec<(u32, Link)>,
+    object: std::path::PathBuf,
+    strict: bool,
+    modules: BTreeMap<String, ModulePrograms>,
+    /// run time and runs of the programs closed so far (detached modules)
+    retired_run: (u64, u64),
     pub attached: Vec<AttachStatus>,
     /// What loading skipped or could not attach, for the run to report.
     pub warnings: Vec<Warning>,
+}
+
+/// One module's attached programs (the links drop before their object).
+struct ModulePrograms {
+    /// held: dropping a link detaches it
+    _links: Vec<(u32, Link)>,
+    obj: Object,
 }
 
 fn print_libbpf(level: libbpf_rs::PrintLevel, msg: String) {
@@ -370,10 +385,11 @@ fn open_checked(
 fn resolve_targets(
     open: &mut OpenObject,
     table: &ProbeTable,
+    module: &str,
+    ksyms: &KernelSymbols,
     strict: bool,
     warnings: &mut Vec<Warning>,
 ) -> Result<Vec<AttachStatus>, CollectError> {
-    let mut ksyms = KernelSymbols::read(table);
     let mut attached = Vec::new();
     let mut skipped: BTreeMap<String, Vec<String>> = BTreeMap::new();
     // functions to attach by kprobe, by module
@@ -389,6 +405,11 @@ fn resolve_targets(
         let Some(p) = table.probes.iter().find(|p| p.program_name() == name) else {
             continue;
         };
+        if p.module != module {
+            // another module's object loads it
+            prog.set_autoload(false);
+            continue;
+        }
         let mut st = unattached(p);
         let target = match ksyms.target(p) {
             Target::Kprobe(_) if !p.fallback.iter().all(|(n, _)| names.contains(n)) => {
@@ -435,13 +456,6 @@ fn resolve_targets(
     for mut prog in open.progs_mut() {
         if picked.contains(prog.name().to_string_lossy().as_ref()) {
             prog.set_autoload(true);
-        }
-    }
-    // no kprobe fallback: the preallocated table of saved arguments need not hold 4096 calls
-    // (should the resize fail, it keeps them)
-    if let Some(mut m) = open.maps_mut().find(|m| m.name() == "saved_args") {
-        if picked.is_empty() {
-            let _ = m.set_max_entries(1);
         }
     }
     for (module, probes) in kprobe {
@@ -556,7 +570,8 @@ fn attach_all(
     Ok(links)
 }
 
-/// Opens, checks, loads and attaches `object` per `table`.
+/// Opens, checks, loads and attaches `object` per `table`: the maps first, then each
+/// module's programs (see [`Loaded`]).
 pub(crate) fn load(
     table: &ProbeTable,
     object: &Path,
@@ -564,20 +579,160 @@ pub(crate) fn load(
 ) -> Result<Loaded, CollectError> {
     libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, print_libbpf)));
     let mut open = open_checked(table, object, opts.ringbuf_bytes)?;
-    let mut warnings = Vec::new();
-    let mut attached = resolve_targets(&mut open, table, opts.strict, &mut warnings)?;
+    for mut prog in open.progs_mut() {
+        prog.set_autoload(false);
+    }
+    // the kprobe fallback keeps each call's arguments in `saved_args`: when every probe's
+    // module is loaded now with BTF none will, and the table need not hold 4096 calls (a
+    // module loaded later without BTF then keeps one call's; should the resize fail, it keeps
+    // them all)
+    let btf = |m: &str| Path::new("/sys/kernel/btf").join(m).exists();
+    if table.probes.iter().all(|p| btf(&p.module)) {
+        if let Some(mut m) = open.maps_mut().find(|m| m.name() == "saved_args") {
+            let _ = m.set_max_entries(1);
+        }
+    }
     let obj = open.load().map_err(|e| CollectError::Load {
         object: object.to_path_buf(),
         reason: format!("{e:#}"),
     })?;
-    let links = attach_all(&obj, table, &mut attached, opts.strict, &mut warnings)?;
-    attached.sort_by_key(|s| s.probe);
-    Ok(Loaded {
+    let mut loaded = Loaded {
         obj,
-        links,
-        attached,
-        warnings,
-    })
+        object: object.to_path_buf(),
+        strict: opts.strict,
+        modules: BTreeMap::new(),
+        retired_run: (0, 0),
+        attached: table.probes.iter().map(fresh_status).collect(),
+        warnings: Vec::new(),
+    };
+    let modules: BTreeSet<&str> = table.probes.iter().map(|p| p.module.as_str()).collect();
+    // /proc/kallsyms read once for them all (a module loaded later reads it again)
+    let ksyms = KernelSymbols::read(table);
+    for m in modules {
+        loaded.attach_module_with(table, m, &ksyms)?;
+    }
+    Ok(loaded)
+}
+
+fn fresh_status(p: &crate::probes::ProbeInfo) -> AttachStatus {
+    AttachStatus {
+        probe: p.id,
+        function: p.function.clone(),
+        module: p.module.clone(),
+        attached: false,
+        reason: None,
+        mechanism: Some(match p.kind {
+            AttachKind::Fexit => Mechanism::Fexit,
+            AttachKind::Kretprobe(_) => Mechanism::KretprobeClone,
+        }),
+    }
+}
+
+impl Loaded {
+    /// Loads and attaches the programs of `module`'s probes against the running kernel (its
+    /// BTF as it is now), in an object of their own that shares the maps. Returns (attached,
+    /// probes of the module); what it skipped or could not attach is in `warnings`.
+    pub(crate) fn attach_module(
+        &mut self,
+        table: &ProbeTable,
+        module: &str,
+    ) -> Result<(usize, usize), CollectError> {
+        self.attach_module_with(table, module, &KernelSymbols::read(table))
+    }
+
+    fn attach_module_with(
+        &mut self,
+        table: &ProbeTable,
+        module: &str,
+        ksyms: &KernelSymbols,
+    ) -> Result<(usize, usize), CollectError> {
+        self.modules.remove(module);
+        let mut open = open_checked(table, &self.object, None)?;
+        for mut m in open.maps_mut() {
+            let name = m.name().to_owned();
+            if let Some(shared) = self.obj.maps().find(|s| s.name() == name) {
+                use std::os::fd::AsFd;
+                m.reuse_fd(shared.as_fd())
+                    .map_err(|source| CollectError::Libbpf {
+                        what: format!("sharing map {}", name.to_string_lossy()),
+                        source,
+                    })?;
+            }
+        }
+        let mut st = resolve_targets(
+            &mut open,
+            table,
+            module,
+            ksyms,
+            self.strict,
+            &mut self.warnings,
+        )?;
+        let probes = st.len();
+        if !open.progs().any(|p| p.autoload()) {
+            self.set_status(st);
+            return Ok((0, probes));
+        }
+        let obj = open.load().map_err(|e| CollectError::Load {
+            object: self.object.clone(),
+            reason: format!("{module}: {e:#}"),
+        })?;
+        let links = attach_all(&obj, table, &mut st, self.strict, &mut self.warnings)?;
+        let n = links.len();
+        self.set_status(st);
+        if n > 0 {
+            self.modules
+                .insert(module.to_string(), ModulePrograms { _links: links, obj });
+        }
+        Ok((st_attached(&self.attached, module), probes))
+    }
+
+    /// Detaches `module`'s probes and closes their programs (the module is free to unload);
+    /// their status says `why`. Returns how many were attached.
+    pub(crate) fn detach_module(&mut self, module: &str, why: &str) -> usize {
+        if let Some(m) = self.modules.remove(module) {
+            let (ns, runs) = crate::live::cost::bpf_run(&m.obj);
+            self.retired_run.0 += ns;
+            self.retired_run.1 += runs;
+        }
+        let n = st_attached(&self.attached, module);
+        for s in self.attached.iter_mut().filter(|s| s.module == module) {
+            if s.attached || s.reason.is_none() {
+                s.reason = Some(why.to_string());
+            }
+            s.attached = false;
+        }
+        n
+    }
+
+    /// Run time (ns) and runs of every program loaded this run (`kernel.bpf_stats_enabled`).
+    pub(crate) fn bpf_run(&self) -> (u64, u64) {
+        self.modules
+            .values()
+            .map(|m| crate::live::cost::bpf_run(&m.obj))
+            .fold(self.retired_run, |(a, b), (c, d)| (a + c, b + d))
+    }
+
+    /// Whether programs of `module` are attached.
+    pub(crate) fn holds(&self, module: &str) -> bool {
+        self.modules.contains_key(module)
+    }
+
+    fn set_status(&mut self, st: Vec<AttachStatus>) {
+        for s in st {
+            match self.attached.iter_mut().find(|a| a.probe == s.probe) {
+                Some(a) => *a = s,
+                None => self.attached.push(s),
+            }
+        }
+        self.attached.sort_by_key(|s| s.probe);
+    }
+}
+
+fn st_attached(attached: &[AttachStatus], module: &str) -> usize {
+    attached
+        .iter()
+        .filter(|s| s.module == module && s.attached)
+        .count()
 }
 
 /// The libbpf error with its errno name, and the likely cause of the ones we know.
@@ -688,9 +843,9 @@ fn batch_sums(map: &libbpf_rs::Map<'_>) -> Option<PercpuSums> {
 }
 
 impl Loaded {
-    /// Detaches every program (the links are destroyed).
+    /// Detaches every program (the links are destroyed, the programs closed).
     pub(crate) fn detach(&mut self) {
-        self.links.clear();
+        self.modules.clear();
     }
 
     fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>, CollectError> {

@@ -3,8 +3,11 @@
 
 pub(crate) mod activity;
 mod btf;
+pub(crate) mod cost;
 pub(crate) mod loader;
+pub(crate) mod modules;
 pub(crate) mod source;
 
 pub(crate) use loader::{load, LoadOptions};
+pub(crate) use modules::Control;
 pub(crate) use source::{LiveSource, Timing};

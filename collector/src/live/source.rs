@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use libbpf_rs::{MapCore, RingBuffer, RingBufferBuilder};
 
 use super::loader::Loaded;
+use super::modules::{answer, Control, ModuleWatch};
 use crate::error::CollectError;
 use crate::kernel_state::KernelTotals;
 use crate::live::activity::{Activity, Failing};
@@ -80,6 +81,10 @@ pub(crate) struct LiveSource {
     warnings: Vec<Warning>,
     /// records the last window's fence held back (ingested first by the next drain)
     held: Samples,
+    /// the modules of the set, followed every window (drivers that come and go)
+    modules: ModuleWatch,
+    /// `--control`: release requests (`modprobe -r` through the package's modprobe.d rule)
+    control: Option<Control>,
 }
 
 /// The kernel's counter maps as a window reads them, in the order the programs count: a
@@ -263,6 +268,7 @@ impl LiveSource {
         table: std::sync::Arc<ProbeTable>,
         timing: Timing,
         record: Option<(PathBuf, Header)>,
+        control: Option<Control>,
     ) -> Result<Self, CollectError> {
         let recorder = match record {
             Some((p, header)) => Some(
@@ -279,6 +285,9 @@ impl LiveSource {
         };
         let samples = Rc::new(RefCell::new(Samples::default()));
         let ring = ring_buffer(&loaded, samples.clone())?;
+        if let Some(c) = &control {
+            wake_on(&ring, c.fd())?;
+        }
         let activity = loaded.activity();
         let mut warnings = Vec::new();
         if activity.is_none() {
@@ -289,7 +298,6 @@ impl LiveSource {
             ring,
             samples,
             loaded,
-            table,
             recorder,
             record_errors: 0,
             deadline: timing.duration.map(|d| start + d),
@@ -300,7 +308,43 @@ impl LiveSource {
             activity,
             warnings,
             held: Samples::default(),
+            modules: ModuleWatch::new(&table),
+            table,
+            control,
         })
+    }
+
+    /// Answers the control socket's requests (each a module's release), and every window
+    /// attaches the modules that came; the snapshots' attach status follows.
+    fn follow_modules(&mut self, pipe: &mut Pipeline, window: bool) {
+        let mut changed = false;
+        for (conn, req) in self
+            .control
+            .as_ref()
+            .map(Control::pending)
+            .unwrap_or_default()
+        {
+            let text = match req {
+                Ok(module) => {
+                    changed = true;
+                    self.modules
+                        .release(&mut self.loaded, &module, &mut self.warnings)
+                }
+                Err(e) => {
+                    self.warnings.push(Warning::Control(e.clone()));
+                    format!("error {e}")
+                }
+            };
+            answer(conn, &text);
+        }
+        if window {
+            changed |= self
+                .modules
+                .follow(&mut self.loaded, &self.table, &mut self.warnings);
+        }
+        if changed {
+            pipe.set_attached(self.loaded.attached.clone());
+        }
     }
 
     /// How long the next idle poll may sleep, in whole milliseconds (the poll's unit) rounded
@@ -398,6 +442,26 @@ impl LiveSource {
     }
 }
 
+/// Adds `fd` to the ring buffer's epoll set, so that the idle poll ends when it is readable
+/// (a control request). Its event carries ring index 0: libbpf then reads the ring once
+/// more, which is harmless, and the source answers the request after the poll.
+fn wake_on(ring: &RingBuffer<'static>, fd: i32) -> Result<(), CollectError> {
+    let mut ev = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: 0,
+    };
+    // SAFETY: both descriptors are open for the call; ev is a valid epoll_event.
+    let rc = unsafe { libc::epoll_ctl(ring.epoll_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(CollectError::Option(format!(
+            "--control: epoll_ctl: {}",
+            std::io::Error::last_os_error()
+        )))
+    }
+}
+
 fn ring_buffer(
     loaded: &Loaded,
     samples: Rc<RefCell<Samples>>,
@@ -444,6 +508,7 @@ impl Source for LiveSource {
         if self.deadline.is_some_and(|d| now >= d) {
             return Ok(Step::End);
         }
+        self.follow_modules(pipe, now >= self.next_window);
         if now < self.next_window {
             return Ok(Step::Continue);
         }
@@ -491,6 +556,16 @@ impl Source for LiveSource {
 
     fn take_warnings(&mut self) -> Vec<Warning> {
         std::mem::take(&mut self.warnings)
+    }
+
+    fn cost(&mut self) -> Option<crate::wire::AgentCost> {
+        let mut c = super::cost::process()?;
+        if super::cost::bpf_stats_enabled() {
+            let (ns, runs) = self.loaded.bpf_run();
+            c.bpf_run_ns = Some(ns);
+            c.bpf_runs = Some(runs);
+        }
+        Some(c)
     }
 }
 

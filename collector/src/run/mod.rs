@@ -135,6 +135,7 @@ fn collect(
             Ok(Step::Window(k)) => {
                 crate::timings::mark("source");
                 let mut s = pipe.snapshot(&k, SystemTime::now(), false);
+                s.agent = source.cost();
                 crate::timings::mark("snapshot");
                 outputs.emit(&mut s, hooks);
                 let window = s.snapshot;
@@ -153,6 +154,7 @@ fn collect(
     let k = source.finish(pipe);
     report_warnings(source, hooks);
     let mut s = pipe.snapshot(&k, SystemTime::now(), true);
+    s.agent = source.cost();
     let ok = s.invariant.ok;
     if !ok {
         hooks.event(Event::InvariantViolated(&s.invariant));
@@ -246,6 +248,12 @@ fn run_live(
     hooks: &mut dyn Hooks,
 ) -> Result<Summary, CollectError> {
     let t0 = Instant::now();
+    // bound first: a path it refuses stops the run before anything loads
+    let control = opts
+        .control
+        .as_deref()
+        .map(crate::live::Control::bind)
+        .transpose()?;
     let mut loaded = crate::live::load(
         &table,
         object,
@@ -294,7 +302,7 @@ fn run_live(
         idle_wait: opts.idle_wait,
         duration: opts.duration,
     };
-    let mut source = LiveSource::new(loaded, table, timing, record)?;
+    let mut source = LiveSource::new(loaded, table, timing, record, control)?;
     let mut outputs = open_outputs(jsonl, ChainClock::Monotonic, hooks)?;
     let fleet = outputs.fleet_status();
     for s in outputs.fleet.iter_mut().chain(&mut outputs.expositions) {

@@ -40,6 +40,8 @@ pub struct Options {
     pub host: Option<String>,
     /// replay: pause this long after each window (a recording played out over time)
     pub replay_pace: Option<Duration>,
+    /// live: the control socket (`release MODULE` before a driver unloads)
+    pub control: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -69,6 +71,7 @@ impl Default for Options {
             sink_flush: Duration::from_secs(5),
             host: None,
             replay_pace: None,
+            control: None,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! A snapshot's JSON line with the parts that rarely change serialised once: the probe list
-//! in `counters` (the same in every idle window: all zero) and `attached` (fixed for a run),
+//! in `counters` (the same in every idle window: all zero) and `attached` (changed only when a
+//! module comes or goes),
 //! the `host`, `kernel` and `manifest_hash` that open every line, and in an idle window all
 //! that follows `window`. An idle window at `--interval 1s` spent most of its time escaping
 //! the same function and module names again; [`LineCache::parts`] gives the same bytes as
@@ -150,7 +151,11 @@ impl LineCache {
         v.extend_from_slice(self.opening.as_ref().map_or(&[][..], |c| &c.json));
         field(v, "snapshot", &s.snapshot)?;
         field(v, "final", &s.is_final)?;
-        field(v, "window", &s.window)
+        field(v, "window", &s.window)?;
+        match &s.agent {
+            Some(a) => field(v, "agent", a),
+            None => Ok(()),
+        }
     }
 
     /// The fields after `window`, the closing `}` and the newline.
@@ -223,6 +228,14 @@ mod tests {
             let mut s = p.snapshot(k, SystemTime::now(), i == 4);
             if i == 3 {
                 s.clickhouse = Some(SinkStatus::default());
+            }
+            if i >= 2 {
+                s.agent = Some(crate::wire::AgentCost {
+                    cpu_ns: i as u64,
+                    rss_bytes: 4096,
+                    bpf_run_ns: (i == 4).then_some(7),
+                    bpf_runs: (i == 4).then_some(1),
+                });
             }
             let want = s.to_line();
             assert_eq!(

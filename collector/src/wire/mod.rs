@@ -12,6 +12,6 @@ pub(crate) mod snapshot;
 pub use chains::{ChainClock, ChainView, ChainsOut, Link};
 pub use shared::SharedPart;
 pub use snapshot::{
-    CounterOut, Drops, Errors, Invariant, InvariantProbe, Rec, RecordsOut, SinkStatus, Snapshot,
-    Totals, Window,
+    AgentCost, CounterOut, Drops, Errors, Invariant, InvariantProbe, Rec, RecordsOut, SinkStatus,
+    Snapshot, Totals, Window,
 };

@@ -36,6 +36,10 @@ pub struct Snapshot {
     #[serde(rename = "final")]
     pub is_final: bool,
     pub window: Window,
+    /// What the agent itself costs (live runs; in the line's head, which is written every
+    /// window, so an idle window's cached rest stays valid)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentCost>,
     pub records: RecordsOut,
     /// failure chains completed in this window (their records may be in earlier windows)
     pub chains: ChainsOut,
@@ -69,6 +73,19 @@ impl Snapshot {
         v.push(b'\n');
         v
     }
+}
+
+/// The agent's own cost so far: its CPU time (all threads) and resident memory, from the
+/// kernel's accounting of this process; and, where `kernel.bpf_stats_enabled` is on, its
+/// programs' run time and runs (`bpf_prog_info`, the programs of detached modules included).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AgentCost {
+    pub cpu_ns: u64,
+    pub rss_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bpf_run_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bpf_runs: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
