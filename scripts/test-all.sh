@@ -71,7 +71,7 @@ PROBEGEN_DEB=$DEB E2E_KERNEL_VERSION=6.12.117-1 E2E_PACKAGE_MATCH=series \
   bash scripts/e2e-package.sh 6.12
 
 step "drivers that come and go: modprobe -r rdma_rxe through the .deb's rule while the service runs, reload, probes back, invariant in every snapshot (6.12)"
-PROBEGEN_E2E_RELOAD=1 bash scripts/e2e-package.sh 6.12
+PROBEGEN_DEB=$DEB PROBEGEN_E2E_RELOAD=1 bash scripts/e2e-package.sh 6.12
 cargo test --release --test package -- --ignored --exact e2e_driver_reload --nocapture
 
 step "end to end: the collector on Soft-RoCE under qemu (Debian 6.12 and 6.1 stock kernels)"
