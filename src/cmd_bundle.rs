@@ -175,6 +175,12 @@ fn bundle_unions(
     scratch: &Path,
 ) -> Result<Vec<BundleSet>, String> {
     let root = scratch.join("union");
+    // the shared header beside the unions' C, so that every path clang writes is under `root`
+    // (mapped to `union`): a path of this checkout in an object would differ per checkout
+    std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let header = sets.join("probegen.bpf.h");
+    std::fs::copy(&header, root.join("probegen.bpf.h"))
+        .map_err(|e| format!("{}: {e} (expected the sets' shared header)", header.display()))?;
     let kernel_of = |s: &BundleSet| s.dir.split('/').next().unwrap_or("").to_string();
     let mut entries = Vec::new();
     for (i, (a, ma)) in singles.iter().enumerate() {
@@ -191,7 +197,7 @@ fn bundle_unions(
             let src = src_dir.join("probes.bpf.c");
             std::fs::write(&src, c).map_err(|e| format!("{}: {e}", src.display()))?;
             entries.push(write_set(&rel, &m, &text, out, |object| {
-                compile(&root, sets, &src, object)
+                compile(&root, &root, &src, object)
             })?);
         }
     }
