@@ -101,6 +101,8 @@ pub struct CollectArgs {
     pub proc_root: Option<PathBuf>,
     #[command(flatten)]
     pub fleet: FleetArgs,
+    #[command(flatten)]
+    pub baseline: crate::baseline::BaselineArgs,
 }
 
 /// Runs the collector as the flags say; the summary and the events go to stderr.
@@ -213,6 +215,7 @@ pub fn options(a: &CollectArgs) -> Result<(Options, Sinks), AgentError> {
         sink_flush: a.fleet.clickhouse_flush,
         host: a.fleet.host.clone(),
         replay_pace: a.fleet.replay_pace,
+        baseline: a.baseline.resolve(a.interval)?,
     };
     Ok((opts, Sinks { fleet, metrics }))
 }

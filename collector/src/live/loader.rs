@@ -67,14 +67,13 @@ pub(crate) fn compare_programs(
             _ => {}
         }
     }
-    let optional: BTreeMap<&str, &str> = table
+    let optional: BTreeMap<String, String> = table
         .probes
         .iter()
-        .flat_map(|p| &p.fallback)
-        .map(|(n, s)| (n.as_str(), s.as_str()))
+        .flat_map(|p| p.fallback.iter().cloned().chain([baseline_program(p)]))
         .collect();
     for (name, sec) in &have {
-        match optional.get(name) {
+        match optional.get(*name) {
             _ if want.contains_key(*name) => {}
             // libbpf drops the `?` (autoload off) from the section name it reports
             Some(s) if s.trim_start_matches('?') == sec.trim_start_matches('?') => {}
@@ -89,6 +88,14 @@ pub(crate) fn compare_programs(
     } else {
         Err(ProgramTableDiff(diffs))
     }
+}
+
+/// A probe's baseline entry program as (name, section); only handlers' exist in an object.
+fn baseline_program(p: &crate::probes::ProbeInfo) -> (String, String) {
+    (
+        manifest::baseline_entry_name(p.id),
+        manifest::baseline_entry_section(&p.function),
+    )
 }
 
 /// Where a probe attaches in the running kernel.
@@ -196,6 +203,8 @@ pub(crate) struct LoadOptions {
     pub strict: bool,
     /// events ring buffer size (power of two, multiple of the page size)
     pub ringbuf_bytes: Option<u32>,
+    /// `--baseline`: load and attach the handlers' baseline entries
+    pub baseline: Option<crate::baseline::BaselineConfig>,
 }
 
 /// A loaded, attached probe set.
@@ -205,6 +214,8 @@ pub(crate) struct Loaded {
     pub attached: Vec<AttachStatus>,
     /// What loading skipped or could not attach, for the run to report.
     pub warnings: Vec<Warning>,
+    /// With `--baseline`: the handlers traced and how, or why the baseline is unavailable
+    pub baseline: Option<Result<crate::live::trace::Traced, String>>,
 }
 
 fn print_libbpf(level: libbpf_rs::PrintLevel, msg: String) {
@@ -429,27 +440,58 @@ fn attach_all(
     Ok(links)
 }
 
-/// Opens, checks, loads and attaches `object` per `table`.
+/// Opens, checks, loads and attaches `object` per `table`. With the baseline on, an object
+/// that does not load with its baseline entries is loaded again without them ("baseline
+/// unavailable: <why>"): the failure path never depends on the baseline.
 pub(crate) fn load(
     table: &ProbeTable,
     object: &Path,
     opts: &LoadOptions,
 ) -> Result<Loaded, CollectError> {
+    match (
+        load_with(table, object, opts, opts.baseline.as_ref()),
+        &opts.baseline,
+    ) {
+        (Err(CollectError::Load { reason, .. }), Some(_)) => {
+            let mut l = load_with(table, object, opts, None)?;
+            l.baseline = Some(Err(format!(
+                "baseline unavailable: the object does not load with its baseline entries: {reason}"
+            )));
+            Ok(l)
+        }
+        (r, _) => r,
+    }
+}
+
+fn load_with(
+    table: &ProbeTable,
+    object: &Path,
+    opts: &LoadOptions,
+    baseline: Option<&crate::baseline::BaselineConfig>,
+) -> Result<Loaded, CollectError> {
     libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, print_libbpf)));
     let mut open = open_checked(table, object, opts.ringbuf_bytes)?;
     let mut warnings = Vec::new();
     let mut attached = resolve_targets(&mut open, table, opts.strict, &mut warnings)?;
+    let entries = baseline.map(|cfg| crate::live::trace::pick_entries(&mut open, table, cfg));
     let obj = open.load().map_err(|e| CollectError::Load {
         object: object.to_path_buf(),
         reason: format!("{e:#}"),
     })?;
-    let links = attach_all(&obj, table, &mut attached, opts.strict, &mut warnings)?;
+    let mut links = attach_all(&obj, table, &mut attached, opts.strict, &mut warnings)?;
     attached.sort_by_key(|s| s.probe);
+    let baseline = match (baseline, entries) {
+        (Some(cfg), Some(entries)) => Some(crate::live::trace::attach_entries(
+            &obj, table, cfg, entries, &attached, &mut links,
+        )),
+        _ => None,
+    };
     Ok(Loaded {
         obj,
         links,
         attached,
         warnings,
+        baseline,
     })
 }
 
@@ -566,7 +608,7 @@ impl Loaded {
         self.links.clear();
     }
 
-    fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>, CollectError> {
+    pub(crate) fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>, CollectError> {
         self.obj
             .maps()
             .find(|m| m.name() == name)
@@ -600,6 +642,15 @@ impl Loaded {
             }
         }
         Ok(out)
+    }
+
+    /// Map `name`'s values summed over CPUs and keys.
+    pub(crate) fn total(&self, name: &str) -> Result<u64, CollectError> {
+        Ok(self
+            .sums(name)?
+            .iter()
+            .map(|(_, s)| s)
+            .fold(0, u64::wrapping_add))
     }
 
     /// Map `name` (keyed by probe id) as a vector indexed by probe id.
@@ -691,11 +742,16 @@ impl Loaded {
 
     /// Next sequence number of each CPU (records taken so far, kept or dropped).
     pub(crate) fn seq_next(&self) -> Result<Vec<u64>, CollectError> {
-        let m = self.map("seq")?;
+        self.seq_next_of("seq")
+    }
+
+    /// Next sequence number of each CPU in the per-CPU counter `name` (`seq`, `bl_seq`).
+    pub(crate) fn seq_next_of(&self, name: &str) -> Result<Vec<u64>, CollectError> {
+        let m = self.map(name)?;
         let v = m
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
             .map_err(|source| CollectError::Libbpf {
-                what: "seq".into(),
+                what: name.into(),
                 source,
             })?
             .unwrap_or_default();
@@ -823,10 +879,17 @@ mod tests {
             }
             let fallbacks: usize = t.probes.iter().map(|p| p.fallback.len()).sum();
             assert!(fallbacks > 0, "{set}: vendor probes have kprobe fallbacks");
-            assert_eq!(progs.len(), t.probes.len() + fallbacks, "{set}");
+            let entries = progs.iter().filter(|(n, _)| n.ends_with("_bl")).count();
+            assert!(
+                entries >= 10,
+                "{set}: the uverbs handlers have baseline entries"
+            );
+            assert_eq!(progs.len(), t.probes.len() + fallbacks + entries, "{set}");
             compare_programs(&t, &progs).expect(set);
-            // an object from before the fallbacks still matches
-            progs.retain(|(n, _)| !n.ends_with("_ret") && !n.ends_with("_entry"));
+            // an object from before the fallbacks and the baseline entries still matches
+            progs.retain(|(n, _)| {
+                !n.ends_with("_ret") && !n.ends_with("_entry") && !n.ends_with("_bl")
+            });
             compare_programs(&t, &progs).expect(set);
         }
     }

@@ -4,6 +4,7 @@
 pub(crate) mod activity;
 pub(crate) mod loader;
 pub(crate) mod source;
+pub(crate) mod trace;
 
-pub(crate) use loader::{load, LoadOptions};
+pub(crate) use loader::{load, LoadOptions, Loaded};
 pub(crate) use source::{LiveSource, Timing};

@@ -40,6 +40,8 @@ pub struct Options {
     pub host: Option<String>,
     /// replay: pause this long after each window (a recording played out over time)
     pub replay_pace: Option<Duration>,
+    /// `--baseline`: trace sampled successes of the uverbs handlers (live only)
+    pub baseline: Option<crate::baseline::BaselineConfig>,
 }
 
 impl Default for Options {
@@ -69,6 +71,7 @@ impl Default for Options {
             sink_flush: Duration::from_secs(5),
             host: None,
             replay_pace: None,
+            baseline: None,
         }
     }
 }

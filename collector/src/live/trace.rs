@@ -1,0 +1,254 @@
+//! The baseline's live side: which handlers get their baseline entry (`pg_<id>_bl`, an fentry
+//! whose fexit is the handler's failure probe), the `bl_config` the collector writes after
+//! load, and the `baseline` ring buffer with its counters read behind the same kind of fence
+//! as the failure records (`tracing`/`traced` in `activity`, `bl_seq` per CPU): a trace at or
+//! past its CPU's fenced seq waits for the next window, so `received + dropped == produced`
+//! holds for traces in every snapshot, as it does for failures.
+//!
+//! Mechanism: fentry on the handler and the fexit programs the set already has, per-task state
+//! in task storage, on every kernel. fsession (7.0+, Debian 7.2) is not used: its cookie lives
+//! for one call of one function, and a trace spans the calls of every probed function inside
+//! the handler, so the per-task state is needed anyway; it would save one trampoline per
+//! traced handler call only, and libbpf-rs 0.27 names its type Unknown and has no cookie option.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::time::Duration;
+
+use libbpf_rs::{Link, MapCore, MapFlags, Object, OpenObject, RingBuffer, RingBufferBuilder};
+
+use super::activity::{Activity, Tracing};
+use super::loader::Loaded;
+use crate::baseline::BaselineConfig;
+use crate::error::CollectError;
+use crate::kernel_state::AttachStatus;
+use crate::pipeline::Pipeline;
+use crate::probes::ProbeTable;
+use crate::wire::TraceCounts;
+
+/// How calls are traced in this kernel.
+pub(crate) const MECHANISM: &str = "fentry+fexit, task storage (fsession not used: its per-call cookie cannot carry a trace across the inner functions)";
+
+/// The handlers whose baseline entry is attached, and how.
+#[derive(Debug, Clone)]
+pub(crate) struct Traced {
+    pub handlers: BTreeSet<u32>,
+    pub mechanism: String,
+}
+
+/// Before load: turns on the baseline entry of every handler whose fexit program loads,
+/// retargeted at `module:function` as the fexit is, and sizes the `baseline` ring. Returns
+/// (probe id, program name).
+pub(crate) fn pick_entries(
+    open: &mut OpenObject,
+    table: &ProbeTable,
+    cfg: &BaselineConfig,
+) -> Vec<(u32, String)> {
+    if let Some(n) = cfg.ring_bytes {
+        if let Some(mut m) = open.maps_mut().find(|m| m.name() == "baseline") {
+            // a size the kernel refuses fails the load, which then goes on without the baseline
+            let _ = m.set_max_entries(n);
+        }
+    }
+    let loading: BTreeSet<String> = open
+        .progs()
+        .filter(|p| p.autoload())
+        .map(|p| p.name().to_string_lossy().into_owned())
+        .collect();
+    let mut picked = Vec::new();
+    for mut prog in open.progs_mut() {
+        let name = prog.name().to_string_lossy().into_owned();
+        let Some(p) = table
+            .probes
+            .iter()
+            .find(|p| manifest::baseline_entry_name(p.id) == name)
+        else {
+            continue;
+        };
+        if !loading.contains(&p.program_name()) {
+            continue;
+        }
+        if prog.set_attach_target(0, Some(p.target())).is_ok() {
+            prog.set_autoload(true);
+            picked.push((p.id, name));
+        }
+    }
+    picked
+}
+
+/// After load: writes `bl_config` and attaches the picked entries of the handlers whose fexit
+/// attached; `Err` is the "baseline unavailable: <why>" line.
+pub(crate) fn attach_entries(
+    obj: &Object,
+    table: &ProbeTable,
+    cfg: &BaselineConfig,
+    entries: Vec<(u32, String)>,
+    attached: &[AttachStatus],
+    links: &mut Vec<(u32, Link)>,
+) -> Result<Traced, String> {
+    if entries.is_empty() {
+        return Err("baseline unavailable: the object has no baseline entry for an attached handler (compiled from an older probegen.bpf.h?)".into());
+    }
+    write_config(obj, cfg).map_err(|e| format!("baseline unavailable: bl_config: {e}"))?;
+    let mut handlers = BTreeSet::new();
+    let mut failed = Vec::new();
+    for (id, name) in entries {
+        if !attached.iter().any(|s| s.probe == id && s.attached) {
+            continue;
+        }
+        let Some(prog) = obj.progs_mut().find(|p| p.name().to_string_lossy() == name) else {
+            continue;
+        };
+        match prog.attach() {
+            Ok(link) => {
+                links.push((id, link));
+                handlers.insert(id);
+            }
+            Err(e) => failed.push(format!(
+                "{}: {e}",
+                table.get(id).map_or("?", |p| p.function.as_str())
+            )),
+        }
+    }
+    if handlers.is_empty() {
+        return Err(format!(
+            "baseline unavailable: no baseline entry attached ({})",
+            failed.join("; ")
+        ));
+    }
+    let mut mechanism = MECHANISM.to_string();
+    if !failed.is_empty() {
+        mechanism.push_str(&format!("; not traced: {}", failed.join("; ")));
+    }
+    Ok(Traced {
+        handlers,
+        mechanism,
+    })
+}
+
+/// `struct pg_bl_config`: sample, budget (u32), interval_ns, max_ns (u64).
+fn write_config(obj: &Object, cfg: &BaselineConfig) -> Result<(), String> {
+    let map = obj
+        .maps()
+        .find(|m| m.name() == "bl_config")
+        .ok_or("no map bl_config")?;
+    let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let mut v = Vec::with_capacity(24);
+    v.extend_from_slice(&cfg.sample.max(1).to_ne_bytes());
+    v.extend_from_slice(&cfg.budget.to_ne_bytes());
+    v.extend_from_slice(&ns(cfg.interval).to_ne_bytes());
+    v.extend_from_slice(&ns(cfg.max).to_ne_bytes());
+    map.update(&0u32.to_ne_bytes(), &v, MapFlags::ANY)
+        .map_err(|e| e.to_string())
+}
+
+/// The `baseline` ring and the traces a fenced read held back.
+pub(crate) struct TraceRing {
+    ring: RingBuffer<'static>,
+    samples: Rc<RefCell<Vec<Vec<u8>>>>,
+    held: Vec<Vec<u8>>,
+}
+
+/// Reads of a fence before a half-counted trace is carried as in flight (as for failures).
+const FENCE_READS: u32 = 8;
+
+/// (cpu, seq) of a trace record (`struct pg_trace`: seq at 0, cpu at 52).
+fn cpu_seq(sample: &[u8]) -> Option<(u32, u64)> {
+    let seq = u64::from_ne_bytes(sample.get(0..8)?.try_into().ok()?);
+    let cpu = u32::from_ne_bytes(sample.get(52..56)?.try_into().ok()?);
+    Some((cpu, seq))
+}
+
+impl TraceRing {
+    pub(crate) fn new(loaded: &Loaded) -> Result<Self, CollectError> {
+        let map = loaded.map("baseline")?;
+        let samples: Rc<RefCell<Vec<Vec<u8>>>> = Rc::default();
+        let sink = samples.clone();
+        let libbpf = |source| CollectError::Libbpf {
+            what: "baseline ring buffer".into(),
+            source,
+        };
+        let mut b = RingBufferBuilder::new();
+        b.add(&map, move |data: &[u8]| {
+            if let Ok(mut s) = sink.try_borrow_mut() {
+                s.push(data.to_vec());
+            }
+            0
+        })
+        .map_err(libbpf)?;
+        Ok(TraceRing {
+            ring: b.build().map_err(libbpf)?,
+            samples,
+            held: Vec::new(),
+        })
+    }
+
+    /// Consumes the ring into `pipe`, after what was held; with `fence`, a trace at or past
+    /// its CPU's seq there is held for the next window.
+    pub(crate) fn drain(&mut self, pipe: &mut Pipeline, fence: Option<&[u64]>) {
+        let _ = self.ring.consume();
+        let mut all = std::mem::take(&mut self.held);
+        all.append(&mut self.samples.borrow_mut());
+        for s in all {
+            let beyond = fence.is_some_and(|f| {
+                cpu_seq(&s).is_some_and(|(cpu, seq)| f.get(cpu as usize).is_some_and(|&x| seq >= x))
+            });
+            if beyond {
+                self.held.push(s);
+            } else {
+                pipe.ingest_trace(&s);
+            }
+        }
+    }
+
+    /// The kernel's trace counters behind the fence, and each CPU's `bl_seq` read with them.
+    pub(crate) fn read(
+        loaded: &Loaded,
+        activity: Option<&Activity>,
+    ) -> Result<(TraceCounts, Vec<u64>), CollectError> {
+        let mut wait = Duration::from_micros(20);
+        let mut reads = 0;
+        loop {
+            let done = activity
+                .and_then(|a| a.tracing(Tracing::Ended))
+                .unwrap_or(0);
+            let k = TraceCounts {
+                produced: loaded.total("bl_produced")?,
+                dropped: loaded.total("bl_dropped")?,
+                budget_skipped: loaded.total("bl_skipped")?,
+                slow: loaded.total("bl_slow")?,
+                ..TraceCounts::default()
+            };
+            let fence = loaded.seq_next_of("bl_seq")?;
+            let entered = activity
+                .and_then(|a| a.tracing(Tracing::Entered))
+                .unwrap_or(0);
+            reads += 1;
+            let in_flight = entered.wrapping_sub(done);
+            if in_flight == 0 || reads >= FENCE_READS {
+                return Ok((TraceCounts { in_flight, ..k }, fence));
+            }
+            std::thread::sleep(wait);
+            wait *= 2;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_and_seq_are_read_at_the_records_offsets() {
+        let t = manifest::PgTrace {
+            seq: 41,
+            cpu: 3,
+            ..Default::default()
+        };
+        // SAFETY: PgTrace is repr(C), plain integers and arrays.
+        let bytes: [u8; manifest::TRACE_SIZE] = unsafe { std::mem::transmute(t) };
+        assert_eq!(cpu_seq(&bytes), Some((3, 41)));
+        assert_eq!(cpu_seq(&bytes[..10]), None);
+    }
+}
