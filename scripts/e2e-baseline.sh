@@ -31,7 +31,7 @@ printf 'INTERVAL=%s\n' "${PROBEGEN_E2E_INTERVAL:-1s}" >"$STAGE/hook.env"
 
 OUT=${E2E_OUT:-$REPO/target/e2e-baseline/$VER/out}
 rc=0
-E2E_TIMEOUT=${E2E_TIMEOUT:-420} E2E_OUT=$OUT E2E_EXTRA_DIR=$STAGE bash scripts/e2e.sh "$VER" || rc=$?
+E2E_TIMEOUT=${E2E_TIMEOUT:-600} E2E_OUT=$OUT E2E_EXTRA_DIR=$STAGE bash scripts/e2e.sh "$VER" || rc=$?
 log "scripts/e2e.sh exited $rc"
 
 check=0

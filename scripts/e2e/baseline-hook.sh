@@ -7,7 +7,7 @@
 #   stop:  verbs_baseline benign 3 in 5 jobs (own cgroup, SLURM_JOB_ID): create_qp past the
 #          device's capabilities fails, then succeeds; then verbs_baseline fail (reg_mr of
 #          unmapped memory, modify_qp RESET -> RTS) twice; SIGTERM. Then a second collector
-#          with an 8 KiB baseline ring and 4 processes of verbs_baseline burst 600: the traces
+#          with a 4 KiB baseline ring (6 traces) and 4 processes of verbs_baseline burst 150: the traces
 #          overflow their ring, the failure records must all arrive.
 # Outputs in /out (-> target/e2e-baseline/<ver>/): baseline.jsonl, burst.jsonl,
 # collect.log, burst.log, vb-*.log, collect.rc, burst.rc.
@@ -89,11 +89,14 @@ stop)
 	$X/verbs_baseline rxe0 fail >>/out/vb-fail.log 2>&1 || rc=1
 	stop baseline || rc=1
 	collector burst --baseline --baseline-sample 1 --baseline-budget 0 \
-		--baseline-ringbuf-bytes 8192 || exit 1
+		--baseline-ringbuf-bytes 4096 || exit 1
+	# wait for these four only: a bare `wait` would wait for the collector too
+	pids=
 	for i in 1 2 3 4; do
-		$X/verbs_baseline rxe0 burst 600 >/tmp/vb-burst-$i.log 2>&1 &
+		$X/verbs_baseline rxe0 burst 150 >/tmp/vb-burst-$i.log 2>&1 &
+		pids="$pids $!"
 	done
-	wait
+	for p in $pids; do wait $p || rc=1; done
 	cat /tmp/vb-burst-*.log >/out/vb-burst.log
 	stop burst || rc=1
 	cat /out/vb-*.log

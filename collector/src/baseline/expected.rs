@@ -76,8 +76,9 @@ pub(crate) struct Verdict {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Expected {
     pub patterns: BTreeMap<(u32, u32, u32), Pattern>,
-    /// per handler: processes seen calling it, and those with a traced success
-    pub seen: BTreeMap<u32, (BTreeSet<u32>, BTreeSet<u32>)>,
+    /// per handler: processes seen calling it, and those with a traced success (the last one's
+    /// time: a chain is judged a gap after its failure, when the process may have succeeded)
+    pub seen: BTreeMap<u32, (BTreeSet<u32>, BTreeMap<u32, u64>)>,
     pub pinned: Vec<Pinned>,
 }
 
@@ -90,13 +91,18 @@ fn bounded_insert<T: Ord>(set: &mut BTreeSet<T>, v: T) {
 impl Expected {
     /// A failing call of `handler` whose chain's origin is (`origin`, `errno`), in `pid`.
     pub(crate) fn failure(&mut self, key: (u32, u32, u32), pid: u32, ts_ns: u64) {
-        bounded_insert(&mut self.seen.entry(key.0).or_default().0, pid);
+        let seen = self.seen.entry(key.0).or_default();
+        bounded_insert(&mut seen.0, pid);
+        let succeeded_since = seen.1.get(&pid).is_some_and(|&t| t > ts_ns);
         if !self.patterns.contains_key(&key) && self.patterns.len() >= MAX_PATTERNS {
             return;
         }
         let p = self.patterns.entry(key).or_default();
         if p.failed.len() < MAX_PIDS || p.failed.contains_key(&pid) {
             p.failed.entry(pid).or_insert(ts_ns);
+            if succeeded_since {
+                p.recovered.insert(pid);
+            }
         }
     }
 
@@ -105,7 +111,9 @@ impl Expected {
     pub(crate) fn success(&mut self, handler: u32, pid: u32, ts_ns: u64) {
         let seen = self.seen.entry(handler).or_default();
         bounded_insert(&mut seen.0, pid);
-        bounded_insert(&mut seen.1, pid);
+        if seen.1.len() < MAX_PIDS || seen.1.contains_key(&pid) {
+            seen.1.insert(pid, ts_ns);
+        }
         for (_, p) in self
             .patterns
             .range_mut((handler, 0, 0)..=(handler, u32::MAX, u32::MAX))
@@ -123,8 +131,11 @@ impl Expected {
         };
         let n = p.failed.len().max(1) as f64;
         let fails_with = 1.0 - p.recovered.len() as f64 / n;
-        let (all, ok) = self.seen.get(&key.0).cloned().unwrap_or_default();
-        let fails_all = 1.0 - ok.len() as f64 / all.len().max(1) as f64;
+        let (all, ok) = self
+            .seen
+            .get(&key.0)
+            .map_or((0, 0), |(a, o)| (a.len(), o.len()));
+        let fails_all = 1.0 - ok as f64 / all.max(1) as f64;
         fails_with - fails_all
     }
 
@@ -192,6 +203,10 @@ mod tests {
         // the one that failed before any success: recovered only by a later success
         e.success(10, 300, 10);
         e.failure(benign, 300, 20);
+        // a failure learned after its process's later success was read (the chain is judged
+        // a gap after the failure): recovered
+        e.success(10, 301, 50);
+        e.failure(benign, 301, 40);
         let names = ("ib_uverbs_reg_mr", "x");
         let v = e.judge(benign, names, false, true);
         assert!(v.expected, "{v:?}");
