@@ -211,7 +211,7 @@ mod tests {
         let v = e.judge(benign, names, false, true);
         assert!(v.expected, "{v:?}");
         assert!(
-            v.why.contains("failed in 6 processes, 5 went on"),
+            v.why.contains("failed in 7 processes, 6 went on"),
             "{}",
             v.why
         );

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Trace;
+use super::trace::Trace;
 
 const MAX_SHAPES: usize = 32;
 const DURATIONS: usize = 512;

@@ -215,7 +215,7 @@ pub(crate) struct Loaded {
     /// What loading skipped or could not attach, for the run to report.
     pub warnings: Vec<Warning>,
     /// With `--baseline`: the handlers traced and how, or why the baseline is unavailable
-    pub baseline: Option<Result<crate::live::trace::Traced, String>>,
+    pub baseline: Option<Result<crate::live::entries::Traced, String>>,
 }
 
 fn print_libbpf(level: libbpf_rs::PrintLevel, msg: String) {
@@ -473,7 +473,7 @@ fn load_with(
     let mut open = open_checked(table, object, opts.ringbuf_bytes)?;
     let mut warnings = Vec::new();
     let mut attached = resolve_targets(&mut open, table, opts.strict, &mut warnings)?;
-    let entries = baseline.map(|cfg| crate::live::trace::pick_entries(&mut open, table, cfg));
+    let entries = baseline.map(|cfg| crate::live::entries::pick_entries(&mut open, table, cfg));
     let obj = open.load().map_err(|e| CollectError::Load {
         object: object.to_path_buf(),
         reason: format!("{e:#}"),
@@ -481,7 +481,7 @@ fn load_with(
     let mut links = attach_all(&obj, table, &mut attached, opts.strict, &mut warnings)?;
     attached.sort_by_key(|s| s.probe);
     let baseline = match (baseline, entries) {
-        (Some(cfg), Some(entries)) => Some(crate::live::trace::attach_entries(
+        (Some(cfg), Some(entries)) => Some(crate::live::entries::attach_entries(
             &obj, table, cfg, entries, &attached, &mut links,
         )),
         _ => None,

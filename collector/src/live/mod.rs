@@ -2,6 +2,7 @@
 //! and counters as the run's [`crate::source::Source`] ([`source`]).
 
 pub(crate) mod activity;
+pub(crate) mod entries;
 pub(crate) mod loader;
 pub(crate) mod source;
 pub(crate) mod trace;
