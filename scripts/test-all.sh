@@ -86,6 +86,13 @@ PROBEGEN_E2E_INTERVAL=5s bash scripts/e2e-collect.sh 6.1
 # kprobe/kretprobe fallback and the rxe-level origins of the induced failures are still caught
 E2E_STRIP_BTF=rdma_rxe bash scripts/e2e-collect.sh 6.12
 
+step "the good-trace baseline on Soft-RoCE under qemu: collect --baseline, bifurcations, expected errors, a trace burst (6.12 and 7.2)"
+# issue 25: about 8 min a boot under TCG here (two collector starts of ~10 s each, 60 rounds of
+# verbs, five jobs, a burst of 600 reg_mr); outputs in target/e2e-baseline/<ver>/out
+for ver in 6.12 7.2; do
+  bash scripts/e2e-baseline.sh "$ver"
+done
+
 step "every checked-in set on its stock kernel: vendor driver modules loaded, every set attached (7.2, 6.12, 6.1)"
 # one boot per kernel (about a minute each under TCG): `<ver> <set>: attached N/N` per set
 for ver in 7.2 6.12 6.1; do

@@ -179,8 +179,12 @@ fn bundle_unions(
     // (mapped to `union`): a path of this checkout in an object would differ per checkout
     std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
     let header = sets.join("probegen.bpf.h");
-    std::fs::copy(&header, root.join("probegen.bpf.h"))
-        .map_err(|e| format!("{}: {e} (expected the sets' shared header)", header.display()))?;
+    std::fs::copy(&header, root.join("probegen.bpf.h")).map_err(|e| {
+        format!(
+            "{}: {e} (expected the sets' shared header)",
+            header.display()
+        )
+    })?;
     let kernel_of = |s: &BundleSet| s.dir.split('/').next().unwrap_or("").to_string();
     let mut entries = Vec::new();
     for (i, (a, ma)) in singles.iter().enumerate() {

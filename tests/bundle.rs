@@ -58,6 +58,24 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// Per kernel, the union set of every pair of its vendors (`linux-6.12/mlx5+rxe`) for
+/// `singles` (`linux-<ver>/<vendor>`).
+fn unions_of(singles: &[String]) -> Vec<String> {
+    let mut want = Vec::new();
+    for (i, x) in singles.iter().enumerate() {
+        for y in &singles[i + 1..] {
+            let (kx, vx) = x.split_once('/').expect("linux-<ver>/<vendor>");
+            let (ky, vy) = y.split_once('/').expect("linux-<ver>/<vendor>");
+            if kx == ky {
+                let mut v = [vx, vy];
+                v.sort_unstable();
+                want.push(format!("{kx}/{}", v.join("+")));
+            }
+        }
+    }
+    want
+}
+
 #[test]
 fn bundle_is_byte_identical_and_its_index_names_every_set() {
     let t = tmp("twice");
@@ -101,19 +119,7 @@ fn bundle_is_byte_identical_and_its_index_names_every_set() {
             }
         }
     }
-    // and, per kernel, the union set of every pair of its vendors (`linux-6.12/mlx5+rxe`)
-    let singles = want.clone();
-    for (i, x) in singles.iter().enumerate() {
-        for y in &singles[i + 1..] {
-            let (kx, vx) = x.split_once('/').expect("linux-<ver>/<vendor>");
-            let (ky, vy) = y.split_once('/').expect("linux-<ver>/<vendor>");
-            if kx == ky {
-                let mut v = [vx, vy];
-                v.sort_unstable();
-                want.push(format!("{kx}/{}", v.join("+")));
-            }
-        }
-    }
+    want.extend(unions_of(&want));
     want.sort();
     assert_eq!(
         named, want,

@@ -105,6 +105,8 @@ pub struct CollectArgs {
     pub control: Option<PathBuf>,
     #[command(flatten)]
     pub fleet: FleetArgs,
+    #[command(flatten)]
+    pub baseline: crate::baseline::BaselineArgs,
 }
 
 /// Runs the collector as the flags say; the summary and the events go to stderr.
@@ -225,6 +227,7 @@ pub fn options(a: &CollectArgs) -> Result<(Options, Sinks), AgentError> {
         host: a.fleet.host.clone(),
         replay_pace: a.fleet.replay_pace,
         control: a.control.clone(),
+        baseline: a.baseline.resolve(a.interval)?,
     };
     Ok((opts, Sinks { fleet, metrics }))
 }

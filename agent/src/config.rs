@@ -48,6 +48,12 @@ const KEYS: &[(&str, Value)] = &[
     ("clickhouse-buffer", Value::Switch),
     ("host", Value::Text),
     ("control", Value::Text),
+    ("baseline", Value::Switch),
+    ("baseline-sample", Value::Count),
+    ("baseline-budget", Value::Count),
+    ("baseline-max", Value::Duration),
+    ("baseline-expected", Value::Text),
+    ("baseline-ringbuf-bytes", Value::Count),
 ];
 
 /// The arguments with `collect --config FILE`'s lines added as flags (unchanged without it).

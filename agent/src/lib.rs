@@ -4,6 +4,7 @@
 //! of probe sets and the choice of one for the running host (`collect --bundle`), and
 //! `collect --config FILE`.
 
+mod baseline;
 mod bundle;
 mod caps;
 mod choose;
@@ -14,6 +15,7 @@ mod flags;
 mod fleet;
 mod release;
 
+pub use baseline::BaselineArgs;
 pub use bundle::{
     read_bundle, select, sha256_tag, Bundle, BundleIndex, BundleSet, Chosen, HostKernel,
     KernelVersion, Match, Selection, BUNDLE_INDEX, BUNDLE_SCHEMA, SET_MANIFEST, SET_OBJECT,

@@ -74,6 +74,8 @@ struct Program {
     fallback_ret: (String, String),
     /// 1 when the fallback has an entry program saving arguments (C has no `true`).
     saves: u8,
+    /// A uverbs handler's baseline entry (program, section); name empty for other probes.
+    baseline_entry: (String, String),
 }
 
 #[derive(Template)]
@@ -89,6 +91,7 @@ struct BpfTemplate {
     nclone: usize,
     nskipped: usize,
     nfallback: usize,
+    nbaseline: usize,
 }
 
 #[derive(Template)]
@@ -101,6 +104,10 @@ struct HeaderTemplate {
     errno_entries: usize,
     record_args: usize,
     max_func_args: usize,
+    trace_size: usize,
+    trace_steps: usize,
+    /// (declaration, comment with the offset) of `struct pg_trace`
+    trace_fields: Vec<(String, String)>,
 }
 
 fn invalid(msg: String) -> askama::Error {
@@ -189,7 +196,11 @@ fn recorded_args(p: &Probe, fexit: bool) -> Result<Vec<usize>, askama::Error> {
     Ok(positions)
 }
 
-fn program(p: &Probe, m: &Manifest) -> Result<Program, askama::Error> {
+fn program(
+    p: &Probe,
+    m: &Manifest,
+    handlers: &std::collections::BTreeSet<u32>,
+) -> Result<Program, askama::Error> {
     let section = section_of(p)?;
     let fexit = p.attach == Attach::Fexit;
     let kind = ret_kind(p);
@@ -247,12 +258,25 @@ fn program(p: &Probe, m: &Manifest) -> Result<Program, askama::Error> {
             .cloned()
             .unwrap_or_default(),
         saves: u8::from(fallback.len() == 2),
+        baseline_entry: baseline_entry(p, handlers),
         fallback_ret: fallback
             .iter()
             .find(|(n, _)| n.ends_with("_ret"))
             .cloned()
             .unwrap_or_default(),
     })
+}
+
+/// A uverbs handler's baseline entry program and its section (`?fentry/<function>`).
+fn baseline_entry(p: &Probe, handlers: &std::collections::BTreeSet<u32>) -> (String, String) {
+    if handlers.contains(&p.id) {
+        (
+            manifest::baseline_entry_name(p.id),
+            manifest::baseline_entry_section(&p.function),
+        )
+    } else {
+        Default::default()
+    }
 }
 
 /// Size of the per-probe tables: one past the largest probe id (ids are positions in
@@ -270,9 +294,10 @@ fn nprobes(m: &Manifest) -> usize {
 /// `probes.bpf.c` for the manifest's attachable probes; it includes [`HEADER_NAME`].
 /// `refresh_command` goes into the header comment (`cargo run --release -- generate ...`).
 pub fn render_bpf(m: &Manifest, refresh_command: &str) -> Result<String, askama::Error> {
+    let handlers = manifest::baseline_handlers(m);
     let programs = m
         .attachable()
-        .map(|p| program(p, m))
+        .map(|p| program(p, m, &handlers))
         .collect::<Result<Vec<_>, _>>()?;
     let nfexit = programs.iter().filter(|p| p.fexit).count();
     BpfTemplate {
@@ -287,6 +312,10 @@ pub fn render_bpf(m: &Manifest, refresh_command: &str) -> Result<String, askama:
         nfallback: programs
             .iter()
             .filter(|p| !p.fallback_ret.0.is_empty())
+            .count(),
+        nbaseline: programs
+            .iter()
+            .filter(|p| !p.baseline_entry.0.is_empty())
             .count(),
         programs,
     }
@@ -308,6 +337,13 @@ pub fn render_header() -> Result<String, askama::Error> {
         errno_entries: ERRNO_ENTRIES,
         record_args: RECORD_ARGS,
         max_func_args: MAX_FUNC_ARGS,
+        trace_size: manifest::TRACE_SIZE,
+        trace_steps: manifest::TRACE_STEPS,
+        trace_fields: manifest::TRACE_FIELDS
+            .iter()
+            .zip(manifest::trace_field_comments())
+            .map(|(f, what)| (format!("{} {}{};", f.c_type, f.name, f.c_suffix), what))
+            .collect(),
     }
     .render()
 }

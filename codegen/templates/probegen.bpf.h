@@ -142,7 +142,9 @@ struct pg_activity {
 	__u64 ended; /* programs ended on this slot's CPUs */
 	__u64 failing; /* programs that entered their failure counting */
 	__u64 failed; /* programs that ended it (record submitted or its drop counted) */
-	__u64 pad[5]; /* the rest of the 64-byte cache line */
+	__u64 tracing; /* baseline: handler exits that entered their trace's counting */
+	__u64 traced; /* baseline: handler exits that ended it (trace output or its drop counted) */
+	__u64 pad[3]; /* the rest of the 64-byte cache line */
 };
 
 struct {
@@ -184,6 +186,127 @@ const volatile __u64 wakeup_threshold = 64 * 1024;
 
 /* never read: keeps struct pg_record in the object's BTF (types of locals are not emitted) */
 const struct pg_record *const pg_record_btf = 0;
+
+/*
+ * Baseline (success traces; on only when the collector sets bl_config.sample): each uverbs
+ * handler has an fentry program (pg_<id>_bl, autoload off) that samples one call in `sample`
+ * per CPU and handler, within `budget` traces per handler per `interval_ns`, and starts a trace
+ * in the task's storage. While any trace is open (`bl_active` non-zero), every fexit program
+ * appends its probe id, errno and return time to the current task's trace; the handler's own
+ * fexit ends it: a success that took at most `max_ns`, or any failure (its path), goes into the
+ * `baseline` ring, its own and smaller than `events`, so traces never push a failure record
+ * out. A failure record is always counted and emitted first.
+ *
+ * Counting, as for failures: `bl_produced` (per handler, per CPU) for every trace output,
+ * `bl_dropped` when the ring was full, `bl_seq` per CPU (taken even when dropped); bracketed
+ * in this CPU's activity slot by `tracing`/`traced`, so the collector's fenced read finds
+ * received + dropped == produced for the traces below the seq it read.
+ *
+ * An unsampled call of a probe that is not a handler pays one load and one branch
+ * (`bl_active`, zero when no trace is open anywhere); with the baseline off nothing else runs.
+ */
+#define PG_TRACE_STEPS {{ trace_steps }}
+
+/* One trace, {{ trace_size }} bytes (offsets in the comments); the collector mirrors it as PgTrace. */
+struct pg_trace {
+{%- for (decl, what) in trace_fields %}
+	{{ decl }} /* {{ what }} */
+{%- endfor %}
+};
+
+/* set by the collector after load; sample 0: the baseline is off */
+struct pg_bl_config {
+	__u32 sample; /* trace one call in `sample` of each handler, per CPU */
+	__u32 budget; /* at most this many traces per handler per interval (0: no bound) */
+	__u64 interval_ns;
+	__u64 max_ns; /* a success slower than this is not kept (counted in bl_slow) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pg_bl_config);
+} bl_config SEC(".maps");
+
+/* calls of each handler seen by its baseline entry, per CPU (the one-in-N tick) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PG_NPROBES);
+	__type(key, __u32);
+	__type(value, __u64);
+} bl_tick SEC(".maps");
+
+struct pg_bl_budget {
+	__u64 window; /* ktime / interval_ns of the window `used` counts */
+	__u64 used;
+};
+
+/* traces started per handler in the current window (shared; a race costs one trace more) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PG_NPROBES);
+	__type(key, __u32);
+	__type(value, struct pg_bl_budget);
+} bl_budget SEC(".maps");
+
+/* per handler, per CPU: traces output, traces the ring had no room for, sampled calls the
+ * budget refused, successes slower than max_ns (not kept) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PG_NPROBES);
+	__type(key, __u32);
+	__type(value, __u64);
+} bl_produced SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PG_NPROBES);
+	__type(key, __u32);
+	__type(value, __u64);
+} bl_dropped SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PG_NPROBES);
+	__type(key, __u32);
+	__type(value, __u64);
+} bl_skipped SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PG_NPROBES);
+	__type(key, __u32);
+	__type(value, __u64);
+} bl_slow SEC(".maps");
+
+/* next trace sequence number of each CPU; taken even when the output fails */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} bl_seq SEC(".maps");
+
+/* the open trace of each task (a handler call runs on one task) */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pg_trace);
+} bl_task SEC(".maps");
+
+/* trace records; 256 KiB, separate from `events` */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} baseline SEC(".maps");
+
+/* traces open now, on any task: the one branch every fexit pays */
+volatile __u64 bl_active = 0;
+
+/* never read: keeps struct pg_trace in the object's BTF */
+const struct pg_trace *const pg_trace_btf = 0;
 
 static __always_inline void pg_inc(void *map, const void *key)
 {
@@ -266,6 +389,122 @@ static __always_inline void pg_count(__u32 probe_id, long err, int failed, void 
 }
 
 /*
+ * Baseline entry (pg_<id>_bl, the fentry of handler `handler`): trace this call when it is
+ * the one in `sample` of this CPU and the handler's budget for the window is not spent.
+ */
+static __always_inline int pg_bl_begin(__u32 handler)
+{
+	struct pg_bl_config *c;
+	struct pg_bl_budget *b;
+	struct pg_trace *t;
+	__u32 zero = 0;
+	__u64 *tick, now, w, n;
+	int open;
+
+	c = bpf_map_lookup_elem(&bl_config, &zero);
+	tick = bpf_map_lookup_elem(&bl_tick, &handler);
+	if (!c || !tick || !c->sample)
+		return 0;
+	n = *tick;
+	*tick = n + 1;
+	if (n % c->sample)
+		return 0;
+	b = bpf_map_lookup_elem(&bl_budget, &handler);
+	if (!b)
+		return 0;
+	now = bpf_ktime_get_ns();
+	w = c->interval_ns ? now / c->interval_ns : 0;
+	if (b->window != w) {
+		b->window = w;
+		b->used = 0;
+	}
+	if (c->budget && b->used >= c->budget) {
+		pg_inc(&bl_skipped, &handler);
+		return 0;
+	}
+	__sync_fetch_and_add(&b->used, 1);
+	t = bpf_task_storage_get(&bl_task, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return 0;
+	/* a trace left open (its handler's exit never ran) is restarted, counted open once */
+	open = t->start_ns != 0;
+	t->start_ns = now;
+	t->handler = handler;
+	t->nsteps = 0;
+	t->lost = 0;
+	if (!open)
+		__sync_fetch_and_add(&bl_active, 1);
+	return 0;
+}
+
+/* The handler's exit ends its trace: output when kept (a failure, or a success within
+ * max_ns), bracketed in this CPU's activity slot `a`. */
+static __always_inline void pg_bl_end(struct pg_trace *t, long err, int failed,
+				      struct pg_activity *a)
+{
+	struct pg_bl_config *c;
+	__u32 zero = 0, h = t->handler;
+	__u64 now = bpf_ktime_get_ns(), id, *next, s;
+
+	c = bpf_map_lookup_elem(&bl_config, &zero);
+	if (!failed && (!c || now - t->start_ns > c->max_ns)) {
+		pg_inc(&bl_slow, &h);
+	} else {
+		__sync_fetch_and_add(&a->tracing, 1);
+		next = bpf_map_lookup_elem(&bl_seq, &zero);
+		s = 0;
+		if (next) {
+			s = *next;
+			*next = s + 1;
+		}
+		t->seq = s;
+		t->ts_ns = now;
+		t->err = err;
+		t->failed = failed != 0;
+		id = bpf_get_current_pid_tgid();
+		t->pid = id >> 32;
+		t->tid = (__u32)id;
+		t->cgroup_id = bpf_get_current_cgroup_id();
+		t->cpu = bpf_get_smp_processor_id();
+		bpf_get_current_comm(t->comm, sizeof(t->comm));
+		pg_inc(&bl_produced, &h);
+		if (bpf_ringbuf_output(&baseline, t, sizeof(*t), 0))
+			pg_inc(&bl_dropped, &h);
+		__sync_fetch_and_add(&a->traced, 1);
+	}
+	t->start_ns = 0;
+	__sync_fetch_and_sub(&bl_active, 1);
+}
+
+/* A probed function returned on a task with an open trace: one step more, or the end. */
+static __always_inline void pg_bl_step(__u32 probe_id, long err, int failed,
+				       struct pg_activity *a)
+{
+	struct pg_trace *t;
+	__u64 dt;
+	__u32 n;
+
+	t = bpf_task_storage_get(&bl_task, bpf_get_current_task_btf(), 0, 0);
+	if (!t || !t->start_ns)
+		return;
+	if (t->handler == probe_id) {
+		pg_bl_end(t, err, failed, a);
+		return;
+	}
+	n = t->nsteps;
+	if (n >= PG_TRACE_STEPS) {
+		t->lost += 1;
+		return;
+	}
+	dt = bpf_ktime_get_ns() - t->start_ns;
+	t->step_probe[n] = probe_id;
+	t->step_err[n] = failed ? (err ? err : -1) : 0;
+	t->step_end_ns[n] = dt > 0xffffffffULL ? 0xffffffffU : (__u32)dt;
+	t->nsteps = n + 1;
+}
+
+/*
  * Shared exit path. err: errno (0 when none); failed: the return value is a failure;
  * ctx: the fexit context (arguments are read only when argmask is non-zero);
  * argmask: bit i set records argument i (at most PG_NARGS, by ascending position).
@@ -278,7 +517,7 @@ static __always_inline void pg_count(__u32 probe_id, long err, int failed, void 
  * the next read. A successful call pays one branch for it.
  */
 static __always_inline int pg_exit_saved(__u32 probe_id, long err, int failed, void *ctx,
-					 __u32 argmask, const struct pg_saved_args *saved)
+					 __u32 argmask, const struct pg_saved_args *saved, int bl)
 {
 	__u32 slot = bpf_get_smp_processor_id() & (PG_ACTIVITY_SLOTS - 1);
 	struct pg_activity *a = bpf_map_lookup_elem(&activity, &slot);
@@ -290,6 +529,9 @@ static __always_inline int pg_exit_saved(__u32 probe_id, long err, int failed, v
 		return 0;
 	if (failed)
 		__sync_fetch_and_add(&a->failed, 1);
+	/* baseline: the one branch an untraced call pays (bl is a constant: 0 for kprobes) */
+	if (bl && bl_active)
+		pg_bl_step(probe_id, err, failed, a);
 	/* last: one more program ended in this CPU's slot, after all of its counting */
 	__sync_fetch_and_add(&a->ended, 1);
 	return 0;
@@ -298,7 +540,13 @@ static __always_inline int pg_exit_saved(__u32 probe_id, long err, int failed, v
 static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *ctx,
 				   __u32 argmask)
 {
-	return pg_exit_saved(probe_id, err, failed, ctx, argmask, 0);
+	return pg_exit_saved(probe_id, err, failed, ctx, argmask, 0, 1);
+}
+
+/* pg_exit of a kretprobe (clone-only functions): not part of baseline traces */
+static __always_inline int pg_exit_kp(__u32 probe_id, long err, int failed, void *ctx)
+{
+	return pg_exit_saved(probe_id, err, failed, ctx, 0, 0, 0);
 }
 
 /* argument i (from 0) of a kprobe'd function; past the sixth they are on the stack: 0 */
@@ -346,7 +594,7 @@ static __always_inline int pg_exit_kretprobe(__u32 probe_id, long err, int faile
 
 	if (saves && failed)
 		args = bpf_map_lookup_elem(&saved_args, &key);
-	pg_exit_saved(probe_id, err, failed, ctx, 0, args);
+	pg_exit_saved(probe_id, err, failed, ctx, 0, args, 0);
 	if (saves)
 		bpf_map_delete_elem(&saved_args, &key);
 	return 0;

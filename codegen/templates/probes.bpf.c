@@ -7,6 +7,8 @@
  * Programs: {{ nfexit }} fexit, {{ nclone }} kretprobe (fallback for clone-only functions).
  * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
  * /sys/kernel/btf/<module> is absent): {{ nfallback }} kretprobe, with a kprobe saving the arguments.
+ * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
+ * {{ nbaseline }}.
  * Manifest probes without a program (cannot be attached): {{ nskipped }}.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -50,16 +52,25 @@ SEC("{{ p.section }}")
 int {{ p.name }}(struct pt_regs *ctx)
 {
 {%- if p.kind == "none" %}
-	return pg_exit({{ p.id }}, 0, 0, ctx, 0);
+	return pg_exit_kp({{ p.id }}, 0, 0, ctx);
 {%- else if p.kind == "int" %}
 	long ret = {{ p.cast }}PT_REGS_RC(ctx);
 
-	return pg_exit({{ p.id }}, PG_ERRNO(ret), ret < 0, ctx, 0);
+	return pg_exit_kp({{ p.id }}, PG_ERRNO(ret), ret < 0, ctx);
 {%- else %}
 	__u64 raw = PT_REGS_RC(ctx);
 
-	return pg_exit({{ p.id }}, PG_ERRNO((long)raw), {{ p.ptr_check }}(raw), ctx, 0);
+	return pg_exit_kp({{ p.id }}, PG_ERRNO((long)raw), {{ p.ptr_check }}(raw), ctx);
 {%- endif %}
+}
+{%- endif %}
+{%- if !p.baseline_entry.0.is_empty() %}
+
+/* {{ p.id }}, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("{{ p.baseline_entry.1 }}")
+int {{ p.baseline_entry.0 }}(unsigned long long *ctx)
+{
+	return pg_bl_begin({{ p.id }});
 }
 {%- endif %}
 {%- if !p.fallback_entry.0.is_empty() %}

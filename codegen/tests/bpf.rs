@@ -321,10 +321,14 @@ fn programs_per_probe() {
     assert!(c.contains("ret = (int)raw;\n\treturn pg_exit(0, PG_ERRNO(ret), ret < 0, ctx, 0x0"));
     assert!(c.contains("return pg_exit(1, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe"));
     assert!(c.contains(
-        "long ret = (int)PT_REGS_RC(ctx);\n\n\treturn pg_exit(2, PG_ERRNO(ret), ret < 0, ctx, 0);"
+        "long ret = (int)PT_REGS_RC(ctx);\n\n\treturn pg_exit_kp(2, PG_ERRNO(ret), ret < 0, ctx);"
     ));
     assert!(c.contains("return pg_exit(3, 0, 0, ctx, 0);"));
     assert!(c.contains("#define PG_NPROBES 6"));
+    // a handler (a core fexit probe no other probe calls) gets its baseline entry; a
+    // kretprobe (clone) does not
+    assert!(c.contains("SEC(\"?fentry/ib_uverbs_reg_mr\")\nint pg_0_bl(unsigned long long *ctx)\n{\n\treturn pg_bl_begin(0);"));
+    assert!(!c.contains("pg_2_bl"), "a kretprobe has none");
     assert!(c.contains("#include \"probegen.bpf.h\""));
     // The maps live in the shared header.
     let h = render_header().unwrap();

@@ -24,6 +24,7 @@
 //! Record layout: the `manifest` crate's `PgRecord`, the one Rust mirror of the C
 //! `struct pg_record` (checked against the shared field table there).
 
+mod baseline;
 mod chains;
 mod decode;
 mod errno;
@@ -47,6 +48,7 @@ mod timings;
 mod warning;
 mod wire;
 
+pub use baseline::{BaselineConfig, Pinned};
 pub use decode::{comm_str, encode};
 pub use errno::errno_label;
 pub use error::CollectError;
@@ -69,4 +71,8 @@ pub use wire::chains::monotonic_ns;
 pub use wire::{
     AgentCost, ChainClock, ChainView, ChainsOut, CounterOut, Drops, Errors, Invariant,
     InvariantProbe, Link, Rec, RecordsOut, SharedPart, SinkStatus, Snapshot, Totals, Window,
+};
+pub use wire::{
+    BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, ShapeOut,
+    TraceCounts,
 };

@@ -145,6 +145,8 @@ pub struct Pipeline {
     snapshots: u64,
     /// chains reported so far (occurrences), per (owner, origin probe id, origin errno)
     chain_totals: Arc<BTreeMap<(Owner, u32, u32), u64>>,
+    /// `--baseline`: success shapes, bifurcations, expected failures
+    baseline: Option<Box<crate::baseline::Baseline>>,
 }
 
 impl Pipeline {
@@ -189,6 +191,27 @@ impl Pipeline {
             last_invariant: None,
             snapshots: 0,
             chain_totals: Arc::default(),
+            baseline: None,
+        }
+    }
+
+    /// Turns the baseline on: traces come in by [`Pipeline::ingest_trace`], each chain gets
+    /// its note and each snapshot the baseline.
+    pub(crate) fn enable_baseline(&mut self, b: crate::baseline::Baseline) {
+        self.baseline = Some(Box::new(b));
+    }
+
+    /// One record of the `baseline` ring (ignored with the baseline off).
+    pub(crate) fn ingest_trace(&mut self, sample: &[u8]) {
+        if let Some(b) = &mut self.baseline {
+            b.ingest(sample);
+        }
+    }
+
+    /// The kernel's trace counters, read behind their fence.
+    pub(crate) fn set_trace_counts(&mut self, k: crate::wire::TraceCounts) {
+        if let Some(b) = &mut self.baseline {
+            b.set_kernel_counts(k);
         }
     }
 
@@ -402,7 +425,11 @@ impl Pipeline {
         let table = self.table.clone();
         let quiet = self.quiet(k);
         let counters = self.window_counters(k, quiet);
-        let chains = self.take_chains(is_final);
+        let mut chains = self.take_chains(is_final);
+        if let Some(b) = &mut self.baseline {
+            let notes = chains.iter().map(|c| b.annotate(&c)).collect();
+            chains.set_notes(notes);
+        }
         let gaps = self.seq.gaps();
         let invariant = match self.last_invariant.take() {
             Some((was_final, inv)) if quiet && was_final == is_final => inv,
@@ -439,6 +466,7 @@ impl Pipeline {
                 // the run loop counts sink errors and fills this in
                 sink: 0,
             },
+            baseline: self.baseline.as_ref().map(|b| b.out(&table)),
             clickhouse: None,
             agent: None,
             idle: quiet

@@ -239,7 +239,7 @@ mod tests {
     #[test]
     fn rxe_table() {
         let t = ProbeTable::from_manifest_text(M, "rxe").expect("manifest");
-        assert_eq!(t.kernel, "6.12.118");
+        assert!(t.kernel.starts_with("6.12."), "{}", t.kernel);
         assert!(t.manifest_hash.starts_with("sha256:") && t.manifest_hash.len() == 71);
         let reg = t.probes.iter().find(|p| p.function == "ib_uverbs_reg_mr");
         let reg = reg.expect("ib_uverbs_reg_mr");

@@ -46,6 +46,9 @@ pub enum Warning {
         path: std::path::PathBuf,
         offset: u64,
     },
+    /// `--baseline`: how calls are traced, or `baseline unavailable: <why>` (the failure path
+    /// keeps working without it)
+    Baseline(String),
 }
 
 impl fmt::Display for Warning {
@@ -103,6 +106,7 @@ impl fmt::Display for Warning {
                 "{}: its last line was cut short (a crash mid-line?): fenced with a newline at byte {offset}, so it is one unreadable line and the next lines stand alone",
                 path.display()
             ),
+            Warning::Baseline(what) => f.write_str(what),
         }
     }
 }

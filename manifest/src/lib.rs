@@ -7,6 +7,7 @@
 mod input;
 mod naming;
 mod record;
+mod trace;
 mod types;
 mod union;
 mod validate;
@@ -17,11 +18,16 @@ pub use input::{
     MAX_RULES_BYTES, MAX_YAML_FLOW_DEPTH,
 };
 pub use naming::{
-    fexit_section, kprobe_entry_name, kretprobe_return_name, kretprobe_section, program_name,
+    baseline_entry_name, baseline_entry_section, baseline_handlers, fexit_section,
+    kprobe_entry_name, kretprobe_return_name, kretprobe_section, program_name,
 };
 pub use record::{
     field_comments, record_size, PgErrnoKey, PgRecord, RecordField, ERRNO_ENTRIES, MAX_ERRNO,
     RECORD_ARGS, RECORD_FIELDS, RECORD_SIZE, RINGBUF_BYTES,
+};
+pub use trace::{
+    trace_field_comments, trace_size, PgTrace, TRACE_FIELDS, TRACE_RINGBUF_BYTES, TRACE_SIZE,
+    TRACE_STEPS,
 };
 pub use types::{
     json_schema, Degraded, Excluded, FocusOp, KernelInfo, Manifest, Probe, ProbeArg, Stats,

@@ -75,3 +75,32 @@ impl Probe {
         }
     }
 }
+
+/// The baseline entry program of a handler probe `id` (`pg_<id>_bl`): an fentry that decides
+/// whether this call is traced (one in N, within a per-interval budget) and starts its trace.
+pub fn baseline_entry_name(id: u32) -> String {
+    format!("pg_{id}_bl")
+}
+
+/// The ELF section of a handler's baseline entry program, `?fentry/<function>`: `?` keeps it
+/// unloaded unless the collector runs with the baseline on.
+pub fn baseline_entry_section(function: &str) -> String {
+    format!("?fentry/{function}")
+}
+
+/// The uverbs handlers of a manifest, by probe id: fexit probes of the core layer that no
+/// other probe calls (the roots of the probe call relation; each is dispatched from a uverbs
+/// entry, `ib_uverbs_write` or a method of `ib_uverbs_ioctl`). Each gets a baseline entry
+/// program: a traced call starts there and ends at the handler's fexit.
+pub fn baseline_handlers(m: &crate::types::Manifest) -> std::collections::BTreeSet<u32> {
+    let called: std::collections::BTreeSet<u32> = m
+        .probes
+        .iter()
+        .flat_map(|p| p.calls.iter().copied())
+        .collect();
+    m.probes
+        .iter()
+        .filter(|p| p.attach == Attach::Fexit && p.layer == Layer::Core && !called.contains(&p.id))
+        .map(|p| p.id)
+        .collect()
+}

@@ -99,6 +99,16 @@ impl Activity {
         (self.stride >= (count as usize + 1) * 8).then(|| self.sum(count))
     }
 
+    /// Handler exits that entered / ended the counting of a trace (`tracing`, `traced`);
+    /// `None` for slots too short to carry them.
+    pub(crate) fn tracing(&self, which: Tracing) -> Option<u64> {
+        let count = match which {
+            Tracing::Entered => Count::Tracing,
+            Tracing::Ended => Count::Traced,
+        };
+        (self.stride >= (count as usize + 1) * 8).then(|| self.sum(count))
+    }
+
     fn sum(&self, count: Count) -> u64 {
         let offset = count as usize * 8;
         if offset + 8 > self.stride {
@@ -126,6 +136,15 @@ enum Count {
     Ended = 0,
     Failing = 1,
     Failed = 2,
+    Tracing = 3,
+    Traced = 4,
+}
+
+/// Which end of a trace's counting (`tracing`, `traced` in `struct pg_activity`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tracing {
+    Entered,
+    Ended,
 }
 
 /// Which end of the failure counting (`failing`, `failed` in `struct pg_activity`).

@@ -68,14 +68,13 @@ pub(crate) fn compare_programs(
             _ => {}
         }
     }
-    let optional: BTreeMap<&str, &str> = table
+    let optional: BTreeMap<String, String> = table
         .probes
         .iter()
-        .flat_map(|p| &p.fallback)
-        .map(|(n, s)| (n.as_str(), s.as_str()))
+        .flat_map(|p| p.fallback.iter().cloned().chain([baseline_program(p)]))
         .collect();
     for (name, sec) in &have {
-        match optional.get(name) {
+        match optional.get(*name) {
             _ if want.contains_key(*name) => {}
             // libbpf drops the `?` (autoload off) from the section name it reports
             Some(s) if s.trim_start_matches('?') == sec.trim_start_matches('?') => {}
@@ -90,6 +89,14 @@ pub(crate) fn compare_programs(
     } else {
         Err(ProgramTableDiff(diffs))
     }
+}
+
+/// A probe's baseline entry program as (name, section); only handlers' exist in an object.
+fn baseline_program(p: &crate::probes::ProbeInfo) -> (String, String) {
+    (
+        manifest::baseline_entry_name(p.id),
+        manifest::baseline_entry_section(&p.function),
+    )
 }
 
 /// Where a probe attaches in the running kernel.
@@ -292,6 +299,8 @@ pub(crate) struct LoadOptions {
     pub strict: bool,
     /// events ring buffer size (power of two, multiple of the page size)
     pub ringbuf_bytes: Option<u32>,
+    /// `--baseline`: load and attach the handlers' baseline entries
+    pub baseline: Option<crate::baseline::BaselineConfig>,
 }
 
 /// A loaded, attached probe set. `obj` owns the maps and no program; each module's programs
@@ -309,6 +318,10 @@ pub(crate) struct Loaded {
     pub attached: Vec<AttachStatus>,
     /// What loading skipped or could not attach, for the run to report.
     pub warnings: Vec<Warning>,
+    /// `--baseline`, until an object does not load with its entries
+    baseline_cfg: Option<crate::baseline::BaselineConfig>,
+    /// With `--baseline`: the handlers traced and how, or why the baseline is unavailable
+    pub baseline: Option<Result<crate::live::entries::Traced, String>>,
 }
 
 /// One module's attached programs (the links drop before their object).
@@ -571,7 +584,9 @@ fn attach_all(
 }
 
 /// Opens, checks, loads and attaches `object` per `table`: the maps first, then each
-/// module's programs (see [`Loaded`]).
+/// module's programs (see [`Loaded`]). With the baseline on, a module's object that does not
+/// load with its baseline entries is loaded again without them ("baseline unavailable:
+/// <why>"): the failure path never depends on the baseline.
 pub(crate) fn load(
     table: &ProbeTable,
     object: &Path,
@@ -592,6 +607,12 @@ pub(crate) fn load(
             let _ = m.set_max_entries(1);
         }
     }
+    if let Some(n) = opts.baseline.as_ref().and_then(|c| c.ring_bytes) {
+        if let Some(mut m) = open.maps_mut().find(|m| m.name() == "baseline") {
+            // a size the kernel refuses fails the maps' load: the caller loads without it
+            let _ = m.set_max_entries(n);
+        }
+    }
     let obj = open.load().map_err(|e| CollectError::Load {
         object: object.to_path_buf(),
         reason: format!("{e:#}"),
@@ -602,8 +623,10 @@ pub(crate) fn load(
         strict: opts.strict,
         modules: BTreeMap::new(),
         retired_run: (0, 0),
-        attached: table.probes.iter().map(fresh_status).collect(),
+        attached: table.probes.iter().map(unattached).collect(),
         warnings: Vec::new(),
+        baseline_cfg: opts.baseline.clone(),
+        baseline: None,
     };
     let modules: BTreeSet<&str> = table.probes.iter().map(|p| p.module.as_str()).collect();
     // /proc/kallsyms read once for them all (a module loaded later reads it again)
@@ -611,21 +634,10 @@ pub(crate) fn load(
     for m in modules {
         loaded.attach_module_with(table, m, &ksyms)?;
     }
-    Ok(loaded)
-}
-
-fn fresh_status(p: &crate::probes::ProbeInfo) -> AttachStatus {
-    AttachStatus {
-        probe: p.id,
-        function: p.function.clone(),
-        module: p.module.clone(),
-        attached: false,
-        reason: None,
-        mechanism: Some(match p.kind {
-            AttachKind::Fexit => Mechanism::Fexit,
-            AttachKind::Kretprobe(_) => Mechanism::KretprobeClone,
-        }),
+    if loaded.baseline_cfg.is_some() && loaded.baseline.is_none() {
+        loaded.baseline = Some(Err("baseline unavailable: no baseline entry loaded for an attached handler (an object compiled from an older probegen.bpf.h, or no handler attached)".into()));
     }
+    Ok(loaded)
 }
 
 impl Loaded {
@@ -672,11 +684,41 @@ impl Loaded {
             self.set_status(st);
             return Ok((0, probes));
         }
-        let obj = open.load().map_err(|e| CollectError::Load {
-            object: self.object.clone(),
-            reason: format!("{module}: {e:#}"),
-        })?;
-        let links = attach_all(&obj, table, &mut st, self.strict, &mut self.warnings)?;
+        // the baseline entries of this module's handlers (ib_uverbs), loaded with its probes
+        let cfg = self.baseline_cfg.clone();
+        let entries = cfg
+            .as_ref()
+            .map(|c| crate::live::entries::pick_entries(&mut open, table, c))
+            .unwrap_or_default();
+        let obj = match open.load() {
+            Ok(obj) => obj,
+            Err(e) if !entries.is_empty() => {
+                self.baseline = Some(Err(format!(
+                    "baseline unavailable: the object does not load with its baseline entries: {module}: {e:#}"
+                )));
+                self.baseline_cfg = None;
+                return self.attach_module_with(table, module, ksyms);
+            }
+            Err(e) => {
+                return Err(CollectError::Load {
+                    object: self.object.clone(),
+                    reason: format!("{module}: {e:#}"),
+                })
+            }
+        };
+        let mut links = attach_all(&obj, table, &mut st, self.strict, &mut self.warnings)?;
+        if let (Some(c), false) = (&cfg, entries.is_empty()) {
+            let traced =
+                crate::live::entries::attach_entries(&obj, table, c, entries, &st, &mut links);
+            self.baseline = Some(match (self.baseline.take(), traced) {
+                (Some(Ok(mut was)), Ok(t)) => {
+                    was.handlers.extend(t.handlers);
+                    Ok(was)
+                }
+                (Some(Ok(was)), Err(_)) => Ok(was),
+                (_, t) => t,
+            });
+        }
         let n = links.len();
         self.set_status(st);
         if n > 0 {
@@ -848,7 +890,7 @@ impl Loaded {
         self.modules.clear();
     }
 
-    fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>, CollectError> {
+    pub(crate) fn map(&self, name: &str) -> Result<libbpf_rs::Map<'_>, CollectError> {
         self.obj
             .maps()
             .find(|m| m.name() == name)
@@ -882,6 +924,15 @@ impl Loaded {
             }
         }
         Ok(out)
+    }
+
+    /// Map `name`'s values summed over CPUs and keys.
+    pub(crate) fn total(&self, name: &str) -> Result<u64, CollectError> {
+        Ok(self
+            .sums(name)?
+            .iter()
+            .map(|(_, s)| s)
+            .fold(0, u64::wrapping_add))
     }
 
     /// Map `name` (keyed by probe id) as a vector indexed by probe id.
@@ -973,11 +1024,16 @@ impl Loaded {
 
     /// Next sequence number of each CPU (records taken so far, kept or dropped).
     pub(crate) fn seq_next(&self) -> Result<Vec<u64>, CollectError> {
-        let m = self.map("seq")?;
+        self.seq_next_of("seq")
+    }
+
+    /// Next sequence number of each CPU in the per-CPU counter `name` (`seq`, `bl_seq`).
+    pub(crate) fn seq_next_of(&self, name: &str) -> Result<Vec<u64>, CollectError> {
+        let m = self.map(name)?;
         let v = m
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
             .map_err(|source| CollectError::Libbpf {
-                what: "seq".into(),
+                what: name.into(),
                 source,
             })?
             .unwrap_or_default();
@@ -1030,7 +1086,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pg-btf-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("ib_core")).expect("dir");
         let syms = [("rxe_f", "rdma_rxe"), ("ib_g", "ib_core")];
-        let mut k = KernelSymbols::with(
+        let k = KernelSymbols::with(
             Some(
                 syms.iter()
                     .map(|(f, m)| (f.to_string(), m.to_string()))
@@ -1112,7 +1168,7 @@ mod tests {
             syms.insert((n.into(), m.into()));
         }
         syms.insert((format!("{rxe_f}.isra.0"), "rdma_rxe".into()));
-        let mut k = KernelSymbols::with(Some(syms), dir.clone());
+        let k = KernelSymbols::with(Some(syms), dir.clone());
         // every fexit probe of the set matches its kernel's prototypes
         let mut verified = 0;
         for p in t
@@ -1196,10 +1252,17 @@ mod tests {
             }
             let fallbacks: usize = t.probes.iter().map(|p| p.fallback.len()).sum();
             assert!(fallbacks > 0, "{set}: vendor probes have kprobe fallbacks");
-            assert_eq!(progs.len(), t.probes.len() + fallbacks, "{set}");
+            let entries = progs.iter().filter(|(n, _)| n.ends_with("_bl")).count();
+            assert!(
+                entries >= 10,
+                "{set}: the uverbs handlers have baseline entries"
+            );
+            assert_eq!(progs.len(), t.probes.len() + fallbacks + entries, "{set}");
             compare_programs(&t, &progs).expect(set);
-            // an object from before the fallbacks still matches
-            progs.retain(|(n, _)| !n.ends_with("_ret") && !n.ends_with("_entry"));
+            // an object from before the fallbacks and the baseline entries still matches
+            progs.retain(|(n, _)| {
+                !n.ends_with("_ret") && !n.ends_with("_entry") && !n.ends_with("_bl")
+            });
             compare_programs(&t, &progs).expect(set);
         }
     }

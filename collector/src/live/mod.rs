@@ -4,10 +4,12 @@
 pub(crate) mod activity;
 mod btf;
 pub(crate) mod cost;
+pub(crate) mod entries;
 pub(crate) mod loader;
 pub(crate) mod modules;
 pub(crate) mod source;
+pub(crate) mod trace;
 
-pub(crate) use loader::{load, LoadOptions};
+pub(crate) use loader::{load, LoadOptions, Loaded};
 pub(crate) use modules::Control;
 pub(crate) use source::{LiveSource, Timing};

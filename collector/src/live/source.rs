@@ -85,6 +85,8 @@ pub(crate) struct LiveSource {
     modules: ModuleWatch,
     /// `--control`: release requests (`modprobe -r` through the package's modprobe.d rule)
     control: Option<Control>,
+    /// `--baseline`: the trace ring (its own fence, its own held traces)
+    traces: Option<super::trace::TraceRing>,
 }
 
 /// The kernel's counter maps as a window reads them, in the order the programs count: a
@@ -293,8 +295,13 @@ impl LiveSource {
         if activity.is_none() {
             warnings.push(Warning::NoActivityMap);
         }
+        let traces = match &loaded.baseline {
+            Some(Ok(_)) => Some(super::trace::TraceRing::new(&loaded)?),
+            _ => None,
+        };
         let start = Instant::now();
         Ok(LiveSource {
+            traces,
             ring,
             samples,
             loaded,
@@ -406,6 +413,25 @@ impl LiveSource {
         n
     }
 
+    /// The traces: without `fence` all of them; with it, the trace counters are read behind
+    /// their fence first and the traces past it wait.
+    fn drain_traces(&mut self, pipe: &mut Pipeline, fence: bool) {
+        let Some(t) = &mut self.traces else {
+            return;
+        };
+        if !fence {
+            t.drain(pipe, None);
+            return;
+        }
+        match super::trace::TraceRing::read(&self.loaded, self.activity.as_ref()) {
+            Ok((k, seq)) => {
+                t.drain(pipe, Some(&seq));
+                pipe.set_trace_counts(k);
+            }
+            Err(e) => self.warnings.push(Warning::Counters(e.to_string())),
+        }
+    }
+
     fn record_counters(&mut self, k: &Arc<KernelTotals>) {
         if let Some(r) = &mut self.recorder {
             if r.counters(k).is_err() {
@@ -424,6 +450,7 @@ impl LiveSource {
                 let fence = self.reads.fence.take();
                 self.drain(pipe, fence.as_deref());
                 self.reads.fence = fence;
+                self.drain_traces(pipe, true);
                 crate::timings::mark("drain");
                 self.record_counters(&k);
                 crate::timings::mark("record");
@@ -503,6 +530,7 @@ impl Source for LiveSource {
         }
         crate::timings::mark("wait");
         self.busy = self.drain(pipe, None) > 0;
+        self.drain_traces(pipe, false);
         crate::timings::mark("drain");
         let now = Instant::now();
         if self.deadline.is_some_and(|d| now >= d) {
@@ -522,6 +550,8 @@ impl Source for LiveSource {
         self.loaded.detach();
         // detached: every record is in the ring, and the counters read next count them all
         self.drain(pipe, None);
+        self.drain_traces(pipe, false);
+        self.drain_traces(pipe, true);
         let k = match self.loaded.read_counters(&self.table) {
             Ok(k) => Arc::new(k),
             Err(e) => {

@@ -240,6 +240,30 @@ fn run_replay(
     collect(&mut source, &mut pipe, &mut outputs, hooks, opts.sink_flush)
 }
 
+/// `--baseline`: the pipeline's baseline, with the line that says how calls are traced (or
+/// why they cannot be).
+fn enable_baseline(
+    opts: &Options,
+    loaded: &crate::live::Loaded,
+    pipe: &mut Pipeline,
+) -> Option<crate::warning::Warning> {
+    let cfg = opts.baseline.clone()?;
+    let (handlers, line) = match loaded.baseline.clone()? {
+        Ok(t) => {
+            let line = format!(
+                "baseline: {} handlers traced, one call in {}: {}",
+                t.handlers.len(),
+                cfg.sample,
+                t.mechanism
+            );
+            (t.handlers, line)
+        }
+        Err(why) => (Default::default(), why),
+    };
+    pipe.enable_baseline(crate::baseline::Baseline::new(cfg, handlers, line.clone()));
+    Some(crate::warning::Warning::Baseline(line))
+}
+
 fn run_live(
     opts: &Options,
     table: Arc<ProbeTable>,
@@ -260,6 +284,7 @@ fn run_live(
         &crate::live::LoadOptions {
             strict: opts.strict,
             ringbuf_bytes: opts.ringbuf_bytes,
+            baseline: opts.baseline.clone(),
         },
     )?;
     for w in std::mem::take(&mut loaded.warnings) {
@@ -293,6 +318,9 @@ fn run_live(
         proc_cache(opts, Some(PathBuf::from("/sys/fs/cgroup"))),
     );
     pipe.set_attached(loaded.attached.clone());
+    if let Some(w) = enable_baseline(opts, &loaded, &mut pipe) {
+        hooks.event(Event::Warning(&w));
+    }
     // the records' clock is this kernel's CLOCK_MONOTONIC: an open chain is complete once its
     // gap has passed
     pipe.set_chain_rule(crate::chains::DEFAULT_GAP_NS, ChainClock::Monotonic);

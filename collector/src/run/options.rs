@@ -42,6 +42,8 @@ pub struct Options {
     pub replay_pace: Option<Duration>,
     /// live: the control socket (`release MODULE` before a driver unloads)
     pub control: Option<PathBuf>,
+    /// `--baseline`: trace sampled successes of the uverbs handlers (live only)
+    pub baseline: Option<crate::baseline::BaselineConfig>,
 }
 
 impl Default for Options {
@@ -72,6 +74,7 @@ impl Default for Options {
             host: None,
             replay_pace: None,
             control: None,
+            baseline: None,
         }
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
+use super::baseline::ChainNote;
 use crate::decode::comm_str;
 use crate::errno::errno_label;
 use crate::owner::Owner;
@@ -134,6 +135,8 @@ pub struct ChainsOut {
     table: Arc<ProbeTable>,
     /// per chain: who gets the ticket, decided by the processing stage
     owners: Vec<Owner>,
+    /// per chain, with the baseline on: where it left the success path, whether expected
+    notes: Vec<ChainNote>,
 }
 
 impl ChainsOut {
@@ -155,7 +158,13 @@ impl ChainsOut {
             chains,
             table,
             owners,
+            notes: Vec::new(),
         }
+    }
+
+    /// The baseline's note of each chain, in [`ChainsOut::iter`]'s order.
+    pub(crate) fn set_notes(&mut self, notes: Vec<ChainNote>) {
+        self.notes = notes;
     }
 
     pub fn len(&self) -> usize {
@@ -171,12 +180,14 @@ impl ChainsOut {
             .iter()
             .zip(self.chains.repeats())
             .zip(&self.owners)
-            .map(|((links, &(count, last_end_ns)), &owner)| ChainView {
+            .enumerate()
+            .map(|(i, ((links, &(count, last_end_ns)), &owner))| ChainView {
                 links,
                 table: &self.table,
                 count,
                 last_end_ns,
                 owner,
+                note: self.notes.get(i),
             })
     }
 }
@@ -202,6 +213,8 @@ pub struct ChainView<'a> {
     pub last_end_ns: u64,
     /// who gets the ticket (decided from the origin probe and its errno)
     pub owner: Owner,
+    /// with the baseline on: where the call left the success path, whether it is expected
+    pub note: Option<&'a ChainNote>,
 }
 
 const UNKNOWN: &str = "?";
@@ -310,7 +323,7 @@ impl Serialize for ChainView<'_> {
         let (Some(inner), Some(outer)) = (self.origin(), self.outermost()) else {
             return s.serialize_none();
         };
-        let mut st = s.serialize_struct("Chain", 14)?;
+        let mut st = s.serialize_struct("Chain", 17)?;
         st.serialize_field("errno", &outer.err)?;
         st.serialize_field("errno_name", &errno_label(outer.err))?;
         st.serialize_field("pid", &outer.pid)?;
@@ -325,6 +338,14 @@ impl Serialize for ChainView<'_> {
         st.serialize_field("count", &self.count)?;
         st.serialize_field("last_end_ns", &self.last_end_ns)?;
         st.serialize_field("summary", &self.summary())?;
+        if let Some(n) = self.note {
+            match &n.bifurcation {
+                Ok(b) => st.serialize_field("bifurcation", b)?,
+                Err(why) => st.serialize_field("bifurcation", why)?,
+            }
+            st.serialize_field("expected", &n.expected)?;
+            st.serialize_field("expected_why", &n.expected_why)?;
+        }
         st.end()
     }
 }

@@ -32,6 +32,7 @@ struct RestKey {
     errors: Errors,
     invariant: Invariant,
     clickhouse: Option<SinkStatus>,
+    baseline: Option<super::BaselineOut>,
 }
 
 impl RestKey {
@@ -45,6 +46,7 @@ impl RestKey {
             errors: s.errors.clone(),
             invariant: s.invariant.clone(),
             clickhouse: s.clickhouse.clone(),
+            baseline: s.baseline.clone(),
         })
     }
 
@@ -59,6 +61,7 @@ impl RestKey {
             && self.errors == s.errors
             && self.invariant == s.invariant
             && self.clickhouse == s.clickhouse
+            && self.baseline == s.baseline
     }
 }
 
@@ -171,6 +174,9 @@ impl LineCache {
         field(v, "attached", &erased::Raw(attached))?;
         field(v, "errors", &s.errors)?;
         field(v, "invariant", &s.invariant)?;
+        if let Some(b) = &s.baseline {
+            field(v, "baseline", b)?;
+        }
         if let Some(c) = &s.clickhouse {
             field(v, "clickhouse", c)?;
         }

@@ -4,11 +4,16 @@
 //! imports neither (its only imports are the leaves: the probe table, the record, the errno
 //! names), so a sink crate can depend on it without seeing how a snapshot is made.
 
+pub(crate) mod baseline;
 pub(crate) mod chains;
 pub(crate) mod line;
 pub(crate) mod shared;
 pub(crate) mod snapshot;
 
+pub use baseline::{
+    BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, ShapeOut,
+    TraceCounts,
+};
 pub use chains::{ChainClock, ChainView, ChainsOut, Link};
 pub use shared::SharedPart;
 pub use snapshot::{

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
+use super::baseline::BaselineOut;
 use super::chains::ChainsOut;
 use super::shared::SharedPart;
 use crate::decode::comm_str;
@@ -49,6 +50,10 @@ pub struct Snapshot {
     pub attached: SharedPart<Vec<AttachStatus>>,
     pub errors: Errors,
     pub invariant: Invariant,
+    /// With `collect --baseline`: the success shapes per handler, the expected failures and
+    /// the trace records' counts
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineOut>,
     /// The ClickHouse sink's spool after this snapshot was queued (with `--clickhouse`)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clickhouse: Option<SinkStatus>,

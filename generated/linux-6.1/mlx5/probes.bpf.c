@@ -7,6 +7,8 @@
  * Programs: 49 fexit, 3 kretprobe (fallback for clone-only functions).
  * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
  * /sys/kernel/btf/<module> is absent): 20 kretprobe, with a kprobe saving the arguments.
+ * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
+ * 15.
  * Manifest probes without a program (cannot be attached): 13.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -120,7 +122,7 @@ int pg_8(struct pt_regs *ctx)
 {
 	__u64 raw = PT_REGS_RC(ctx);
 
-	return pg_exit(8, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+	return pg_exit_kp(8, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx);
 }
 
 /* 9: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1284)
@@ -223,7 +225,7 @@ int pg_16(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
 
-	return pg_exit(16, PG_ERRNO(ret), ret < 0, ctx, 0);
+	return pg_exit_kp(16, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 17: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:752)
@@ -234,7 +236,7 @@ int pg_17(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
 
-	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0);
+	return pg_exit_kp(17, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 19: ib_uverbs:ib_umem_dmabuf_get (ptr; drivers/infiniband/core/umem_dmabuf.c:112) */
@@ -269,6 +271,13 @@ int pg_21(unsigned long long *ctx)
 	return pg_exit(21, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 21, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_alloc_pd")
+int pg_21_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(21);
+}
+
 /* 22: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
 SEC("fexit/ib_uverbs_create_cq")
 int pg_22(unsigned long long *ctx)
@@ -279,6 +288,13 @@ int pg_22(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(22, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 22, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_create_cq")
+int pg_22_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(22);
 }
 
 /* 23: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
@@ -293,6 +309,13 @@ int pg_23(unsigned long long *ctx)
 	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 23, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_create_qp")
+int pg_23_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(23);
+}
+
 /* 24: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
 SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_24(unsigned long long *ctx)
@@ -303,6 +326,13 @@ int pg_24(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 24, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_create_cq")
+int pg_24_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(24);
 }
 
 /* 25: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
@@ -317,6 +347,13 @@ int pg_25(unsigned long long *ctx)
 	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 25, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_create_qp")
+int pg_25_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(25);
+}
+
 /* 26: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
 SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_26(unsigned long long *ctx)
@@ -327,6 +364,13 @@ int pg_26(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 26, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_modify_cq")
+int pg_26_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(26);
 }
 
 /* 27: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
@@ -341,6 +385,13 @@ int pg_27(unsigned long long *ctx)
 	return pg_exit(27, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 27, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_modify_qp")
+int pg_27_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(27);
+}
+
 /* 28: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_28(unsigned long long *ctx)
@@ -351,6 +402,13 @@ int pg_28(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 28, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_28_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(28);
 }
 
 /* 29: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
@@ -365,6 +423,13 @@ int pg_29(unsigned long long *ctx)
 	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 29, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_29_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(29);
+}
+
 /* 30: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_30(unsigned long long *ctx)
@@ -375,6 +440,13 @@ int pg_30(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 30, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_30_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(30);
 }
 
 /* 31: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
@@ -389,6 +461,13 @@ int pg_31(unsigned long long *ctx)
 	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 31, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_31_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(31);
+}
+
 /* 32: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
 SEC("fexit/ib_uverbs_modify_qp")
 int pg_32(unsigned long long *ctx)
@@ -399,6 +478,13 @@ int pg_32(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 32, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_modify_qp")
+int pg_32_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(32);
 }
 
 /* 33: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
@@ -413,6 +499,13 @@ int pg_33(unsigned long long *ctx)
 	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 33, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_reg_mr")
+int pg_33_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(33);
+}
+
 /* 34: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
 SEC("fexit/ib_uverbs_rereg_mr")
 int pg_34(unsigned long long *ctx)
@@ -425,6 +518,13 @@ int pg_34(unsigned long long *ctx)
 	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 34, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_rereg_mr")
+int pg_34_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(34);
+}
+
 /* 35: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
 SEC("fexit/ib_uverbs_resize_cq")
 int pg_35(unsigned long long *ctx)
@@ -435,6 +535,13 @@ int pg_35(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 35, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_resize_cq")
+int pg_35_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(35);
 }
 
 /* 36: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:229) */

@@ -7,6 +7,8 @@
  * Programs: 43 fexit, 3 kretprobe (fallback for clone-only functions).
  * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
  * /sys/kernel/btf/<module> is absent): 15 kretprobe, with a kprobe saving the arguments.
+ * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
+ * 15.
  * Manifest probes without a program (cannot be attached): 5.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -431,7 +433,7 @@ int pg_20(struct pt_regs *ctx)
 {
 	__u64 raw = PT_REGS_RC(ctx);
 
-	return pg_exit(20, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+	return pg_exit_kp(20, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx);
 }
 
 /* 21: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1284)
@@ -478,7 +480,7 @@ int pg_25(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
 
-	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0);
+	return pg_exit_kp(25, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 26: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:755)
@@ -489,7 +491,7 @@ int pg_26(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
 
-	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0);
+	return pg_exit_kp(26, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 28: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:164) */
@@ -514,6 +516,13 @@ int pg_29(unsigned long long *ctx)
 	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 29, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_alloc_pd")
+int pg_29_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(29);
+}
+
 /* 30: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
 SEC("fexit/ib_uverbs_create_cq")
 int pg_30(unsigned long long *ctx)
@@ -524,6 +533,13 @@ int pg_30(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 30, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_create_cq")
+int pg_30_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(30);
 }
 
 /* 31: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
@@ -538,6 +554,13 @@ int pg_31(unsigned long long *ctx)
 	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 31, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_create_qp")
+int pg_31_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(31);
+}
+
 /* 32: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
 SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_32(unsigned long long *ctx)
@@ -548,6 +571,13 @@ int pg_32(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 32, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_create_cq")
+int pg_32_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(32);
 }
 
 /* 33: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
@@ -562,6 +592,13 @@ int pg_33(unsigned long long *ctx)
 	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 33, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_create_qp")
+int pg_33_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(33);
+}
+
 /* 34: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
 SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_34(unsigned long long *ctx)
@@ -572,6 +609,13 @@ int pg_34(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 34, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_modify_cq")
+int pg_34_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(34);
 }
 
 /* 35: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
@@ -586,6 +630,13 @@ int pg_35(unsigned long long *ctx)
 	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 35, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_modify_qp")
+int pg_35_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(35);
+}
+
 /* 36: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_36(unsigned long long *ctx)
@@ -596,6 +647,13 @@ int pg_36(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 36, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_36_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(36);
 }
 
 /* 37: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
@@ -610,6 +668,13 @@ int pg_37(unsigned long long *ctx)
 	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 37, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_37_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(37);
+}
+
 /* 38: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_38(unsigned long long *ctx)
@@ -620,6 +685,13 @@ int pg_38(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 38, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_38_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(38);
 }
 
 /* 39: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
@@ -634,6 +706,13 @@ int pg_39(unsigned long long *ctx)
 	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 39, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_39_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(39);
+}
+
 /* 40: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
 SEC("fexit/ib_uverbs_modify_qp")
 int pg_40(unsigned long long *ctx)
@@ -644,6 +723,13 @@ int pg_40(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 40, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_modify_qp")
+int pg_40_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(40);
 }
 
 /* 41: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
@@ -658,6 +744,13 @@ int pg_41(unsigned long long *ctx)
 	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 41, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_reg_mr")
+int pg_41_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(41);
+}
+
 /* 42: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
 SEC("fexit/ib_uverbs_rereg_mr")
 int pg_42(unsigned long long *ctx)
@@ -670,6 +763,13 @@ int pg_42(unsigned long long *ctx)
 	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 42, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_rereg_mr")
+int pg_42_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(42);
+}
+
 /* 43: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
 SEC("fexit/ib_uverbs_resize_cq")
 int pg_43(unsigned long long *ctx)
@@ -680,6 +780,13 @@ int pg_43(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 43, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_resize_cq")
+int pg_43_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(43);
 }
 
 /* 44: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */

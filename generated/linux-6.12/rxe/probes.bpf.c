@@ -7,6 +7,8 @@
  * Programs: 43 fexit, 3 kretprobe (fallback for clone-only functions).
  * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
  * /sys/kernel/btf/<module> is absent): 15 kretprobe, with a kprobe saving the arguments.
+ * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
+ * 15.
  * Manifest probes without a program (cannot be attached): 5.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -71,7 +73,7 @@ int pg_5(struct pt_regs *ctx)
 {
 	__u64 raw = PT_REGS_RC(ctx);
 
-	return pg_exit(5, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+	return pg_exit_kp(5, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx);
 }
 
 /* 6: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1284)
@@ -118,7 +120,7 @@ int pg_10(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
 
-	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0);
+	return pg_exit_kp(10, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 11: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:755)
@@ -129,7 +131,7 @@ int pg_11(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
 
-	return pg_exit(11, PG_ERRNO(ret), ret < 0, ctx, 0);
+	return pg_exit_kp(11, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 13: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:164) */
@@ -154,6 +156,13 @@ int pg_14(unsigned long long *ctx)
 	return pg_exit(14, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 14, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_alloc_pd")
+int pg_14_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(14);
+}
+
 /* 15: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
 SEC("fexit/ib_uverbs_create_cq")
 int pg_15(unsigned long long *ctx)
@@ -164,6 +173,13 @@ int pg_15(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(15, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 15, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_create_cq")
+int pg_15_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(15);
 }
 
 /* 16: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
@@ -178,6 +194,13 @@ int pg_16(unsigned long long *ctx)
 	return pg_exit(16, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 16, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_create_qp")
+int pg_16_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(16);
+}
+
 /* 17: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
 SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_17(unsigned long long *ctx)
@@ -188,6 +211,13 @@ int pg_17(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 17, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_create_cq")
+int pg_17_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(17);
 }
 
 /* 18: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
@@ -202,6 +232,13 @@ int pg_18(unsigned long long *ctx)
 	return pg_exit(18, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 18, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_create_qp")
+int pg_18_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(18);
+}
+
 /* 19: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
 SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_19(unsigned long long *ctx)
@@ -212,6 +249,13 @@ int pg_19(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(19, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 19, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_modify_cq")
+int pg_19_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(19);
 }
 
 /* 20: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
@@ -226,6 +270,13 @@ int pg_20(unsigned long long *ctx)
 	return pg_exit(20, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 20, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_modify_qp")
+int pg_20_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(20);
+}
+
 /* 21: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_21(unsigned long long *ctx)
@@ -236,6 +287,13 @@ int pg_21(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(21, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 21, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_21_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(21);
 }
 
 /* 22: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
@@ -250,6 +308,13 @@ int pg_22(unsigned long long *ctx)
 	return pg_exit(22, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 22, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_22_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(22);
+}
+
 /* 23: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_23(unsigned long long *ctx)
@@ -260,6 +325,13 @@ int pg_23(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 23, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_23_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(23);
 }
 
 /* 24: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
@@ -274,6 +346,13 @@ int pg_24(unsigned long long *ctx)
 	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 24, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_24_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(24);
+}
+
 /* 25: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
 SEC("fexit/ib_uverbs_modify_qp")
 int pg_25(unsigned long long *ctx)
@@ -284,6 +363,13 @@ int pg_25(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 25, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_modify_qp")
+int pg_25_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(25);
 }
 
 /* 26: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
@@ -298,6 +384,13 @@ int pg_26(unsigned long long *ctx)
 	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 26, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_reg_mr")
+int pg_26_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(26);
+}
+
 /* 27: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
 SEC("fexit/ib_uverbs_rereg_mr")
 int pg_27(unsigned long long *ctx)
@@ -310,6 +403,13 @@ int pg_27(unsigned long long *ctx)
 	return pg_exit(27, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 27, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_rereg_mr")
+int pg_27_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(27);
+}
+
 /* 28: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
 SEC("fexit/ib_uverbs_resize_cq")
 int pg_28(unsigned long long *ctx)
@@ -320,6 +420,13 @@ int pg_28(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 28, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_resize_cq")
+int pg_28_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(28);
 }
 
 /* 29: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */

@@ -7,6 +7,8 @@
  * Programs: 51 fexit, 3 kretprobe (fallback for clone-only functions).
  * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
  * /sys/kernel/btf/<module> is absent): 17 kretprobe, with a kprobe saving the arguments.
+ * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
+ * 17.
  * Manifest probes without a program (cannot be attached): 8.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -502,7 +504,7 @@ int pg_24(struct pt_regs *ctx)
 {
 	__u64 raw = PT_REGS_RC(ctx);
 
-	return pg_exit(24, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+	return pg_exit_kp(24, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx);
 }
 
 /* 25: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1292)
@@ -549,7 +551,7 @@ int pg_29(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
 
-	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0);
+	return pg_exit_kp(29, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 30: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:812)
@@ -560,7 +562,7 @@ int pg_30(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
 
-	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0);
+	return pg_exit_kp(30, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 32: ib_core:ib_umem_get_attr_or_va (ptr; drivers/infiniband/core/umem.c:499) */
@@ -605,6 +607,13 @@ int pg_38(unsigned long long *ctx)
 	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 38, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_alloc_pd")
+int pg_38_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(38);
+}
+
 /* 39: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1092) */
 SEC("fexit/ib_uverbs_create_cq")
 int pg_39(unsigned long long *ctx)
@@ -615,6 +624,13 @@ int pg_39(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 39, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_create_cq")
+int pg_39_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(39);
 }
 
 /* 40: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1524) */
@@ -629,6 +645,13 @@ int pg_40(unsigned long long *ctx)
 	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 40, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_create_qp")
+int pg_40_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(40);
+}
+
 /* 41: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1111) */
 SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_41(unsigned long long *ctx)
@@ -639,6 +662,13 @@ int pg_41(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 41, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_create_cq")
+int pg_41_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(41);
 }
 
 /* 42: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1552) */
@@ -653,6 +683,13 @@ int pg_42(unsigned long long *ctx)
 	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 42, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_create_qp")
+int pg_42_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(42);
+}
+
 /* 43: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3605) */
 SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_43(unsigned long long *ctx)
@@ -663,6 +700,13 @@ int pg_43(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 43, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_modify_cq")
+int pg_43_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(43);
 }
 
 /* 44: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1954) */
@@ -677,6 +721,13 @@ int pg_44(unsigned long long *ctx)
 	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 44, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_modify_qp")
+int pg_44_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(44);
+}
+
 /* 45: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_45(unsigned long long *ctx)
@@ -687,6 +738,13 @@ int pg_45(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 45, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_45_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(45);
 }
 
 /* 46: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_dmabuf.c:88) */
@@ -701,6 +759,13 @@ int pg_46(unsigned long long *ctx)
 	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 46, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC")
+int pg_46_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(46);
+}
+
 /* 47: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_47(unsigned long long *ctx)
@@ -711,6 +776,13 @@ int pg_47(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(47, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 47, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_47_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(47);
 }
 
 /* 48: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -725,6 +797,13 @@ int pg_48(unsigned long long *ctx)
 	return pg_exit(48, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 48, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_48_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(48);
+}
+
 /* 49: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_49(unsigned long long *ctx)
@@ -735,6 +814,13 @@ int pg_49(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(49, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 49, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_49_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(49);
 }
 
 /* 50: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:269) */
@@ -749,6 +835,13 @@ int pg_50(unsigned long long *ctx)
 	return pg_exit(50, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 50, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_MR")
+int pg_50_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(50);
+}
+
 /* 51: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1939) */
 SEC("fexit/ib_uverbs_modify_qp")
 int pg_51(unsigned long long *ctx)
@@ -759,6 +852,13 @@ int pg_51(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(51, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 51, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_modify_qp")
+int pg_51_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(51);
 }
 
 /* 52: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:690) */
@@ -773,6 +873,13 @@ int pg_52(unsigned long long *ctx)
 	return pg_exit(52, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 52, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_reg_mr")
+int pg_52_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(52);
+}
+
 /* 53: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:759) */
 SEC("fexit/ib_uverbs_rereg_mr")
 int pg_53(unsigned long long *ctx)
@@ -785,6 +892,13 @@ int pg_53(unsigned long long *ctx)
 	return pg_exit(53, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 53, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_rereg_mr")
+int pg_53_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(53);
+}
+
 /* 54: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1129) */
 SEC("fexit/ib_uverbs_resize_cq")
 int pg_54(unsigned long long *ctx)
@@ -795,6 +909,13 @@ int pg_54(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(54, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 54, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_resize_cq")
+int pg_54_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(54);
 }
 
 /* 55: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1772) */

@@ -7,6 +7,8 @@
  * Programs: 47 fexit, 3 kretprobe (fallback for clone-only functions).
  * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
  * /sys/kernel/btf/<module> is absent): 14 kretprobe, with a kprobe saving the arguments.
+ * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
+ * 17.
  * Manifest probes without a program (cannot be attached): 9.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -93,7 +95,7 @@ int pg_7(struct pt_regs *ctx)
 {
 	__u64 raw = PT_REGS_RC(ctx);
 
-	return pg_exit(7, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+	return pg_exit_kp(7, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx);
 }
 
 /* 8: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1292)
@@ -140,7 +142,7 @@ int pg_12(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
 
-	return pg_exit(12, PG_ERRNO(ret), ret < 0, ctx, 0);
+	return pg_exit_kp(12, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 13: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:812)
@@ -151,7 +153,7 @@ int pg_13(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
 
-	return pg_exit(13, PG_ERRNO(ret), ret < 0, ctx, 0);
+	return pg_exit_kp(13, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 15: ib_core:ib_umem_get_attr_or_va (ptr; drivers/infiniband/core/umem.c:499) */
@@ -186,6 +188,13 @@ int pg_20(unsigned long long *ctx)
 	return pg_exit(20, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 20, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_alloc_pd")
+int pg_20_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(20);
+}
+
 /* 21: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1092) */
 SEC("fexit/ib_uverbs_create_cq")
 int pg_21(unsigned long long *ctx)
@@ -196,6 +205,13 @@ int pg_21(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(21, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 21, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_create_cq")
+int pg_21_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(21);
 }
 
 /* 22: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1524) */
@@ -210,6 +226,13 @@ int pg_22(unsigned long long *ctx)
 	return pg_exit(22, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 22, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_create_qp")
+int pg_22_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(22);
+}
+
 /* 23: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1111) */
 SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_23(unsigned long long *ctx)
@@ -220,6 +243,13 @@ int pg_23(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 23, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_create_cq")
+int pg_23_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(23);
 }
 
 /* 24: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1552) */
@@ -234,6 +264,13 @@ int pg_24(unsigned long long *ctx)
 	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 24, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_create_qp")
+int pg_24_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(24);
+}
+
 /* 25: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3605) */
 SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_25(unsigned long long *ctx)
@@ -244,6 +281,13 @@ int pg_25(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 25, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_modify_cq")
+int pg_25_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(25);
 }
 
 /* 26: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1954) */
@@ -258,6 +302,13 @@ int pg_26(unsigned long long *ctx)
 	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 26, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_modify_qp")
+int pg_26_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(26);
+}
+
 /* 27: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_27(unsigned long long *ctx)
@@ -268,6 +319,13 @@ int pg_27(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(27, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 27, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_27_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(27);
 }
 
 /* 28: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_dmabuf.c:88) */
@@ -282,6 +340,13 @@ int pg_28(unsigned long long *ctx)
 	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 28, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC")
+int pg_28_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(28);
+}
+
 /* 29: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_29(unsigned long long *ctx)
@@ -292,6 +357,13 @@ int pg_29(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 29, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_29_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(29);
 }
 
 /* 30: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -306,6 +378,13 @@ int pg_30(unsigned long long *ctx)
 	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 30, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_30_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(30);
+}
+
 /* 31: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_31(unsigned long long *ctx)
@@ -316,6 +395,13 @@ int pg_31(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 31, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_31_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(31);
 }
 
 /* 32: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:269) */
@@ -330,6 +416,13 @@ int pg_32(unsigned long long *ctx)
 	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 32, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_MR")
+int pg_32_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(32);
+}
+
 /* 33: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1939) */
 SEC("fexit/ib_uverbs_modify_qp")
 int pg_33(unsigned long long *ctx)
@@ -340,6 +433,13 @@ int pg_33(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 33, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_modify_qp")
+int pg_33_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(33);
 }
 
 /* 34: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:690) */
@@ -354,6 +454,13 @@ int pg_34(unsigned long long *ctx)
 	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 34, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_reg_mr")
+int pg_34_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(34);
+}
+
 /* 35: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:759) */
 SEC("fexit/ib_uverbs_rereg_mr")
 int pg_35(unsigned long long *ctx)
@@ -366,6 +473,13 @@ int pg_35(unsigned long long *ctx)
 	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 35, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_rereg_mr")
+int pg_35_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(35);
+}
+
 /* 36: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1129) */
 SEC("fexit/ib_uverbs_resize_cq")
 int pg_36(unsigned long long *ctx)
@@ -376,6 +490,13 @@ int pg_36(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 36, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_resize_cq")
+int pg_36_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(36);
 }
 
 /* 37: irdma:irdma_alloc_pd (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:398) */

@@ -7,6 +7,8 @@
  * Programs: 57 fexit, 3 kretprobe (fallback for clone-only functions).
  * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
  * /sys/kernel/btf/<module> is absent): 24 kretprobe, with a kprobe saving the arguments.
+ * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
+ * 17.
  * Manifest probes without a program (cannot be attached): 13.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -142,7 +144,7 @@ int pg_10(struct pt_regs *ctx)
 {
 	__u64 raw = PT_REGS_RC(ctx);
 
-	return pg_exit(10, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+	return pg_exit_kp(10, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx);
 }
 
 /* 11: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1292)
@@ -266,7 +268,7 @@ int pg_18(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
 
-	return pg_exit(18, PG_ERRNO(ret), ret < 0, ctx, 0);
+	return pg_exit_kp(18, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 19: ib_core:ib_resolve_unicast_gid_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:812)
@@ -277,7 +279,7 @@ int pg_19(struct pt_regs *ctx)
 {
 	long ret = (int)PT_REGS_RC(ctx);
 
-	return pg_exit(19, PG_ERRNO(ret), ret < 0, ctx, 0);
+	return pg_exit_kp(19, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 21: ib_core:ib_umem_get_attr_or_va (ptr; drivers/infiniband/core/umem.c:499) */
@@ -312,6 +314,13 @@ int pg_26(unsigned long long *ctx)
 	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 26, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_alloc_pd")
+int pg_26_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(26);
+}
+
 /* 27: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1092) */
 SEC("fexit/ib_uverbs_create_cq")
 int pg_27(unsigned long long *ctx)
@@ -322,6 +331,13 @@ int pg_27(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(27, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 27, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_create_cq")
+int pg_27_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(27);
 }
 
 /* 28: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1524) */
@@ -336,6 +352,13 @@ int pg_28(unsigned long long *ctx)
 	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 28, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_create_qp")
+int pg_28_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(28);
+}
+
 /* 29: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1111) */
 SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_29(unsigned long long *ctx)
@@ -346,6 +369,13 @@ int pg_29(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 29, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_create_cq")
+int pg_29_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(29);
 }
 
 /* 30: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1552) */
@@ -360,6 +390,13 @@ int pg_30(unsigned long long *ctx)
 	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 30, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_create_qp")
+int pg_30_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(30);
+}
+
 /* 31: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3605) */
 SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_31(unsigned long long *ctx)
@@ -370,6 +407,13 @@ int pg_31(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 31, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_modify_cq")
+int pg_31_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(31);
 }
 
 /* 32: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1954) */
@@ -384,6 +428,13 @@ int pg_32(unsigned long long *ctx)
 	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 32, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_ex_modify_qp")
+int pg_32_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(32);
+}
+
 /* 33: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_33(unsigned long long *ctx)
@@ -394,6 +445,13 @@ int pg_33(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 33, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_33_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(33);
 }
 
 /* 34: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_dmabuf.c:88) */
@@ -408,6 +466,13 @@ int pg_34(unsigned long long *ctx)
 	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 34, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC")
+int pg_34_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(34);
+}
+
 /* 35: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_35(unsigned long long *ctx)
@@ -418,6 +483,13 @@ int pg_35(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 35, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_35_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(35);
 }
 
 /* 36: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -432,6 +504,13 @@ int pg_36(unsigned long long *ctx)
 	return pg_exit(36, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 36, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_36_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(36);
+}
+
 /* 37: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_37(unsigned long long *ctx)
@@ -442,6 +521,13 @@ int pg_37(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 37, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_37_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(37);
 }
 
 /* 38: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:269) */
@@ -456,6 +542,13 @@ int pg_38(unsigned long long *ctx)
 	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 38, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_MR")
+int pg_38_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(38);
+}
+
 /* 39: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1939) */
 SEC("fexit/ib_uverbs_modify_qp")
 int pg_39(unsigned long long *ctx)
@@ -466,6 +559,13 @@ int pg_39(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 39, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_modify_qp")
+int pg_39_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(39);
 }
 
 /* 40: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:690) */
@@ -480,6 +580,13 @@ int pg_40(unsigned long long *ctx)
 	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 40, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_reg_mr")
+int pg_40_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(40);
+}
+
 /* 41: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:759) */
 SEC("fexit/ib_uverbs_rereg_mr")
 int pg_41(unsigned long long *ctx)
@@ -492,6 +599,13 @@ int pg_41(unsigned long long *ctx)
 	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 41, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_rereg_mr")
+int pg_41_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(41);
+}
+
 /* 42: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1129) */
 SEC("fexit/ib_uverbs_resize_cq")
 int pg_42(unsigned long long *ctx)
@@ -502,6 +616,13 @@ int pg_42(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 42, baseline entry (autoload off): samples this handler's calls and opens a trace */
+SEC("?fentry/ib_uverbs_resize_cq")
+int pg_42_bl(unsigned long long *ctx)
+{
+	return pg_bl_begin(42);
 }
 
 /* 43: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:221) */

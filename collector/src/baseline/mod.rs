@@ -1,0 +1,313 @@
+//! The good-trace baseline (`collect --baseline`): success traces of the uverbs handlers in,
+//! per handler the distinct success shapes out, and for every failure chain where it left the
+//! success path (the bifurcation) and whether its failure is expected.
+//!
+//! * [`Baseline::ingest`] decodes one trace record (`struct pg_trace`, the `baseline` ring):
+//!   a success goes into the [`store`], a failing call's path is kept a while for its chain.
+//! * [`Baseline::annotate`] gives each chain of a window its [`ChainNote`]: the chain's handler
+//!   is its outermost probe when that is a handler; its path is the call's own trace (matched
+//!   by thread, handler and time) or else the chain's failing functions; aligned with the
+//!   handler's shapes in [`align`]; judged in [`expected`].
+//! * [`Baseline::out`] is the snapshot's `baseline` member.
+
+mod align;
+mod expected;
+mod store;
+mod trace;
+
+use std::collections::{BTreeSet, VecDeque};
+use std::time::Duration;
+
+use crate::decode::comm_str;
+use crate::errno::errno_label;
+use crate::probes::ProbeTable;
+use crate::wire::{
+    BaselineOut, Bifurcation, ChainNote, ChainView, ExemplarOut, ExpectedOut, HandlerOut, ShapeOut,
+    TraceCounts,
+};
+
+pub use expected::Pinned;
+pub(crate) use trace::{token, Trace};
+
+/// What `collect --baseline` asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BaselineConfig {
+    /// trace one call in `sample` of each handler (1: every call)
+    pub sample: u32,
+    /// traces per handler per `interval` at most (0: no bound)
+    pub budget: u32,
+    pub interval: Duration,
+    /// a success slower than this is not kept
+    pub max: Duration,
+    /// failure patterns pinned as expected
+    pub pinned: Vec<Pinned>,
+    /// size of the `baseline` ring in bytes (a power of two, at least a page; default 256 KiB)
+    pub ring_bytes: Option<u32>,
+}
+
+impl Default for BaselineConfig {
+    fn default() -> Self {
+        BaselineConfig {
+            sample: 1,
+            budget: 1000,
+            interval: Duration::from_secs(5),
+            max: Duration::from_millis(50),
+            pinned: Vec::new(),
+            ring_bytes: None,
+        }
+    }
+}
+
+/// A token's name: `function`, or `function [ERRNO]` for a step that failed.
+fn token_name(table: &ProbeTable, t: u32) -> String {
+    let f = table.get(t >> 12).map_or("?", |p| p.function.as_str());
+    match t & 0xfff {
+        0 => f.to_string(),
+        0xfff => format!("{f} [failed]"),
+        e => format!("{f} [{}]", errno_label(e)),
+    }
+}
+
+/// Failing calls' traces kept for their chains (a chain closes a gap after its records).
+const FAILING_KEPT: usize = 4096;
+/// A failing call's trace ends this long at most after its handler's failure record.
+const MATCH_NS: u64 = 5_000_000;
+
+/// The baseline of one run.
+pub(crate) struct Baseline {
+    cfg: BaselineConfig,
+    /// how the kernel traces (the attach status's word), or why it cannot
+    mechanism: String,
+    handlers: BTreeSet<u32>,
+    store: store::Store,
+    failing: VecDeque<Trace>,
+    expected: expected::Expected,
+    counts: TraceCounts,
+}
+
+impl Baseline {
+    pub(crate) fn new(cfg: BaselineConfig, handlers: BTreeSet<u32>, mechanism: String) -> Self {
+        let expected = expected::Expected {
+            pinned: cfg.pinned.clone(),
+            ..Default::default()
+        };
+        Baseline {
+            cfg,
+            mechanism,
+            handlers,
+            store: store::Store::default(),
+            failing: VecDeque::new(),
+            expected,
+            counts: TraceCounts::default(),
+        }
+    }
+
+    /// One record of the `baseline` ring.
+    pub(crate) fn ingest(&mut self, sample: &[u8]) {
+        let Some(t) = Trace::decode(sample) else {
+            self.counts.decode_errors += 1;
+            return;
+        };
+        self.counts.received += 1;
+        if t.failed {
+            if self.failing.len() >= FAILING_KEPT {
+                self.failing.pop_front();
+            }
+            self.failing.push_back(t);
+        } else {
+            self.expected.success(t.handler, t.pid, t.ts_ns);
+            self.store.add(&t);
+        }
+    }
+
+    /// The kernel's counts of trace records (cumulative), read behind the fence.
+    pub(crate) fn set_kernel_counts(&mut self, k: TraceCounts) {
+        self.counts.produced = k.produced;
+        self.counts.dropped = k.dropped;
+        self.counts.budget_skipped = k.budget_skipped;
+        self.counts.slow = k.slow;
+        self.counts.in_flight = k.in_flight;
+        self.counts.holds = self.counts.received + self.counts.dropped == self.counts.produced;
+    }
+
+    /// The note of one chain (and its failure learned for the next ones).
+    pub(crate) fn annotate(&mut self, c: &ChainView<'_>) -> ChainNote {
+        let (Some(origin), Some(outer)) = (c.origin(), c.outermost()) else {
+            return ChainNote {
+                bifurcation: Err("an empty chain"),
+                expected: false,
+                expected_why: String::new(),
+            };
+        };
+        let name = |id: u32| c.table.get(id).map_or("?", |p| p.function.as_str());
+        let core = c
+            .table
+            .get(origin.probe)
+            .is_some_and(|p| p.layer == manifest::Layer::Core);
+        let handler = outer.probe;
+        let key = (handler, origin.probe, origin.err);
+        let names = (name(handler), name(origin.probe));
+        if !self.handlers.contains(&handler) {
+            // the handler did not fail (or is not probed): pinned or kernel-normal only, not
+            // learned (no success of a handler to learn from)
+            let v = self.expected.judge(key, names, core, false);
+            return ChainNote {
+                bifurcation: Err("no handler probe in the chain"),
+                expected: v.expected,
+                expected_why: v.why,
+            };
+        }
+        let own = self.failing.iter().position(|t| {
+            t.tid == outer.tid
+                && t.handler == handler
+                && t.ts_ns.wrapping_sub(outer.ts_ns) < MATCH_NS
+        });
+        let (path, kind) = match own.and_then(|i| self.failing.remove(i)) {
+            Some(t) => (t.path(), "traced"),
+            // innermost first is return order
+            None => (
+                c.links
+                    .iter()
+                    .filter(|l| l.probe != handler)
+                    .map(|l| {
+                        token(
+                            l.probe,
+                            i32::try_from(l.err).ok().filter(|&e| e > 0).unwrap_or(-1),
+                        )
+                    })
+                    .collect(),
+                "failures",
+            ),
+        };
+        let bifurcation = self.bifurcation(c.table, handler, &path, kind);
+        // the outermost link is the handler's own failure record: it failed
+        let v = self.expected.judge(key, names, core, true);
+        self.expected.failure(key, outer.pid, outer.ts_ns);
+        ChainNote {
+            bifurcation,
+            expected: v.expected,
+            expected_why: v.why,
+        }
+    }
+
+    fn bifurcation(
+        &self,
+        table: &ProbeTable,
+        handler: u32,
+        path: &[u32],
+        kind: &'static str,
+    ) -> Result<Bifurcation, &'static str> {
+        let h = self.store.handlers.get(&handler).ok_or("no baseline yet")?;
+        let ranked = h.ranked();
+        let s = align::split(&ranked, path).ok_or("no baseline yet")?;
+        let name = |t: u32| token_name(table, t);
+        Ok(Bifurcation {
+            after: s.after.map_or_else(
+                || {
+                    table
+                        .get(handler)
+                        .map_or("?", |p| p.function.as_str())
+                        .to_string()
+                },
+                name,
+            ),
+            baseline_next: s.baseline_next.map(name),
+            share: s.share,
+            this_next: s.this_next.map(name),
+            shape: store::shape_id(ranked[s.shape].0),
+            path: kind,
+            functions: path.iter().map(|&p| name(p)).collect(),
+            common: s.common,
+        })
+    }
+
+    /// The snapshot's `baseline` member.
+    pub(crate) fn out(&self, table: &ProbeTable) -> BaselineOut {
+        let name = |id: u32| {
+            table
+                .get(id)
+                .map_or_else(|| "?".to_string(), |p| p.function.clone())
+        };
+        let handlers = self
+            .store
+            .handlers
+            .iter()
+            .map(|(&id, h)| {
+                let ranked = h.ranked();
+                HandlerOut {
+                    probe: id,
+                    function: name(id),
+                    successes: h.successes,
+                    other: h.other,
+                    noise: align::noise(&ranked)
+                        .into_iter()
+                        .map(|t| token_name(table, t))
+                        .collect(),
+                    shapes: ranked
+                        .iter()
+                        .filter_map(|&(p, _)| h.shapes.get(p).map(|s| (p, s)))
+                        .map(|(p, s)| shape_out(p, s, h.successes, &|t| token_name(table, t)))
+                        .collect(),
+                }
+            })
+            .collect();
+        let expected = self
+            .expected
+            .patterns
+            .iter()
+            .map(|(&key, p)| {
+                let v = self
+                    .expected
+                    .judge(key, (&name(key.0), &name(key.1)), false, true);
+                ExpectedOut {
+                    handler: name(key.0),
+                    origin: name(key.1),
+                    errno_name: errno_label(key.2).into_owned(),
+                    processes: p.failed.len() as u64,
+                    recovered: p.recovered.len() as u64,
+                    increase: v.increase,
+                    expected: v.expected,
+                    why: v.why,
+                }
+            })
+            .collect();
+        BaselineOut {
+            mechanism: self.mechanism.clone(),
+            sample: self.cfg.sample,
+            budget: self.cfg.budget,
+            max_ns: u64::try_from(self.cfg.max.as_nanos()).unwrap_or(u64::MAX),
+            records: self.counts,
+            handlers,
+            expected,
+        }
+    }
+}
+
+fn shape_out(
+    path: &[u32],
+    s: &store::Shape,
+    successes: u64,
+    name: &impl Fn(u32) -> String,
+) -> ShapeOut {
+    ShapeOut {
+        shape: store::shape_id(path),
+        functions: path.iter().map(|&p| name(p)).collect(),
+        count: s.count,
+        share: s.count as f64 / successes.max(1) as f64,
+        p50_ns: s.quantile(0.5),
+        p90_ns: s.quantile(0.9),
+        p99_ns: s.quantile(0.99),
+        exemplars: s
+            .exemplars
+            .iter()
+            .map(|t| ExemplarOut {
+                pid: t.pid,
+                tid: t.tid,
+                comm: comm_str(&t.comm).to_string(),
+                cgroup_id: t.cgroup_id,
+                duration_ns: t.duration_ns,
+                step_end_ns: t.steps.iter().map(|s| s.2).collect(),
+            })
+            .collect(),
+    }
+}

@@ -1,0 +1,141 @@
+//! The baseline store: per handler, the distinct success shapes (probe ids in return order)
+//! with their counts, recent durations for quantiles and the first few exemplars. Bounded:
+//! at most `MAX_SHAPES` shapes per handler (later new shapes only counted in `other`), the
+//! last `DURATIONS` durations and `EXEMPLARS` exemplars per shape.
+
+use std::collections::BTreeMap;
+
+use super::trace::Trace;
+
+const MAX_SHAPES: usize = 32;
+const DURATIONS: usize = 512;
+const EXEMPLARS: usize = 3;
+
+/// One success shape.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Shape {
+    pub count: u64,
+    /// the last `DURATIONS` durations, a ring
+    pub durations: Vec<u64>,
+    next: usize,
+    pub exemplars: Vec<Trace>,
+}
+
+impl Shape {
+    fn add(&mut self, t: &Trace) {
+        self.count += 1;
+        if self.durations.len() < DURATIONS {
+            self.durations.push(t.duration_ns);
+        } else {
+            self.durations[self.next] = t.duration_ns;
+            self.next = (self.next + 1) % DURATIONS;
+        }
+        if self.exemplars.len() < EXEMPLARS {
+            self.exemplars.push(t.clone());
+        }
+    }
+
+    /// The q-quantile (nearest rank) of the kept durations.
+    pub(crate) fn quantile(&self, q: f64) -> u64 {
+        let mut d = self.durations.clone();
+        d.sort_unstable();
+        if d.is_empty() {
+            return 0;
+        }
+        let rank = ((q * d.len() as f64).ceil() as usize).clamp(1, d.len());
+        d[rank - 1]
+    }
+}
+
+/// One handler's successes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HandlerBase {
+    pub successes: u64,
+    /// successes whose shape was new past `MAX_SHAPES`
+    pub other: u64,
+    pub shapes: BTreeMap<Vec<u32>, Shape>,
+}
+
+impl HandlerBase {
+    /// The shapes with their counts, most common first (ties: by path), for alignment.
+    pub(crate) fn ranked(&self) -> Vec<(&[u32], u64)> {
+        let mut v: Vec<(&[u32], u64)> = self
+            .shapes
+            .iter()
+            .map(|(p, s)| (p.as_slice(), s.count))
+            .collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        v
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Store {
+    pub handlers: BTreeMap<u32, HandlerBase>,
+}
+
+impl Store {
+    /// Adds a successful trace.
+    pub(crate) fn add(&mut self, t: &Trace) {
+        let h = self.handlers.entry(t.handler).or_default();
+        h.successes += 1;
+        let path = t.path();
+        if let Some(s) = h.shapes.get_mut(&path) {
+            s.add(t);
+        } else if h.shapes.len() < MAX_SHAPES {
+            h.shapes.entry(path).or_default().add(t);
+        } else {
+            h.other += 1;
+        }
+    }
+}
+
+/// A shape's name: FNV-1a of its probe ids, 12 hex digits (stable across runs and hosts of
+/// one manifest).
+pub(crate) fn shape_id(path: &[u32]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for id in path {
+        for b in id.to_le_bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{:012x}", h >> 16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(handler: u32, path: &[u32], dur: u64) -> Trace {
+        Trace {
+            handler,
+            duration_ns: dur,
+            steps: path.iter().map(|&p| (p, 0, 0)).collect(),
+            ..Trace::default()
+        }
+    }
+
+    #[test]
+    fn shapes_are_counted_bounded_and_quantiled() {
+        let mut s = Store::default();
+        for i in 0..100u64 {
+            s.add(&trace(7, &[1, 2, 3], 1000 + i));
+        }
+        s.add(&trace(7, &[1, 3], 5));
+        for i in 0..40u32 {
+            s.add(&trace(7, &[9, i], 5));
+        }
+        let h = &s.handlers[&7];
+        assert_eq!(h.successes, 141);
+        assert_eq!(h.shapes.len(), MAX_SHAPES);
+        assert_eq!(h.other, 141 - 100 - 1 - (MAX_SHAPES as u64 - 2));
+        let main = &h.shapes[&trace(0, &[1, 2, 3], 0).path()];
+        assert_eq!((main.count, main.exemplars.len()), (100, EXEMPLARS));
+        assert_eq!(main.quantile(0.5), 1049);
+        assert_eq!(main.quantile(0.99), 1098);
+        assert_eq!(h.ranked()[0], (&trace(0, &[1, 2, 3], 0).path()[..], 100));
+        assert_ne!(shape_id(&[1, 2, 3]), shape_id(&[1, 3, 2]));
+        assert_eq!(shape_id(&[1, 2, 3]).len(), 12);
+    }
+}

@@ -1,0 +1,128 @@
+//! The baseline as a snapshot carries it (`baseline` in the line, with `collect --baseline`)
+//! and the note each chain gets from it (`bifurcation`, `expected`, `expected_why`). Built by
+//! the processing stage (`crate::baseline`); plain values with owned names, so a sink reads
+//! them without the probe table.
+
+use serde::Serialize;
+
+/// The `baseline` member of a snapshot.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BaselineOut {
+    /// how the calls are traced in this kernel (`fentry+fexit, task storage`), or why not
+    pub mechanism: String,
+    /// one call in `sample` of each handler is traced
+    pub sample: u32,
+    /// traces per handler per interval at most (0: no bound)
+    pub budget: u32,
+    /// a success slower than this is not kept
+    pub max_ns: u64,
+    /// the trace records, counted as the failure records are
+    pub records: TraceCounts,
+    /// per handler with traces: its success shapes
+    pub handlers: Vec<HandlerOut>,
+    /// per (handler, origin, errno) failure pattern seen: whether it is expected, and why
+    pub expected: Vec<ExpectedOut>,
+}
+
+/// The trace records since the run started: `received + dropped == produced` holds at every
+/// fenced read (`holds`), `in_flight` traces were half counted when it was read.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct TraceCounts {
+    pub produced: u64,
+    pub received: u64,
+    pub dropped: u64,
+    /// sampled calls the per-handler budget refused
+    pub budget_skipped: u64,
+    /// successes slower than `max_ns` (not kept)
+    pub slow: u64,
+    /// traces that did not decode
+    pub decode_errors: u64,
+    pub in_flight: u64,
+    pub holds: bool,
+}
+
+/// One handler's baseline.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HandlerOut {
+    pub probe: u32,
+    pub function: String,
+    /// successful traced calls
+    pub successes: u64,
+    /// successes whose shape was not kept (past the bound on shapes)
+    pub other: u64,
+    /// probe functions whose presence differs between success shapes (left out of alignment)
+    pub noise: Vec<String>,
+    pub shapes: Vec<ShapeOut>,
+}
+
+/// One distinct success path: the probed functions that returned, in return order.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ShapeOut {
+    /// a hash of the probe ids (what a chain's `bifurcation.shape` names)
+    pub shape: String,
+    pub functions: Vec<String>,
+    pub count: u64,
+    /// of the handler's successes
+    pub share: f64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub exemplars: Vec<ExemplarOut>,
+}
+
+/// One traced success, as it ran.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ExemplarOut {
+    pub pid: u32,
+    pub tid: u32,
+    pub comm: String,
+    pub cgroup_id: u64,
+    pub duration_ns: u64,
+    /// each step's return, ns after the handler's entry
+    pub step_end_ns: Vec<u32>,
+}
+
+/// A failure pattern and whether it is normal.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ExpectedOut {
+    pub handler: String,
+    pub origin: String,
+    pub errno_name: String,
+    /// processes it failed in / of those, processes that went on to succeed with the handler
+    pub processes: u64,
+    pub recovered: u64,
+    /// Liblit's Increase: P(never succeeded | this failure) - P(never succeeded | the handler)
+    pub increase: f64,
+    pub expected: bool,
+    pub why: String,
+}
+
+/// Where a failing call left the success path.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Bifurcation {
+    /// the last function the call shared with the shape (the handler when none)
+    pub after: String,
+    /// what the shape did next (null: the shape ended there)
+    pub baseline_next: Option<String>,
+    /// of the handler's traced successes, those that did `baseline_next` right after the same
+    /// steps
+    pub share: f64,
+    /// what this call did instead (null: it stopped there)
+    pub this_next: Option<String>,
+    /// the success shape compared with (its `shape` in the snapshot's baseline)
+    pub shape: String,
+    /// `traced` (the call's own trace) or `failures` (only the chain's failing functions)
+    pub path: &'static str,
+    /// the call's path (return order) and how many of its steps the shape shares (LCS)
+    pub functions: Vec<String>,
+    pub common: usize,
+}
+
+/// What the baseline says about one chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChainNote {
+    /// `Err`: why there is none (`no baseline yet`, no handler in the chain)
+    pub bifurcation: Result<Bifurcation, &'static str>,
+    pub expected: bool,
+    pub expected_why: String,
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The good-trace baseline end to end: `probegen-agent collect --baseline` inside the Soft-RoCE
+# qemu testbed (scripts/e2e.sh) with the workload tests/e2e/verbs_baseline.c, driven by the
+# guest hook scripts/e2e/baseline-hook.sh; then tests/baseline_e2e.rs checks the snapshots on
+# the host (ignored in a plain `cargo test`).
+#
+#   scripts/e2e-baseline.sh 6.12|7.2|6.1
+#
+# Outputs: target/e2e-baseline/<ver>/{baseline.jsonl,burst.jsonl,*.log} (E2E_OUT overrides).
+set -euo pipefail
+[ $# -eq 1 ] || { echo "usage: $0 SERIES (6.12, 7.2, 6.1)" >&2; exit 2; }
+VER=$1
+case "$VER" in [0-9]*.[0-9]* ) ;; *) echo "usage: $0 SERIES (6.12, 7.2, 6.1)" >&2; exit 2 ;; esac
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+SET=generated/linux-$VER/rxe
+STAGE=$REPO/target/e2e-baseline/$VER/extra
+log() { printf '[e2e-baseline %s] %s\n' "$VER" "$*" >&2; }
+
+log "building probegen-agent (release)"
+cargo build --release -p probegen-agent --bin probegen-agent >&2
+rm -rf "$STAGE"
+mkdir -p "$STAGE"
+clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu -Igenerated \
+	-c "$SET/probes.bpf.c" -o "$STAGE/probes.bpf.o"
+cp "$SET/manifest.yaml" "$STAGE/manifest.yaml"
+strip -o "$STAGE/probegen-agent" target/release/probegen-agent
+gcc -O2 -Wall -Wextra -o "$STAGE/verbs_baseline" tests/e2e/verbs_baseline.c -libverbs
+install -m 755 scripts/e2e/baseline-hook.sh "$STAGE/guest-hook.sh"
+printf 'INTERVAL=%s\n' "${PROBEGEN_E2E_INTERVAL:-1s}" >"$STAGE/hook.env"
+
+OUT=${E2E_OUT:-$REPO/target/e2e-baseline/$VER/out}
+rc=0
+E2E_TIMEOUT=${E2E_TIMEOUT:-600} E2E_OUT=$OUT E2E_EXTRA_DIR=$STAGE bash scripts/e2e.sh "$VER" || rc=$?
+log "scripts/e2e.sh exited $rc"
+
+check=0
+PROBEGEN_E2E_SERIES=$VER PROBEGEN_E2E_MANIFEST=$STAGE/manifest.yaml PROBEGEN_E2E_OUT=$OUT \
+	cargo test --release --test baseline_e2e -- --ignored --nocapture || check=$?
+[ $rc -eq 0 ] && [ $check -eq 0 ]

@@ -1,0 +1,277 @@
+//! The good-trace baseline end to end: the snapshots `collect --baseline` wrote in the
+//! Soft-RoCE qemu testbed (`scripts/e2e-baseline.sh SERIES`, workload
+//! `tests/e2e/verbs_baseline.c`, hook `scripts/e2e/baseline-hook.sh`). Ignored in a plain
+//! `cargo test`: it needs the run's outputs (`PROBEGEN_E2E_OUT`), and a missing one fails.
+//!
+//! What it holds the run to (issue 25's proof):
+//! * the baseline is on and says how it traces (fentry+fexit with task storage);
+//! * the handlers that succeeded many times have success shapes;
+//! * the failing reg_mr (EFAULT, deep in ib_umem_get) and the failing modify_qp (EINVAL, the
+//!   state check) name where they left the success path: the last shared function, the
+//!   success path's next step with its share, the call's own next step, the shape compared;
+//!   at different places;
+//! * the benign create_qp failure, repeated in five jobs that then succeed, is learned as
+//!   expected; the new failures are not;
+//! * received + dropped == produced for the trace records in every snapshot, and a burst of
+//!   successes that overflows the trace ring drops no failure record.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn out_dir() -> PathBuf {
+    PathBuf::from(
+        std::env::var("PROBEGEN_E2E_OUT")
+            .expect("PROBEGEN_E2E_OUT (set by scripts/e2e-baseline.sh)"),
+    )
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e} (did scripts/e2e-baseline.sh run?)", path.display()));
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("{}:{}: not JSON: {e}", path.display(), i + 1))
+        })
+        .collect()
+}
+
+fn chains(snaps: &[Value]) -> Vec<&Value> {
+    snaps
+        .iter()
+        .flat_map(|s| s["chains"].as_array().into_iter().flatten())
+        .collect()
+}
+
+/// The outermost function of a chain (its handler).
+fn handler(c: &Value) -> &str {
+    c["functions"][0].as_str().unwrap_or("")
+}
+
+fn trace_counts_hold(name: &str, snaps: &[Value]) -> Value {
+    let mut last = Value::Null;
+    for (i, s) in snaps.iter().enumerate() {
+        let r = &s["baseline"]["records"];
+        assert!(
+            r.is_object(),
+            "{name} snapshot {i}: no baseline.records: {s}"
+        );
+        let (p, rcv, d) = (
+            r["produced"].as_u64(),
+            r["received"].as_u64(),
+            r["dropped"].as_u64(),
+        );
+        let in_flight = r["in_flight"].as_u64().unwrap_or(0);
+        assert!(
+            r["holds"] == true || in_flight > 0,
+            "{name} snapshot {i}: trace records received {rcv:?} + dropped {d:?} != produced {p:?}"
+        );
+        last = r.clone();
+    }
+    last
+}
+
+/// The baseline's mechanism, trace counts and success shapes; the shape ids.
+fn check_shapes(ver: &str, snaps: &[Value]) -> Vec<String> {
+    assert!(snaps.len() >= 3, "{ver}: only {} snapshots", snaps.len());
+    let last = snaps.last().expect("a snapshot");
+    let b = &last["baseline"];
+    let mech = b["mechanism"].as_str().unwrap_or("");
+    println!("{ver}: baseline mechanism: {mech}");
+    assert!(
+        mech.contains("fentry+fexit, task storage"),
+        "{ver}: mechanism `{mech}`"
+    );
+
+    // the trace records: every snapshot exact, the final one with everything received
+    let r = trace_counts_hold("baseline", snaps);
+    println!("{ver}: trace records {r}");
+    assert!(
+        r["produced"].as_u64().unwrap_or(0) >= 180,
+        "{ver}: too few traces {r}"
+    );
+    assert_eq!(r["holds"], true, "{ver}: final trace counts {r}");
+
+    // success shapes of the verbs the workload made succeed 60 times
+    let handlers = b["handlers"].as_array().expect("baseline.handlers");
+    let by_name = |f: &str| handlers.iter().find(|h| h["function"] == f);
+    let reg = by_name("ib_uverbs_reg_mr").expect("ib_uverbs_reg_mr has a baseline");
+    assert!(reg["successes"].as_u64().unwrap_or(0) >= 60, "{reg}");
+    let shapes: Vec<&str> = handlers
+        .iter()
+        .flat_map(|h| h["shapes"].as_array().into_iter().flatten())
+        .filter_map(|s| s["shape"].as_str())
+        .collect();
+    for h in handlers {
+        println!(
+            "{ver}: {} successes {} shapes {} noise {}",
+            h["function"],
+            h["successes"],
+            h["shapes"].as_array().map_or(0, Vec::len),
+            h["noise"]
+        );
+    }
+
+    shapes.iter().map(|s| s.to_string()).collect()
+}
+
+/// The failing reg_mr and modify_qp name where they left the success path, at different places.
+fn check_bifurcations(ver: &str, all: &[&Value], shapes: &[String]) {
+    // the failing calls' bifurcations
+    let find = |h: &str, errno: &str| {
+        all.iter()
+            .copied()
+            .find(|c| handler(c) == h && c["errno_name"] == errno)
+            .unwrap_or_else(|| panic!("{ver}: no chain of {h} with {errno}"))
+    };
+    let reg_fail = find("ib_uverbs_reg_mr", "EFAULT");
+    let modify = all
+        .iter()
+        .copied()
+        .find(|c| handler(c).contains("modify_qp") && c["errno_name"] == "EINVAL")
+        .unwrap_or_else(|| panic!("{ver}: no modify_qp EINVAL chain"));
+    let mut places = Vec::new();
+    for c in [reg_fail, modify] {
+        let bf = &c["bifurcation"];
+        println!(
+            "{ver}: {} -> bifurcation {bf} expected {} ({})",
+            c["summary"], c["expected"], c["expected_why"]
+        );
+        assert!(bf.is_object(), "{ver}: {}: bifurcation {bf}", c["summary"]);
+        assert_eq!(bf["path"], "traced", "{ver}: the call's own path: {bf}");
+        let after = bf["after"].as_str().expect("after");
+        let next = bf["baseline_next"].as_str().expect("baseline_next");
+        let share = bf["share"].as_f64().expect("share");
+        assert!(share > 0.0 && share <= 1.0, "{bf}");
+        assert!(!after.is_empty() && !next.is_empty(), "{bf}");
+        assert_ne!(bf["baseline_next"], bf["this_next"], "{bf}");
+        assert!(
+            shapes.iter().any(|s| bf["shape"] == s.as_str()),
+            "{ver}: shape {bf} not in the baseline"
+        );
+        assert_eq!(
+            c["expected"], false,
+            "{ver}: a new failure is not expected: {c}"
+        );
+        places.push((bf["after"].clone(), bf["this_next"].clone()));
+    }
+    assert_ne!(places[0], places[1], "{ver}: two failures, one bifurcation");
+    // reg_mr left the path where a probed function failed with EFAULT
+    let this_next = reg_fail["bifurcation"]["this_next"].as_str().unwrap_or("");
+    assert!(
+        this_next.contains("[EFAULT]"),
+        "{ver}: reg_mr's own next step `{this_next}`"
+    );
+}
+
+/// The benign create_qp failure is learned expected; the table says so.
+fn check_expected(ver: &str, all: &[&Value], b: &Value) {
+    // the benign create_qp failure: expected once learned from three processes that recovered
+    let benign: Vec<&Value> = all
+        .iter()
+        .copied()
+        .filter(|c| {
+            let h = handler(c).to_lowercase();
+            (h.contains("create_qp") || h.contains("qp_create")) && c["errno_name"] == "EINVAL"
+        })
+        .collect();
+    assert!(
+        benign.len() >= 5,
+        "{ver}: {} create_qp EINVAL chains",
+        benign.len()
+    );
+    assert_eq!(
+        benign[0]["expected"], false,
+        "{ver}: the first one is not learned yet"
+    );
+    let learned = benign
+        .iter()
+        .find(|c| c["expected"] == true)
+        .expect("a learned create_qp failure");
+    println!("{ver}: learned: {}", learned["expected_why"]);
+    assert!(
+        learned["expected_why"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("learned"),
+        "{learned}"
+    );
+    let table = b["expected"].as_array().expect("baseline.expected");
+    assert!(
+        table
+            .iter()
+            .any(|e| e["expected"] == true && e["handler"] == handler(learned)),
+        "{table:?}"
+    );
+}
+
+/// A burst of successes overflows the trace ring and drops no failure record.
+fn check_burst(ver: &str, dir: &Path) {
+    // the burst: traces overflow their 4 KiB ring, failure records are all there
+    let burst = lines(&dir.join("burst.jsonl"));
+    let r = trace_counts_hold("burst", &burst);
+    println!("{ver}: burst trace records {r}");
+    assert!(
+        r["dropped"].as_u64().unwrap_or(0) > 0,
+        "{ver}: the burst did not overflow the trace ring: {r}"
+    );
+    let fin = burst.last().expect("burst snapshot");
+    assert_eq!(fin["final"], true);
+    let inv = &fin["invariant"];
+    assert_eq!(inv["ok"], true, "{ver}: failure invariant {inv}");
+    let kernel_drops: u64 = burst
+        .iter()
+        .map(|s| s["drops"]["kernel"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(
+        kernel_drops, 0,
+        "{ver}: a failure record was dropped during the burst"
+    );
+    let efault: u64 = std::fs::read_to_string(dir.join("vb-burst.log"))
+        .expect("vb-burst.log")
+        .lines()
+        .filter_map(|l| {
+            l.split(" efault=")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    let reg_efault: u64 = burst
+        .iter()
+        .flat_map(|s| s["records"].as_array().into_iter().flatten())
+        .filter(|r| r["function"] == "ib_uverbs_reg_mr" && r["errno_name"] == "EFAULT")
+        .count() as u64;
+    println!("{ver}: burst: {efault} failing reg_mr, {reg_efault} records of them");
+    assert_eq!(
+        efault,
+        4 * 3,
+        "{ver}: the workload's failing calls (4 x 150 calls, every 50th)"
+    );
+    assert_eq!(
+        reg_efault, efault,
+        "{ver}: every failure record of the burst arrived"
+    );
+}
+
+fn check(ver: &str) {
+    let dir = out_dir();
+    let snaps = lines(&dir.join("baseline.jsonl"));
+    let shapes = check_shapes(ver, &snaps);
+    let all = chains(&snaps);
+    check_bifurcations(ver, &all, &shapes);
+    let b = &snaps.last().expect("a snapshot")["baseline"];
+    check_expected(ver, &all, b);
+    check_burst(ver, &dir);
+}
+
+#[test]
+#[ignore = "needs the outputs of scripts/e2e-baseline.sh <series>"]
+fn e2e_baseline_series() {
+    let ver = std::env::var("PROBEGEN_E2E_SERIES")
+        .expect("PROBEGEN_E2E_SERIES (set by scripts/e2e-baseline.sh)");
+    check(&ver);
+}
