@@ -80,6 +80,11 @@ impl ModuleWatch {
     ) -> bool {
         let mut changed = false;
         for (module, w) in &mut self.modules {
+            // the common case, the instance tried before still there: one stat, no read
+            let ino = std::fs::metadata(self.sys_module.join(module)).map(|m| m.ino());
+            if w.released.is_none() && ino.ok() == w.tried && w.tried.is_some() {
+                continue;
+            }
             let now = instance(&self.sys_module, module);
             if let Some((at, since)) = w.released {
                 if now.is_some() && now == at && since.elapsed() < RELEASE_HOLD {
