@@ -31,7 +31,9 @@ D=deploy/debian
 MAINTAINER=${PROBEGEN_DEB_MAINTAINER:-probegen maintainers <probegen@lists.probegen.org>}
 
 log "building probegen-agent and probegen (release)"
-cargo build --release -p probegen-agent --bin probegen-agent -p probegen --bin probegen >&2
+# without SOURCE_DATE_EPOCH: cargo passes it to build scripts, and a value other than the last
+# build's recompiles libbpf-sys and tree-sitter (minutes) every time builds alternate
+env -u SOURCE_DATE_EPOCH cargo build --release -p probegen-agent --bin probegen-agent -p probegen --bin probegen >&2
 
 STAGE=$OUT/stage-$VERSION
 ROOT=$STAGE/root
