@@ -12,6 +12,7 @@ use crate::decode::comm_str;
 use crate::errno::errno_label;
 use crate::owner::Owner;
 use crate::probes::{ProbeInfo, ProbeTable};
+use crate::sites::OwnerDecision;
 
 /// The part of a record a chain needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,8 +133,8 @@ impl Chains {
 pub struct ChainsOut {
     chains: Chains,
     table: Arc<ProbeTable>,
-    /// per chain: who gets the ticket, decided by the processing stage
-    owners: Vec<Owner>,
+    /// per chain: who gets the ticket and why, decided by the processing stage
+    owners: Vec<OwnerDecision>,
 }
 
 impl ChainsOut {
@@ -142,13 +143,13 @@ impl ChainsOut {
     pub(crate) fn new(
         chains: Chains,
         table: Arc<ProbeTable>,
-        decide: impl Fn(Option<&ProbeInfo>, u32) -> Owner,
+        decide: impl Fn(Option<&ProbeInfo>, u32) -> OwnerDecision,
     ) -> Self {
         let owners = chains
             .iter()
             .map(|links| match links.first() {
                 Some(l) => decide(table.get(l.probe), l.err),
-                None => Owner::VerbsCore,
+                None => decide(None, 0),
             })
             .collect();
         ChainsOut {
@@ -171,12 +172,13 @@ impl ChainsOut {
             .iter()
             .zip(self.chains.repeats())
             .zip(&self.owners)
-            .map(|((links, &(count, last_end_ns)), &owner)| ChainView {
+            .map(|((links, &(count, last_end_ns)), decision)| ChainView {
                 links,
                 table: &self.table,
                 count,
                 last_end_ns,
-                owner,
+                owner: decision.owner(),
+                decision,
             })
     }
 }
@@ -189,7 +191,8 @@ impl Serialize for ChainsOut {
 
 /// One chain (`links` innermost first, never empty) with the names of its probes. Serialised
 /// as `{errno, errno_name, pid, tid, comm, functions [outermost ... innermost], modules,
-/// origin {function, module, probe, errno, errno_name}, start_ns, end_ns, summary}`;
+/// origin {function, module, probe, errno, errno_name}, owner, owner_reason, owner_site,
+/// owner_candidates [{owner, reason, site}], start_ns, end_ns, summary}`;
 /// `errno` is what the outermost probed function returned (the syscall's error), the origin
 /// is the innermost record (the deepest probed function that failed).
 #[derive(Debug, Clone, Copy)]
@@ -200,8 +203,10 @@ pub struct ChainView<'a> {
     pub count: u32,
     /// outermost time of the last occurrence
     pub last_end_ns: u64,
-    /// who gets the ticket (decided from the origin probe and its errno)
+    /// who gets the ticket (decided from the origin probe's error sites and its errno)
     pub owner: Owner,
+    /// the owner's reason, its deciding site and the ranked candidates
+    pub decision: &'a OwnerDecision,
 }
 
 const UNKNOWN: &str = "?";
@@ -310,7 +315,7 @@ impl Serialize for ChainView<'_> {
         let (Some(inner), Some(outer)) = (self.origin(), self.outermost()) else {
             return s.serialize_none();
         };
-        let mut st = s.serialize_struct("Chain", 14)?;
+        let mut st = s.serialize_struct("Chain", 17)?;
         st.serialize_field("errno", &outer.err)?;
         st.serialize_field("errno_name", &errno_label(outer.err))?;
         st.serialize_field("pid", &outer.pid)?;
@@ -320,6 +325,9 @@ impl Serialize for ChainView<'_> {
         st.serialize_field("modules", &Names(*self, true))?;
         st.serialize_field("origin", &OriginOut(*self, inner))?;
         st.serialize_field("owner", &self.owner)?;
+        st.serialize_field("owner_reason", self.decision.reason())?;
+        st.serialize_field("owner_site", self.decision.site())?;
+        st.serialize_field("owner_candidates", &self.decision.candidates)?;
         st.serialize_field("start_ns", &inner.ts_ns)?;
         st.serialize_field("end_ns", &outer.ts_ns)?;
         st.serialize_field("count", &self.count)?;
