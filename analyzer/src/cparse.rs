@@ -243,7 +243,8 @@ fn function_def(node: Node, src: &[u8]) -> Option<FunctionDef> {
     let body_text = text(body, src);
     let ret = ret_kind(declared.pointer, &ret_type);
     let returns_error = has_error_code(body_text);
-    let error_sites = if returns_error && matches!(ret, RetKind::Int | RetKind::Ptr) {
+    // every int or pointer body: one without an error constant may still pass a callee's on
+    let error_sites = if matches!(ret, RetKind::Int | RetKind::Ptr) {
         crate::errsites::error_sites(body, src, ret == RetKind::Ptr)
     } else {
         Vec::new()

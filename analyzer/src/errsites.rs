@@ -72,6 +72,9 @@ struct Body<'t> {
     first_label: usize,
     /// The function returns a pointer.
     ptr: bool,
+    /// Variables the body tests with `IS_ERR`/`IS_ERR_OR_NULL`: they may hold an ERR_PTR,
+    /// so a pointer function returning one as it is passes the error on.
+    err_ptrs: Vec<String>,
 }
 
 /// The error sites of a body, sorted by line, one per (line, errno, shape).
@@ -102,6 +105,7 @@ fn scan<'t>(body: Node<'t>, src: &[u8]) -> Body<'t> {
         returns: Vec::new(),
         first_label: usize::MAX,
         ptr: false,
+        err_ptrs: Vec::new(),
     };
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
@@ -115,6 +119,15 @@ fn scan<'t>(body: Node<'t>, src: &[u8]) -> Body<'t> {
             "if_statement" => b.ifs.push(n),
             "return_statement" => b.returns.push(n),
             "assignment_expression" => note_assign(n, src, &mut b.assigns),
+            "call_expression" => {
+                if matches!(call_name(n, src), Some("IS_ERR" | "IS_ERR_OR_NULL")) {
+                    if let Some(a) = first_arg(n).map(unwrap_expr) {
+                        if a.kind() == "identifier" {
+                            b.err_ptrs.push(text(a, src).to_string());
+                        }
+                    }
+                }
+            }
             "init_declarator" => note_init(n, src, &mut b.assigns),
             _ => {}
         }
@@ -191,13 +204,18 @@ fn unwrap_expr(mut n: Node) -> Node {
     }
 }
 
-/// The called name of a call expression (`f(...)`), if it names a function.
+/// The called name of a call expression: `f` of `f(...)`, the member of a dispatch through
+/// a function pointer field (`alloc_pd` of `dev->ops.alloc_pd(...)`).
 fn call_name<'a>(n: Node, src: &'a [u8]) -> Option<&'a str> {
     if n.kind() != "call_expression" {
         return None;
     }
     let f = n.child_by_field_name("function")?;
-    (f.kind() == "identifier").then(|| text(f, src))
+    match f.kind() {
+        "identifier" => Some(text(f, src)),
+        "field_expression" => Some(text(f.child_by_field_name("field")?, src)),
+        _ => None,
+    }
 }
 
 /// The first argument of a call.
@@ -258,7 +276,8 @@ fn value_of(n: Node, src: &[u8]) -> Option<Value> {
 /// The error value a `return` statement returns (`None`: a success, or not an error).
 fn returned(r: Node, b: &Body, src: &[u8]) -> Option<Value> {
     let e = r.named_child(0)?;
-    if b.ptr && unwrap_expr(e).kind() == "identifier" {
+    let bare = unwrap_expr(e);
+    if b.ptr && bare.kind() == "identifier" && !b.err_ptrs.iter().any(|v| v == text(bare, src)) {
         return None;
     }
     value_of(e, src)

@@ -75,7 +75,7 @@ pub struct FunctionDef {
     /// `ERR_CAST(`. A helper without it cannot be the origin of an errno.
     pub returns_error: bool,
     /// Each way the body returns an error (`errsites`), sorted by line; empty for void and
-    /// bool functions and bodies without an error code.
+    /// bool functions.
     #[serde(default)]
     pub error_sites: Vec<ErrorSite>,
     /// A pointer-returning body that both returns `NULL` and uses the ERR_PTR family: errors

@@ -97,6 +97,42 @@ struct CalleeSite<'a> {
     via: &'a [String],
 }
 
+/// The functions `f`'s call of `name` reaches: a direct or inline call of a function of that
+/// name; else every function a macro of that name calls; else the implementations of an
+/// `ib_device_ops` member of that name.
+fn callees_named(cx: &SiteCtx, f: FnId, name: &str) -> Vec<FnId> {
+    let edges = cx.g.callees(f);
+    let pick = |keep: &dyn Fn(FnId, &analyzer::CallEdge) -> bool| -> Vec<FnId> {
+        edges
+            .iter()
+            .filter(|(c, e)| keep(*c, e))
+            .map(|(c, _)| *c)
+            .collect()
+    };
+    let via = |e: &analyzer::CallEdge| e.via.as_deref() == Some(name);
+    let direct = pick(&|c, e| {
+        matches!(e.kind, EdgeKind::Direct | EdgeKind::Inline) && cx.g.node(c).name == name
+    });
+    if let Some(&d) = direct.first() {
+        return vec![d];
+    }
+    let via_macro = pick(&|_, e| e.kind == EdgeKind::Macro && via(e));
+    if !via_macro.is_empty() {
+        return via_macro;
+    }
+    pick(&|_, e| e.kind == EdgeKind::OpsTable && via(e))
+}
+
+/// A class for a check this body makes on a predicate's answer: exhaustion when its errno
+/// says so, else the request.
+fn predicate_class(errno: Option<Errno>) -> SiteClass {
+    match errno {
+        Some(e) if EXHAUSTION.contains(&e.name()) => SiteClass::Resources,
+        Some(_) => SiteClass::Request,
+        None => SiteClass::Propagated,
+    }
+}
+
 fn callee_site(
     cx: &SiteCtx,
     cs: &CalleeSite,
@@ -110,46 +146,32 @@ fn callee_site(
         out.push(site);
         return;
     }
-    let callee = cx.g.callees(cs.f).into_iter().find(|(c, e)| {
-        matches!(
-            e.kind,
-            EdgeKind::Direct | EdgeKind::Macro | EdgeKind::Inline
-        ) && cx.g.node(*c).name == cs.name
-    });
-    let Some((c, _)) = callee else {
-        // Outside the analysed tree: a predicate this body turns into its errno, or an error
-        // passed on as it came.
-        if let Some(e) = cs.errno {
-            site.class = if EXHAUSTION.contains(&e.name()) {
-                SiteClass::Resources
-            } else {
-                SiteClass::Request
-            };
-        }
-        out.push(site);
-        return;
-    };
-    if let Some(&p) = cx.probed.get(&c) {
-        site.callee_probe = Some(p);
+    let targets = callees_named(cx, cs.f, cs.name);
+    if let Some(p) = targets.iter().find_map(|c| cx.probed.get(c)) {
+        site.callee_probe = Some(*p);
         out.push(site);
         return;
     }
-    let inner = &cx.g.node(c).error_sites;
-    if inner.is_empty() {
-        // A predicate (`rdma_is_port_valid`): the check is this body's.
-        if cs.errno.is_some() {
-            site.class = SiteClass::Request;
-        }
+    let deeper: Vec<FnId> = targets
+        .into_iter()
+        .filter(|c| !cx.g.node(*c).error_sites.is_empty())
+        .collect();
+    if deeper.is_empty() {
+        // Outside the analysed tree, or a predicate (`rdma_is_port_valid`): a check this
+        // body turns into its errno, or an error passed on as it came.
+        site.class = predicate_class(cs.errno);
         out.push(site);
         return;
     }
-    if cs.via.len() + 1 >= cx.depth || seen.contains(&c) {
+    if cs.via.len() + 1 >= cx.depth || deeper.iter().any(|c| seen.contains(c)) {
         out.push(site);
         return;
     }
-    let mut deeper = cs.via.to_vec();
-    deeper.push(cs.name.to_string());
-    seen.insert(c);
-    walk(cx, c, &deeper, cs.errno, seen, out);
-    seen.remove(&c);
+    let mut via = cs.via.to_vec();
+    via.push(cs.name.to_string());
+    for c in deeper {
+        seen.insert(c);
+        walk(cx, c, &via, cs.errno, seen, out);
+        seen.remove(&c);
+    }
 }
