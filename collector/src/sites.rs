@@ -97,9 +97,9 @@ pub fn decide(p: Option<&ProbeInfo>, errno: u32) -> OwnerDecision {
         candidates: ranked
             .into_iter()
             .take(MAX_CANDIDATES)
-            .map(|(owner, s)| Candidate {
+            .map(|(owner, s, n)| Candidate {
                 owner,
-                reason: reason(p, errno, s),
+                reason: reason(p, errno, s, n),
                 site: site_of(s),
             })
             .collect(),
@@ -124,32 +124,64 @@ pub fn owner_of_class(class: SiteClass, l: Layer) -> Owner {
 }
 
 /// The owners the sites that can return `errno` give (an origin in `layer`), best first, each
-/// with its first site: sites that write `errno` first (more of them first); then sites that
-/// pass a callee's error on, a callee the generator classified (pinning, a charge, a
-/// hardware command) before one it did not; ties in source order.
-fn rank(sites: &[ErrorSite], errno: u32, layer: Layer) -> Vec<(Owner, &ErrorSite)> {
-    // (owner, sites writing errno, a classified callee's, first position)
-    let mut by_owner: Vec<(Owner, usize, bool, usize)> = Vec::new();
+/// with its representative site and how many sites it has: sites that write `errno` first
+/// (more of them first); then sites that pass a callee's error on, a callee the generator
+/// classified (pinning, a charge, a hardware command) before one it did not; ties in source
+/// order.
+fn rank(sites: &[ErrorSite], errno: u32, layer: Layer) -> Vec<(Owner, &ErrorSite, usize)> {
+    struct Group<'s> {
+        owner: Owner,
+        exact: usize,
+        classified: bool,
+        first: usize,
+        members: Vec<&'s ErrorSite>,
+    }
+    let mut groups: Vec<Group> = Vec::new();
     for (i, s) in sites.iter().enumerate() {
         let exact = s.errno.is_some_and(|e| e.number() == errno);
         if !exact && s.errno.is_some() {
             continue;
         }
         let classified = !matches!(s.class, SiteClass::Propagated | SiteClass::Unconditional);
-        let o = owner_of_class(s.class, layer);
-        match by_owner.iter_mut().find(|x| x.0 == o) {
-            Some(x) => {
-                x.1 += usize::from(exact);
-                x.2 |= classified;
+        let owner = owner_of_class(s.class, layer);
+        let g = match groups.iter_mut().position(|g| g.owner == owner) {
+            Some(k) => &mut groups[k],
+            None => {
+                groups.push(Group {
+                    owner,
+                    exact: 0,
+                    classified: false,
+                    first: i,
+                    members: Vec::new(),
+                });
+                let last = groups.len() - 1;
+                &mut groups[last]
             }
-            None => by_owner.push((o, usize::from(exact), classified, i)),
-        }
+        };
+        g.exact += usize::from(exact);
+        g.classified |= classified;
+        g.members.push(s);
     }
-    by_owner.sort_by(|a, b| (b.1, b.2, a.3).cmp(&(a.1, a.2, b.3)));
-    by_owner
+    groups.sort_by(|a, b| (b.exact, b.classified, a.first).cmp(&(a.exact, a.classified, b.first)));
+    groups
         .into_iter()
-        .filter_map(|(o, _, _, i)| sites.get(i).map(|s| (o, s)))
+        .filter_map(|g| {
+            let n = g.members.len();
+            representative(&g.members, errno).map(|s| (g.owner, s, n))
+        })
         .collect()
+}
+
+/// The site a reason cites among one owner's: one writing the errno before one passing it
+/// on, a comparison with a limit (`cap->max_send_wr > rxe->attr.max_qp_wr`, `new_pinned >
+/// lock_limit`) before a test of a pointer, the first in source order among equals.
+fn representative<'s>(members: &[&'s ErrorSite], errno: u32) -> Option<&'s ErrorSite> {
+    let score = |s: &ErrorSite| {
+        let exact = s.errno.is_some_and(|e| e.number() == errno);
+        let limit = s.check.contains(" > ") || s.check.contains(" < ") || s.check.contains(">=");
+        (!exact, !limit)
+    };
+    members.iter().copied().min_by_key(|s| score(s))
 }
 
 fn errno_text(errno: u32) -> String {
@@ -206,8 +238,9 @@ fn request_words(s: &ErrorSite) -> String {
 }
 
 /// `EINVAL at rxe_qp_chk_init: a requested value exceeds the device's limit
-/// [cap->max_send_wr > rxe->attr.max_qp_wr] (rxe_qp.c:21 via rxe_qp_chk_cap)`.
-fn reason(p: &ProbeInfo, errno: u32, s: &ErrorSite) -> String {
+/// [cap->max_send_wr > rxe->attr.max_qp_wr] (rxe_qp.c:21 via rxe_qp_chk_cap); 8 other sites
+/// of this kind can return it` (`n`: the owner's sites that can return the errno).
+fn reason(p: &ProbeInfo, errno: u32, s: &ErrorSite, n: usize) -> String {
     let check = if s.check.is_empty() {
         String::new()
     } else {
@@ -218,8 +251,13 @@ fn reason(p: &ProbeInfo, errno: u32, s: &ErrorSite) -> String {
     } else {
         format!(" via {}", s.via.join(" -> "))
     };
+    let others = match n {
+        0 | 1 => String::new(),
+        2 => "; 1 other site of this kind can return it".to_string(),
+        n => format!("; {} other sites of this kind can return it", n - 1),
+    };
     format!(
-        "{} at {}: {}{check} ({}{via})",
+        "{} at {}: {}{check} ({}{via}){others}",
         errno_text(errno),
         p.function,
         what(s),
@@ -256,6 +294,9 @@ mod tests {
         let r = d.reason();
         assert!(r.starts_with("EINVAL at rxe_qp_chk_init: "), "{r}");
         assert!(r.contains("(rxe_qp.c:"), "{r}");
+        // a comparison with the device's limit is cited, and the other checks counted
+        assert!(r.contains(" > rxe->"), "{r}");
+        assert!(r.contains("other sites of this kind"), "{r}");
         assert!(d.site().starts_with("rxe_qp.c:"), "{d:?}");
         // an unsupported QP type: the switch on what the caller asked for
         let d = decide(Some(origin(&t, "rxe_qp_chk_init")), EOPNOTSUPP);
@@ -273,6 +314,7 @@ mod tests {
         // whatever a callee may pass on
         let d = decide(Some(umem), ENOMEM);
         assert_eq!(d.owner(), Owner::Resources, "{d:?}");
+        assert!(d.reason().contains("lock_limit"), "{}", d.reason());
         assert!(
             d.candidates.len() > 1,
             "the callees' errors are candidates: {d:?}"
@@ -282,10 +324,14 @@ mod tests {
     #[test]
     fn a_callee_s_error_passed_on_names_the_callee() {
         let t = rxe();
-        // rxe_create_qp returns rxe_qp_from_init's and rxe_add_to_pool's errors as they come
-        let d = decide(Some(origin(&t, "rxe_create_qp")), ENOMEM);
+        // rxe_modify_qp returns rxe_qp_chk_attr's and rxe_qp_from_attr's errors as they come
+        let d = decide(Some(origin(&t, "rxe_modify_qp")), ENOMEM);
         assert_eq!(d.owner(), Owner::VendorDriver, "{d:?}");
-        assert!(d.reason().contains("returned as "), "{}", d.reason());
+        assert!(d.reason().contains("returned as rxe_qp_chk_attr (probe "), "{}", d.reason());
+        // rxe_create_qp's pool insertion is an allocation below it: that error is a resource
+        let d = decide(Some(origin(&t, "rxe_create_qp")), ENOMEM);
+        assert_eq!(d.owner(), Owner::Resources, "{d:?}");
+        assert!(d.reason().contains("via rxe_add_to_pool"), "{}", d.reason());
     }
 
     #[test]
@@ -294,6 +340,28 @@ mod tests {
         let d = decide(Some(origin(&t, "rxe_qp_chk_attr")), 5);
         assert_eq!(d.owner(), Owner::VendorDriver);
         assert!(d.reason().contains("no error site"), "{}", d.reason());
+    }
+
+    /// collector/README.md's owner table is this module's `owner_of_class`, row by row.
+    #[test]
+    fn the_readme_owner_table_is_the_site_classes() {
+        let readme = include_str!("../README.md");
+        for &c in SiteClass::ALL {
+            let row = readme
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{c}` |")))
+                .unwrap_or_else(|| panic!("collector/README.md has no row for `{c}`"));
+            let owner = row.trim_end_matches('|').rsplit('|').next().unwrap_or("");
+            let (core, vendor) = (
+                owner_of_class(c, Layer::Core),
+                owner_of_class(c, Layer::Vendor),
+            );
+            if core == vendor {
+                assert_eq!(owner.trim(), format!("`{core}`"), "{row}");
+            } else {
+                assert!(owner.contains("origin's layer"), "{row}");
+            }
+        }
     }
 
     #[test]

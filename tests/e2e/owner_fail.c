@@ -48,6 +48,8 @@ struct ocase {
 	int (*run)(struct env *e);
 	/* set up before the device is opened (limits, cgroup, uid); NULL: none */
 	int (*before)(void);
+	/* the environment is the open device only (no PD, no CQ) */
+	int bare;
 };
 
 static const char *errname(int e)
@@ -388,7 +390,7 @@ static int write_file(const char *path, const char *s)
 	return n == (ssize_t)strlen(s) ? 0 : -1;
 }
 
-/* A job's rdma cgroup: one context, one object (the PD the case allocates first). */
+/* A job's rdma cgroup: two contexts, one object (opening the device takes it). */
 static int join_rdma_cgroup(void)
 {
 	char buf[128];
@@ -419,7 +421,7 @@ static int alloc_pd_over_rdma_cgroup(struct env *e)
 {
 	struct ibv_pd *pd;
 
-	/* the environment's PD took the one object the cgroup allows */
+	/* opening the device took the one object the cgroup allows */
 	errno = 0;
 	pd = ibv_alloc_pd(e->ctx);
 	if (pd) {
@@ -430,29 +432,29 @@ static int alloc_pd_over_rdma_cgroup(struct env *e)
 }
 
 static const struct ocase cases[] = {
-	{ "reg_mr_unmapped", "application", reg_mr_unmapped, NULL },
-	{ "reg_mr_unmapped_hole", "application", reg_mr_unmapped_hole, NULL },
-	{ "reg_mr_readonly_for_write", "application", reg_mr_readonly_for_write, NULL },
-	{ "reg_mr_remote_write_without_local", "application", reg_mr_remote_write_without_local, NULL },
-	{ "reg_mr_iova_misaligned", "application", reg_mr_iova_misaligned, NULL },
-	{ "reg_mr_address_wraps", "application", reg_mr_address_wraps, NULL },
-	{ "create_qp_send_wr_over_limit", "application", create_qp_send_wr_over_limit, NULL },
-	{ "create_qp_recv_wr_over_limit", "application", create_qp_recv_wr_over_limit, NULL },
-	{ "create_qp_send_sge_over_limit", "application", create_qp_send_sge_over_limit, NULL },
-	{ "create_qp_recv_sge_over_limit", "application", create_qp_recv_sge_over_limit, NULL },
-	{ "create_qp_inline_over_limit", "application", create_qp_inline_over_limit, NULL },
-	{ "create_qp_unsupported_type", "application", create_qp_unsupported_type, NULL },
-	{ "create_cq_over_limit", "application", create_cq_over_limit, NULL },
-	{ "create_cq_bad_vector", "application", create_cq_bad_vector, NULL },
-	{ "resize_cq_over_limit", "application", resize_cq_over_limit, NULL },
-	{ "modify_qp_reset_to_rts", "application", modify_qp_reset_to_rts, NULL },
-	{ "modify_qp_reset_to_rtr", "application", modify_qp_reset_to_rtr, NULL },
-	{ "modify_qp_init_bad_port", "application", modify_qp_init_bad_port, NULL },
-	{ "modify_qp_init_missing_attrs", "application", modify_qp_init_missing_attrs, NULL },
-	{ "modify_qp_timeout_over_limit", "application", modify_qp_timeout_over_limit, NULL },
-	{ "reg_mr_over_memlock", "resources", reg_mr_over_memlock, memlock_64k_as_nobody },
-	{ "reg_mr_memlock_zero", "resources", reg_mr_over_memlock, memlock_zero_as_nobody },
-	{ "alloc_pd_over_rdma_cgroup", "resources", alloc_pd_over_rdma_cgroup, join_rdma_cgroup },
+	{ "reg_mr_unmapped", "application", reg_mr_unmapped, NULL, 0 },
+	{ "reg_mr_unmapped_hole", "application", reg_mr_unmapped_hole, NULL, 0 },
+	{ "reg_mr_readonly_for_write", "application", reg_mr_readonly_for_write, NULL, 0 },
+	{ "reg_mr_remote_write_without_local", "application", reg_mr_remote_write_without_local, NULL, 0 },
+	{ "reg_mr_iova_misaligned", "application", reg_mr_iova_misaligned, NULL, 0 },
+	{ "reg_mr_address_wraps", "application", reg_mr_address_wraps, NULL, 0 },
+	{ "create_qp_send_wr_over_limit", "application", create_qp_send_wr_over_limit, NULL, 0 },
+	{ "create_qp_recv_wr_over_limit", "application", create_qp_recv_wr_over_limit, NULL, 0 },
+	{ "create_qp_send_sge_over_limit", "application", create_qp_send_sge_over_limit, NULL, 0 },
+	{ "create_qp_recv_sge_over_limit", "application", create_qp_recv_sge_over_limit, NULL, 0 },
+	{ "create_qp_inline_over_limit", "application", create_qp_inline_over_limit, NULL, 0 },
+	{ "create_qp_unsupported_type", "application", create_qp_unsupported_type, NULL, 0 },
+	{ "create_cq_over_limit", "application", create_cq_over_limit, NULL, 0 },
+	{ "create_cq_bad_vector", "application", create_cq_bad_vector, NULL, 0 },
+	{ "resize_cq_over_limit", "application", resize_cq_over_limit, NULL, 0 },
+	{ "modify_qp_reset_to_rts", "application", modify_qp_reset_to_rts, NULL, 0 },
+	{ "modify_qp_reset_to_rtr", "application", modify_qp_reset_to_rtr, NULL, 0 },
+	{ "modify_qp_init_bad_port", "application", modify_qp_init_bad_port, NULL, 0 },
+	{ "modify_qp_init_missing_attrs", "application", modify_qp_init_missing_attrs, NULL, 0 },
+	{ "modify_qp_timeout_over_limit", "application", modify_qp_timeout_over_limit, NULL, 0 },
+	{ "reg_mr_over_memlock", "resources", reg_mr_over_memlock, memlock_64k_as_nobody, 0 },
+	{ "reg_mr_memlock_zero", "resources", reg_mr_over_memlock, memlock_zero_as_nobody, 0 },
+	{ "alloc_pd_over_rdma_cgroup", "resources", alloc_pd_over_rdma_cgroup, join_rdma_cgroup, 1 },
 };
 
 /* The child: set up, make the environment, run the case; exit status 0 FAILED, 1 NOFAIL,
@@ -467,8 +469,8 @@ static int child(const struct ocase *c)
 		return 2;
 	}
 	e.ctx = open_dev();
-	if (!e.ctx || !(e.pd = ibv_alloc_pd(e.ctx)) ||
-	    !(e.cq = ibv_create_cq(e.ctx, 16, NULL, NULL, 0))) {
+	if (!e.ctx || (!c->bare && (!(e.pd = ibv_alloc_pd(e.ctx)) ||
+				    !(e.cq = ibv_create_cq(e.ctx, 16, NULL, NULL, 0))))) {
 		fprintf(stderr, "owner_fail: %s: setup: %s\n", c->name, strerror(errno));
 		printf("OF %s owner=%s errno=0 (OK) pid=%d SKIP\n", c->name, c->owner, (int)getpid());
 		return 2;
