@@ -327,7 +327,11 @@ mod tests {
         // rxe_modify_qp returns rxe_qp_chk_attr's and rxe_qp_from_attr's errors as they come
         let d = decide(Some(origin(&t, "rxe_modify_qp")), ENOMEM);
         assert_eq!(d.owner(), Owner::VendorDriver, "{d:?}");
-        assert!(d.reason().contains("returned as rxe_qp_chk_attr (probe "), "{}", d.reason());
+        assert!(
+            d.reason().contains("returned as rxe_qp_chk_attr (probe "),
+            "{}",
+            d.reason()
+        );
         // rxe_create_qp's pool insertion is an allocation below it: that error is a resource
         let d = decide(Some(origin(&t, "rxe_create_qp")), ENOMEM);
         assert_eq!(d.owner(), Owner::Resources, "{d:?}");
