@@ -390,7 +390,7 @@ static int write_file(const char *path, const char *s)
 	return n == (ssize_t)strlen(s) ? 0 : -1;
 }
 
-/* A job's rdma cgroup: two contexts, one object (opening the device takes it). */
+/* A job's rdma cgroup: two contexts, one object. */
 static int join_rdma_cgroup(void)
 {
 	char buf[128];
@@ -419,13 +419,17 @@ static int join_rdma_cgroup(void)
 
 static int alloc_pd_over_rdma_cgroup(struct env *e)
 {
-	struct ibv_pd *pd;
+	struct ibv_pd *first, *pd;
 
-	/* opening the device took the one object the cgroup allows */
+	/* the first PD takes the one object the cgroup allows, the second is over it */
+	first = ibv_alloc_pd(e->ctx);
+	if (!first)
+		return -1;
 	errno = 0;
 	pd = ibv_alloc_pd(e->ctx);
 	if (pd) {
 		ibv_dealloc_pd(pd);
+		ibv_dealloc_pd(first);
 		return 0;
 	}
 	return errno;
