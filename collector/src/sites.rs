@@ -174,12 +174,15 @@ fn rank(sites: &[ErrorSite], errno: u32, layer: Layer) -> Vec<(Owner, &ErrorSite
 
 /// The site a reason cites among one owner's: one writing the errno before one passing it
 /// on, a comparison with a limit (`cap->max_send_wr > rxe->attr.max_qp_wr`, `new_pinned >
-/// lock_limit`) before a test of a pointer, the first in source order among equals.
+/// lock_limit`) before other checks, the function's own check before a callee's, the first
+/// in source order among equals.
 fn representative<'s>(members: &[&'s ErrorSite], errno: u32) -> Option<&'s ErrorSite> {
     let score = |s: &ErrorSite| {
         let exact = s.errno.is_some_and(|e| e.number() == errno);
-        let limit = s.check.contains(" > ") || s.check.contains(" < ") || s.check.contains(">=");
-        (!exact, !limit)
+        let c = s.check.as_str();
+        let compares = c.contains(" > ") || c.contains(" < ") || c.contains(">=");
+        let limit = compares && (c.contains("max") || c.contains("limit"));
+        (!exact, !limit, s.via.len())
     };
     members.iter().copied().min_by_key(|s| score(s))
 }
