@@ -576,6 +576,8 @@ mod tests {
             vec![
                 (4, None, SiteShape::Callee("lookup".into())),
                 (6, e("EINVAL"), SiteShape::Request),
+                // `m` may hold lookup's ERR_PTR (the body tests it with IS_ERR): passed on
+                (10, None, SiteShape::Callee("lookup".into())),
             ]
         );
     }
