@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 /// failures in flight carried): 4,700. Issue 22 added ~75 for driver modules without BTF
 /// (DKMS, vendor OFED builds): their probes attach by the kprobe/kretprobe fallback, with the
 /// mechanism in the attach status and a log line naming the module: 4,780. Issue 24 added
-/// ~160 for the owner from the origin's error sites (`sites.rs`: matching, ranking, the
-/// reason in words, the older-set fallback) and moved the ~150 lines of errno tables into
-/// `manifest` (the sites' errno constants are typed there): 4,790.
-const COLLECTOR_CODE_LINES_BUDGET: usize = 4_790;
+/// ~195 for the owner from the origin's error sites (`sites.rs`: matching, ranking, the
+/// cited site, the reason in words, the older-set fallback) and moved the ~150 lines of
+/// errno tables into `manifest` (the sites' errno constants are typed there): 4,825.
+const COLLECTOR_CODE_LINES_BUDGET: usize = 4_825;
 
 /// Code lines of one rustfmt-formatted file: a line is a comment when it starts with `//` or
 /// lies in a `/* */` block; a `#[cfg(test)]` module is skipped from its `mod` line to its
