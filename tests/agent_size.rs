@@ -25,8 +25,11 @@ use std::path::{Path, PathBuf};
 /// other home (it reads the pipeline's chains and the live object's maps): the trace ring with
 /// its own fenced counts (`live/trace.rs`, ~195), the success-shape store, the LCS alignment
 /// with noise subtraction and the expected-error rules (`baseline/`, ~640 with the chain
-/// notes), the wire types (~80) and the loader, source and pipeline hooks: BUDGET.
-const COLLECTOR_CODE_LINES_BUDGET: usize = 6_400;
+/// notes), the wire types (~80) and the loader, source and pipeline hooks. Issue 24 added
+/// ~195 for the owner from the origin's error sites (`sites.rs`: matching, ranking, the cited
+/// site, the reason in words, the older-set fallback) and moved the ~150 lines of errno tables
+/// into `manifest` (the sites' errno constants are typed there): BUDGET.
+const COLLECTOR_CODE_LINES_BUDGET: usize = 7_000;
 
 /// Code lines of one rustfmt-formatted file: a line is a comment when it starts with `//` or
 /// lies in a `/* */` block; a `#[cfg(test)]` module is skipped from its `mod` line to its

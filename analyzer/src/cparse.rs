@@ -241,6 +241,14 @@ fn function_def(node: Node, src: &[u8]) -> Option<FunctionDef> {
     let outer_fn = declared.fn_declarator;
     let (calls, field_writes) = body_calls(outer_fn, body, src);
     let body_text = text(body, src);
+    let ret = ret_kind(declared.pointer, &ret_type);
+    let returns_error = has_error_code(body_text);
+    // every int or pointer body: one without an error constant may still pass a callee's on
+    let error_sites = if matches!(ret, RetKind::Int | RetKind::Ptr) {
+        crate::errsites::error_sites(body, src, ret == RetKind::Ptr)
+    } else {
+        Vec::new()
+    };
     Some(FunctionDef {
         name: declared.name,
         uverbs_handler_id: declared.handler_id,
@@ -248,7 +256,7 @@ fn function_def(node: Node, src: &[u8]) -> Option<FunctionDef> {
         end_line: node.end_position().row + 1,
         is_static,
         is_inline,
-        ret: ret_kind(declared.pointer, &ret_type),
+        ret,
         ret_type: if declared.pointer {
             format!("{ret_type} *")
         } else {
@@ -259,7 +267,8 @@ fn function_def(node: Node, src: &[u8]) -> Option<FunctionDef> {
         calls,
         field_writes,
         reads_method_handler: body_text.contains("method_elm->handler"),
-        returns_error: has_error_code(body_text),
+        returns_error,
+        error_sites,
         null_ok: body_text.contains("return NULL")
             && ["ERR_PTR(", "IS_ERR(", "ERR_CAST(", "PTR_ERR("]
                 .iter()

@@ -100,6 +100,8 @@ pub struct FnNode {
     pub unresolved_indirect: Vec<String>,
     /// The body produces or propagates an error code.
     pub returns_error: bool,
+    /// Each way the body returns an error (syntax; callees not yet resolved).
+    pub error_sites: Vec<crate::model::ErrorSite>,
     /// False for functions of files the config does not build (parsed on request).
     pub built: bool,
     /// NULL is an ordinary return, errors come back as ERR_PTR.
@@ -376,6 +378,7 @@ fn fn_node(file: &str, module: Option<String>, built: bool, f: &FunctionDef) -> 
         ops_calls: Vec::new(),
         unresolved_indirect: Vec::new(),
         returns_error: f.returns_error,
+        error_sites: f.error_sites.clone(),
         built,
         null_ok: f.null_ok,
     }

@@ -11,6 +11,7 @@ mod btf;
 mod completeness;
 mod cparse;
 mod error;
+mod errsites;
 mod facts_cache;
 mod graph;
 mod kbuild;
@@ -36,8 +37,8 @@ pub use source::{LoadOptions, SourceTree};
 // The C front end, one file at a time (what the facts cache stores; the fuzz target's input).
 pub use cparse::{extract, new_parser, PARSE_NS};
 pub use model::{
-    CallSite, CallTarget, FileFacts, FunctionDef, MacroDef, OpsTable, Param, RetKind, UapiMethod,
-    WriteCommand,
+    CallSite, CallTarget, ErrorSite, FileFacts, FunctionDef, MacroDef, OpsTable, Param, RetKind,
+    SiteShape, UapiMethod, WriteCommand,
 };
 pub use opsdecl::{ops_struct_members, struct_pointee, OpsMemberDecl};
 pub use preproc::{blank_type_bodies, preprocess, Preprocessed};

@@ -74,9 +74,41 @@ pub struct FunctionDef {
     /// The body produces or propagates an error code: `-EINVAL`, `ERR_PTR(`, `PTR_ERR(`,
     /// `ERR_CAST(`. A helper without it cannot be the origin of an errno.
     pub returns_error: bool,
+    /// Each way the body returns an error (`errsites`), sorted by line; empty for void and
+    /// bool functions.
+    #[serde(default)]
+    pub error_sites: Vec<ErrorSite>,
     /// A pointer-returning body that both returns `NULL` and uses the ERR_PTR family: errors
     /// come back as ERR_PTR, NULL is an ordinary "none" (`rdma_lag_get_ah_roce_slave`).
     pub null_ok: bool,
+}
+
+/// What decides one error exit of a body, as its syntax shows (`errsites`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum SiteShape {
+    /// A check of what the caller asked for: a comparison with a limit, a mask, a missing
+    /// argument, a value outside a switch's cases.
+    Request,
+    /// The error constant says exhaustion (`-ENOMEM`, `-ENOSPC`, ...).
+    Resources,
+    /// The condition tests a state (`cur_state`, `qp->state`).
+    State,
+    /// The result of this call decides: its own checks, or a predicate it answers.
+    Callee(String),
+    /// An error returned without a condition (an unsupported operation).
+    Unconditional,
+}
+
+/// One error exit of a function body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorSite {
+    /// The line of the check (the `if`), or of the `return`.
+    pub line: usize,
+    /// The errno constant the code writes (`EINVAL`); `None`: the callee's, whatever it was.
+    pub errno: Option<String>,
+    pub shape: SiteShape,
+    /// The condition as written (empty for a return without one).
+    pub check: String,
 }
 
 /// `#define NAME(params) body`.

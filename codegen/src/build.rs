@@ -110,6 +110,17 @@ pub fn build_manifest(
         .filter(|v| attach(&attach_of(g, bins, v.id)).has_program())
         .map(|v| v.id)
         .collect();
+    let with_program: BTreeMap<FnId, u32> = probe_index
+        .iter()
+        .filter(|(f, _)| probed.contains(f))
+        .map(|(&f, &i)| (f, i))
+        .collect();
+    let site_cx = crate::sites::SiteCtx {
+        g,
+        sel,
+        probed: &with_program,
+        depth: sel.manifest_limits.calls_depth,
+    };
     let mut stats = Stats {
         reachable: sel.verdicts.len(),
         ..Stats::default()
@@ -124,6 +135,7 @@ pub fn build_manifest(
             &probed,
             sel.manifest_limits.calls_depth,
         );
+        p.error_sites = Some(crate::sites::error_sites(&site_cx, v.id));
         *stats.attach.entry(p.attach).or_default() += 1;
         if p.attach.has_program() {
             stats.attachable += 1;
@@ -152,6 +164,38 @@ pub fn build_manifest(
         excluded,
         stats,
     }
+}
+
+/// The error sites of function `id` as its probe lists them (`explain`): the same walk as
+/// [`build_manifest`], over the same probes.
+pub fn error_sites_of(
+    g: &CallGraph,
+    sel: &Selection,
+    bins: Option<&Binaries>,
+    id: FnId,
+) -> Vec<manifest::ErrorSite> {
+    let mut kept: Vec<_> = sel.kept().collect();
+    kept.sort_by(|a, b| {
+        let (x, y) = (g.node(a.id), g.node(b.id));
+        (x.name.as_str(), module_name(g, a.id), x.file.as_str()).cmp(&(
+            y.name.as_str(),
+            module_name(g, b.id),
+            y.file.as_str(),
+        ))
+    });
+    let with_program: BTreeMap<FnId, u32> = kept
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| attach(&attach_of(g, bins, v.id)).has_program())
+        .map(|(i, v)| (v.id, i as u32))
+        .collect();
+    let cx = crate::sites::SiteCtx {
+        g,
+        sel,
+        probed: &with_program,
+        depth: sel.manifest_limits.calls_depth,
+    };
+    crate::sites::error_sites(&cx, id)
 }
 
 fn path_names(g: &CallGraph, p: &[FnId]) -> Vec<String> {
@@ -224,6 +268,8 @@ fn probe_of(
         args: scalar_args(n),
         calls: probed_callees(g, v.id, probe_index, limits.calls_depth),
         path: path_names(g, &v.path),
+        // set by build_manifest, which knows every probe's program
+        error_sites: None,
     }
 }
 

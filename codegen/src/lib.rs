@@ -8,9 +8,10 @@ mod build;
 mod output;
 mod picture;
 mod report;
+mod sites;
 
 pub use bpf::{render_bpf, render_header, HEADER_NAME};
-pub use build::{build_manifest, degraded as degraded_entry, validate, Mismatch};
+pub use build::{build_manifest, degraded as degraded_entry, error_sites_of, validate, Mismatch};
 pub use output::{write_atomic, write_set_atomic, OutputError};
 pub use picture::{render_change_html, ChangeMarks, RemovedProbe};
 pub use report::{render_all, render_report, RenderContext, RenderError};

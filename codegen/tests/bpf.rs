@@ -34,6 +34,7 @@ fn probe(
         rule: manifest::Rule::parse("focus").expect("rule"),
         focus: Some(manifest::FocusKind::parse("handler").expect("focus")),
         pins_user_memory: false,
+        error_sites: None,
         evidence: "test".into(),
         returns: manifest::ReturnKind::parse(returns).expect("returns"),
         ret_size: match returns {

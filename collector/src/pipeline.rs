@@ -405,7 +405,7 @@ impl Pipeline {
         let chains = ChainsOut::new(
             self.chains.take(&self.table.relation, is_final),
             self.table.clone(),
-            crate::owner::decide_for,
+            crate::sites::decide,
         );
         if chains.is_empty() {
             return chains;

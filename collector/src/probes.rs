@@ -37,6 +37,8 @@ pub struct ProbeInfo {
     pub focus: Option<FocusKind>,
     /// The manifest's `pins_user_memory`: the body pins user memory (owner decision).
     pub pins_user_memory: bool,
+    /// The manifest's `error_sites` (owner decision); `None` for a set written before them.
+    pub error_sites: Option<Vec<manifest::ErrorSite>>,
     /// The kprobe/kretprobe fallback programs for a module without BTF, (name, section)
     /// ([`manifest::Probe::kprobe_fallback`]); empty when the probe has none.
     pub fallback: Vec<(String, String)>,
@@ -126,6 +128,7 @@ impl ProbeTable {
                     },
                     focus: None,
                     pins_user_memory: false,
+                    error_sites: None,
                     fallback: Vec::new(),
                 })
                 .collect(),
@@ -148,6 +151,14 @@ impl ProbeTable {
     pub fn with_focus(mut self, id: u32, focus: FocusKind) -> Self {
         if let Some(p) = self.probes.iter_mut().find(|p| p.id == id) {
             p.focus = Some(focus);
+        }
+        self
+    }
+
+    /// The same table with `sites` as probe `id`'s error sites (tests of the owner decision).
+    pub fn with_error_sites(mut self, id: u32, sites: Vec<manifest::ErrorSite>) -> Self {
+        if let Some(p) = self.probes.iter_mut().find(|p| p.id == id) {
+            p.error_sites = Some(sites);
         }
         self
     }
@@ -221,6 +232,7 @@ fn info(p: &Probe) -> Result<ProbeInfo, CollectError> {
         layer: p.layer,
         focus: p.focus,
         pins_user_memory: p.pins_user_memory,
+        error_sites: p.error_sites.clone(),
         fallback: p.kprobe_fallback(),
     })
 }

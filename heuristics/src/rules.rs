@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use analyzer::SourceLayout;
 use analyzer::VendorScope;
-use manifest::Object;
+use manifest::{Object, SiteClass};
 use serde::Deserialize;
 
 /// The rules shipped with probegen.
@@ -133,6 +133,10 @@ pub struct Rules {
     pub cleanup_tokens: Vec<String>,
     pub read_only_tokens: Vec<String>,
     pub allocation_calls: Vec<String>,
+    /// Calls that charge a limit (the rdma cgroup, locked memory): an error returned from one
+    /// is a resource site (`error_sites`).
+    #[serde(default)]
+    pub charge_calls: Vec<String>,
     /// Name prefixes of calls that change state outside the subsystem (pinning user pages):
     /// evidence like an allocation.
     #[serde(default)]
@@ -329,6 +333,35 @@ impl Rules {
         self.state_changing_prefixes
             .iter()
             .any(|p| call.starts_with(p.as_str()))
+    }
+
+    /// The site class of an error returned by `call`, a function outside the analysed tree
+    /// (or a hardware command of `vendor`), with why in words; `None` when the rules do not
+    /// know it.
+    pub fn callee_site_class(
+        &self,
+        vendor: &Vendor,
+        call: &str,
+    ) -> Option<(SiteClass, &'static str)> {
+        if vendor.hardware_commands.iter().any(|c| c == call) {
+            return Some((
+                SiteClass::Hardware,
+                "a hardware command returned an error status",
+            ));
+        }
+        if self.is_pinning_call(call) {
+            return Some((
+                SiteClass::Request,
+                "the caller's memory could not be pinned (unmapped, misaligned or read-only)",
+            ));
+        }
+        if self.charge_calls.iter().any(|c| c == call) {
+            return Some((SiteClass::Resources, "a charge against a limit was refused"));
+        }
+        if self.allocation_calls.iter().any(|c| c == call) {
+            return Some((SiteClass::Resources, "an allocation failed"));
+        }
+        None
     }
 
     /// A call that changes state: an allocation or pinning user memory.

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use analyzer::RetKind;
 use analyzer::{CallGraph, EdgeKind, FnId, FnNode};
-use manifest::{FocusKind, Layer, Object, Relation, Rule};
+use manifest::{FocusKind, Layer, Object, Relation, Rule, SiteClass};
 use serde::Serialize;
 
 use crate::focus_ops::{FocusOps, FocusOpsError};
@@ -53,6 +53,9 @@ pub struct Selection {
     /// `state_changing_prefixes`): the graph fact the manifest's `pins_user_memory` is
     /// derived from (codegen adds what a probe reaches through unprobed callees).
     pub pins_user_memory: BTreeSet<FnId>,
+    /// The callees error sites of reachable functions name that the rules classify (hardware
+    /// commands, pinning, charges, allocations): name -> (class, why).
+    pub callee_classes: BTreeMap<String, (SiteClass, &'static str)>,
 }
 
 /// How far the manifest looks around a kept function (rules `calls_depth`, `suggest_hops`).
@@ -374,6 +377,7 @@ pub fn select_with(
         .copied()
         .filter(|&id| ctx.pins_user_memory(ctx.node(id)).is_some())
         .collect();
+    let callee_classes = callee_classes(&ctx);
     Ok(Selection {
         vendor: vendor.name.clone(),
         entries: entries.to_vec(),
@@ -384,7 +388,23 @@ pub fn select_with(
             suggest_hops: rules.suggest_hops,
         },
         pins_user_memory,
+        callee_classes,
     })
+}
+
+/// The rules' class of every callee an error site of a reachable function names.
+fn callee_classes(ctx: &Ctx) -> BTreeMap<String, (SiteClass, &'static str)> {
+    let mut out = BTreeMap::new();
+    for &id in ctx.reach.keys() {
+        for s in &ctx.node(id).error_sites {
+            if let analyzer::SiteShape::Callee(f) = &s.shape {
+                if let Some(c) = ctx.rules.callee_site_class(ctx.vendor, f) {
+                    out.insert(f.clone(), c);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// What a pass decided for one function; it becomes the function's [`Verdict`].

@@ -858,6 +858,7 @@ mod tests {
             rule: manifest::Rule::parse("focus").expect("rule"),
             focus: Some(manifest::FocusKind::parse("hardware").expect("focus")),
             pins_user_memory: false,
+            error_sites: None,
             evidence: String::new(),
             returns: manifest::ReturnKind::parse("int").expect("returns"),
             ret_size: 4,

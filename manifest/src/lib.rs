@@ -4,6 +4,7 @@
 //! crate and on nothing of each other; it depends on no workspace crate and parses no C.
 
 // The modules are private; this file is the crate's one face (`pub use` below).
+mod errno;
 mod input;
 mod naming;
 mod record;
@@ -13,6 +14,7 @@ mod union;
 mod validate;
 mod vocab;
 
+pub use errno::{errno_name, errno_number, Errno};
 pub use input::{
     check_text, check_yaml_nesting, read_bounded, read_text, MAX_CSV_BYTES, MAX_MANIFEST_BYTES,
     MAX_RULES_BYTES, MAX_YAML_FLOW_DEPTH,
@@ -30,11 +32,11 @@ pub use trace::{
     TRACE_STEPS,
 };
 pub use types::{
-    json_schema, Degraded, Excluded, FocusOp, KernelInfo, Manifest, Probe, ProbeArg, Stats,
-    Suggestion, MANIFEST_WHAT, SCHEMA_ID,
+    json_schema, Degraded, ErrorSite, Excluded, FocusOp, KernelInfo, Manifest, Probe, ProbeArg,
+    Stats, Suggestion, MANIFEST_WHAT, SCHEMA_ID,
 };
 pub use union::union;
 pub use validate::{validate, MAX_PROBE_ID};
 pub use vocab::{
-    Attach, Derivation, FocusKind, GapKind, Layer, Object, Relation, ReturnKind, Rule,
+    Attach, Derivation, FocusKind, GapKind, Layer, Object, Relation, ReturnKind, Rule, SiteClass,
 };

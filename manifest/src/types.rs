@@ -5,8 +5,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::errno::Errno;
 use crate::vocab::{
-    Attach, Derivation, FocusKind, GapKind, Layer, Object, Relation, ReturnKind, Rule,
+    Attach, Derivation, FocusKind, GapKind, Layer, Object, Relation, ReturnKind, Rule, SiteClass,
 };
 
 pub const SCHEMA_ID: &str = "probegen/v1";
@@ -146,6 +147,41 @@ pub struct Probe {
     pub calls: Vec<u32>,
     /// entry, ..., function
     pub path: Vec<String>,
+    /// Each way the function returns an error, classified from the code (its own checks and
+    /// those of the unprobed callees whose errors it returns), in source order. Absent in sets
+    /// written before sites existed (the collector then says so in the owner's reason);
+    /// present and empty when the code shows no error exit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_sites: Option<Vec<ErrorSite>>,
+}
+
+/// One way a probed function returns an error.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorSite {
+    /// The errno constant the code writes; absent: whatever the callee returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errno: Option<Errno>,
+    /// `request`, `resources`, `hardware`, `state`, `propagated` or `unconditional`.
+    pub class: SiteClass,
+    /// Where the check is: the probe's own file, or a callee's (see `via`).
+    pub file: String,
+    pub line: usize,
+    /// The condition as written (whitespace collapsed; empty for a return without one).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub check: String,
+    /// The unprobed callees, outermost first, whose check this is (empty: the probe's own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub via: Vec<String>,
+    /// For `propagated` (and a class decided by a callee outside the analysed tree): the
+    /// callee whose error is returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callee: Option<String>,
+    /// For `propagated`: the callee's probe id, when it is a probe of the set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub callee_probe: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

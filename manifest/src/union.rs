@@ -105,13 +105,20 @@ fn union_probes(sets: &[&Manifest]) -> Vec<Probe> {
         }
         renumber.push(map);
     }
+    let mut sites_mapped = vec![false; out.len()];
     for (m, map) in sets.iter().zip(&renumber) {
         for p in &m.probes {
             let Some(&me) = map.get(&p.id) else { continue };
-            let calls = &mut out[me as usize].calls;
-            calls.extend(p.calls.iter().filter_map(|c| map.get(c)));
-            calls.sort_unstable();
-            calls.dedup();
+            let q = &mut out[me as usize];
+            q.calls.extend(p.calls.iter().filter_map(|c| map.get(c)));
+            q.calls.sort_unstable();
+            q.calls.dedup();
+            // the error sites came with the first set's copy: its probe ids, mapped once
+            if !std::mem::replace(&mut sites_mapped[me as usize], true) {
+                for site in q.error_sites.iter_mut().flatten() {
+                    site.callee_probe = site.callee_probe.and_then(|c| map.get(&c).copied());
+                }
+            }
         }
     }
     out
@@ -189,6 +196,29 @@ mod tests {
                         p.function
                     );
                 }
+            }
+        }
+        // a propagated site names the same callee probe by function as in its own set
+        for q in &u.probes {
+            let src = [&mlx5, &rxe].into_iter().find_map(|m| {
+                m.probes
+                    .iter()
+                    .find(|p| (&p.module, &p.function) == (&q.module, &q.function))
+                    .map(|p| (m, p))
+            });
+            let (m, p) = src.expect("from a set");
+            for (a, b) in q
+                .error_sites
+                .iter()
+                .flatten()
+                .zip(p.error_sites.iter().flatten())
+            {
+                assert_eq!(
+                    a.callee_probe.map(|c| name(&u, c)),
+                    b.callee_probe.map(|c| name(m, c)),
+                    "{}",
+                    q.function
+                );
             }
         }
         assert_eq!(u.stats.probes, u.probes.len());

@@ -209,6 +209,28 @@ string_enum! {
     }
 }
 
+string_enum! {
+    /// What decides one error site of a probed function, classified from the code
+    /// (`error_sites`): who can act on the failure follows from it.
+    SiteClass, "class" {
+        /// A check of what the caller asked for: a parameter, command or attribute field
+        /// compared with a device limit or an allowed set, a missing argument, the caller's
+        /// memory that could not be pinned, a permission.
+        Request => "request",
+        /// A failed allocation or a charge against a limit (memory, rdma cgroup, pinned pages).
+        Resources => "resources",
+        /// The status of a hardware or firmware command.
+        Hardware => "hardware",
+        /// The object is in the wrong state for what was asked (a transition).
+        State => "state",
+        /// The error of a callee, returned as it came: a probe of its own (`callee_probe`) or
+        /// a function the set does not probe.
+        Propagated => "propagated",
+        /// An error returned without a check (an operation the layer does not support).
+        Unconditional => "unconditional",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

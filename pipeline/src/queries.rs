@@ -181,6 +181,44 @@ pub struct Explanation {
     pub found: bool,
 }
 
+/// `errors` lines of `explain`: one per error site, `EINVAL request file:line [via f] check`.
+fn site_lines(sites: &[manifest::ErrorSite]) -> Vec<String> {
+    if sites.is_empty() {
+        return vec!["  errors    none the code shows".to_string()];
+    }
+    sites
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let head = if i == 0 {
+                "  errors    "
+            } else {
+                "            "
+            };
+            let errno = s.errno.map_or("any".to_string(), |e| e.to_string());
+            let via = if s.via.is_empty() {
+                String::new()
+            } else {
+                format!(" via {}", s.via.join(" -> "))
+            };
+            let callee = match (&s.callee, s.callee_probe) {
+                (Some(c), Some(p)) => format!(" from {c} (probe {p})"),
+                (Some(c), None) => format!(" from {c}"),
+                _ => String::new(),
+            };
+            let check = if s.check.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", s.check)
+            };
+            format!(
+                "{head}{errno} {} {}:{}{via}{callee}{check}",
+                s.class, s.file, s.line
+            )
+        })
+        .collect()
+}
+
 /// `explain`: verdict, rule, evidence and call path of every definition of `function`.
 pub fn explain(
     opts: &SourceOptions,
@@ -229,6 +267,8 @@ pub fn explain(
         }
         let path: Vec<&str> = v.path.iter().map(|&p| g.node(p).name.as_str()).collect();
         out.lines.push(format!("  path      {}", path.join(" -> ")));
+        let sites = codegen::error_sites_of(g, &s.selection, s.binaries.as_deref(), id);
+        out.lines.extend(site_lines(&sites));
     }
     Ok(out)
 }

@@ -8,7 +8,8 @@
 #          of /metrics, 10 s idle (measured), then SIGTERM; the collector writes its final
 #          snapshot and exits 0.
 # Everything lands in /out (-> target/e2e/<ver>/): snapshots.jsonl, replay.jsonl,
-# collect.log, collect.rc, metrics.txt, vf.log, vf-job.log, idle.txt, idle-threads.txt.
+# collect.log, collect.rc, metrics.txt, vf.log, vf-job.log, owner-fail.log, idle.txt,
+# idle-threads.txt.
 X=/extra
 PIDF=/tmp/probegen-collect.pid
 mkdir -p /out
@@ -62,6 +63,9 @@ stop)
 	mkdir -p /sys/fs/cgroup/probegen-job42
 	sh -c 'echo $$ >/sys/fs/cgroup/probegen-job42/cgroup.procs 2>/dev/null;
 		exec env SLURM_JOB_ID=42 RANK=3 OTHER=x VERBS_FAIL_LINGER_MS=1500 /usr/bin/verbs_fail rxe0' >/out/vf-job.log 2>&1
+	# the labeled set: one child process per induced failure, each line with its owner label
+	# (tests/e2e/owner_fail.c; owner accuracy in tests/collector_e2e.rs)
+	/usr/bin/owner_fail rxe0 >/out/owner-fail.log 2>/out/owner-fail.err
 	# two snapshots written since the job ended, whatever the --interval: the job's records
 	# (and its chains, complete one window later) are in the collector and in the metrics, and
 	# the idle period below starts after the traffic's snapshots (the second also re-reads the

@@ -262,6 +262,10 @@ build_initramfs() {
 		die "building verbs_fail failed"
 	install -m 755 "$BUILD/verbs_fail" "$st/usr/bin/verbs_fail"
 	copy_with_libs "$st" "$st/usr/bin/verbs_fail"
+	# the labeled set of induced failures (owner accuracy, tests/collector_e2e.rs)
+	gcc -O2 -Wall -Wextra -o "$BUILD/owner_fail" "$REPO/tests/e2e/owner_fail.c" -libverbs ||
+		die "building owner_fail failed"
+	install -m 755 "$BUILD/owner_fail" "$st/usr/bin/owner_fail"
 	printf 'root:x:0:0:root:/root:/bin/sh\n' >"$st/etc/passwd"
 	printf 'root:x:0:\n' >"$st/etc/group"
 	printf '127.0.0.1 localhost\n' >"$st/etc/hosts"

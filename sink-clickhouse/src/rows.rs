@@ -101,6 +101,9 @@ struct RecordRow<'a> {
 struct ChainRow<'a> {
     idx: u32,
     owner: collector::Owner,
+    owner_reason: &'a str,
+    owner_site: &'a str,
+    owner_candidates: Vec<collector::Owner>,
     errno: u32,
     errno_name: std::borrow::Cow<'static, str>,
     pid: u32,
@@ -319,6 +322,9 @@ fn chain_rows(
                 row: ChainRow {
                     idx: idx as u32,
                     owner: c.owner,
+                    owner_reason: c.decision.reason(),
+                    owner_site: c.decision.site(),
+                    owner_candidates: c.decision.candidates.iter().map(|x| x.owner).collect(),
                     errno: outer.err,
                     errno_name: errno_label(outer.err),
                     pid: outer.pid,
@@ -674,6 +680,12 @@ mod tests {
             serde_json::from_str(std::str::from_utf8(parts[1].0).expect("utf8").trim())
                 .expect("chain row");
         assert_eq!(chain["owner"], "application");
+        // a table without site data: the owner says why it is the layer's guess
+        assert_eq!(chain["owner_reason"], collector::NO_SITE_DATA);
+        assert_eq!(
+            chain["owner_candidates"],
+            serde_json::json!(["application"])
+        );
         assert_eq!(
             chain["functions"],
             serde_json::json!(["ib_uverbs_reg_mr", "ib_umem_get"])

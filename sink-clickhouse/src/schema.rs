@@ -77,6 +77,9 @@ pub(crate) const CHAINS: Table = Table {
     columns: with_batch![
         ("idx", "UInt32"),
         ("owner", "String"),
+        ("owner_reason", "String"),
+        ("owner_site", "String"),
+        ("owner_candidates", "Array(String)"),
         ("errno", "UInt32"),
         ("errno_name", "String"),
         ("pid", "UInt32"),
@@ -142,7 +145,7 @@ pub(crate) const TABLES: [&Table; 4] = [&RECORDS, &CHAINS, &COUNTERS, &SNAPSHOTS
 
 /// Columns whose values are few names repeated across rows (a fleet has a few kernels, a
 /// manifest's few hundred functions, a few errno names): dictionary-encoded.
-const LOW_CARDINALITY: [&str; 11] = [
+const LOW_CARDINALITY: [&str; 12] = [
     "host",
     "kernel",
     "manifest_hash",
@@ -150,6 +153,7 @@ const LOW_CARDINALITY: [&str; 11] = [
     "module",
     "errno_name",
     "owner",
+    "owner_site",
     "origin_function",
     "origin_module",
     "origin_errno_name",

@@ -13,6 +13,7 @@ use crate::decode::comm_str;
 use crate::errno::errno_label;
 use crate::owner::Owner;
 use crate::probes::{ProbeInfo, ProbeTable};
+use crate::sites::OwnerDecision;
 
 /// The part of a record a chain needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,8 +134,8 @@ impl Chains {
 pub struct ChainsOut {
     chains: Chains,
     table: Arc<ProbeTable>,
-    /// per chain: who gets the ticket, decided by the processing stage
-    owners: Vec<Owner>,
+    /// per chain: who gets the ticket and why, decided by the processing stage
+    owners: Vec<OwnerDecision>,
     /// per chain, with the baseline on: where it left the success path, whether expected
     notes: Vec<ChainNote>,
 }
@@ -145,13 +146,13 @@ impl ChainsOut {
     pub(crate) fn new(
         chains: Chains,
         table: Arc<ProbeTable>,
-        decide: impl Fn(Option<&ProbeInfo>, u32) -> Owner,
+        decide: impl Fn(Option<&ProbeInfo>, u32) -> OwnerDecision,
     ) -> Self {
         let owners = chains
             .iter()
             .map(|links| match links.first() {
                 Some(l) => decide(table.get(l.probe), l.err),
-                None => Owner::VerbsCore,
+                None => decide(None, 0),
             })
             .collect();
         ChainsOut {
@@ -181,14 +182,17 @@ impl ChainsOut {
             .zip(self.chains.repeats())
             .zip(&self.owners)
             .enumerate()
-            .map(|(i, ((links, &(count, last_end_ns)), &owner))| ChainView {
-                links,
-                table: &self.table,
-                count,
-                last_end_ns,
-                owner,
-                note: self.notes.get(i),
-            })
+            .map(
+                |(i, ((links, &(count, last_end_ns)), decision))| ChainView {
+                    links,
+                    table: &self.table,
+                    count,
+                    last_end_ns,
+                    owner: decision.owner(),
+                    decision,
+                    note: self.notes.get(i),
+                },
+            )
     }
 }
 
@@ -200,7 +204,8 @@ impl Serialize for ChainsOut {
 
 /// One chain (`links` innermost first, never empty) with the names of its probes. Serialised
 /// as `{errno, errno_name, pid, tid, comm, functions [outermost ... innermost], modules,
-/// origin {function, module, probe, errno, errno_name}, start_ns, end_ns, summary}`;
+/// origin {function, module, probe, errno, errno_name}, owner, owner_reason, owner_site,
+/// owner_candidates [{owner, reason, site}], start_ns, end_ns, summary}`;
 /// `errno` is what the outermost probed function returned (the syscall's error), the origin
 /// is the innermost record (the deepest probed function that failed).
 #[derive(Debug, Clone, Copy)]
@@ -211,8 +216,10 @@ pub struct ChainView<'a> {
     pub count: u32,
     /// outermost time of the last occurrence
     pub last_end_ns: u64,
-    /// who gets the ticket (decided from the origin probe and its errno)
+    /// who gets the ticket (decided from the origin probe's error sites and its errno)
     pub owner: Owner,
+    /// the owner's reason, its deciding site and the ranked candidates
+    pub decision: &'a OwnerDecision,
     /// with the baseline on: where the call left the success path, whether it is expected
     pub note: Option<&'a ChainNote>,
 }
@@ -333,6 +340,9 @@ impl Serialize for ChainView<'_> {
         st.serialize_field("modules", &Names(*self, true))?;
         st.serialize_field("origin", &OriginOut(*self, inner))?;
         st.serialize_field("owner", &self.owner)?;
+        st.serialize_field("owner_reason", self.decision.reason())?;
+        st.serialize_field("owner_site", self.decision.site())?;
+        st.serialize_field("owner_candidates", &self.decision.candidates)?;
         st.serialize_field("start_ns", &inner.ts_ns)?;
         st.serialize_field("end_ns", &outer.ts_ns)?;
         st.serialize_field("count", &self.count)?;

@@ -1,0 +1,584 @@
+//! The error exits of one function body, from its tree-sitter syntax: each way the function
+//! returns an error, the errno constant when the code writes one, and what decides it (the
+//! [`SiteShape`]). Pure syntax, one body at a time; the callee a shape names is resolved
+//! across the call graph later (codegen), where the rules and the probes are known.
+//!
+//! An exit is one of:
+//! - an `if` whose branch ends in `return <error>` or `goto <label>` where the label's path
+//!   returns an error (`err1: return -EINVAL;`, `out: return ret;` with `ret = -EINVAL` in the
+//!   branch or the latest assignment of `ret` before the `if`);
+//! - a `return <error>` in a `switch` case (a value outside the cases handled);
+//! - a `return <error>` outside any condition, before the body's first label (an unsupported
+//!   operation, or a tail call whose error is the callee's).
+//!
+//! An `<error>` is `-ECONST`, `ERR_PTR(-ECONST)`, a variable, `ERR_PTR(var)`, `PTR_ERR(x)`,
+//! `ERR_CAST(x)` or a call; a variable is followed to its latest assignment before the exit
+//! (a constant or a call). An exit that yields neither a constant nor a call is not listed.
+
+use std::collections::BTreeMap;
+
+use tree_sitter::Node;
+
+use crate::model::{ErrorSite, SiteShape};
+
+/// Longest `check` text kept (the condition as written, whitespace collapsed).
+const MAX_CHECK_CHARS: usize = 96;
+
+/// Errno constants that say "out of something" (the author's own word for exhaustion).
+const EXHAUSTION: [&str; 6] = ["ENOMEM", "ENOSPC", "ENOBUFS", "EMFILE", "ENFILE", "EDQUOT"];
+
+/// Wrappers around a condition or a value that do not change what it tests.
+const TRANSPARENT_CALLS: [&str; 8] = [
+    "unlikely",
+    "likely",
+    "WARN_ON",
+    "WARN_ON_ONCE",
+    "IS_ERR",
+    "IS_ERR_OR_NULL",
+    "PTR_ERR",
+    "ERR_CAST",
+];
+
+fn text<'a>(n: Node, src: &'a [u8]) -> &'a str {
+    n.utf8_text(src).unwrap_or("")
+}
+
+fn line(n: Node) -> usize {
+    n.start_position().row + 1
+}
+
+/// What an error value is, before resolution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Value {
+    Const(String),
+    Var(String),
+    Call(String),
+}
+
+/// One assignment of a local: `v = -ECONST` or `v = f(...)` (also `T *v = f(...)`).
+struct Assign {
+    var: String,
+    value: Value,
+    byte: usize,
+}
+
+/// What one pre-pass over the body collects.
+struct Body<'t> {
+    labels: BTreeMap<String, Node<'t>>,
+    assigns: Vec<Assign>,
+    ifs: Vec<Node<'t>>,
+    returns: Vec<Node<'t>>,
+    /// Start byte of the first label: returns after it are the error epilogue.
+    first_label: usize,
+    /// The function returns a pointer.
+    ptr: bool,
+    /// Variables the body tests with `IS_ERR`/`IS_ERR_OR_NULL`: they may hold an ERR_PTR,
+    /// so a pointer function returning one as it is passes the error on.
+    err_ptrs: Vec<String>,
+}
+
+/// The error sites of a body, sorted by line, one per (line, errno, shape).
+/// `ptr`: the function returns a pointer, so a bare `return var;` is a success (its errors
+/// go through `ERR_PTR`/`ERR_CAST`).
+pub(crate) fn error_sites(body: Node, src: &[u8], ptr: bool) -> Vec<ErrorSite> {
+    let mut b = scan(body, src);
+    b.ptr = ptr;
+    let mut out: Vec<ErrorSite> = Vec::new();
+    for &i in &b.ifs {
+        if_sites(i, &b, src, &mut out);
+    }
+    for &r in &b.returns {
+        if let Some(s) = plain_return_site(r, &b, src) {
+            out.push(s);
+        }
+    }
+    out.sort_by(|a, b| (a.line, &a.errno, &a.shape).cmp(&(b.line, &b.errno, &b.shape)));
+    out.dedup_by(|a, b| a.line == b.line && a.errno == b.errno && a.shape == b.shape);
+    out
+}
+
+fn scan<'t>(body: Node<'t>, src: &[u8]) -> Body<'t> {
+    let mut b = Body {
+        labels: BTreeMap::new(),
+        assigns: Vec::new(),
+        ifs: Vec::new(),
+        returns: Vec::new(),
+        first_label: usize::MAX,
+        ptr: false,
+        err_ptrs: Vec::new(),
+    };
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "labeled_statement" => {
+                if let Some(l) = n.child_by_field_name("label") {
+                    b.labels.insert(text(l, src).to_string(), n);
+                    b.first_label = b.first_label.min(n.start_byte());
+                }
+            }
+            "if_statement" => b.ifs.push(n),
+            "return_statement" => b.returns.push(n),
+            "assignment_expression" => note_assign(n, src, &mut b.assigns),
+            "call_expression" => {
+                if matches!(call_name(n, src), Some("IS_ERR" | "IS_ERR_OR_NULL")) {
+                    if let Some(a) = first_arg(n).map(unwrap_expr) {
+                        if a.kind() == "identifier" {
+                            b.err_ptrs.push(text(a, src).to_string());
+                        }
+                    }
+                }
+            }
+            "init_declarator" => note_init(n, src, &mut b.assigns),
+            _ => {}
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    b.assigns.sort_by_key(|a| a.byte);
+    b.ifs.sort_by_key(|n| n.start_byte());
+    b.returns.sort_by_key(|n| n.start_byte());
+    b
+}
+
+fn note_assign(n: Node, src: &[u8], out: &mut Vec<Assign>) {
+    if n.child_by_field_name("operator").map(|o| text(o, src)) != Some("=") {
+        return;
+    }
+    let (Some(l), Some(r)) = (
+        n.child_by_field_name("left"),
+        n.child_by_field_name("right"),
+    ) else {
+        return;
+    };
+    if l.kind() != "identifier" {
+        return;
+    }
+    if let Some(value) = value_of(r, src) {
+        out.push(Assign {
+            var: text(l, src).to_string(),
+            value,
+            byte: n.start_byte(),
+        });
+    }
+}
+
+fn note_init(n: Node, src: &[u8], out: &mut Vec<Assign>) {
+    let (Some(mut d), Some(v)) = (
+        n.child_by_field_name("declarator"),
+        n.child_by_field_name("value"),
+    ) else {
+        return;
+    };
+    while d.kind() == "pointer_declarator" {
+        match d.child_by_field_name("declarator") {
+            Some(x) => d = x,
+            None => return,
+        }
+    }
+    if d.kind() != "identifier" {
+        return;
+    }
+    if let Some(value) = value_of(v, src) {
+        out.push(Assign {
+            var: text(d, src).to_string(),
+            value,
+            byte: n.start_byte(),
+        });
+    }
+}
+
+/// Strip parentheses, casts and the transparent wrappers.
+fn unwrap_expr(mut n: Node) -> Node {
+    loop {
+        match n.kind() {
+            "parenthesized_expression" => match n.named_child(0) {
+                Some(c) => n = c,
+                None => return n,
+            },
+            "cast_expression" => match n.child_by_field_name("value") {
+                Some(c) => n = c,
+                None => return n,
+            },
+            _ => return n,
+        }
+    }
+}
+
+/// The called name of a call expression: `f` of `f(...)`, the member of a dispatch through
+/// a function pointer field (`alloc_pd` of `dev->ops.alloc_pd(...)`).
+fn call_name<'a>(n: Node, src: &'a [u8]) -> Option<&'a str> {
+    if n.kind() != "call_expression" {
+        return None;
+    }
+    let f = n.child_by_field_name("function")?;
+    match f.kind() {
+        "identifier" => Some(text(f, src)),
+        "field_expression" => Some(text(f.child_by_field_name("field")?, src)),
+        _ => None,
+    }
+}
+
+/// The first argument of a call.
+fn first_arg(n: Node) -> Option<Node> {
+    n.child_by_field_name("arguments")?.named_child(0)
+}
+
+/// `-ECONST`: the constant's name.
+fn negated_errno<'a>(n: Node, src: &'a [u8]) -> Option<&'a str> {
+    let n = unwrap_expr(n);
+    if n.kind() != "unary_expression"
+        || n.child_by_field_name("operator").map(|o| text(o, src)) != Some("-")
+    {
+        return None;
+    }
+    let a = unwrap_expr(n.child_by_field_name("argument")?);
+    let t = text(a, src);
+    (a.kind() == "identifier" && is_errno_name(t)).then_some(t)
+}
+
+fn is_errno_name(t: &str) -> bool {
+    t.len() > 2
+        && t.starts_with('E')
+        && t.bytes()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+}
+
+/// What an error value expression is: a constant, a variable, a call (through `ERR_PTR`,
+/// `PTR_ERR`, `ERR_CAST`); `None` for anything else (0, NULL, an expression).
+fn value_of(n: Node, src: &[u8]) -> Option<Value> {
+    let n = unwrap_expr(n);
+    if let Some(e) = negated_errno(n, src) {
+        return Some(Value::Const(e.to_string()));
+    }
+    match n.kind() {
+        "identifier" => {
+            let t = text(n, src);
+            (!matches!(t, "NULL" | "true" | "false")).then(|| Value::Var(t.to_string()))
+        }
+        // `ret ? ERR_PTR(ret) : umem`: the error arm
+        "conditional_expression" => ["consequence", "alternative"]
+            .iter()
+            .filter_map(|f| n.child_by_field_name(f))
+            .find_map(|a| {
+                value_of(a, src).filter(|v| !matches!(v, Value::Var(_)) || is_err_wrapped(a, src))
+            }),
+        "call_expression" => {
+            let name = call_name(n, src)?;
+            if matches!(name, "ERR_PTR" | "PTR_ERR" | "ERR_CAST") {
+                return value_of(first_arg(n)?, src);
+            }
+            Some(Value::Call(name.to_string()))
+        }
+        _ => None,
+    }
+}
+
+/// The error value a `return` statement returns (`None`: a success, or not an error).
+fn returned(r: Node, b: &Body, src: &[u8]) -> Option<Value> {
+    let e = r.named_child(0)?;
+    let bare = unwrap_expr(e);
+    if b.ptr && bare.kind() == "identifier" && !b.err_ptrs.iter().any(|v| v == text(bare, src)) {
+        return None;
+    }
+    value_of(e, src)
+}
+
+/// `ERR_PTR(x)`, `ERR_CAST(x)`, `PTR_ERR(x)`: a variable that is an error there.
+fn is_err_wrapped(n: Node, src: &[u8]) -> bool {
+    matches!(
+        call_name(unwrap_expr(n), src),
+        Some("ERR_PTR" | "PTR_ERR" | "ERR_CAST")
+    )
+}
+
+/// What `var` holds at byte `before`: its latest assignment there, followed through
+/// `ret = pinned` copies (a constant or a call).
+fn latest(b: &Body, var: &str, before: usize) -> Option<Value> {
+    let mut var = var.to_string();
+    let mut before = before;
+    for _ in 0..4 {
+        let a = b
+            .assigns
+            .iter()
+            .rev()
+            .find(|a| a.byte < before && a.var == var)?;
+        match &a.value {
+            Value::Var(v) => {
+                var = v.clone();
+                before = a.byte;
+            }
+            other => return Some(other.clone()),
+        }
+    }
+    None
+}
+
+/// The last statement of a branch (the branch itself when it is not a block).
+fn last_statement(n: Node) -> Option<Node> {
+    if n.kind() != "compound_statement" {
+        return Some(n);
+    }
+    let mut c = n.walk();
+    let last = n
+        .named_children(&mut c)
+        .filter(|s| s.kind() != "comment")
+        .last();
+    last
+}
+
+/// The error a branch exits with: its return's value, or the return its goto reaches.
+fn branch_exit(branch: Node, b: &Body, src: &[u8]) -> Option<Value> {
+    let s = last_statement(branch)?;
+    let v = match s.kind() {
+        "return_statement" => returned(s, b, src)?,
+        "goto_statement" => label_exit(text(s.child_by_field_name("label")?, src), b, src)?,
+        _ => return None,
+    };
+    Some(match v {
+        Value::Var(var) => latest(b, &var, s.start_byte())?,
+        other => other,
+    })
+}
+
+/// The value the first return on the label's path returns (the label's statement and its
+/// following siblings, up to 16 statements).
+fn label_exit(label: &str, b: &Body, src: &[u8]) -> Option<Value> {
+    let mut n = *b.labels.get(label)?;
+    for _ in 0..16 {
+        let stmt = if n.kind() == "labeled_statement" {
+            let mut c = n.walk();
+            let inner = n
+                .named_children(&mut c)
+                .filter(|x| x.kind() != "statement_identifier")
+                .last();
+            inner?
+        } else {
+            n
+        };
+        if stmt.kind() == "return_statement" {
+            return returned(stmt, b, src);
+        }
+        n = n.next_named_sibling()?;
+    }
+    None
+}
+
+/// The sites of one `if`: its branch and its `else` branch.
+fn if_sites(i: Node, b: &Body, src: &[u8], out: &mut Vec<ErrorSite>) {
+    let Some(cond) = i.child_by_field_name("condition") else {
+        return;
+    };
+    let branches = [
+        i.child_by_field_name("consequence"),
+        i.child_by_field_name("alternative")
+            .and_then(|e| e.named_child(0)),
+    ];
+    for branch in branches.into_iter().flatten() {
+        if branch.kind() == "if_statement" {
+            continue;
+        }
+        let Some(exit) = branch_exit(branch, b, src) else {
+            continue;
+        };
+        let (errno, shape) = match exit {
+            Value::Const(e) => {
+                let shape = classify(cond, Some(&e), b, src);
+                (Some(e), shape)
+            }
+            Value::Call(f) => (None, SiteShape::Callee(f)),
+            Value::Var(_) => continue,
+        };
+        out.push(ErrorSite {
+            line: line(i),
+            errno,
+            shape,
+            check: check_text(cond, src),
+        });
+    }
+}
+
+/// What decides an exit whose error is the constant `errno`, from its condition: a state
+/// test, a call's result (the callee's checks, or a predicate), an exhaustion constant, else
+/// a check of the request.
+fn classify(cond: Node, errno: Option<&str>, b: &Body, src: &[u8]) -> SiteShape {
+    if mentions_state(text(cond, src)) {
+        return SiteShape::State;
+    }
+    if let Some(f) = tested_call(cond, b, src) {
+        return SiteShape::Callee(f);
+    }
+    if errno.is_some_and(|e| EXHAUSTION.contains(&e)) {
+        return SiteShape::Resources;
+    }
+    SiteShape::Request
+}
+
+/// A condition that mentions a state (`cur_state`, `attr->qp_state`, `qp->state`).
+fn mentions_state(cond: &str) -> bool {
+    cond.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(|t| t.to_ascii_lowercase().split('_').any(|p| p == "state"))
+}
+
+/// The call whose result the condition tests: `f(...)`, `!f(...)`, `ret` (from `ret = f()`),
+/// `IS_ERR(x)`, `ret < 0`, through the transparent wrappers.
+fn tested_call(cond: Node, b: &Body, src: &[u8]) -> Option<String> {
+    let mut n = unwrap_expr(cond);
+    loop {
+        match n.kind() {
+            "unary_expression"
+                if n.child_by_field_name("operator").map(|o| text(o, src)) == Some("!") =>
+            {
+                n = unwrap_expr(n.child_by_field_name("argument")?);
+            }
+            "binary_expression" => {
+                let op = n.child_by_field_name("operator").map(|o| text(o, src))?;
+                let r = unwrap_expr(n.child_by_field_name("right")?);
+                let zero = matches!(text(r, src), "0" | "NULL");
+                if !(zero && matches!(op, "<" | "!=" | "==")) {
+                    return None;
+                }
+                n = unwrap_expr(n.child_by_field_name("left")?);
+            }
+            "assignment_expression" => n = unwrap_expr(n.child_by_field_name("right")?),
+            "call_expression" => {
+                let name = call_name(n, src)?;
+                if TRANSPARENT_CALLS.contains(&name) {
+                    n = unwrap_expr(first_arg(n)?);
+                    continue;
+                }
+                return Some(name.to_string());
+            }
+            "identifier" => {
+                return match latest(b, text(n, src), cond.start_byte())? {
+                    Value::Call(f) => Some(f),
+                    _ => None,
+                };
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// A `return <error>` not in an `if` branch: in a switch case (a value outside the cases:
+/// the request), or unconditional before the first label.
+fn plain_return_site(r: Node, b: &Body, src: &[u8]) -> Option<ErrorSite> {
+    let mut p = r.parent()?;
+    let mut in_case = false;
+    loop {
+        match p.kind() {
+            "if_statement" | "else_clause" => return None,
+            "case_statement" => in_case = true,
+            "labeled_statement" => return None,
+            "compound_statement"
+                if p.parent()
+                    .is_some_and(|x| x.kind() == "function_definition") =>
+            {
+                break
+            }
+            _ => {}
+        }
+        p = p.parent()?;
+    }
+    if !in_case && r.start_byte() > b.first_label {
+        return None;
+    }
+    let v = match returned(r, b, src)? {
+        Value::Var(var) => latest(b, &var, r.start_byte())?,
+        v => v,
+    };
+    let (errno, shape) = match v {
+        Value::Const(e) if in_case => (Some(e), SiteShape::Request),
+        Value::Const(e) => (Some(e), SiteShape::Unconditional),
+        Value::Call(f) => (None, SiteShape::Callee(f)),
+        Value::Var(_) => return None,
+    };
+    Some(ErrorSite {
+        line: line(r),
+        errno,
+        shape,
+        check: String::new(),
+    })
+}
+
+/// The condition as written, whitespace collapsed, at most [`MAX_CHECK_CHARS`] characters.
+fn check_text(cond: Node, src: &[u8]) -> String {
+    let t = text(unwrap_expr(cond), src);
+    let mut s = t.split_whitespace().collect::<Vec<_>>().join(" ");
+    if s.chars().count() > MAX_CHECK_CHARS {
+        s = s.chars().take(MAX_CHECK_CHARS - 3).collect::<String>() + "...";
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sites(code: &str) -> Vec<ErrorSite> {
+        let mut p = crate::cparse::new_parser();
+        let f = crate::cparse::extract(&mut p, "x.c", code);
+        f.functions
+            .into_iter()
+            .flat_map(|f| f.error_sites)
+            .collect()
+    }
+
+    fn shapes(code: &str) -> Vec<(usize, Option<String>, SiteShape)> {
+        sites(code)
+            .into_iter()
+            .map(|s| (s.line, s.errno, s.shape))
+            .collect()
+    }
+
+    fn e(s: &str) -> Option<String> {
+        Some(s.to_string())
+    }
+
+    #[test]
+    fn a_limit_check_through_a_goto_label_is_the_request() {
+        let code = "static int chk(struct dev *d, struct cap *cap)\n{\n\tif (cap->max_wr > d->attr.max_qp_wr) {\n\t\tpr(\"x\");\n\t\tgoto err1;\n\t}\n\treturn 0;\nerr1:\n\treturn -EINVAL;\n}\n";
+        assert_eq!(shapes(code), vec![(3, e("EINVAL"), SiteShape::Request)]);
+        assert_eq!(sites(code)[0].check, "cap->max_wr > d->attr.max_qp_wr");
+    }
+
+    #[test]
+    fn a_callee_tested_with_a_constant_of_its_own_names_the_callee() {
+        let code = "int f(struct a *a)\n{\n\tif (chk_cap(a))\n\t\tgoto err1;\n\tswitch (a->type) {\n\tcase 1:\n\t\tbreak;\n\tdefault:\n\t\treturn -EOPNOTSUPP;\n\t}\n\treturn 0;\nerr1:\n\treturn -EINVAL;\n}\n";
+        assert_eq!(
+            shapes(code),
+            vec![
+                (3, e("EINVAL"), SiteShape::Callee("chk_cap".into())),
+                (9, e("EOPNOTSUPP"), SiteShape::Request),
+            ]
+        );
+    }
+
+    #[test]
+    fn propagation_allocation_and_state() {
+        let code = "int g(struct q *q, int cur_state, int new_state)\n{\n\tint ret;\n\tstruct x *p = kzalloc(8, 0);\n\tif (!p)\n\t\treturn -ENOMEM;\n\tret = do_cmd(q);\n\tif (ret)\n\t\treturn ret;\n\tif (!modify_ok(cur_state, new_state))\n\t\treturn -EINVAL;\n\tif (q->n > lock_limit) {\n\t\tret = -ENOMEM;\n\t\tgoto out;\n\t}\n\treturn tail(q);\nout:\n\treturn ret;\n}\n";
+        assert_eq!(
+            shapes(code),
+            vec![
+                (5, e("ENOMEM"), SiteShape::Callee("kzalloc".into())),
+                (8, None, SiteShape::Callee("do_cmd".into())),
+                (10, e("EINVAL"), SiteShape::State),
+                (12, e("ENOMEM"), SiteShape::Resources),
+                (16, None, SiteShape::Callee("tail".into())),
+            ]
+        );
+    }
+
+    #[test]
+    fn err_ptr_returns_and_non_errors() {
+        let code = "struct m *h(struct a *a)\n{\n\tstruct m *m = lookup(a);\n\tif (IS_ERR(m))\n\t\treturn ERR_CAST(m);\n\tif (a->len == 0)\n\t\treturn ERR_PTR(-EINVAL);\n\tif (a->x)\n\t\treturn NULL;\n\treturn m;\n}\n";
+        assert_eq!(
+            shapes(code),
+            vec![
+                (4, None, SiteShape::Callee("lookup".into())),
+                (6, e("EINVAL"), SiteShape::Request),
+                // `m` may hold lookup's ERR_PTR (the body tests it with IS_ERR): passed on
+                (10, None, SiteShape::Callee("lookup".into())),
+            ]
+        );
+    }
+}
