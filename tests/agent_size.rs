@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 /// notes), the wire types (~80) and the loader, source and pipeline hooks. Issue 24 added
 /// ~195 for the owner from the origin's error sites (`sites.rs`: matching, ranking, the cited
 /// site, the reason in words, the older-set fallback) and moved the ~150 lines of errno tables
-/// into `manifest` (the sites' errno constants are typed there): BUDGET.
-const COLLECTOR_CODE_LINES_BUDGET: usize = 7_000;
+/// into `manifest` (the sites' errno constants are typed there): 6,750.
+const COLLECTOR_CODE_LINES_BUDGET: usize = 6_750;
 
 /// Code lines of one rustfmt-formatted file: a line is a comment when it starts with `//` or
 /// lies in a `/* */` block; a `#[cfg(test)]` module is skipped from its `mod` line to its
