@@ -31,7 +31,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --release -- -D warnings
 
 step "cargo test (unit, fixtures, real 7.2, 6.12 and 6.1 trees)"
-cargo test --workspace --release
+cargo test --workspace --release --no-fail-fast
 
 step "kernel-upgrade job 6.12 -> 7.2: check, regenerate, compile, boot the stock 7.2 kernel with the collector"
 rm -rf target/kernel-upgrade
