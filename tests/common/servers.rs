@@ -357,17 +357,27 @@ impl ClickHouse {
     /// Writes the config into `g.dir/clickhouse` and starts the server (its `remote_servers`
     /// has `probegen_test`: a one-shard cluster of itself).
     pub(crate) fn start(g: &mut Guard) -> Self {
-        let (http_port, tcp_port) = (free_port(), free_port());
-        let shard = format!(
-            "<shard><replica><host>127.0.0.1</host><port>{tcp_port}</port>\
-             <password>pg-test-secret</password></replica></shard>"
-        );
-        Self::start_node(
-            g,
-            "clickhouse",
-            (http_port, tcp_port),
-            &[("probegen_test", shard)],
-        )
+        // a port free_port() saw free can be taken by a parallel test's server before this
+        // one binds it: then new ports (a few times), never a failed test for the race
+        let mut last = String::new();
+        for _ in 0..4 {
+            let (http_port, tcp_port) = (free_port(), free_port());
+            let shard = format!(
+                "<shard><replica><host>127.0.0.1</host><port>{tcp_port}</port>\
+                 <password>pg-test-secret</password></replica></shard>"
+            );
+            match Self::try_start_node(
+                g,
+                "clickhouse",
+                (http_port, tcp_port),
+                &[("probegen_test", shard)],
+            ) {
+                Ok(ch) => return ch,
+                Err(e) if e.contains("Address already in use") => last = e,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        panic!("{last}")
     }
 
     /// `n` servers (`clickhouse-<i>`), each with the cluster `probegen_shards`: one shard per
@@ -402,9 +412,19 @@ impl ClickHouse {
     fn start_node(
         g: &mut Guard,
         name: &str,
-        (http_port, tcp_port): (u16, u16),
+        ports: (u16, u16),
         clusters: &[(&str, String)],
     ) -> Self {
+        Self::try_start_node(g, name, ports, clusters).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Self::start_node`], or the server's words when it exited.
+    fn try_start_node(
+        g: &mut Guard,
+        name: &str,
+        (http_port, tcp_port): (u16, u16),
+        clusters: &[(&str, String)],
+    ) -> Result<Self, String> {
         let dir = g.dir.join(name);
         std::fs::create_dir_all(&dir).expect("mkdir clickhouse");
         let d = dir.display();
@@ -445,12 +465,17 @@ impl ClickHouse {
             dir,
             child: None,
         };
-        ch.restart(g);
-        ch
+        ch.try_restart(g)?;
+        Ok(ch)
     }
 
     /// (Re)starts the server on the same config and data; returns once it answers.
     pub(crate) fn restart(&mut self, g: &mut Guard) {
+        self.try_restart(g).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Self::restart`], or the server's words when it exited.
+    fn try_restart(&mut self, g: &mut Guard) -> Result<(), String> {
         assert!(self.child.is_none(), "clickhouse already running");
         let bin = clickhouse_bin();
         let c = Command::new(&bin)
@@ -468,14 +493,15 @@ impl ClickHouse {
         let t0 = Instant::now();
         loop {
             if matches!(self.query("SELECT 1"), Ok(s) if s.trim() == "1") {
-                return;
+                return Ok(());
             }
             if let Some(st) = g.exited(i) {
-                panic!(
+                self.child = None;
+                return Err(format!(
                     "clickhouse-server exited ({st}): {}\n{}",
                     tail(&self.dir.join("error.log")),
                     tail(&self.dir.join("stderr.log"))
-                );
+                ));
             }
             assert!(
                 t0.elapsed() < Duration::from_secs(60),
