@@ -239,6 +239,37 @@ pub(crate) fn clone_base(name: &str) -> &str {
 }
 
 #[cfg(test)]
+pub(crate) mod fixture {
+    use std::path::{Path, PathBuf};
+
+    /// A directory laid out as /sys/kernel/btf (vmlinux, ib_core, ib_uverbs, rdma_rxe) whose
+    /// entries link to Debian's real 6.12 ELF files (`scripts/fetch-kernel.sh 6.12`); libbpf reads
+    /// their BTF as it reads the raw sysfs files. Panics, naming the fetch, when they are missing.
+    pub(crate) fn debian_6_12_btf_dir(tag: &str) -> PathBuf {
+        let tree = std::env::var_os("PROBEGEN_KERNEL_6_12")
+            .map(PathBuf::from)
+            .or_else(|| {
+                std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/probegen/linux-6.12"))
+            })
+            .expect("PROBEGEN_KERNEL_6_12 or HOME");
+        assert!(
+            tree.join("vmlinux").exists(),
+            "{}: no vmlinux: run scripts/fetch-kernel.sh 6.12",
+            tree.display()
+        );
+        let dir = std::env::temp_dir().join(format!("pg-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("tmp");
+        std::os::unix::fs::symlink(tree.join("vmlinux"), dir.join("vmlinux")).expect("link");
+        for m in ["ib_core", "ib_uverbs", "rdma_rxe"] {
+            let ko = tree.join(format!("modules/{m}.ko"));
+            std::os::unix::fs::symlink(ko, dir.join(m)).expect("link");
+        }
+        dir
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -294,24 +325,7 @@ mod tests {
     /// whose manifest says otherwise is named, and a missing function or module is told apart.
     #[test]
     fn debian_6_12_btf_matches_the_checked_in_set() {
-        let tree = std::env::var_os("PROBEGEN_KERNEL_6_12")
-            .map(PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/probegen/linux-6.12"))
-            })
-            .expect("PROBEGEN_KERNEL_6_12 or HOME");
-        assert!(
-            tree.join("vmlinux").exists(),
-            "{}: no vmlinux: run scripts/fetch-kernel.sh 6.12",
-            tree.display()
-        );
-        let dir = std::env::temp_dir().join(format!("pg-hostbtf-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("tmp");
-        std::os::unix::fs::symlink(tree.join("vmlinux"), dir.join("vmlinux")).expect("link");
-        for m in ["ib_core", "ib_uverbs", "rdma_rxe"] {
-            let ko = tree.join(format!("modules/{m}.ko"));
-            std::os::unix::fs::symlink(ko, dir.join(m)).expect("link");
-        }
+        let dir = super::fixture::debian_6_12_btf_dir("hostbtf");
         let text = include_str!("../../../generated/linux-6.12/rxe/manifest.yaml");
         let m = manifest::Manifest::from_yaml(text, "rxe").expect("manifest");
         let h = HostBtf::open(&dir);

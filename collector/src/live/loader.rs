@@ -1123,24 +1123,7 @@ mod tests {
     /// suffix (or none) is resolved by name, a function only a clone here goes by kprobe.
     #[test]
     fn probes_are_verified_and_clones_resolved_by_name() {
-        let tree = std::env::var_os("PROBEGEN_KERNEL_6_12")
-            .map(std::path::PathBuf::from)
-            .or_else(|| {
-                std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/probegen/linux-6.12"))
-            })
-            .expect("PROBEGEN_KERNEL_6_12 or HOME");
-        assert!(
-            tree.join("vmlinux").exists(),
-            "{}: no vmlinux: run scripts/fetch-kernel.sh 6.12",
-            tree.display()
-        );
-        let dir = std::env::temp_dir().join(format!("pg-verify-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("tmp");
-        std::os::unix::fs::symlink(tree.join("vmlinux"), dir.join("vmlinux")).expect("link");
-        for m in ["ib_core", "ib_uverbs", "rdma_rxe"] {
-            let ko = tree.join(format!("modules/{m}.ko"));
-            std::os::unix::fs::symlink(ko, dir.join(m)).expect("link");
-        }
+        let dir = super::super::btf::fixture::debian_6_12_btf_dir("verify");
         let text = include_str!("../../../generated/linux-6.12/rxe/manifest.yaml");
         let mut t = ProbeTable::from_manifest_text(text, "rxe").expect("manifest");
         let by = |t: &ProbeTable, f: &str| t.probes.iter().position(|p| p.function == f);
