@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use analyzer::{AttachVerdict, Binaries};
 use analyzer::{CallGraph, EdgeKind, FnId};
-use heuristics::{nearest_attachable, ManifestLimits, Selection};
+use heuristics::{nearest_attachable, ManifestLimits, Selection, Verdict};
 
 use manifest::{
     Attach, Derivation, Excluded, FocusOp, GapKind, KernelInfo, Layer, Manifest, Probe, ProbeArg,
@@ -82,13 +82,8 @@ pub fn validate(m: &Manifest, g: &CallGraph, sel: &Selection, bins: &Binaries) -
     out
 }
 
-pub fn build_manifest(
-    g: &CallGraph,
-    sel: &Selection,
-    bins: Option<&Binaries>,
-    kernel: KernelInfo,
-    entries: &[String],
-) -> Manifest {
+/// The kept functions in probe-id order (by name, module, file).
+fn kept_in_probe_order<'s>(g: &CallGraph, sel: &'s Selection) -> Vec<&'s Verdict> {
     let mut kept: Vec<_> = sel.kept().collect();
     kept.sort_by(|a, b| {
         let (x, y) = (g.node(a.id), g.node(b.id));
@@ -98,18 +93,37 @@ pub fn build_manifest(
             y.file.as_str(),
         ))
     });
-    let probe_index: BTreeMap<FnId, u32> = kept
-        .iter()
+    kept
+}
+
+/// Each kept function's probe id (its position in probe order).
+fn probe_ids(kept: &[&Verdict]) -> BTreeMap<FnId, u32> {
+    kept.iter()
         .enumerate()
         .map(|(i, v)| (v.id, i as u32))
-        .collect();
-    // Kept functions a program attaches to: their failures are records of their own, so
-    // what they do below is not their callers' (pins_user_memory stops at them).
-    let probed: BTreeSet<FnId> = kept
-        .iter()
+        .collect()
+}
+
+/// The kept functions a program attaches to.
+fn with_program(g: &CallGraph, bins: Option<&Binaries>, kept: &[&Verdict]) -> BTreeSet<FnId> {
+    kept.iter()
         .filter(|v| attach(&attach_of(g, bins, v.id)).has_program())
         .map(|v| v.id)
-        .collect();
+        .collect()
+}
+
+pub fn build_manifest(
+    g: &CallGraph,
+    sel: &Selection,
+    bins: Option<&Binaries>,
+    kernel: KernelInfo,
+    entries: &[String],
+) -> Manifest {
+    let kept = kept_in_probe_order(g, sel);
+    let probe_index = probe_ids(&kept);
+    // Kept functions a program attaches to: their failures are records of their own, so
+    // what they do below is not their callers' (pins_user_memory stops at them).
+    let probed = with_program(g, bins, &kept);
     let with_program: BTreeMap<FnId, u32> = probe_index
         .iter()
         .filter(|(f, _)| probed.contains(f))
@@ -174,20 +188,12 @@ pub fn error_sites_of(
     bins: Option<&Binaries>,
     id: FnId,
 ) -> Vec<manifest::ErrorSite> {
-    let mut kept: Vec<_> = sel.kept().collect();
-    kept.sort_by(|a, b| {
-        let (x, y) = (g.node(a.id), g.node(b.id));
-        (x.name.as_str(), module_name(g, a.id), x.file.as_str()).cmp(&(
-            y.name.as_str(),
-            module_name(g, b.id),
-            y.file.as_str(),
-        ))
-    });
-    let with_program: BTreeMap<FnId, u32> = kept
-        .iter()
-        .enumerate()
-        .filter(|(_, v)| attach(&attach_of(g, bins, v.id)).has_program())
-        .map(|(i, v)| (v.id, i as u32))
+    let kept = kept_in_probe_order(g, sel);
+    let probe_index = probe_ids(&kept);
+    let probed = with_program(g, bins, &kept);
+    let with_program = probe_index
+        .into_iter()
+        .filter(|(f, _)| probed.contains(f))
         .collect();
     let cx = crate::sites::SiteCtx {
         g,
