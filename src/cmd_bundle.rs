@@ -212,6 +212,9 @@ fn bundle_unions(
 /// half a bundle) and prints one line per set.
 pub(crate) fn bundle(sets: &Path, out: &Path) -> Result<ExitCode, String> {
     let sets = std::fs::canonicalize(sets).map_err(|e| format!("{}: {e}", sets.display()))?;
+    // clang runs in the scratch root, so a relative `--out` (as the package build passes)
+    // would name no file there
+    let out = &std::path::absolute(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let dirs = set_dirs(&sets)?;
     let partial = out.with_extension(format!("partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&partial);

@@ -80,12 +80,18 @@ fn unions_of(singles: &[String]) -> Vec<String> {
 fn bundle_is_byte_identical_and_its_index_names_every_set() {
     let t = tmp("twice");
     let (a, b) = (t.join("a"), t.join("b"));
-    for out in [&a, &b] {
-        let o = bin()
+    // the second run names its output relative to its working directory, as the package
+    // build does: the union sets compile elsewhere and must still find it
+    for (out, cwd) in [(a.clone(), None), (PathBuf::from("b"), Some(&t))] {
+        let mut cmd = bin();
+        if let Some(cwd) = cwd {
+            cmd.current_dir(cwd);
+        }
+        let o = cmd
             .args(["bundle", "--sets"])
             .arg(repo("generated"))
             .arg("--out")
-            .arg(out)
+            .arg(&out)
             .output()
             .expect("run");
         assert!(o.status.success(), "{}", stderr(&o));
