@@ -4,13 +4,17 @@
 //! for this kernel's series): it stays up and rechecks every `--interval`, printing the line
 //! once, so a driver that udev loads later is picked up and systemd's `Restart=` never sees a
 //! crash loop; `--strict` makes it exit 2 instead, `--duration` bounds the wait (exit 0).
-//! A host with two vendor drivers loaded runs the first chosen set (hardware before Soft-RoCE):
-//! its core probes attach once, and the other vendor's driver probes are reported as not
+//! With `--metrics` the port serves why no set runs while it waits (`WaitingMetrics`), so the
+//! fleet sees a host without probes rather than a dead target.
+//! A host with two vendor drivers loaded runs their union set (`bundle::select`); with three
+//! or more, the first chosen set (hardware before Soft-RoCE), the others reported as not
 //! watched (one collector runs one set).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use sink_prometheus::{NoSet, RunningSet, WaitingMetrics};
 
 use crate::bundle::{read_bundle, select, HostKernel, Match};
 use crate::AgentError;
@@ -27,8 +31,25 @@ pub(crate) struct BundleQuery<'a> {
     pub(crate) duration: Option<Duration>,
 }
 
-/// The chosen set's (manifest, object), or `None` when `--duration` ran out with no set.
-pub(crate) fn choose(a: &BundleQuery<'_>) -> Result<Option<(PathBuf, PathBuf)>, AgentError> {
+/// The set chosen for this host: its files and what the exposition says of it.
+pub(crate) struct ChosenSet {
+    pub(crate) manifest: PathBuf,
+    pub(crate) object: PathBuf,
+    pub(crate) running: RunningSet,
+}
+
+/// One look's answer: a set, or why none applies now (and the kernel, for the exposition).
+enum Look {
+    Set(ChosenSet),
+    NoSet(NoSet, String),
+}
+
+/// The chosen set, or `None` when `--duration` ran out with no set. While it waits,
+/// `metrics` (bound by the caller) serves why from this thread.
+pub(crate) fn choose(
+    a: &BundleQuery<'_>,
+    mut metrics: Option<&mut WaitingMetrics>,
+) -> Result<Option<ChosenSet>, AgentError> {
     let dir = a.dir;
     if a.interval.is_zero() {
         return Err(AgentError::Usage("--interval must be positive".into()));
@@ -41,9 +62,10 @@ pub(crate) fn choose(a: &BundleQuery<'_>) -> Result<Option<(PathBuf, PathBuf)>, 
         }
     };
     loop {
-        if let Some(found) = choose_once(a, dir, &mut say)? {
-            return Ok(Some(found));
-        }
+        let (why, kernel) = match choose_once(a, dir, &mut say)? {
+            Look::Set(found) => return Ok(Some(found)),
+            Look::NoSet(why, kernel) => (why, kernel),
+        };
         let wait = match a.duration {
             Some(d) if start.elapsed() >= d => {
                 say("no set attached within --duration".into());
@@ -52,16 +74,19 @@ pub(crate) fn choose(a: &BundleQuery<'_>) -> Result<Option<(PathBuf, PathBuf)>, 
             Some(d) => a.interval.min(d.saturating_sub(start.elapsed())),
             None => a.interval,
         };
-        std::thread::sleep(wait);
+        match metrics.as_deref_mut() {
+            Some(m) => m.serve_for(why, &kernel, wait),
+            None => std::thread::sleep(wait),
+        }
     }
 }
 
-/// One look at the bundle and the host; `Ok(None)`: no set applies now (said).
+/// One look at the bundle and the host; a set, or why none applies now (said).
 fn choose_once(
     a: &BundleQuery<'_>,
     dir: &Path,
     say: &mut impl FnMut(String),
-) -> Result<Option<(PathBuf, PathBuf)>, AgentError> {
+) -> Result<Look, AgentError> {
     let bundle = read_bundle(dir).map_err(AgentError::Usage)?;
     for line in &bundle.skipped {
         if a.strict {
@@ -109,11 +134,16 @@ fn choose_once(
     let Some(first) = sel.chosen.first() else {
         let line = nothing.unwrap_or_default();
         say(format!("{line}; rechecking every {:?}", a.interval));
-        return Ok(None);
+        let why = if host.loaded.is_empty() {
+            NoSet::NoDriverLoaded
+        } else {
+            NoSet::NoSetForKernel
+        };
+        return Ok(Look::NoSet(why, host.release.clone()));
     };
-    let how = match first.how {
-        Match::Exact => "built for this release",
-        Match::Series => "the newest of this series",
+    let (how, matched) = match first.how {
+        Match::Exact => ("built for this release", "exact"),
+        Match::Series => ("the newest of this series", "series"),
     };
     say(format!(
         "{kernel}: set {} for {} ({how}; {})",
@@ -125,5 +155,12 @@ fn choose_once(
             other.set.dir, other.module
         ));
     }
-    Ok(Some((first.set.manifest(dir), first.set.object(dir))))
+    Ok(Look::Set(ChosenSet {
+        manifest: first.set.manifest(dir),
+        object: first.set.object(dir),
+        running: RunningSet {
+            dir: first.set.dir.clone(),
+            matched,
+        },
+    }))
 }

@@ -10,7 +10,7 @@ use collector::{ChainClock, CollectError, Event, Hooks, Options, Sink};
 use crate::flags::{parse_duration, parse_listen};
 use crate::fleet::{Fleet, FleetArgs};
 use crate::AgentError;
-use sink_prometheus::PrometheusSink;
+use sink_prometheus::{PrometheusSink, RunningSet, WaitingMetrics};
 
 #[derive(clap::Args, Clone)]
 pub struct CollectArgs {
@@ -112,7 +112,17 @@ pub struct CollectArgs {
 /// Runs the collector as the flags say; the summary and the events go to stderr.
 pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
     let mut a = a.clone();
+    let mut waiting = None;
+    let mut running = None;
     if let Some(dir) = &a.bundle {
+        // bound before the wait: a host waiting for a set is seen as one, not as a dead target
+        if let Some(addr) = a.metrics.as_deref() {
+            let addr = parse_listen(addr).map_err(AgentError::Usage)?;
+            let m = WaitingMetrics::bind(addr)
+                .map_err(|source| collector::CollectError::Metrics { addr, source })?;
+            eprintln!("probegen collect: metrics on http://{}/metrics", m.addr());
+            waiting = Some(m);
+        }
         let query = crate::choose::BundleQuery {
             dir,
             kernel_release: a.kernel_release.as_deref(),
@@ -121,11 +131,12 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
             interval: a.interval,
             duration: a.duration,
         };
-        match crate::choose::choose(&query)? {
-            Some((manifest, object)) => {
-                a.manifest = Some(manifest);
+        match crate::choose::choose(&query, waiting.as_mut())? {
+            Some(set) => {
+                a.manifest = Some(set.manifest);
                 // a replay takes the chosen manifest and no object
-                a.object = a.replay.is_none().then_some(object);
+                a.object = a.replay.is_none().then_some(set.object);
+                running = Some(set.running);
             }
             None => return Ok(ExitCode::SUCCESS),
         }
@@ -138,13 +149,15 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
         if let Some(line) = crate::caps::check_this_process(job_vars).map_err(AgentError::Usage)? {
             eprintln!("probegen collect: {line}");
         }
-        let low_port = sinks.metrics.is_some_and(|m| m.port() < 1024);
+        // a port bound for the wait is bound: nothing to keep for it
+        let low_port = waiting.is_none() && sinks.metrics.is_some_and(|m| m.port() < 1024);
         keep = Some(crate::caps::keep_after_attach(job_vars, low_port));
     }
     let mut hooks = Printer {
         sinks,
         out: &a.out,
         keep,
+        metrics: waiting.zip(running),
     };
     let s = collector::run(&opts, &mut hooks)?;
     eprintln!(
@@ -240,6 +253,8 @@ struct Printer<'a> {
     /// live: the capabilities kept once attached (the rest are dropped before the sinks start
     /// their threads)
     keep: Option<u64>,
+    /// `--metrics` bound while the bundle's set was chosen, and that set
+    metrics: Option<(WaitingMetrics, RunningSet)>,
 }
 
 impl Hooks for Printer<'_> {
@@ -257,9 +272,14 @@ impl Hooks for Printer<'_> {
             .into_iter()
             .collect();
         if let Some(addr) = self.sinks.metrics {
-            let m = PrometheusSink::serve(addr)
-                .map_err(|source| CollectError::Metrics { addr, source })?;
-            eprintln!("probegen collect: metrics on http://{}/metrics", m.addr());
+            let m = match self.metrics.take() {
+                // the socket the wait served, now from the sink's thread
+                Some((waiting, set)) => waiting.into_sink(set),
+                None => PrometheusSink::serve(addr).inspect(|m| {
+                    eprintln!("probegen collect: metrics on http://{}/metrics", m.addr());
+                }),
+            }
+            .map_err(|source| CollectError::Metrics { addr, source })?;
             if self.sinks.fleet.endpoint.is_some() {
                 // the spool alert compares the spool's size with its limit
                 m.show_spool_limit(self.sinks.fleet.spool_bytes);

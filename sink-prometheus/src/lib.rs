@@ -16,6 +16,9 @@
 //! run totals, so the run writes it after the JSONL line (`Sink::exposes`).
 
 mod server;
+mod waiting;
+
+pub use waiting::{NoSet, RunningSet, WaitingMetrics};
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -338,6 +341,8 @@ struct MetricsState {
     pub spool_limit_bytes: Option<u64>,
     pub last_snapshot_unix_ns: u64,
     pub agent: Option<AgentCost>,
+    /// the bundle's set this run was chosen from (`--bundle`)
+    pub set: Option<RunningSet>,
 }
 
 impl MetricsState {
@@ -396,7 +401,13 @@ impl Page {
     fn body(&self) -> String {
         match self {
             Page::Text(t) => t.clone(),
-            Page::State(s) => render(&s.input()),
+            Page::State(s) => {
+                let mut o = render(&s.input());
+                if let Some(set) = &s.set {
+                    waiting::render_running(&mut o, set);
+                }
+                o
+            }
         }
     }
 }

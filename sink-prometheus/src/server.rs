@@ -37,12 +37,9 @@ pub(crate) type RenderPage = Box<dyn Fn() -> String + Send>;
 
 /// Binds `addr` and serves from a background thread; returns the bound address.
 pub(crate) fn serve(addr: SocketAddr, page: RenderPage) -> std::io::Result<SocketAddr> {
-    let listener = TcpListener::bind(addr)?;
-    listener.set_nonblocking(true)?;
-    let local = listener.local_addr()?;
-    std::thread::Builder::new()
-        .name("probegen-metrics".into())
-        .spawn(move || Server::new(listener, page).run())?;
+    let server = Server::bind(addr, page)?;
+    let local = server.local_addr()?;
+    server.spawn()?;
     Ok(local)
 }
 
@@ -67,7 +64,7 @@ enum Turn {
     Closed,
 }
 
-struct Server {
+pub(crate) struct Server {
     listener: TcpListener,
     page: RenderPage,
     /// in accept order: the first is the oldest
@@ -78,20 +75,39 @@ struct Server {
 }
 
 impl Server {
-    fn new(listener: TcpListener, page: RenderPage) -> Self {
-        Server {
+    /// Binds `addr`; nothing is served until [`Server::serve_until`] or [`Server::spawn`].
+    pub(crate) fn bind(addr: SocketAddr, page: RenderPage) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
+        Ok(Server {
             listener,
             page,
             connections: Vec::with_capacity(MAX_CONNECTIONS),
             accept_paused_until: None,
             last_accept_error_log: None,
-        }
+        })
     }
 
-    fn run(mut self) {
+    pub(crate) fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves from a thread of its own from now on (with the connections already open).
+    pub(crate) fn spawn(mut self) -> std::io::Result<()> {
+        std::thread::Builder::new()
+            .name("probegen-metrics".into())
+            .spawn(move || self.serve_until(None))
+            .map(drop)
+    }
+
+    /// Serves from the calling thread until `deadline` (forever with `None`).
+    pub(crate) fn serve_until(&mut self, deadline: Option<Instant>) {
         let mut fds: Vec<libc::pollfd> = Vec::with_capacity(MAX_CONNECTIONS + 1);
         loop {
             let now = Instant::now();
+            if deadline.is_some_and(|d| d <= now) {
+                return;
+            }
             self.connections.retain(|c| c.deadline > now);
             if self.accept_paused_until.is_some_and(|t| t <= now) {
                 self.accept_paused_until = None;
@@ -115,6 +131,7 @@ impl Server {
                 .iter()
                 .map(|c| c.deadline)
                 .chain(self.accept_paused_until)
+                .chain(deadline)
                 .min();
             let timeout_ms = wake.map_or(-1, |t| {
                 // rounded up: waking before the deadline would only loop once more
