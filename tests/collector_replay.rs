@@ -470,3 +470,67 @@ fn a_replay_under_another_manifest_is_warned_about_by_the_binary() {
     assert!(warnings[0].contains(", replayed with sha256:"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// The README's owner tables are the code's: the site classes' owners are
+/// `collector::owner_of_class` row by row, and the spread table's tickets and owners are
+/// `deploy/clickhouse/tickets.sql`'s (so neither can drift into hand-written rules).
+#[test]
+fn the_readme_owner_tables_are_the_codes() {
+    use manifest::{Layer, SiteClass};
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let cell = |key: &str| {
+        let row = readme
+            .lines()
+            .map(str::trim_start)
+            .find(|l| l.starts_with(&format!("| `{key}` |")))
+            .unwrap_or_else(|| panic!("README.md has no row for `{key}`"));
+        row.trim_end_matches('|')
+            .rsplit('|')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    };
+    for &c in SiteClass::ALL {
+        let owner = cell(&c.to_string());
+        let (core, vendor) = (
+            collector::owner_of_class(c, Layer::Core),
+            collector::owner_of_class(c, Layer::Vendor),
+        );
+        if core == vendor {
+            assert_eq!(owner, format!("`{core}`"), "{c}");
+        } else {
+            assert!(owner.contains("origin's layer"), "{c}: {owner}");
+        }
+    }
+    let sql = std::fs::read_to_string(repo().join("deploy/clickhouse/tickets.sql")).expect("sql");
+    let sql: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+    for (ticket, owners, clause) in [
+        ("job", &["application"][..], "ticket = 'job', 'application'"),
+        (
+            "host",
+            &["resources", "device-firmware"][..],
+            "ticket = 'host', if(site_owner = 'resources', 'resources', 'device-firmware')",
+        ),
+        (
+            "regression",
+            &["verbs-core", "vendor-driver"][..],
+            "'verbs-core', 'vendor-driver'),",
+        ),
+        (
+            "fleet",
+            &["the site's owner"][..],
+            "site_owner) AS ticket_owner",
+        ),
+    ] {
+        let owner = cell(ticket);
+        for o in owners {
+            assert!(owner.contains(o), "{ticket}: {owner}");
+        }
+        assert!(sql.contains(clause), "tickets.sql lacks {clause}");
+        assert!(
+            sql.contains(&format!("'{ticket}'")),
+            "tickets.sql: {ticket}"
+        );
+    }
+}
