@@ -58,13 +58,14 @@ XML
   log "clickhouse: http://127.0.0.1:$CH_HTTP (database probegen, tables created)"
 
   local pr; pr=$(realpath "$DIR/prometheus")
-  cp deploy/prometheus/probegen-rules.yml "$pr/"
+  cp deploy/prometheus/probegen-rules.yml deploy/prometheus/probegen-tickets.yml "$pr/"
   cat >"$pr/prometheus.yml" <<YML
 global:
   scrape_interval: 5s
   evaluation_interval: 5s
 rule_files:
   - probegen-rules.yml
+  - probegen-tickets.yml
 scrape_configs:
   - job_name: probegen
     static_configs:

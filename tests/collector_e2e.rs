@@ -501,7 +501,7 @@ fn check(ver: &str) {
 
 /// The lowest owner accuracy on the labeled set a run may show (measured: see the README's
 /// "Owner accuracy"); the set must hold at least [`MIN_LABELED`] induced failures.
-const OWNER_ACCURACY_FLOOR: f64 = 0.90;
+const OWNER_ACCURACY_FLOOR: f64 = 0.95;
 const MIN_LABELED: usize = 20;
 
 /// One `OF <case> owner=<label> errno=<n> (<NAME>) pid=<pid> FAILED|NOFAIL|SKIP` line.

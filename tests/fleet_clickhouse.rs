@@ -500,6 +500,17 @@ fn fleet_questions_on_loaded_data() {
     fleet_scenario::check(&|name| fleet_question(&ch, name, fleet_scenario::JOB));
 }
 
+/// Tickets by spread (issue 24 item 3): one job only, one host across jobs, many hosts on
+/// one kernel after a change, each its ticket kind, owner and evidence.
+#[test]
+fn tickets_by_spread_on_loaded_data() {
+    let mut g = Guard::new("pg-fleet-ch-spread");
+    let ch = ClickHouse::start(&mut g);
+    ch.create_tables(&[]);
+    common::spread::run(&mut g, &ch.url());
+    common::spread::check(&fleet_question(&ch, "tickets", ""));
+}
+
 #[test]
 fn bad_fleet_arguments_are_one_line_and_exit_2() {
     let g = Guard::new("pg-fleet-ch-bad");

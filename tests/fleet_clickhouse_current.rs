@@ -20,6 +20,7 @@ use common::chdb::{chdb_answers, schema, tsv};
 use common::fake_clickhouse::FakeClickHouse;
 use common::fleet_scenario;
 use common::servers::Guard;
+use common::spread;
 
 #[test]
 fn current_clickhouse_loads_the_schema_and_answers_every_question() {
@@ -84,4 +85,16 @@ fn current_clickhouse_loads_the_schema_and_answers_every_question() {
         "26.9 rows under FINAL: {counts:?}; parts: {:?}",
         tsv(&answers.join("parts.tsv"))
     );
+}
+
+/// Tickets by spread (issue 24 item 3) on 26.9: the 18.16 test's fleet
+/// (tests/common/spread.rs), the same tickets.
+#[test]
+fn current_clickhouse_tickets_by_spread() {
+    let mut g = Guard::new("pg-fleet-ch-current-spread");
+    let fake = FakeClickHouse::start("26.9.2.1");
+    spread::run(&mut g, &fake.url());
+    let current = schema(&["--server-version", "26.9"]);
+    let answers = chdb_answers(&g.dir, &current, &fake.inserts());
+    spread::check(&tsv(&answers.join("tickets.tsv")));
 }

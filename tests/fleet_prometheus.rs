@@ -51,7 +51,12 @@ fn promtool_unit_tests_and_example_configs() {
     let (ok, out) = run(&promtool, &["test", "rules", "probegen-rules.test.yml"]);
     assert!(ok && out.contains("SUCCESS"), "promtool test rules:\n{out}");
     let (ok, out) = run(&promtool, &["check", "rules", "probegen-rules.yml"]);
-    assert!(ok && out.contains("SUCCESS: 19 rules found"), "{out}");
+    assert!(ok && out.contains("SUCCESS: 20 rules found"), "{out}");
+    // tickets by spread (issue 24): a kernel regression, one host's failure
+    let (ok, out) = run(&promtool, &["test", "rules", "probegen-tickets.test.yml"]);
+    assert!(ok && out.contains("SUCCESS"), "promtool test rules:\n{out}");
+    let (ok, out) = run(&promtool, &["check", "rules", "probegen-tickets.yml"]);
+    assert!(ok && out.contains("SUCCESS: 5 rules found"), "{out}");
     let (ok, out) = run(&promtool, &["check", "config", "prometheus.yml"]);
     assert!(ok, "promtool check config:\n{out}");
 
@@ -88,6 +93,33 @@ fn promtool_unit_tests_and_example_configs() {
                 .map(str::trim),
             Some(receiver),
             "owner={owner}: {out}"
+        );
+    }
+    // a ticket goes where its owner label says, whatever its kind
+    for (labels, receiver) in [
+        (["ticket=regression", "owner=vendor-driver"], "nic-vendor"),
+        (["ticket=regression", "owner=verbs-core"], "kernel-rdma"),
+        (["ticket=host", "owner=device-firmware"], "hardware-ops"),
+        (["ticket=host", "owner=resources"], "capacity"),
+    ] {
+        let (ok, out) = run(
+            &amtool,
+            &[
+                "config",
+                "routes",
+                "test",
+                "--config.file=alertmanager.yml",
+                labels[0],
+                labels[1],
+            ],
+        );
+        assert!(ok, "{out}");
+        assert_eq!(
+            out.lines()
+                .find(|l| !l.starts_with("Warning"))
+                .map(str::trim),
+            Some(receiver),
+            "{labels:?}: {out}"
         );
     }
     // every owner the collector can give has a route (the enum's names)
@@ -171,14 +203,19 @@ fn storm_host_alert_fires_through_real_prometheus() {
         rules.matches("for: ").count()
     );
     std::fs::write(g.dir.join("probegen-rules.yml"), shortened).expect("rules copy");
+    // the ticket rules as shipped (no `for:`): they join the real exposition's series
+    let tickets = std::fs::read_to_string(deploy("probegen-tickets.yml")).expect("tickets");
+    assert!(!tickets.contains("for: "));
+    std::fs::write(g.dir.join("probegen-tickets.yml"), tickets).expect("tickets copy");
     let config = g.dir.join("prometheus.yml");
     std::fs::write(
         &config,
         format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n\
-             rule_files:\n  - {}\n\
+             rule_files:\n  - {}\n  - {}\n\
              scrape_configs:\n  - job_name: probegen\n    static_configs:\n      - targets: ['{healthy}', '{storm}']\n",
-            g.dir.join("probegen-rules.yml").display()
+            g.dir.join("probegen-rules.yml").display(),
+            g.dir.join("probegen-tickets.yml").display()
         ),
     )
     .expect("prometheus.yml");
@@ -252,4 +289,38 @@ fn storm_host_alert_fires_through_real_prometheus() {
     assert!(series
         .iter()
         .all(|s| s["metric"]["instance"] == storm.to_string()));
+    // the ticket rules on the real exposition: the storm host's three failures (the healthy
+    // host's counters were final before the first scrape: no increase), each with the
+    // origin's module and the host's kernel (probegen_kernel_info: the recording's)
+    let t0 = Instant::now();
+    let failing = loop {
+        let f = prom_query(prom, "probegen:ticket:failing_host").unwrap_or_default();
+        if f.len() >= 3 || t0.elapsed() > Duration::from_secs(30) {
+            break f;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let mut seen: Vec<String> = failing
+        .iter()
+        .map(|s| {
+            let m = &s["metric"];
+            assert_eq!(m["instance"], storm.to_string(), "{s}");
+            format!(
+                "{} {} {} {}",
+                m["module"], m["origin"], m["errno"], m["kernel"]
+            )
+        })
+        .collect();
+    seen.sort();
+    eprintln!("probegen:ticket:failing_host: {seen:#?}");
+    assert_eq!(seen.len(), 3, "{failing:#?}");
+    for s in &seen {
+        assert!(s.ends_with("\"6.12.117+deb12-amd64\""), "{s}");
+    }
+    assert!(seen
+        .iter()
+        .any(|s| s.starts_with("\"rdma_rxe\" \"rxe_qp_chk_init\" \"EINVAL\"")));
+    let hosts = prom_query(prom, "probegen:ticket:hosts").expect("ticket hosts");
+    assert_eq!(hosts.len(), 3, "{hosts:#?}");
+    assert!(hosts.iter().all(|s| s["value"][1] == "1"), "{hosts:#?}");
 }

@@ -9,7 +9,8 @@
 //! `probegen_userspace_drops_total`; unlabelled: `probegen_ring_drops_total` (kernel ring
 //! buffer full), `probegen_decode_errors_total`, `probegen_seq_gaps_total`,
 //! `probegen_sink_errors_total`, `probegen_snapshots_total`; with ClickHouse the spool's
-//! counters and gauges (`probegen_clickhouse_*`). Every counter of something lost has an alert
+//! counters and gauges (`probegen_clickhouse_*`); `probegen_chains_total{owner,module,origin,errno}`
+//! and `probegen_kernel_info{kernel}` (the tickets by spread). Every counter of something lost has an alert
 //! in `deploy/prometheus/probegen-rules.yml` (`tests/hostile_metrics.rs` holds it).
 //!
 //! A `collector::Sink` that the embedder adds (`--metrics`); it reads the snapshot and its
@@ -52,6 +53,8 @@ struct MetricsInput<'a> {
     pub last_snapshot_unix_ns: u64,
     /// what the agent costs (live)
     pub agent: Option<AgentCost>,
+    /// the host's kernel release (empty: no snapshot yet)
+    pub release: &'a str,
 }
 
 /// Label value escaping per the exposition format.
@@ -293,29 +296,42 @@ fn render_clickhouse(o: &mut String, c: &SinkStatus, spool_limit_bytes: Option<u
     }
 }
 
-/// `probegen_chains_total{owner,origin,errno}`: failure chains by who gets the ticket, the
-/// origin function and the origin's errno (one series per distinct label set; an origin
-/// function present in two modules is summed).
+/// `probegen_chains_total{owner,module,origin,errno}`: failure chains by who gets the ticket,
+/// the origin's module and function and the origin's errno (one series per distinct label
+/// set; the module says whose code a regression is in: `deploy/prometheus/probegen-tickets.yml`).
+/// `probegen_kernel_info{kernel}` (1): the host's kernel release, which the ticket rules join on.
 fn render_chains(o: &mut String, m: &MetricsInput<'_>) {
+    if !m.release.is_empty() {
+        let _ = writeln!(
+            o,
+            "# HELP probegen_kernel_info The host's kernel release (1).\n\
+             # TYPE probegen_kernel_info gauge\nprobegen_kernel_info{{kernel=\"{}\"}} 1",
+            esc(m.release)
+        );
+    }
     let _ = writeln!(
         o,
-        "# HELP probegen_chains_total Failure chains (failed syscalls) by owner, origin function and errno.\n\
+        "# HELP probegen_chains_total Failure chains (failed syscalls) by owner, origin module and function, and errno.\n\
          # TYPE probegen_chains_total counter"
     );
     let mut by_label: std::collections::BTreeMap<
-        (Owner, &str, std::borrow::Cow<'static, str>),
+        (Owner, &str, &str, std::borrow::Cow<'static, str>),
         u64,
     > = Default::default();
     for (&(owner, probe, err), &n) in m.chains {
-        let origin = m.table.get(probe).map_or("?", |p| p.function.as_str());
+        let (module, origin) = m
+            .table
+            .get(probe)
+            .map_or(("?", "?"), |p| (p.module.as_str(), p.function.as_str()));
         *by_label
-            .entry((owner, origin, errno_label(err)))
+            .entry((owner, module, origin, errno_label(err)))
             .or_default() += n;
     }
-    for ((owner, origin, errno), n) in by_label {
+    for ((owner, module, origin, errno), n) in by_label {
         let _ = writeln!(
             o,
-            "probegen_chains_total{{owner=\"{owner}\",origin=\"{}\",errno=\"{}\"}} {n}",
+            "probegen_chains_total{{owner=\"{owner}\",module=\"{}\",origin=\"{}\",errno=\"{}\"}} {n}",
+            esc(module),
             esc(origin),
             esc(&errno)
         );
@@ -341,6 +357,7 @@ struct MetricsState {
     pub spool_limit_bytes: Option<u64>,
     pub last_snapshot_unix_ns: u64,
     pub agent: Option<AgentCost>,
+    pub release: String,
     /// the bundle's set this run was chosen from (`--bundle`)
     pub set: Option<RunningSet>,
 }
@@ -366,6 +383,9 @@ impl MetricsState {
         self.clickhouse.clone_from(&t.fleet);
         self.last_snapshot_unix_ns = s.window.end_unix_ns;
         self.agent.clone_from(&s.agent);
+        if self.release != s.kernel {
+            self.release.clone_from(&s.kernel);
+        }
     }
 
     pub(crate) fn input(&self) -> MetricsInput<'_> {
@@ -384,6 +404,7 @@ impl MetricsState {
             spool_limit_bytes: self.spool_limit_bytes,
             last_snapshot_unix_ns: self.last_snapshot_unix_ns,
             agent: self.agent.clone(),
+            release: &self.release,
         }
     }
 }
@@ -548,6 +569,7 @@ mod tests {
                 bpf_run_ns: Some(2_000_000),
                 bpf_runs: Some(40_000),
             }),
+            release: "6.12.118+deb12-amd64",
         })
     }
 
@@ -593,11 +615,12 @@ mod tests {
         assert!(s.contains("probegen_ring_drops_total 4\n"));
         assert!(s.contains("# TYPE probegen_failures_total counter\n"));
         assert!(s.contains(
-            "probegen_chains_total{owner=\"application\",origin=\"ib_uverbs_reg_mr\",errno=\"EFAULT\"} 3\n"
+            "probegen_chains_total{owner=\"application\",module=\"ib_uverbs\",origin=\"ib_uverbs_reg_mr\",errno=\"EFAULT\"} 3\n"
         ));
         assert!(s.contains(
-            "probegen_chains_total{owner=\"vendor-driver\",origin=\"x\",errno=\"EINVAL\"} 1\n"
+            "probegen_chains_total{owner=\"vendor-driver\",module=\"m\",origin=\"x\",errno=\"EINVAL\"} 1\n"
         ));
+        assert!(s.contains("probegen_kernel_info{kernel=\"6.12.118+deb12-amd64\"} 1\n"));
         assert!(s.contains("probegen_clickhouse_spool_batches 2\n"));
         assert!(s.contains("probegen_clickhouse_spool_dropped_total 1\n"));
         assert!(s.contains("probegen_clickhouse_quarantined_batches_total 4\n"));

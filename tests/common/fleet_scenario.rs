@@ -185,6 +185,21 @@ pub(crate) fn check(ask: &dyn Fn(&str) -> Vec<Vec<String>>) {
             "['301','302','303']".into()
         ]]
     );
+    // tickets by spread: every origin on 5 hosts in 7 jobs, on the recording's one kernel
+    // with no change: a fleet ticket, to the site's owner (this set has no site data)
+    let tickets = ask("tickets");
+    assert_eq!(tickets.len(), 3, "{tickets:?}");
+    for r in &tickets {
+        assert_eq!(
+            (r[0].as_str(), r[1].as_str(), &r[8..12]),
+            (
+                "fleet",
+                r[2].as_str(),
+                &["7", "5", "['6.12.117+deb12-amd64']", "0"].map(String::from)[..]
+            ),
+            "{r:?}"
+        );
+    }
     // the records of one job, each with its chain's owner
     let recs = ask("job_records");
     assert_eq!(recs.len(), 26);

@@ -7,6 +7,7 @@ pub(crate) mod fake_clickhouse;
 pub(crate) mod fleet_scenario;
 pub(crate) mod replays;
 pub(crate) mod servers;
+pub(crate) mod spread;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -111,3 +111,85 @@ pub(crate) fn spooled(dir: &Path) -> usize {
         })
         .unwrap_or(0)
 }
+
+/// Offset of the probe id in the record.
+const PROBE: usize = 16;
+
+/// One of the guest recording's failing calls: each of its two processes fails `reg_mr`
+/// (4 records, origin `ib_umem_get` EFAULT), `create_qp` (4, `rxe_qp_chk_init` EINVAL) and
+/// `modify_qp` (5, `rxe_qp_from_attr` EINVAL), in that order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Call {
+    RegMr,
+    CreateQp,
+    ModifyQp,
+}
+
+impl Call {
+    /// The call the `i`-th record of a process belongs to.
+    fn of(i: usize) -> Call {
+        match i {
+            0..=3 => Call::RegMr,
+            4..=7 => Call::CreateQp,
+            _ => Call::ModifyQp,
+        }
+    }
+}
+
+/// (function, module) of every probe id of a manifest.
+fn probe_names(manifest: &Path) -> std::collections::HashMap<u32, (String, String)> {
+    let text = std::fs::read_to_string(manifest).expect("manifest");
+    let v: serde_yaml::Value = serde_yaml::from_str(&text).expect("manifest yaml");
+    let probes = v["probes"].as_sequence().expect("probes");
+    probes
+        .iter()
+        .map(|p| {
+            let s = |k: &str| p[k].as_str().expect("probe field").to_string();
+            let id = p["id"].as_u64().expect("probe id");
+            (u32::try_from(id).expect("id"), (s("function"), s("module")))
+        })
+        .collect()
+}
+
+/// Writes a replay of the guest recording's `calls` (both processes), its probe ids mapped
+/// by (function, module) onto `manifest`'s, under a header naming `kernel` (and no manifest
+/// hash: the set is another than the recording's). An empty `calls` is a host that reports
+/// and fails nothing. Returns the number of records.
+pub(crate) fn write_calls(path: &Path, kernel: &str, calls: &[Call], manifest: &Path) -> usize {
+    let (_, recs) = guest_records();
+    let old = probe_names(&data("rxe-6.12.manifest.yaml"));
+    let new: std::collections::HashMap<(String, String), u32> = probe_names(manifest)
+        .into_iter()
+        .map(|(id, name)| (name, id))
+        .collect();
+    let mut out = format!(
+        "{{\"replay\":\"probegen/v1\",\"host\":\"(none)\",\"kernel\":\"{kernel}\",\"manifest_hash\":\"\"}}\n"
+    );
+    let mut nth = std::collections::HashMap::<u32, usize>::new();
+    let mut next_seq = std::collections::HashMap::<u32, u64>::new();
+    let mut n = 0;
+    for r in &recs {
+        let pid = u32::from_le_bytes(r[PID..PID + 4].try_into().expect("pid"));
+        let i = nth.entry(pid).or_insert(0);
+        let call = Call::of(*i);
+        *i += 1;
+        if !calls.contains(&call) {
+            continue;
+        }
+        let mut r = r.clone();
+        let probe = u32::from_le_bytes(r[PROBE..PROBE + 4].try_into().expect("probe"));
+        let name = &old[&probe];
+        let id = *new
+            .get(name)
+            .unwrap_or_else(|| panic!("{name:?} not in {}", manifest.display()));
+        r[PROBE..PROBE + 4].copy_from_slice(&id.to_le_bytes());
+        let cpu = u32::from_le_bytes(r[CPU..CPU + 4].try_into().expect("cpu"));
+        let seq = next_seq.entry(cpu).or_insert(0);
+        r[SEQ..SEQ + 8].copy_from_slice(&seq.to_le_bytes());
+        *seq += 1;
+        out.push_str(&format!("{{\"rec\":\"{}\"}}\n", hex(&r)));
+        n += 1;
+    }
+    std::fs::write(path, out).expect("write replay");
+    n
+}
