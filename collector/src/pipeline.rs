@@ -201,6 +201,14 @@ impl Pipeline {
         self.baseline = Some(Box::new(b));
     }
 
+    /// Writes the baseline's state file when due: the line to print when it failed.
+    pub(crate) fn save_baseline(&mut self, is_final: bool) -> Option<crate::warning::Warning> {
+        let table = self.table.clone();
+        let b = self.baseline.as_mut()?;
+        b.save(&table, is_final)
+            .map(crate::warning::Warning::Baseline)
+    }
+
     /// One record of the `baseline` ring (ignored with the baseline off).
     pub(crate) fn ingest_trace(&mut self, sample: &[u8]) {
         if let Some(b) = &mut self.baseline {

@@ -126,3 +126,21 @@ pub struct ChainNote {
     pub expected: bool,
     pub expected_why: String,
 }
+
+/// What a baseline state file holds (`probegen-agent baseline show`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StateView {
+    pub manifest_hash: String,
+    pub handlers: Vec<HandlerSummary>,
+    /// the learned table with the pins given applied
+    pub expected: Vec<ExpectedOut>,
+}
+
+/// One handler's baseline in a state file.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HandlerSummary {
+    pub function: String,
+    pub successes: u64,
+    pub shapes: usize,
+    pub other: u64,
+}
