@@ -76,5 +76,5 @@ pub use wire::{
 };
 pub use wire::{
     BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, HandlerSummary,
-    ShapeOut, StateView, TraceCounts,
+    JobMixOut, ShapeOut, StateView, TraceCounts, VerbMixOut,
 };

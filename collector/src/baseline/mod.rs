@@ -12,6 +12,7 @@
 
 mod align;
 mod expected;
+mod jobs;
 mod persist;
 mod store;
 mod trace;
@@ -93,6 +94,7 @@ pub(crate) struct Baseline {
     failing: VecDeque<Trace>,
     expected: expected::Expected,
     counts: TraceCounts,
+    jobs: jobs::Jobs,
     /// learned something since the state was last written; when it was
     dirty: bool,
     saved: Option<std::time::Instant>,
@@ -112,6 +114,7 @@ impl Baseline {
             failing: VecDeque::new(),
             expected,
             counts: TraceCounts::default(),
+            jobs: jobs::Jobs::default(),
             dirty: false,
             saved: None,
         }
@@ -175,6 +178,7 @@ impl Baseline {
         };
         self.counts.received += 1;
         self.dirty = true;
+        self.jobs.add(t.cgroup_id, t.handler, &comm_str(&t.comm));
         if t.failed {
             if self.failing.len() >= FAILING_KEPT {
                 self.failing.pop_front();
@@ -327,6 +331,8 @@ impl Baseline {
             records: self.counts,
             handlers,
             expected,
+            jobs: self.jobs.out(&name),
+            jobs_other: self.jobs.other,
         }
     }
 }

@@ -12,7 +12,7 @@ pub(crate) mod snapshot;
 
 pub use baseline::{
     BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, HandlerSummary,
-    ShapeOut, StateView, TraceCounts,
+    JobMixOut, ShapeOut, StateView, TraceCounts, VerbMixOut,
 };
 pub use chains::{ChainClock, ChainView, ChainsOut, Link};
 pub use shared::SharedPart;
