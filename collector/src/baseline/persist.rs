@@ -141,11 +141,18 @@ pub(crate) fn load(path: &Path, manifest_hash: &str) -> Result<Option<State>, St
     ))
 }
 
-/// Writes `bytes` to `path` by rename (a temporary beside it, synced first).
+/// Writes `bytes` to `path` by rename (a temporary beside it, opened as the collector's own
+/// file: no link followed, no FIFO, one name; synced first).
 pub(crate) fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = sibling(path, ".tmp");
-    let mut f = std::fs::File::create(&tmp)?;
+    let (mut f, kind) = crate::outfile::open_output(&tmp, true)?;
+    if kind != crate::outfile::OutputKind::File {
+        return Err(std::io::Error::other(format!(
+            "{}: a device, expected a regular file",
+            tmp.display()
+        )));
+    }
     f.write_all(bytes)?;
     f.sync_all()?;
     std::fs::rename(&tmp, path)
