@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 /// ~195 for the owner from the origin's error sites (`sites.rs`: matching, ranking, the cited
 /// site, the reason in words, the older-set fallback) and moved the ~150 lines of errno tables
 /// into `manifest` (the sites' errno constants are typed there): 6,750. Issue 25's second
-/// round added ~417 (6,730 measured before, 7,147 after): the baseline kept across restarts
-/// (`baseline/persist.rs`, 148: the checksummed file by rename, the bound, the set-aside of a
+/// round added ~423 (6,730 measured before, 7,153 after): the baseline kept across restarts
+/// (`baseline/persist.rs`, 154: the checksummed file by rename (its temporary opened through `outfile`), the bound, the set-aside of a
 /// damaged or other-set file; the store's serde), the per-job handler mix (`baseline/jobs.rs`,
 /// 106), the state's restore/save and `baseline show`'s view (`baseline/mod.rs`, ~75), pins not
 /// expected, the wire types of jobs and the state view (~30), the run's save and restore lines
