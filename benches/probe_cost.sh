@@ -29,6 +29,14 @@
 # ns/call, fexit +392 ns, kretprobe +1083 ns (2.8x; TCG emulates the int3 trap dearly, the
 # paper measured 46-69 vs 78-81 ns natively).
 #
+# Baseline (issue 25; PROBE_COST_BL_ROUNDS, default 5, 0 = skip): after the main rounds, the
+# ibv_reg_mr, ibv_create_qp and ibv_modify_qp loops (probe_cost_verbs ok|qp|modify) with
+# nothing attached and with the whole set (best round each: the latency ratio), then the empty
+# programs again and the success loop under `collect --baseline` with no call sampled
+# (--baseline-sample 4000000000) and with every call traced (1): each generated program's
+# best-round ns/run over its empty twin's in the same phase, beside the main rounds' success
+# path (off), and the handler's own entry program pg_<id>_bl.
+#
 # The testbed is scripts/e2e.sh with E2E_EXTRA_DIR and the hook, run from a private copy under
 # target/probe-cost/<ver>/tb with its own cache directory (the kernel tree of the shared cache
 # is linked, not copied), so a concurrent scripts/e2e.sh or scripts/e2e-collect.sh run of the
@@ -43,6 +51,8 @@ cd "$REPO"
 ITERS=${PROBE_COST_ITERS:-400}
 ROUNDS=${PROBE_COST_ROUNDS:-25}
 MECH_ROUNDS=${PROBE_COST_MECH_ROUNDS:-5}
+BL_ROUNDS=${PROBE_COST_BL_ROUNDS:-5}
+[[ $BL_ROUNDS =~ ^[0-9]{1,2}$ ]] || { echo "PROBE_COST_BL_ROUNDS must be 0..99" >&2; exit 2; }
 [[ $ITERS =~ ^[1-9][0-9]*$ && $ROUNDS =~ ^[1-9][0-9]?$ && $MECH_ROUNDS =~ ^[0-9]{1,2}$ ]] ||
 	{ echo "PROBE_COST_ITERS must be a positive integer, PROBE_COST_ROUNDS 1..99, PROBE_COST_MECH_ROUNDS 0..99" >&2; exit 2; }
 SET=generated/linux-$VER/rxe
@@ -90,13 +100,14 @@ cp /usr/sbin/bpftool "$STAGE/bpftool"
 echo "$ITERS" >"$STAGE/iters"
 echo "$ROUNDS" >"$STAGE/rounds"
 echo "$MECH_ROUNDS" >"$STAGE/mech_rounds"
+echo "$BL_ROUNDS" >"$STAGE/bl_rounds"
 install -m 755 scripts/e2e/probe-cost-hook.sh "$STAGE/guest-hook.sh"
 log "extra: $(du -sh "$STAGE" | cut -f1) ($(ls "$STAGE" | tr '\n' ' '))"
 
 # private copy of the testbed (same scripts, own outputs and cache)
 cp scripts/e2e.sh "$TB/scripts/"
 cp scripts/e2e/lib.sh scripts/e2e/init.sh "$TB/scripts/e2e/"
-cp tests/e2e/verbs_fail.c "$TB/tests/e2e/"
+cp tests/e2e/verbs_fail.c tests/e2e/owner_fail.c "$TB/tests/e2e/"
 # the testbed finds its kernel packages with fetch-kernel.sh (it reads the rules) in the
 # shared cache's debs and apt state
 cp scripts/fetch-kernel.sh "$TB/scripts/"
@@ -122,12 +133,55 @@ LOAD0=$(cut -d' ' -f1 /proc/loadavg)
 PROBEGEN_CACHE=$WORK/cache E2E_EXTRA_DIR=$STAGE bash "$TB/scripts/e2e.sh" "$VER" >&2 || rc=$?
 OUT=$TB/target/e2e/$VER
 log "testbed exited $rc (outputs in ${OUT#"$REPO"/})"
-cp "$OUT"/pc-* "$OUT/console.log" "$WORK/" 2>/dev/null || true
+cp -r "$OUT"/pc-* "$OUT/console.log" "$WORK/" 2>/dev/null || true
 for f in pc-ok.txt pc-fail.txt; do
 	[ -s "$WORK/$f" ] || die "no $f from the guest (see ${OUT#"$REPO"/}/console.log)"
 done
 
 # ---------------------------------------------------------------- figures ---
+# issue 25: best-round ns/run of each generated program and its empty twin in the baseline
+# phases (u: --baseline, no call sampled; s: every call traced) against the main rounds'
+# success path (off), as ratios to the empty fexit; the handler's own entry pg_<id>_bl; the
+# verbs' latency with the whole set vs nothing attached
+phase_best() { # phase-prefix rounds -> "name best_ns" per program
+	local pre=$1 r=$2 k
+	for ((k = 0; k <= r; k++)); do
+		[ -s "$pre-$k.txt" ] || return 0
+		awk -v k="$k" '/^[0-9]+: / { name = ""; ns = 0; cnt = 0
+			for (i = 1; i < NF; i++) { if ($i == "name") name = $(i + 1)
+				if ($i == "run_time_ns") ns = $(i + 1); if ($i == "run_cnt") cnt = $(i + 1) }
+			if (name != "") print k, name, cnt, ns }' "$pre-$k.txt"
+	done | awk '{ c = $3 - pc[$2]; t = $4 - pt[$2]
+		if ($1 > 0 && c > 0 && (!($2 in b) || t / c < b[$2])) b[$2] = t / c
+		pc[$2] = $3; pt[$2] = $4 }
+		END { for (p in b) printf "%s %.0f\n", p, b[p] }'
+}
+baseline_figures() {
+	[ "$BL_ROUNDS" -gt 0 ] || return 0
+	[ -s "$WORK/pc-bl-s-$BL_ROUNDS.txt" ] || { echo "baseline: no pc-bl-s-*.txt (see console.log)"; return 0; }
+	phase_best "$WORK/pc-bl-u" "$BL_ROUNDS" >"$WORK/bl-u.txt"
+	phase_best "$WORK/pc-bl-s" "$BL_ROUNDS" >"$WORK/bl-s.txt"
+	# off: the main rounds' success loops (snapshot 2r-2 -> 2r-1), collect without --baseline
+	awk '{ c = $3 - pc[$2]; t = $4 - pt[$2]
+		if ($1 % 2 == 1 && c > 0 && (!($2 in b) || t / c < b[$2])) b[$2] = t / c
+		pc[$2] = $3; pt[$2] = $4 }
+		END { for (p in b) printf "%s %.0f\n", p, b[p] }' "$WORK/stats.txt" >"$WORK/bl-off.txt"
+	echo "baseline (success path, best of $BL_ROUNDS rounds; ratio to the empty fexit on the same function, same run; goals: off <= 1.2x, unsampled <= 1.3x):"
+	printf '%-18s %10s %10s %10s %16s\n' function off unsampled sampled "bl_entry u/s ns"
+	while read -r id fn _; do
+		r() { awk -v g="pg_$id" -v e="empty_$id" '$1 == g { gv = $2 } $1 == e { ev = $2 }
+			END { if (gv != "" && ev > 0) printf "%.2fx", gv / ev; else printf "n/a" }' "$1"; }
+		bl=$(awk -v b="pg_${id}_bl" '$1 == b { v[FILENAME] = $2 }
+			END { if (ARGV[1] in v) print v[ARGV[1]] "/" v[ARGV[2]] }' "$WORK/bl-u.txt" "$WORK/bl-s.txt")
+		printf '%-18s %10s %10s %10s %16s\n' "$fn" "$(r "$WORK/bl-off.txt")" "$(r "$WORK/bl-u.txt")" "$(r "$WORK/bl-s.txt")" "${bl:--}"
+	done <"$WORK/targets.txt"
+	for m in ok qp modify; do
+		awk -v m="$m" '$1 == "PC" && $2 == m { for (i = 3; i <= NF; i++) if ($i ~ /^us_per_iter=/) { split($i, a, "="); if (!(FILENAME in b) || a[2] < b[FILENAME]) b[FILENAME] = a[2] } }
+			END { s = b[ARGV[1]]; n = b[ARGV[2]]; v = m == "ok" ? "ibv_reg_mr+dereg" : m == "qp" ? "ibv_create_qp+destroy" : "ibv_modify_qp x2"
+				if (s > 0 && n > 0) printf "verbs latency %-22s whole set %.1f us, none %.1f us: %+.1f%% (goal <= +2%%; best round)\n", v, s, n, (s / n - 1) * 100
+				else printf "verbs latency %s: n/a\n", v }' "$WORK/pc-lat-set.txt" "$WORK/pc-lat-none.txt"
+	done
+}
 # every snapshot as "k name run_cnt run_time_ns" (bpftool's plain output prints
 # run_time_ns/run_cnt only when they are non-zero)
 for ((k = 0; k <= 2 * ROUNDS; k++)); do
@@ -207,6 +261,7 @@ us() { awk '/^PC / { for (i = 1; i <= NF; i++) if ($i ~ /^us_per_iter=/) { split
 			printf "mechanisms, getpgid(0), best of %d rounds: bare %.0f ns/call, empty fexit %.0f, empty kretprobe %.0f\n", n["none"], best["none"], best["fexit"], best["kretprobe"]
 			printf "per call: fexit %.0f ns, kretprobe %.0f ns, kretprobe/fexit %s (paper, native: 46-69 vs 78-81 ns)\n", f, k, r
 		}' "$WORK/pc-mech.txt"
+	baseline_figures
 } | tee "$WORK/summary.txt"
 [ "$rc" -eq 0 ] || log "note: the testbed reported a failed step (exit $rc); the figures above come from the hook's files"
 exit 0

@@ -5,6 +5,8 @@
 //   probe_cost_verbs DEVICE fail N   N x ibv_reg_mr of an mmap'ed-then-munmap'ed 1 MiB range:
 //                                    EFAULT from ib_umem_get up (failure path; the same
 //                                    induction as tests/e2e/verbs_fail.c reg_mr_unmapped)
+//   probe_cost_verbs DEVICE qp N     N x (ibv_create_qp of an RC QP, ibv_destroy_qp)
+//   probe_cost_verbs DEVICE modify N N x ibv_modify_qp RESET -> INIT -> RESET of one RC QP
 //
 // Prints `PC <mode> n=<N> unexpected=<k> us_per_iter=<t>` and exits 1 when any iteration did
 // not end as expected (a success that failed, a failure that was not EFAULT).
@@ -18,6 +20,44 @@
 #include <time.h>
 
 #include <infiniband/verbs.h>
+
+/* qp and modify: N iterations of the QP verbs; returns the unexpected ones */
+static long qp_loop(struct ibv_context *ctx, struct ibv_pd *pd, int modify, long n)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr ia = { 0 };
+	struct ibv_qp_attr a;
+	struct ibv_qp *qp = NULL;
+	long i, bad = 0;
+
+	if (!cq)
+		return n;
+	ia.send_cq = ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	if (modify && !(qp = ibv_create_qp(pd, &ia)))
+		return n;
+	for (i = 0; i < n; i++) {
+		if (!modify) {
+			qp = ibv_create_qp(pd, &ia);
+			bad += !qp || ibv_destroy_qp(qp);
+			continue;
+		}
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_INIT;
+		a.port_num = 1;
+		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
+		bad += !!ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						       IBV_QP_ACCESS_FLAGS);
+		a.qp_state = IBV_QPS_RESET;
+		bad += !!ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	}
+	if (qp && modify)
+		ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	return bad;
+}
 
 static double now_us(void)
 {
@@ -39,8 +79,9 @@ int main(int argc, char **argv)
 	double t0, t1;
 	int cnt, ok;
 
-	if (argc != 4 || (strcmp(argv[2], "ok") && strcmp(argv[2], "fail"))) {
-		fprintf(stderr, "usage: %s DEVICE ok|fail N\n", argv[0]);
+	if (argc != 4 || (strcmp(argv[2], "ok") && strcmp(argv[2], "fail") &&
+			  strcmp(argv[2], "qp") && strcmp(argv[2], "modify"))) {
+		fprintf(stderr, "usage: %s DEVICE ok|fail|qp|modify N\n", argv[0]);
 		return 2;
 	}
 	mode = argv[2];
@@ -63,6 +104,14 @@ int main(int argc, char **argv)
 	if (!pd) {
 		fprintf(stderr, "probe_cost_verbs: open/alloc_pd: %s\n", strerror(errno));
 		return 2;
+	}
+	if (!strcmp(mode, "qp") || !strcmp(mode, "modify")) {
+		t0 = now_us();
+		unexpected = qp_loop(ctx, pd, !strcmp(mode, "modify"), n);
+		t1 = now_us();
+		printf("PC %s n=%ld unexpected=%ld us_per_iter=%.1f\n", mode, n, unexpected,
+		       (t1 - t0) / n);
+		return unexpected ? 1 : 0;
 	}
 	len = ok ? 4096 : 1 << 20;
 	addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -257,6 +257,126 @@ fn check_burst(ver: &str, dir: &Path) {
     );
 }
 
+/// The first run's baseline kept in its state file: `baseline show` prints the snapshot's
+/// shapes and table; a pin not expected overrides the learned verdict; the burst collector
+/// restarted from the file and went on from its counts.
+fn check_state(ver: &str, dir: &Path, last: &Value) {
+    let b = &last["baseline"];
+    let show: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("show.json")).expect("show.json (baseline show)"),
+    )
+    .unwrap_or_else(|e| panic!("{ver}: show.json: {e}"));
+    assert_eq!(show["manifest_hash"], last["manifest_hash"], "{show}");
+    let successes = |v: &Value, f: &str| {
+        v["handlers"]
+            .as_array()
+            .and_then(|hs| hs.iter().find(|h| h["function"] == f))
+            .and_then(|h| h["successes"].as_u64())
+            .unwrap_or(0)
+    };
+    let reg = successes(b, "ib_uverbs_reg_mr");
+    assert_eq!(successes(&show, "ib_uverbs_reg_mr"), reg, "{show}");
+    let key = |e: &Value| format!("{}:{}:{}", e["handler"], e["origin"], e["errno_name"]);
+    let table = |v: &Value| -> Vec<(String, Value)> {
+        v["expected"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| (key(e), e["expected"].clone()))
+            .collect()
+    };
+    assert_eq!(
+        table(&show),
+        table(b),
+        "{ver}: the kept table is the snapshot's"
+    );
+    println!(
+        "{ver}: state file: {} reg_mr successes, {} patterns",
+        reg,
+        table(&show).len()
+    );
+    check_pin(ver, dir, &show);
+    // the restart
+    let log = std::fs::read_to_string(dir.join("burst.log")).expect("burst.log");
+    let restored = log
+        .lines()
+        .find(|l| l.contains("baseline state") && l.contains("restored"))
+        .unwrap_or_else(|| panic!("{ver}: the burst collector restored nothing:\n{log}"));
+    println!("{ver}: {restored}");
+    let burst = lines(&dir.join("burst.jsonl"));
+    let first = successes(&burst[0]["baseline"], "ib_uverbs_reg_mr");
+    assert!(
+        first >= reg,
+        "{ver}: after the restart {first} reg_mr successes, before {reg}"
+    );
+}
+
+/// A pin not expected overrides the learned verdict (`baseline show` on the host, same file).
+fn check_pin(ver: &str, dir: &Path, show: &Value) {
+    let key = |e: &Value| format!("{}:{}:{}", e["handler"], e["origin"], e["errno_name"]);
+    // pinned not expected on the host, from the same file
+    let learned = show["expected"]
+        .as_array()
+        .and_then(|t| t.iter().find(|e| e["expected"] == true))
+        .unwrap_or_else(|| panic!("{ver}: no learned expected pattern in {show}"));
+    let pin = format!(
+        "{}:{}:{}",
+        learned["handler"].as_str().unwrap_or(""),
+        learned["origin"].as_str().unwrap_or(""),
+        learned["errno_name"].as_str().unwrap_or("")
+    );
+    let agent = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/probegen-agent");
+    let out = std::process::Command::new(&agent)
+        .args([
+            "baseline",
+            "show",
+            "--json",
+            "--baseline-not-expected",
+            &pin,
+            "--state",
+        ])
+        .arg(dir.join("baseline.state.first"))
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (scripts/e2e-baseline.sh builds it)",
+                agent.display()
+            )
+        });
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pinned: Value = serde_json::from_slice(&out.stdout).expect("show --json");
+    let e = pinned["expected"]
+        .as_array()
+        .and_then(|t| t.iter().find(|e| key(e) == key(learned)))
+        .expect("the pinned pattern");
+    assert_eq!(e["expected"], false, "{e}");
+    assert_eq!(e["why"], "pinned not expected in the configuration", "{e}");
+}
+
+/// The handler mix per job: the five benign jobs (own cgroups) with their create_qp calls.
+fn check_jobs(ver: &str, b: &Value) {
+    let jobs = b["jobs"].as_array().expect("baseline.jobs");
+    for j in jobs {
+        println!(
+            "{ver}: job cgroup {} {}: {} differs {}",
+            j["cgroup_id"], j["comm"], j["verbs"], j["differs"]
+        );
+    }
+    let with_qp = jobs
+        .iter()
+        .filter(|j| {
+            j["verbs"]
+                .as_array()
+                .is_some_and(|v| v.iter().any(|v| v["verb"] == "create_qp"))
+        })
+        .count();
+    assert!(with_qp >= 5, "{ver}: {with_qp} jobs with create_qp");
+}
+
 fn check(ver: &str) {
     let dir = out_dir();
     let snaps = lines(&dir.join("baseline.jsonl"));
@@ -265,7 +385,9 @@ fn check(ver: &str) {
     check_bifurcations(ver, &all, &shapes);
     let b = &snaps.last().expect("a snapshot")["baseline"];
     check_expected(ver, &all, b);
+    check_jobs(ver, b);
     check_burst(ver, &dir);
+    check_state(ver, &dir, snaps.last().expect("a snapshot"));
 }
 
 #[test]

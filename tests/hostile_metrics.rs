@@ -589,6 +589,13 @@ const NOT_LOSS: &[&str] = &[
     "probegen_agent_cpu_seconds_total",
     "probegen_bpf_run_seconds_total",
     "probegen_bpf_runs_total",
+    // the baseline's success traces (`--baseline`) are a sample: a trace the baseline ring has
+    // no room for never takes a failure record's place (tests/baseline_e2e.rs), and the
+    // snapshot's `baseline.records` keeps received + dropped == produced
+    "probegen_baseline_successes_total",
+    "probegen_baseline_traces_produced_total",
+    "probegen_baseline_traces_received_total",
+    "probegen_baseline_traces_dropped_total",
 ];
 
 /// `probegen_*` names in `text` (identifiers that start with it).

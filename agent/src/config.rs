@@ -53,6 +53,9 @@ const KEYS: &[(&str, Value)] = &[
     ("baseline-budget", Value::Count),
     ("baseline-max", Value::Duration),
     ("baseline-expected", Value::Text),
+    ("baseline-not-expected", Value::Text),
+    ("baseline-state", Value::Text),
+    ("baseline-state-bytes", Value::Count),
     ("baseline-ringbuf-bytes", Value::Count),
 ];
 

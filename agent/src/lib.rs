@@ -15,7 +15,7 @@ mod flags;
 mod fleet;
 mod release;
 
-pub use baseline::BaselineArgs;
+pub use baseline::{baseline_show, BaselineArgs, BaselineShowArgs};
 pub use bundle::{
     read_bundle, select, sha256_tag, Bundle, BundleIndex, BundleSet, Chosen, HostKernel,
     KernelVersion, Match, Selection, BUNDLE_INDEX, BUNDLE_SCHEMA, SET_MANIFEST, SET_OBJECT,

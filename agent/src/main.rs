@@ -25,6 +25,16 @@ enum Command {
     /// Ask the running agent to detach a driver module's probes before it unloads (the
     /// package's modprobe.d rule runs it before `modprobe -r --ignore-remove MODULE`)
     Release(probegen_agent::ReleaseArgs),
+    /// The baseline a `collect --baseline --baseline-state FILE` keeps
+    #[command(subcommand)]
+    Baseline(BaselineCommand),
+}
+
+#[derive(Subcommand)]
+enum BaselineCommand {
+    /// Print a state file's success shapes per handler and its learned expected-error table
+    /// (with the pins given applied)
+    Show(probegen_agent::BaselineShowArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +49,7 @@ fn main() -> ExitCode {
         Command::Collect(args) => probegen_agent::collect(&args),
         Command::Schema(args) => probegen_agent::schema(&args),
         Command::Release(args) => probegen_agent::release(&args),
+        Command::Baseline(BaselineCommand::Show(args)) => probegen_agent::baseline_show(&args),
     };
     match result {
         Ok(code) => code,

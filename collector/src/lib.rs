@@ -49,7 +49,7 @@ mod timings;
 mod warning;
 mod wire;
 
-pub use baseline::{BaselineConfig, Pinned};
+pub use baseline::{state_view as baseline_state_view, BaselineConfig, Pinned};
 pub use decode::{comm_str, encode};
 pub use errno::errno_label;
 pub use error::CollectError;
@@ -75,6 +75,6 @@ pub use wire::{
     InvariantProbe, Link, Rec, RecordsOut, SharedPart, SinkStatus, Snapshot, Totals, Window,
 };
 pub use wire::{
-    BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, ShapeOut,
-    TraceCounts,
+    BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, HandlerSummary,
+    JobMixOut, ShapeOut, StateView, TraceCounts, VerbMixOut,
 };

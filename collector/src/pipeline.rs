@@ -144,7 +144,7 @@ pub struct Pipeline {
     last_invariant: Option<(bool, Invariant)>,
     snapshots: u64,
     /// chains reported so far (occurrences), per (owner, origin probe id, origin errno)
-    chain_totals: Arc<BTreeMap<(Owner, u32, u32), u64>>,
+    chain_totals: Arc<BTreeMap<(Owner, u32, u32, bool), u64>>,
     /// `--baseline`: success shapes, bifurcations, expected failures
     baseline: Option<Box<crate::baseline::Baseline>>,
 }
@@ -201,6 +201,14 @@ impl Pipeline {
         self.baseline = Some(Box::new(b));
     }
 
+    /// Writes the baseline's state file when due: the line to print when it failed.
+    pub(crate) fn save_baseline(&mut self, is_final: bool) -> Option<crate::warning::Warning> {
+        let table = self.table.clone();
+        let b = self.baseline.as_mut()?;
+        b.save(&table, is_final)
+            .map(crate::warning::Warning::Baseline)
+    }
+
     /// One record of the `baseline` ring (ignored with the baseline off).
     pub(crate) fn ingest_trace(&mut self, sample: &[u8]) {
         if let Some(b) = &mut self.baseline {
@@ -215,8 +223,9 @@ impl Pipeline {
         }
     }
 
-    /// Chains reported so far (occurrences), per (owner, origin probe id, origin errno).
-    pub fn chain_totals(&self) -> &BTreeMap<(Owner, u32, u32), u64> {
+    /// Chains reported so far (occurrences), per (owner, origin probe id, origin errno,
+    /// expected by the baseline).
+    pub fn chain_totals(&self) -> &BTreeMap<(Owner, u32, u32, bool), u64> {
         &self.chain_totals
     }
 
@@ -402,7 +411,7 @@ impl Pipeline {
         for r in &self.batch {
             self.chains.push(&r.raw);
         }
-        let chains = ChainsOut::new(
+        let mut chains = ChainsOut::new(
             self.chains.take(&self.table.relation, is_final),
             self.table.clone(),
             crate::sites::decide,
@@ -410,11 +419,18 @@ impl Pipeline {
         if chains.is_empty() {
             return chains;
         }
+        if let Some(b) = &mut self.baseline {
+            let notes = chains.iter().map(|c| b.annotate(&c)).collect();
+            chains.set_notes(notes);
+        }
         // copied only when a snapshot still holds the last totals (an idle run copies nothing)
         let totals = Arc::make_mut(&mut self.chain_totals);
         for c in chains.iter() {
             if let Some(o) = c.origin() {
-                *totals.entry((c.owner, o.probe, o.err)).or_default() += u64::from(c.count);
+                let expected = c.note.is_some_and(|n| n.expected);
+                *totals
+                    .entry((c.owner, o.probe, o.err, expected))
+                    .or_default() += u64::from(c.count);
             }
         }
         chains
@@ -425,11 +441,7 @@ impl Pipeline {
         let table = self.table.clone();
         let quiet = self.quiet(k);
         let counters = self.window_counters(k, quiet);
-        let mut chains = self.take_chains(is_final);
-        if let Some(b) = &mut self.baseline {
-            let notes = chains.iter().map(|c| b.annotate(&c)).collect();
-            chains.set_notes(notes);
-        }
+        let chains = self.take_chains(is_final);
         let gaps = self.seq.gaps();
         let invariant = match self.last_invariant.take() {
             Some((was_final, inv)) if quiet && was_final == is_final => inv,

@@ -8,7 +8,9 @@
 #          device's capabilities fails, then succeeds; then verbs_baseline fail (reg_mr of
 #          unmapped memory, modify_qp RESET -> RTS) twice; SIGTERM. Then a second collector
 #          with a 4 KiB baseline ring (6 traces) and 4 processes of verbs_baseline burst 150: the traces
-#          overflow their ring, the failure records must all arrive.
+#          overflow their ring, the failure records must all arrive. The first collector keeps
+#          its baseline in /out/baseline.state (`baseline show` prints it into show.json and
+#          show.txt); the burst collector restarts from that file.
 # Outputs in /out (-> target/e2e-baseline/<ver>/): baseline.jsonl, burst.jsonl,
 # collect.log, burst.log, vb-*.log, collect.rc, burst.rc.
 X=/extra
@@ -73,7 +75,9 @@ start)
 	[ -x $X/probegen-agent ] || { echo "baseline-hook: $X/probegen-agent missing"; exit 1; }
 	mkdir -p /sys/fs/cgroup
 	mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
-	collector baseline --baseline --baseline-sample 1 --baseline-budget 0 || exit 1
+	rm -f /out/baseline.state*
+	collector baseline --baseline --baseline-sample 1 --baseline-budget 0 \
+		--baseline-state /out/baseline.state || exit 1
 	$X/verbs_baseline rxe0 success 60 >/out/vb-success.log 2>&1
 	;;
 stop)
@@ -88,8 +92,13 @@ stop)
 	$X/verbs_baseline rxe0 fail >>/out/vb-fail.log 2>&1 || rc=1
 	$X/verbs_baseline rxe0 fail >>/out/vb-fail.log 2>&1 || rc=1
 	stop baseline || rc=1
+	# what the first run kept (its table: `baseline show`); then the burst collector
+	# restarts from it
+	cp /out/baseline.state /out/baseline.state.first || rc=1
+	$X/probegen-agent baseline show --state /out/baseline.state --json >/out/show.json 2>&1 || rc=1
+	$X/probegen-agent baseline show --state /out/baseline.state >/out/show.txt 2>&1 || rc=1
 	collector burst --baseline --baseline-sample 1 --baseline-budget 0 \
-		--baseline-ringbuf-bytes 4096 || exit 1
+		--baseline-ringbuf-bytes 4096 --baseline-state /out/baseline.state || exit 1
 	# wait for these four only: a bare `wait` would wait for the collector too
 	pids=
 	for i in 1 2 3 4; do

@@ -52,6 +52,60 @@ stop_pid() {
 	return 0
 }
 
+# collector TAG ARGS...: probegen collect in the background (pid in $CPID), waits for attach
+collector() {
+	tag=$1
+	shift
+	rm -f $CPID /out/pc-collect-$tag.rc
+	(
+		$X/probegen collect --manifest $X/manifest.yaml --object $X/probes.bpf.o \
+			--interval 1s --out /tmp/pc-snapshots-$tag.jsonl "$@" \
+			>/dev/null 2>/out/pc-collect-$tag.log &
+		echo $! >$CPID
+		wait $!
+		echo $? >/out/pc-collect-$tag.rc
+	) &
+	i=0
+	while [ ! -s $CPID ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	wait_line /out/pc-collect-$tag.log '^probegen collect: attached' $CPID ||
+		{ cat /out/pc-collect-$tag.log; return 1; }
+	grep '^probegen collect: attached\|baseline' /out/pc-collect-$tag.log
+}
+
+# empties: the empty programs loaded (pid in $LPID)
+empties() {
+	rm -f $LPID
+	($X/probe_cost_load $X/empty_*.bpf.o >/out/pc-load-bl.log 2>&1 & echo $! >$LPID; wait) &
+	i=0
+	while [ ! -s $LPID ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	wait_line /out/pc-load-bl.log '^ready [1-9]' $LPID
+}
+
+# latency TAG: /extra/bl_rounds rounds of the reg_mr, create_qp and modify_qp loops
+latency() {
+	r=1
+	while [ $r -le "$blr" ]; do
+		for m in ok qp modify; do
+			timeout 600 $X/probe_cost_verbs rxe0 $m "$n" >>/out/pc-lat-$1.txt 2>&1 || rc=1
+		done
+		r=$((r + 1))
+	done
+}
+
+# baseline_phase TAG SAMPLE: the success loop under collect --baseline (one call in SAMPLE
+# traced), with bpftool snapshots around every round (pc-bl-TAG-<k>.txt)
+baseline_phase() {
+	collector bl-$1 --baseline --baseline-sample "$2" --baseline-budget 0 || rc=1
+	k=0
+	$X/bpftool prog show >/out/pc-bl-$1-$k.txt 2>&1 || rc=1
+	while [ $k -lt "$blr" ]; do
+		timeout 600 $X/probe_cost_verbs rxe0 ok "$n" >>/out/pc-bl-$1.txt 2>&1 || rc=1
+		k=$((k + 1))
+		$X/bpftool prog show >/out/pc-bl-$1-$k.txt 2>&1 || rc=1
+	done
+	stop_pid $CPID "baseline $1 collector" || rc=1
+}
+
 case "$1" in
 start)
 	for f in probegen probes.bpf.o manifest.yaml bpftool probe_cost_load probe_cost_verbs iters rounds; do
@@ -110,6 +164,22 @@ stop)
 	while [ ! -s /out/pc-collect.rc ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 	tail -n 3 /out/pc-collect.log
 	[ "$(cat /out/pc-collect.rc 2>/dev/null)" = 0 ] || rc=1
+	# issue 25: the verbs' latency with nothing attached and with the whole set; the success
+	# path with the baseline on but not sampled and sampled, against the empty programs
+	blr=$(cat $X/bl_rounds 2>/dev/null || echo 0)
+	if [ "$blr" -gt 0 ]; then
+		echo 1 >/proc/sys/kernel/bpf_stats_enabled || rc=1
+		latency none
+		collector set || rc=1
+		latency set
+		stop_pid $CPID "set collector" || rc=1
+		empties || rc=1
+		baseline_phase u 4000000000
+		baseline_phase s 1
+		stop_pid $LPID loader || rc=1
+		echo 0 >/proc/sys/kernel/bpf_stats_enabled
+		cat /out/pc-lat-*.txt /out/pc-bl-?.txt
+	fi
 	# mechanisms: the same syscall loop bare, under an empty fexit and an empty kretprobe
 	r=1
 	while [ $r -le "$(cat $X/mech_rounds 2>/dev/null || echo 0)" ]; do

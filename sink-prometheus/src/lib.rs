@@ -26,8 +26,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use collector::{
-    errno_label, AgentCost, AttachStatus, KernelTotals, Owner, ProbeTable, SharedPart, Sink,
-    SinkError, SinkStatus, Snapshot,
+    errno_label, AgentCost, AttachStatus, BaselineOut, KernelTotals, Owner, ProbeTable, SharedPart,
+    Sink, SinkError, SinkStatus, Snapshot, TraceCounts,
 };
 
 /// Everything the exposition shows.
@@ -44,7 +44,7 @@ struct MetricsInput<'a> {
     pub seq_gaps: u64,
     pub snapshots: u64,
     /// chains reported so far, per (owner, origin probe id, origin errno)
-    pub chains: &'a std::collections::BTreeMap<(Owner, u32, u32), u64>,
+    pub chains: &'a std::collections::BTreeMap<(Owner, u32, u32, bool), u64>,
     /// the ClickHouse sink (with `--clickhouse`)
     pub clickhouse: Option<SinkStatus>,
     /// the spool's limit (`--clickhouse-spool-bytes`), when the embedder says it
@@ -55,6 +55,83 @@ struct MetricsInput<'a> {
     pub agent: Option<AgentCost>,
     /// the host's kernel release (empty: no snapshot yet)
     pub release: &'a str,
+    /// with `--baseline`: the last snapshot's
+    pub baseline: Option<&'a BaselineMetrics>,
+}
+
+/// What the exposition shows of the baseline: per handler its distinct success shapes and
+/// traced successes (never a label per shape or path: the count of shapes is bounded, their
+/// names are not a label), the trace ring's counts, the jobs whose handler mix differs.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct BaselineMetrics {
+    /// (handler function, shapes, successes)
+    handlers: Vec<(String, usize, u64)>,
+    records: TraceCounts,
+    jobs_differing: usize,
+}
+
+impl BaselineMetrics {
+    fn of(b: &BaselineOut) -> Self {
+        BaselineMetrics {
+            handlers: b
+                .handlers
+                .iter()
+                .map(|h| (h.function.clone(), h.shapes.len(), h.successes))
+                .collect(),
+            records: b.records,
+            jobs_differing: b.jobs.iter().filter(|j| !j.differs.is_empty()).count(),
+        }
+    }
+}
+
+/// `probegen_baseline_*` (with `--baseline`).
+fn render_baseline(o: &mut String, b: &BaselineMetrics) {
+    let _ = writeln!(
+        o,
+        "# HELP probegen_baseline_shapes Distinct success paths of a handler in the baseline.\n\
+         # TYPE probegen_baseline_shapes gauge"
+    );
+    for (f, n, _) in &b.handlers {
+        let _ = writeln!(o, "probegen_baseline_shapes{{handler=\"{}\"}} {n}", esc(f));
+    }
+    let _ = writeln!(
+        o,
+        "# HELP probegen_baseline_successes_total Traced successful calls of a handler kept in the baseline.\n\
+         # TYPE probegen_baseline_successes_total counter"
+    );
+    for (f, _, n) in &b.handlers {
+        let _ = writeln!(
+            o,
+            "probegen_baseline_successes_total{{handler=\"{}\"}} {n}",
+            esc(f)
+        );
+    }
+    let r = &b.records;
+    for (name, help, v) in [
+        (
+            "probegen_baseline_traces_produced_total",
+            "Call traces the kernel produced (the baseline ring).",
+            r.produced,
+        ),
+        (
+            "probegen_baseline_traces_received_total",
+            "Call traces the agent read.",
+            r.received,
+        ),
+        (
+            "probegen_baseline_traces_dropped_total",
+            "Call traces the baseline ring had no room for (samples: never a failure record).",
+            r.dropped,
+        ),
+    ] {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
+    }
+    let _ = writeln!(
+        o,
+        "# HELP probegen_baseline_jobs_differing Jobs whose main handler of a verb is no other job's.\n\
+         # TYPE probegen_baseline_jobs_differing gauge\nprobegen_baseline_jobs_differing {}",
+        b.jobs_differing
+    );
 }
 
 /// Label value escaping per the exposition format.
@@ -124,6 +201,9 @@ fn render(m: &MetricsInput<'_>) -> String {
     }
     if let Some(a) = &m.agent {
         render_cost(&mut o, a);
+    }
+    if let Some(b) = m.baseline {
+        render_baseline(&mut o, b);
     }
     o
 }
@@ -296,9 +376,11 @@ fn render_clickhouse(o: &mut String, c: &SinkStatus, spool_limit_bytes: Option<u
     }
 }
 
-/// `probegen_chains_total{owner,module,origin,errno}`: failure chains by who gets the ticket,
-/// the origin's module and function and the origin's errno (one series per distinct label
-/// set; the module says whose code a regression is in: `deploy/prometheus/probegen-tickets.yml`).
+/// `probegen_chains_total{owner,module,origin,errno,expected}`: failure chains by who gets the
+/// ticket, the origin's module and function, the origin's errno and whether the baseline found
+/// the failure expected (`false` without `--baseline`; one series per distinct label set; the
+/// module says whose code a regression is in: `deploy/prometheus/probegen-tickets.yml`). The
+/// alert rules leave `expected="true"` out.
 /// `probegen_kernel_info{kernel}` (1): the host's kernel release, which the ticket rules join on.
 fn render_chains(o: &mut String, m: &MetricsInput<'_>) {
     if !m.release.is_empty() {
@@ -315,22 +397,22 @@ fn render_chains(o: &mut String, m: &MetricsInput<'_>) {
          # TYPE probegen_chains_total counter"
     );
     let mut by_label: std::collections::BTreeMap<
-        (Owner, &str, &str, std::borrow::Cow<'static, str>),
+        (Owner, &str, &str, std::borrow::Cow<'static, str>, bool),
         u64,
     > = Default::default();
-    for (&(owner, probe, err), &n) in m.chains {
+    for (&(owner, probe, err, expected), &n) in m.chains {
         let (module, origin) = m
             .table
             .get(probe)
             .map_or(("?", "?"), |p| (p.module.as_str(), p.function.as_str()));
         *by_label
-            .entry((owner, module, origin, errno_label(err)))
+            .entry((owner, module, origin, errno_label(err), expected))
             .or_default() += n;
     }
-    for ((owner, module, origin, errno), n) in by_label {
+    for ((owner, module, origin, errno, expected), n) in by_label {
         let _ = writeln!(
             o,
-            "probegen_chains_total{{owner=\"{owner}\",module=\"{}\",origin=\"{}\",errno=\"{}\"}} {n}",
+            "probegen_chains_total{{owner=\"{owner}\",module=\"{}\",origin=\"{}\",errno=\"{}\",expected=\"{expected}\"}} {n}",
             esc(module),
             esc(origin),
             esc(&errno)
@@ -352,7 +434,7 @@ struct MetricsState {
     pub decode_errors: u64,
     pub seq_gaps: u64,
     pub snapshots: u64,
-    pub chains: Arc<std::collections::BTreeMap<(Owner, u32, u32), u64>>,
+    pub chains: Arc<std::collections::BTreeMap<(Owner, u32, u32, bool), u64>>,
     pub clickhouse: Option<SinkStatus>,
     pub spool_limit_bytes: Option<u64>,
     pub last_snapshot_unix_ns: u64,
@@ -360,6 +442,7 @@ struct MetricsState {
     pub release: String,
     /// the bundle's set this run was chosen from (`--bundle`)
     pub set: Option<RunningSet>,
+    pub baseline: Option<BaselineMetrics>,
 }
 
 impl MetricsState {
@@ -386,6 +469,7 @@ impl MetricsState {
         if self.release != s.kernel {
             self.release.clone_from(&s.kernel);
         }
+        self.baseline = s.baseline.as_ref().map(BaselineMetrics::of);
     }
 
     pub(crate) fn input(&self) -> MetricsInput<'_> {
@@ -405,6 +489,7 @@ impl MetricsState {
             last_snapshot_unix_ns: self.last_snapshot_unix_ns,
             agent: self.agent.clone(),
             release: &self.release,
+            baseline: self.baseline.as_ref(),
         }
     }
 }
@@ -549,8 +634,9 @@ mod tests {
             seq_gaps: 2,
             snapshots: 1,
             chains: &[
-                ((Owner::Application, 1, 14), 3),
-                ((Owner::VendorDriver, 2, 22), 1),
+                ((Owner::Application, 1, 14, false), 3),
+                ((Owner::VendorDriver, 2, 22, false), 1),
+                ((Owner::VendorDriver, 2, 22, true), 5),
             ]
             .into(),
             clickhouse: Some(SinkStatus {
@@ -570,6 +656,16 @@ mod tests {
                 bpf_runs: Some(40_000),
             }),
             release: "6.12.118+deb12-amd64",
+            baseline: Some(&BaselineMetrics {
+                handlers: vec![("ib_uverbs_reg_mr".into(), 2, 60)],
+                records: TraceCounts {
+                    produced: 70,
+                    received: 64,
+                    dropped: 6,
+                    ..TraceCounts::default()
+                },
+                jobs_differing: 1,
+            }),
         })
     }
 
@@ -615,12 +711,22 @@ mod tests {
         assert!(s.contains("probegen_ring_drops_total 4\n"));
         assert!(s.contains("# TYPE probegen_failures_total counter\n"));
         assert!(s.contains(
-            "probegen_chains_total{owner=\"application\",module=\"ib_uverbs\",origin=\"ib_uverbs_reg_mr\",errno=\"EFAULT\"} 3\n"
+            "probegen_chains_total{owner=\"application\",module=\"ib_uverbs\",origin=\"ib_uverbs_reg_mr\",errno=\"EFAULT\",expected=\"false\"} 3\n"
         ));
         assert!(s.contains(
-            "probegen_chains_total{owner=\"vendor-driver\",module=\"m\",origin=\"x\",errno=\"EINVAL\"} 1\n"
+            "probegen_chains_total{owner=\"vendor-driver\",module=\"m\",origin=\"x\",errno=\"EINVAL\",expected=\"false\"} 1\n"
+        ));
+        assert!(s.contains(
+            "probegen_chains_total{owner=\"vendor-driver\",module=\"m\",origin=\"x\",errno=\"EINVAL\",expected=\"true\"} 5\n"
         ));
         assert!(s.contains("probegen_kernel_info{kernel=\"6.12.118+deb12-amd64\"} 1\n"));
+        // the baseline: shapes counted per handler, never labelled by shape or path
+        assert!(s.contains("# TYPE probegen_baseline_shapes gauge\n"));
+        assert!(s.contains("probegen_baseline_shapes{handler=\"ib_uverbs_reg_mr\"} 2\n"));
+        assert!(s.contains("probegen_baseline_successes_total{handler=\"ib_uverbs_reg_mr\"} 60\n"));
+        assert!(s.contains("probegen_baseline_traces_dropped_total 6\n"));
+        assert!(s.contains("probegen_baseline_jobs_differing 1\n"));
+        assert!(!s.contains("shape=") && !s.contains("path="));
         assert!(s.contains("probegen_clickhouse_spool_batches 2\n"));
         assert!(s.contains("probegen_clickhouse_spool_dropped_total 1\n"));
         assert!(s.contains("probegen_clickhouse_quarantined_batches_total 4\n"));

@@ -14,13 +14,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde::{Deserialize, Serialize};
+
 const MAX_PATTERNS: usize = 1024;
 const MAX_PIDS: usize = 4096;
 pub(crate) const MIN_PROCESSES: usize = 3;
 pub(crate) const MAX_INCREASE: f64 = 0.1;
 const ENOENT: u32 = 2;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Pattern {
     /// processes it failed in, with the first failure's time
     pub failed: BTreeMap<u32, u64>,
@@ -28,16 +30,18 @@ pub(crate) struct Pattern {
     pub recovered: BTreeSet<u32>,
 }
 
-/// A failure pattern, pinned from the configuration, by names.
+/// A failure pattern, pinned from the configuration, by names: expected, or not expected
+/// whatever was learned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pinned {
     pub handler: String,
     pub origin: String,
     pub errno: u32,
+    pub expected: bool,
 }
 
 impl Pinned {
-    /// `handler:origin:ERRNO` (an errno name such as `EINVAL`, or a number).
+    /// `handler:origin:ERRNO` (an errno name such as `EINVAL`, or a number), pinned expected.
     pub fn parse(s: &str) -> Result<Self, String> {
         let parts: Vec<&str> = s.split(':').collect();
         let [handler, origin, errno] = parts[..] else {
@@ -61,7 +65,18 @@ impl Pinned {
             handler: handler.to_string(),
             origin: origin.to_string(),
             errno,
+            expected: true,
         })
+    }
+
+    /// The same, pinned not expected (`--baseline-not-expected`).
+    pub fn parse_not_expected(s: &str) -> Result<Self, String> {
+        Self::parse(s)
+            .map(|p| Pinned {
+                expected: false,
+                ..p
+            })
+            .map_err(|e| e.replace("--baseline-expected", "--baseline-not-expected"))
     }
 }
 
@@ -73,12 +88,14 @@ pub(crate) struct Verdict {
     pub increase: f64,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Expected {
+    #[serde(with = "super::persist::pairs")]
     pub patterns: BTreeMap<(u32, u32, u32), Pattern>,
     /// per handler: processes seen calling it, and those with a traced success (the last one's
     /// time: a chain is judged a gap after its failure, when the process may have succeeded)
     pub seen: BTreeMap<u32, (BTreeSet<u32>, BTreeMap<u32, u64>)>,
+    #[serde(skip)]
     pub pinned: Vec<Pinned>,
 }
 
@@ -155,12 +172,17 @@ impl Expected {
             increase,
         };
         let (handler, origin) = names;
-        if self
+        if let Some(p) = self
             .pinned
             .iter()
-            .any(|p| p.handler == handler && p.origin == origin && p.errno == key.2)
+            .find(|p| p.handler == handler && p.origin == origin && p.errno == key.2)
         {
-            return verdict(true, "pinned in the configuration".into());
+            let why = if p.expected {
+                "pinned expected in the configuration"
+            } else {
+                "pinned not expected in the configuration"
+            };
+            return verdict(p.expected, why.into());
         }
         if key.2 == ENOENT && core_origin && !handler_failed {
             return verdict(
@@ -230,6 +252,17 @@ mod tests {
         e.pinned
             .push(Pinned::parse("ib_uverbs_reg_mr:x:ENOMEM").expect("pin"));
         assert!(e.judge(fatal, names, false, true).expected);
+        // pinned not expected overrides what was learned (the benign pattern is learned
+        // expected above)
+        e.pinned
+            .push(Pinned::parse_not_expected("ib_uverbs_reg_mr:x:EINVAL").expect("pin"));
+        let v = e.judge(benign, names, false, true);
+        assert!(
+            !v.expected && v.why.contains("pinned not expected"),
+            "{v:?}"
+        );
+        assert!(Pinned::parse_not_expected("a:b")
+            .is_err_and(|e| e.starts_with("--baseline-not-expected")));
         assert_eq!(Pinned::parse("a:b:22").map(|p| p.errno), Ok(22));
         assert!(Pinned::parse("a:b").is_err());
         assert!(Pinned::parse("a:b:ENOPE").is_err());

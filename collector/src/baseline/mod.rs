@@ -12,6 +12,8 @@
 
 mod align;
 mod expected;
+mod jobs;
+mod persist;
 mod store;
 mod trace;
 
@@ -22,8 +24,8 @@ use crate::decode::comm_str;
 use crate::errno::errno_label;
 use crate::probes::ProbeTable;
 use crate::wire::{
-    BaselineOut, Bifurcation, ChainNote, ChainView, ExemplarOut, ExpectedOut, HandlerOut, ShapeOut,
-    TraceCounts,
+    BaselineOut, Bifurcation, ChainNote, ChainView, ExemplarOut, ExpectedOut, HandlerOut,
+    HandlerSummary, ShapeOut, StateView, TraceCounts,
 };
 
 pub use expected::Pinned;
@@ -43,6 +45,12 @@ pub struct BaselineConfig {
     pub pinned: Vec<Pinned>,
     /// size of the `baseline` ring in bytes (a power of two, at least a page; default 256 KiB)
     pub ring_bytes: Option<u32>,
+    /// where the baseline is kept across restarts (`None`: not kept)
+    pub state: Option<std::path::PathBuf>,
+    /// the state file's bound in bytes
+    pub state_bytes: u64,
+    /// the state is written at most this often (and at the end of the run)
+    pub save_every: Duration,
 }
 
 impl Default for BaselineConfig {
@@ -54,6 +62,9 @@ impl Default for BaselineConfig {
             max: Duration::from_millis(50),
             pinned: Vec::new(),
             ring_bytes: None,
+            state: None,
+            state_bytes: 4 << 20,
+            save_every: Duration::from_secs(60),
         }
     }
 }
@@ -83,6 +94,10 @@ pub(crate) struct Baseline {
     failing: VecDeque<Trace>,
     expected: expected::Expected,
     counts: TraceCounts,
+    jobs: jobs::Jobs,
+    /// learned something since the state was last written; when it was
+    dirty: bool,
+    saved: Option<std::time::Instant>,
 }
 
 impl Baseline {
@@ -99,7 +114,60 @@ impl Baseline {
             failing: VecDeque::new(),
             expected,
             counts: TraceCounts::default(),
+            jobs: jobs::Jobs::default(),
+            dirty: false,
+            saved: None,
         }
+    }
+
+    /// Reads the state file (`--baseline-state`): the line to print when one was restored
+    /// or set aside.
+    pub(crate) fn restore(&mut self, table: &ProbeTable) -> Option<String> {
+        let path = self.cfg.state.clone()?;
+        match persist::load(&path, &table.manifest_hash) {
+            Ok(None) => None,
+            Ok(Some(st)) => {
+                self.store = st.store;
+                self.expected.patterns = st.expected.patterns;
+                self.expected.seen = st.expected.seen;
+                let n: u64 = self.store.handlers.values().map(|h| h.successes).sum();
+                Some(format!(
+                    "baseline state {}: restored {} handlers, {n} successes, {} failure patterns",
+                    path.display(),
+                    self.store.handlers.len(),
+                    self.expected.patterns.len()
+                ))
+            }
+            Err(line) => Some(line),
+        }
+    }
+
+    /// Writes the state file when something was learned and `save_every` has passed (or at
+    /// the end): the line to print when it could not be written.
+    pub(crate) fn save(&mut self, table: &ProbeTable, is_final: bool) -> Option<String> {
+        let path = self.cfg.state.clone()?;
+        let due = self
+            .saved
+            .is_none_or(|t| t.elapsed() >= self.cfg.save_every);
+        if !self.dirty || !(due || is_final) {
+            return None;
+        }
+        let mut st = persist::State {
+            manifest_hash: table.manifest_hash.clone(),
+            functions: table
+                .probes
+                .iter()
+                .map(|p| (p.id, p.function.clone()))
+                .collect(),
+            store: self.store.clone(),
+            expected: self.expected.clone(),
+        };
+        self.saved = Some(std::time::Instant::now());
+        self.dirty = false;
+        persist::encode(&mut st, self.cfg.state_bytes)
+            .and_then(|b| persist::write(&path, &b).map_err(|e| e.to_string()))
+            .err()
+            .map(|e| format!("baseline state {}: not written: {e}", path.display()))
     }
 
     /// One record of the `baseline` ring.
@@ -109,6 +177,8 @@ impl Baseline {
             return;
         };
         self.counts.received += 1;
+        self.dirty = true;
+        self.jobs.add(t.cgroup_id, t.handler, &comm_str(&t.comm));
         if t.failed {
             if self.failing.len() >= FAILING_KEPT {
                 self.failing.pop_front();
@@ -183,6 +253,7 @@ impl Baseline {
         // the outermost link is the handler's own failure record: it failed
         let v = self.expected.judge(key, names, core, true);
         self.expected.failure(key, outer.pid, outer.ts_ns);
+        self.dirty = true;
         ChainNote {
             bifurcation,
             expected: v.expected,
@@ -251,26 +322,7 @@ impl Baseline {
                 }
             })
             .collect();
-        let expected = self
-            .expected
-            .patterns
-            .iter()
-            .map(|(&key, p)| {
-                let v = self
-                    .expected
-                    .judge(key, (&name(key.0), &name(key.1)), false, true);
-                ExpectedOut {
-                    handler: name(key.0),
-                    origin: name(key.1),
-                    errno_name: errno_label(key.2).into_owned(),
-                    processes: p.failed.len() as u64,
-                    recovered: p.recovered.len() as u64,
-                    increase: v.increase,
-                    expected: v.expected,
-                    why: v.why,
-                }
-            })
-            .collect();
+        let expected = expected_table(&self.expected, &name);
         BaselineOut {
             mechanism: self.mechanism.clone(),
             sample: self.cfg.sample,
@@ -279,8 +331,59 @@ impl Baseline {
             records: self.counts,
             handlers,
             expected,
+            jobs: self.jobs.out(&name),
+            jobs_other: self.jobs.other,
         }
     }
+}
+
+/// The learned table, each pattern judged (pins applied).
+fn expected_table(e: &expected::Expected, name: &dyn Fn(u32) -> String) -> Vec<ExpectedOut> {
+    e.patterns
+        .iter()
+        .map(|(&key, p)| {
+            let v = e.judge(key, (&name(key.0), &name(key.1)), false, true);
+            ExpectedOut {
+                handler: name(key.0),
+                origin: name(key.1),
+                errno_name: errno_label(key.2).into_owned(),
+                processes: p.failed.len() as u64,
+                recovered: p.recovered.len() as u64,
+                increase: v.increase,
+                expected: v.expected,
+                why: v.why,
+            }
+        })
+        .collect()
+}
+
+/// What a state file's bytes hold, with `pinned` applied to its table (any probe set).
+pub fn state_view(bytes: &[u8], pinned: Vec<Pinned>) -> Result<StateView, String> {
+    let mut st = persist::decode(bytes, None).map_err(|a| match a {
+        persist::Aside::Damaged(why) | persist::Aside::OtherSet(why) => why,
+    })?;
+    st.expected.pinned = pinned;
+    let f = |id: u32| {
+        st.functions
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| format!("probe {id}"))
+    };
+    Ok(StateView {
+        manifest_hash: st.manifest_hash.clone(),
+        handlers: st
+            .store
+            .handlers
+            .iter()
+            .map(|(&id, h)| HandlerSummary {
+                function: f(id),
+                successes: h.successes,
+                shapes: h.shapes.len(),
+                other: h.other,
+            })
+            .collect(),
+        expected: expected_table(&st.expected, &f),
+    })
 }
 
 fn shape_out(

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
+
 use super::trace::Trace;
 
 const MAX_SHAPES: usize = 32;
@@ -12,12 +14,12 @@ const DURATIONS: usize = 512;
 const EXEMPLARS: usize = 3;
 
 /// One success shape.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Shape {
     pub count: u64,
     /// the last `DURATIONS` durations, a ring
     pub durations: Vec<u64>,
-    next: usize,
+    pub next: usize,
     pub exemplars: Vec<Trace>,
 }
 
@@ -48,11 +50,12 @@ impl Shape {
 }
 
 /// One handler's successes.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct HandlerBase {
     pub successes: u64,
     /// successes whose shape was new past `MAX_SHAPES`
     pub other: u64,
+    #[serde(with = "super::persist::pairs")]
     pub shapes: BTreeMap<Vec<u32>, Shape>,
 }
 
@@ -69,7 +72,7 @@ impl HandlerBase {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct Store {
     pub handlers: BTreeMap<u32, HandlerBase>,
 }

@@ -1,9 +1,10 @@
 //! One trace record (`struct pg_trace`) decoded, and its steps as the alignment sees them.
 
 use manifest::{PgTrace, TRACE_SIZE, TRACE_STEPS};
+use serde::{Deserialize, Serialize};
 
 /// One decoded trace.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Trace {
     pub handler: u32,
     pub failed: bool,

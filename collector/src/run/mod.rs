@@ -140,6 +140,9 @@ fn collect(
                 outputs.emit(&mut s, hooks);
                 let window = s.snapshot;
                 drop(s);
+                if let Some(w) = pipe.save_baseline(false) {
+                    hooks.event(Event::Warning(&w));
+                }
                 crate::timings::mark("free");
                 crate::timings::report(window);
                 source.window_written();
@@ -161,6 +164,9 @@ fn collect(
     }
     outputs.emit(&mut s, hooks);
     drop(s);
+    if let Some(w) = pipe.save_baseline(true) {
+        hooks.event(Event::Warning(&w));
+    }
     source.report(pipe, &k);
     report_warnings(source, hooks);
     if !outputs.expositions.is_empty() {
@@ -246,9 +252,14 @@ fn enable_baseline(
     opts: &Options,
     loaded: &crate::live::Loaded,
     pipe: &mut Pipeline,
-) -> Option<crate::warning::Warning> {
-    let cfg = opts.baseline.clone()?;
-    let (handlers, line) = match loaded.baseline.clone()? {
+) -> Vec<crate::warning::Warning> {
+    let Some(cfg) = opts.baseline.clone() else {
+        return Vec::new();
+    };
+    let Some(traced) = loaded.baseline.clone() else {
+        return Vec::new();
+    };
+    let (handlers, line) = match traced {
         Ok(t) => {
             let line = format!(
                 "baseline: {} handlers traced, one call in {}: {}",
@@ -260,8 +271,14 @@ fn enable_baseline(
         }
         Err(why) => (Default::default(), why),
     };
-    pipe.enable_baseline(crate::baseline::Baseline::new(cfg, handlers, line.clone()));
-    Some(crate::warning::Warning::Baseline(line))
+    let mut b = crate::baseline::Baseline::new(cfg, handlers, line.clone());
+    let restored = b.restore(pipe.table());
+    pipe.enable_baseline(b);
+    [Some(line), restored]
+        .into_iter()
+        .flatten()
+        .map(crate::warning::Warning::Baseline)
+        .collect()
 }
 
 fn run_live(
@@ -318,7 +335,7 @@ fn run_live(
         proc_cache(opts, Some(PathBuf::from("/sys/fs/cgroup"))),
     );
     pipe.set_attached(loaded.attached.clone());
-    if let Some(w) = enable_baseline(opts, &loaded, &mut pipe) {
+    for w in enable_baseline(opts, &loaded, &mut pipe) {
         hooks.event(Event::Warning(&w));
     }
     // the records' clock is this kernel's CLOCK_MONOTONIC: an open chain is complete once its

@@ -22,6 +22,28 @@ pub struct BaselineOut {
     pub handlers: Vec<HandlerOut>,
     /// per (handler, origin, errno) failure pattern seen: whether it is expected, and why
     pub expected: Vec<ExpectedOut>,
+    /// per job (cgroup): which handler each verb's traced calls went through
+    pub jobs: Vec<JobMixOut>,
+    /// traced calls of jobs past the bound on jobs
+    pub jobs_other: u64,
+}
+
+/// One job's handler mix.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct JobMixOut {
+    pub cgroup_id: u64,
+    /// the first traced caller's command
+    pub comm: String,
+    pub verbs: Vec<VerbMixOut>,
+    /// verbs whose main handler here is no other job's (at least two others used the verb)
+    pub differs: Vec<String>,
+}
+
+/// A verb's traced calls in one job, per handler.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct VerbMixOut {
+    pub verb: String,
+    pub handlers: std::collections::BTreeMap<String, u64>,
 }
 
 /// The trace records since the run started: `received + dropped == produced` holds at every
@@ -125,4 +147,22 @@ pub struct ChainNote {
     pub bifurcation: Result<Bifurcation, &'static str>,
     pub expected: bool,
     pub expected_why: String,
+}
+
+/// What a baseline state file holds (`probegen-agent baseline show`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StateView {
+    pub manifest_hash: String,
+    pub handlers: Vec<HandlerSummary>,
+    /// the learned table with the pins given applied
+    pub expected: Vec<ExpectedOut>,
+}
+
+/// One handler's baseline in a state file.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HandlerSummary {
+    pub function: String,
+    pub successes: u64,
+    pub shapes: usize,
+    pub other: u64,
 }

@@ -11,8 +11,8 @@ pub(crate) mod shared;
 pub(crate) mod snapshot;
 
 pub use baseline::{
-    BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, ShapeOut,
-    TraceCounts,
+    BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, HandlerSummary,
+    JobMixOut, ShapeOut, StateView, TraceCounts, VerbMixOut,
 };
 pub use chains::{ChainClock, ChainView, ChainsOut, Link};
 pub use shared::SharedPart;

@@ -307,8 +307,9 @@ pub struct Totals {
     pub received: Vec<u64>,
     /// records dropped in userspace so far, per probe id
     pub dropped_userspace: Vec<u64>,
-    /// chains reported so far, per (owner, origin probe id, origin errno)
-    pub chains: Arc<BTreeMap<(Owner, u32, u32), u64>>,
+    /// chains reported so far, per (owner, origin probe id, origin errno, expected by the
+    /// baseline)
+    pub chains: Arc<BTreeMap<(Owner, u32, u32, bool), u64>>,
     pub sink_errors: u64,
     /// snapshots written so far, this one included
     pub snapshots: u64,
