@@ -16,14 +16,19 @@
 //! A `collector::Sink` that the embedder adds (`--metrics`); it reads the snapshot and its
 //! run totals, so the run writes it after the JSONL line (`Sink::exposes`).
 
+mod label;
 mod server;
 mod waiting;
 
-pub use waiting::{NoSet, RunningSet, WaitingMetrics};
+pub use waiting::{NoSet, RunningSet};
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use label::esc;
+use server::Server;
 
 use collector::{
     errno_label, AgentCost, AttachStatus, BaselineOut, KernelTotals, Owner, ProbeTable, SharedPart,
@@ -132,13 +137,6 @@ fn render_baseline(o: &mut String, b: &BaselineMetrics) {
          # TYPE probegen_baseline_jobs_differing gauge\nprobegen_baseline_jobs_differing {}",
         b.jobs_differing
     );
-}
-
-/// Label value escaping per the exposition format.
-fn esc(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 fn render(m: &MetricsInput<'_>) -> String {
@@ -598,6 +596,52 @@ impl Sink for PrometheusSink {
     }
 }
 
+/// `/metrics` bound, served from the caller's thread while it waits for a set.
+pub struct WaitingMetrics {
+    server: Server,
+    page: PageHandle,
+    addr: SocketAddr,
+}
+
+impl WaitingMetrics {
+    /// Binds `addr`; until [`WaitingMetrics::serve_for`] a scrape waits in the backlog.
+    pub fn bind(addr: SocketAddr) -> std::io::Result<Self> {
+        let page: PageHandle = Arc::new(Mutex::new(Page::Text(String::new())));
+        let shared = page.clone();
+        let server = Server::bind(
+            addr,
+            Box::new(move || shared.lock().map(|p| p.body()).unwrap_or_default()),
+        )?;
+        let addr = server.local_addr()?;
+        Ok(WaitingMetrics { server, page, addr })
+    }
+
+    /// The bound address (an ephemeral port resolved).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves the page saying why no set runs for `wait`, from this thread.
+    pub fn serve_for(&mut self, why: NoSet, kernel: &str, wait: Duration) {
+        if let Ok(mut page) = self.page.lock() {
+            *page = Page::Text(waiting::render_waiting(why, kernel));
+        }
+        self.server.serve_until(Some(Instant::now() + wait));
+    }
+
+    /// The sink of the run that found a set, on the same socket, served from its own thread
+    /// from now on (start it after the capabilities are dropped).
+    pub fn into_sink(self, set: RunningSet) -> std::io::Result<PrometheusSink> {
+        let sink = PrometheusSink {
+            page: self.page,
+            addr: self.addr,
+        };
+        sink.set(|s| s.set = Some(set));
+        self.server.spawn()?;
+        Ok(sink)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::{Read, Write};
@@ -760,5 +804,57 @@ mod tests {
         assert!(r.contains("text/plain; version=0.0.4"));
         assert!(r.contains("probegen_ring_drops_total 4"));
         assert!(get("/nope").starts_with("HTTP/1.1 404"));
+    }
+
+    mod waiting {
+        use std::io::{Read, Write};
+        use std::net::TcpStream;
+        use std::time::Duration;
+
+        use crate::*;
+
+        fn scrape(addr: SocketAddr) -> std::thread::JoinHandle<String> {
+            std::thread::spawn(move || {
+                let mut c = TcpStream::connect(addr).expect("connect");
+                c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").expect("send");
+                let mut s = String::new();
+                let _ = c.read_to_string(&mut s);
+                s
+            })
+        }
+
+        #[test]
+        fn serves_why_no_set_runs_then_the_running_set_on_the_same_port() {
+            let mut w = WaitingMetrics::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
+            let addr = w.addr();
+            let client = scrape(addr);
+            w.serve_for(NoSet::NoSetForKernel, "6.13.4", Duration::from_millis(300));
+            let page = client.join().expect("client");
+            assert!(
+                page.starts_with("HTTP/1.0 200") || page.starts_with("HTTP/1.1 200"),
+                "{page}"
+            );
+            assert!(page.contains("probegen_set_running 0\n"), "{page}");
+            assert!(
+                page.contains(
+                    "probegen_no_set{reason=\"no_set_for_kernel\",kernel=\"6.13.4\"} 1\n"
+                ),
+                "{page}"
+            );
+            let sink = w
+                .into_sink(RunningSet {
+                    dir: "linux-6.12/rxe".into(),
+                    matched: "series",
+                })
+                .expect("sink");
+            assert_eq!(sink.addr(), addr);
+            let page = scrape(addr).join().expect("client");
+            assert!(page.contains("probegen_set_running 1\n"), "{page}");
+            assert!(
+                page.contains("probegen_set_info{set=\"linux-6.12/rxe\",match=\"series\"} 1\n"),
+                "{page}"
+            );
+            assert!(!page.contains("probegen_no_set"), "{page}");
+        }
     }
 }

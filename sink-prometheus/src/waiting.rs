@@ -6,16 +6,12 @@
 //! (`probegen_set_running 0`, `probegen_no_set{reason}`). It is served from the agent's own
 //! thread while it waits: a server thread started then would keep the capabilities the attach
 //! needs after the agent drops them (capabilities are per thread). Once a set is chosen, the
-//! same socket goes to the sink's thread ([`WaitingMetrics::into_sink`]): no scrape finds the
-//! port closed between the two.
+//! same socket goes to the sink's thread (`WaitingMetrics::into_sink`, in the crate's face): no
+//! scrape finds the port closed between the two.
 
 use std::fmt::Write as _;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
-use crate::server::Server;
-use crate::{esc, Page, PageHandle, PrometheusSink};
+use crate::label::esc;
 
 /// Why no set of the bundle runs on this host now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +39,7 @@ pub struct RunningSet {
 }
 
 /// The page while no set runs.
-fn render_waiting(why: NoSet, kernel: &str) -> String {
+pub(crate) fn render_waiting(why: NoSet, kernel: &str) -> String {
     let mut o = String::new();
     render_running_gauge(&mut o, 0);
     let _ = writeln!(
@@ -77,100 +73,4 @@ pub(crate) fn render_running(o: &mut String, set: &RunningSet) {
         esc(&set.dir),
         set.matched
     );
-}
-
-/// `/metrics` bound, served from the caller's thread while it waits for a set.
-pub struct WaitingMetrics {
-    server: Server,
-    page: PageHandle,
-    addr: SocketAddr,
-}
-
-impl WaitingMetrics {
-    /// Binds `addr`; until [`WaitingMetrics::serve_for`] a scrape waits in the backlog.
-    pub fn bind(addr: SocketAddr) -> std::io::Result<Self> {
-        let page: PageHandle = Arc::new(Mutex::new(Page::Text(String::new())));
-        let shared = page.clone();
-        let server = Server::bind(
-            addr,
-            Box::new(move || shared.lock().map(|p| p.body()).unwrap_or_default()),
-        )?;
-        let addr = server.local_addr()?;
-        Ok(WaitingMetrics { server, page, addr })
-    }
-
-    /// The bound address (an ephemeral port resolved).
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Serves the page saying why no set runs for `wait`, from this thread.
-    pub fn serve_for(&mut self, why: NoSet, kernel: &str, wait: Duration) {
-        if let Ok(mut page) = self.page.lock() {
-            *page = Page::Text(render_waiting(why, kernel));
-        }
-        self.server.serve_until(Some(Instant::now() + wait));
-    }
-
-    /// The sink of the run that found a set, on the same socket, served from its own thread
-    /// from now on (start it after the capabilities are dropped).
-    pub fn into_sink(self, set: RunningSet) -> std::io::Result<PrometheusSink> {
-        let sink = PrometheusSink {
-            page: self.page,
-            addr: self.addr,
-        };
-        sink.set(|s| s.set = Some(set));
-        self.server.spawn()?;
-        Ok(sink)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::io::{Read, Write};
-    use std::net::TcpStream;
-
-    use super::*;
-
-    fn scrape(addr: SocketAddr) -> std::thread::JoinHandle<String> {
-        std::thread::spawn(move || {
-            let mut c = TcpStream::connect(addr).expect("connect");
-            c.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").expect("send");
-            let mut s = String::new();
-            let _ = c.read_to_string(&mut s);
-            s
-        })
-    }
-
-    #[test]
-    fn serves_why_no_set_runs_then_the_running_set_on_the_same_port() {
-        let mut w = WaitingMetrics::bind("127.0.0.1:0".parse().expect("addr")).expect("bind");
-        let addr = w.addr();
-        let client = scrape(addr);
-        w.serve_for(NoSet::NoSetForKernel, "6.13.4", Duration::from_millis(300));
-        let page = client.join().expect("client");
-        assert!(
-            page.starts_with("HTTP/1.0 200") || page.starts_with("HTTP/1.1 200"),
-            "{page}"
-        );
-        assert!(page.contains("probegen_set_running 0\n"), "{page}");
-        assert!(
-            page.contains("probegen_no_set{reason=\"no_set_for_kernel\",kernel=\"6.13.4\"} 1\n"),
-            "{page}"
-        );
-        let sink = w
-            .into_sink(RunningSet {
-                dir: "linux-6.12/rxe".into(),
-                matched: "series",
-            })
-            .expect("sink");
-        assert_eq!(sink.addr(), addr);
-        let page = scrape(addr).join().expect("client");
-        assert!(page.contains("probegen_set_running 1\n"), "{page}");
-        assert!(
-            page.contains("probegen_set_info{set=\"linux-6.12/rxe\",match=\"series\"} 1\n"),
-            "{page}"
-        );
-        assert!(!page.contains("probegen_no_set"), "{page}");
-    }
 }
