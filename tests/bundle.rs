@@ -7,8 +7,12 @@
 //! replay's records are read against. `--kernel-release` and `--sys-root` (hidden, for tests)
 //! stand in for `uname -r` and `/sys/module`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use common::servers::{http_get, metrics_address, spawn_collector, Guard};
 
 use sha2::{Digest, Sha256};
 
@@ -350,107 +354,79 @@ fn damaged_bundle_skips_the_set_naming_the_file() {
     std::fs::remove_dir_all(&t).ok();
 }
 
-/// `collect --bundle ... --metrics ADDR` in the background; returns the child and the bound
-/// address (from its "metrics on" line) with the rest of its stderr still to read.
-fn collect_serving(
-    t: &Path,
+/// The `/metrics` page of `collect --bundle B --metrics 127.0.0.1:0 EXTRA` (replaying the
+/// guest recording) once it contains `want` (or after 20 s, whatever it is then); the
+/// collector is stopped by the guard, also when an assertion fails.
+fn bundle_page(
+    g: &mut Guard,
     b: &Path,
     root: &Path,
     release: &str,
     extra: &[&str],
-) -> (std::process::Child, String) {
-    use std::io::BufRead as _;
-    let mut child = bin()
-        .args(["collect", "--bundle"])
-        .arg(b)
-        .arg("--sys-root")
-        .arg(root)
-        .args(["--kernel-release", release, "--replay"])
-        .arg(repo("collector/tests/data/rxe-6.12.replay.jsonl"))
-        .arg("--out")
-        .arg(t.join("out.jsonl"))
-        .args(["--metrics", "127.0.0.1:0"])
-        .args(extra)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let err = child.stderr.take().expect("stderr");
-    let mut lines = std::io::BufReader::new(err).lines();
-    let addr = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| {
-            l.strip_prefix("probegen collect: metrics on http://")
-                .and_then(|r| r.strip_suffix("/metrics"))
-                .map(str::to_string)
-        })
-        .expect("metrics address");
-    // read on: a closed pipe would fail its next line
-    std::thread::spawn(move || lines.for_each(drop));
-    (child, addr)
-}
-
-/// The page at `addr` once it contains `want` (or after 20 s, whatever it is then).
-fn scrape_until(addr: &str, want: &str) -> String {
-    use std::io::{Read as _, Write as _};
+    want: &str,
+) -> String {
+    let (b, root) = (b.to_str().expect("utf-8"), root.to_str().expect("utf-8"));
+    let replay = repo("collector/tests/data/rxe-6.12.replay.jsonl");
+    let out = g.dir.join("out.jsonl");
+    let mut args = vec![
+        "--bundle",
+        b,
+        "--sys-root",
+        root,
+        "--kernel-release",
+        release,
+        "--replay",
+        replay.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+        "--metrics",
+        "127.0.0.1:0",
+    ];
+    args.extend(extra);
+    let (i, rx) = spawn_collector(g, release, &args);
+    let addr = metrics_address(&rx);
     let t0 = std::time::Instant::now();
-    loop {
-        let mut c = std::net::TcpStream::connect(addr).expect("connect");
-        c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-            .expect("send");
-        let mut r = String::new();
-        c.read_to_string(&mut r).expect("read");
-        if r.contains(want) || t0.elapsed() > std::time::Duration::from_secs(20) {
-            return r;
+    let page = loop {
+        let (status, page) = http_get(addr, "/metrics").expect("scrape");
+        assert_eq!(status, 200, "{page}");
+        if page.contains(want) || t0.elapsed() > std::time::Duration::from_secs(20) {
+            break page;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    };
+    g.kill(i);
+    page
 }
 
 #[test]
 fn collect_bundle_serves_metrics_while_no_set_runs_and_names_the_set_once_one_does() {
-    let t = tmp("metrics");
-    let (b, root) = small_bundle(&t, &["rdma_rxe"]);
+    let mut g = Guard::new("pg-bundle-metrics");
+    let (b, root) = small_bundle(&g.dir, &["rdma_rxe"]);
     // the driver is loaded but this kernel's series has no set: the port says so while the
     // agent waits (a host without probes, not a dead target)
-    let (mut child, addr) = collect_serving(
-        &t,
-        &b,
-        &root,
-        "6.13.2-amd64",
-        &["--interval", "200ms", "--duration", "20s"],
-    );
+    let waiting = ["--interval", "200ms", "--duration", "20s"];
     let want = "probegen_no_set{reason=\"no_set_for_kernel\",kernel=\"6.13.2-amd64\"} 1\n";
-    let page = scrape_until(&addr, want);
-    child.kill().ok();
-    child.wait().ok();
-    assert!(page.starts_with("HTTP/1.1 200 OK"), "{page}");
+    let page = bundle_page(&mut g, &b, &root, "6.13.2-amd64", &waiting, want);
     assert!(page.contains(want), "{page}");
     assert!(page.contains("probegen_set_running 0\n"), "{page}");
     // no vendor driver of the bundle loaded at all
-    let (b2, none_loaded) = small_bundle(&tmp("metrics-nodriver"), &[]);
-    let (mut child, addr) = collect_serving(
-        &t,
-        &b2,
-        &none_loaded,
-        "6.12.117",
-        &["--interval", "200ms", "--duration", "20s"],
-    );
+    let (b2, none_loaded) = small_bundle(&g.dir.join("nodriver"), &[]);
     let want = "probegen_no_set{reason=\"no_driver_loaded\",kernel=\"6.12.117\"} 1\n";
-    let page = scrape_until(&addr, want);
-    child.kill().ok();
-    child.wait().ok();
+    let page = bundle_page(&mut g, &b2, &none_loaded, "6.12.117", &waiting, want);
     assert!(page.contains(want), "{page}");
     // a set applies: the run names it on the same exposition, with the probes' metrics
-    let (mut child, addr) =
-        collect_serving(&t, &b, &root, "6.12.130+deb12-amd64", &["--linger", "60s"]);
-    let page = scrape_until(&addr, "probegen_calls_total{");
-    child.kill().ok();
-    child.wait().ok();
-    let want = "probegen_set_info{set=\"linux-6.12/rxe\",match=\"series\"} 1\n";
-    assert!(page.contains(want), "{page}");
+    let want = "probegen_calls_total{";
+    let page = bundle_page(
+        &mut g,
+        &b,
+        &root,
+        "6.12.130+deb12-amd64",
+        &["--linger", "60s"],
+        want,
+    );
+    let set = "probegen_set_info{set=\"linux-6.12/rxe\",match=\"series\"} 1\n";
+    assert!(page.contains(set), "{page}");
     assert!(page.contains("probegen_set_running 1\n"), "{page}");
     assert!(!page.contains("probegen_no_set"), "{page}");
-    assert!(page.contains("probegen_calls_total{"), "{page}");
-    std::fs::remove_dir_all(&t).ok();
+    assert!(page.contains(want), "{page}");
 }
