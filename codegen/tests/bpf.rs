@@ -328,7 +328,12 @@ fn programs_per_probe() {
     assert!(c.contains("#define PG_NPROBES 6"));
     // a handler (a core fexit probe no other probe calls) gets its baseline entry; a
     // kretprobe (clone) does not
-    assert!(c.contains("SEC(\"?fentry/ib_uverbs_reg_mr\")\nint pg_0_bl(unsigned long long *ctx)\n{\n\treturn pg_bl_begin(0);"));
+    assert!(c.contains("SEC(\"?fentry/ib_uverbs_reg_mr\")\nint pg_0_bl(unsigned long long *ctx)\n{\n\tpg_bl_begin(0);\n\treturn 0;"));
+    // ... and its session for kernels with fsession: the entry's sampling, then the exit's
+    // return value from the context slot after its one argument
+    assert!(c.contains("SEC(\"?fsession/ib_uverbs_reg_mr\")\nint pg_0_bs(unsigned long long *ctx)"));
+    assert!(c.contains("\t\treturn pg_bl_session(0, ctx);\n\tret = (int)ctx[1];\n\treturn pg_exit_session(0, PG_ERRNO(ret), ret < 0, ctx);"));
+    assert!(!c.contains("pg_2_bs"), "a kretprobe has none");
     assert!(!c.contains("pg_2_bl"), "a kretprobe has none");
     assert!(c.contains("#include \"probegen.bpf.h\""));
     // The maps live in the shared header.

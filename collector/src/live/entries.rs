@@ -118,6 +118,13 @@ pub(crate) fn pick_entries(
     picked
 }
 
+/// What a module's attach fills in: its probes' status, the links it holds, its warnings.
+pub(crate) struct Attaching<'a> {
+    pub attached: &'a mut [AttachStatus],
+    pub links: &'a mut Vec<(u32, Link)>,
+    pub warnings: &'a mut Vec<Warning>,
+}
+
 /// After load: writes `bl_config` and attaches the picked programs: a session (the handler's
 /// failure probe as well: its status is set here) or the entry of a handler whose fexit
 /// attached. `refused`: why fsession was not used on a kernel that has it. `Err` is the
@@ -127,11 +134,14 @@ pub(crate) fn attach_entries(
     table: &ProbeTable,
     cfg: &BaselineConfig,
     picked: Vec<Picked>,
-    attached: &mut [AttachStatus],
-    links: &mut Vec<(u32, Link)>,
-    warnings: &mut Vec<Warning>,
+    into: Attaching<'_>,
     refused: Option<&str>,
 ) -> Result<Traced, String> {
+    let Attaching {
+        attached,
+        links,
+        warnings,
+    } = into;
     if picked.is_empty() {
         return Err("baseline unavailable: the object has no baseline entry for an attached handler (compiled from an older probegen.bpf.h?)".into());
     }

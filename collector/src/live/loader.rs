@@ -680,17 +680,7 @@ impl Loaded {
     ) -> Result<(usize, usize), CollectError> {
         self.modules.remove(module);
         let mut open = open_checked(table, &self.object, None)?;
-        for mut m in open.maps_mut() {
-            let name = m.name().to_owned();
-            if let Some(shared) = self.obj.maps().find(|s| s.name() == name) {
-                use std::os::fd::AsFd;
-                m.reuse_fd(shared.as_fd())
-                    .map_err(|source| CollectError::Libbpf {
-                        what: format!("sharing map {}", name.to_string_lossy()),
-                        source,
-                    })?;
-            }
-        }
+        self.share_maps(&mut open)?;
         let mut st = resolve_targets(
             &mut open,
             table,
@@ -739,9 +729,11 @@ impl Loaded {
                 table,
                 c,
                 picked,
-                &mut st,
-                &mut links,
-                &mut self.warnings,
+                crate::live::entries::Attaching {
+                    attached: &mut st,
+                    links: &mut links,
+                    warnings: &mut self.warnings,
+                },
                 self.session_refused.as_deref(),
             );
             self.baseline = Some(match (self.baseline.take(), traced) {
@@ -760,6 +752,22 @@ impl Loaded {
                 .insert(module.to_string(), ModulePrograms { _links: links, obj });
         }
         Ok((st_attached(&self.attached, module), probes))
+    }
+
+    /// Points a module's object at the shared maps (the counters outlive its programs).
+    fn share_maps(&self, open: &mut libbpf_rs::OpenObject) -> Result<(), CollectError> {
+        for mut m in open.maps_mut() {
+            let name = m.name().to_owned();
+            if let Some(shared) = self.obj.maps().find(|s| s.name() == name) {
+                use std::os::fd::AsFd;
+                m.reuse_fd(shared.as_fd())
+                    .map_err(|source| CollectError::Libbpf {
+                        what: format!("sharing map {}", name.to_string_lossy()),
+                        source,
+                    })?;
+            }
+        }
+        Ok(())
     }
 
     /// Detaches `module`'s probes and closes their programs (the module is free to unload);
@@ -1274,11 +1282,26 @@ mod tests {
                 entries >= 10,
                 "{set}: the uverbs handlers have baseline entries"
             );
-            assert_eq!(progs.len(), t.probes.len() + fallbacks + entries, "{set}");
+            let sessions = progs
+                .iter()
+                .filter(|(n, s)| n.ends_with("_bs") && s.starts_with("?fsession/"))
+                .count();
+            assert_eq!(
+                sessions, entries,
+                "{set}: every handler has its fsession program"
+            );
+            assert_eq!(
+                progs.len(),
+                t.probes.len() + fallbacks + entries + sessions,
+                "{set}"
+            );
             compare_programs(&t, &progs).expect(set);
-            // an object from before the fallbacks and the baseline entries still matches
+            // an object from before the fallbacks and the baseline programs still matches
             progs.retain(|(n, _)| {
-                !n.ends_with("_ret") && !n.ends_with("_entry") && !n.ends_with("_bl")
+                !n.ends_with("_ret")
+                    && !n.ends_with("_entry")
+                    && !n.ends_with("_bl")
+                    && !n.ends_with("_bs")
             });
             compare_programs(&t, &progs).expect(set);
         }
