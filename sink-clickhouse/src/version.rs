@@ -47,6 +47,12 @@ impl ServerVersion {
         self >= ServerVersion::new(19, 10)
     }
 
+    /// `ALTER TABLE ... ADD COLUMN IF NOT EXISTS`: 18.16 refuses it (checked: a syntax
+    /// error at `EXISTS`); 26.9 takes it; from 20.1 on as far as we know (not checked between).
+    pub fn has_add_column_if_not_exists(self) -> bool {
+        self >= ServerVersion::new(20, 1)
+    }
+
     /// Table TTL (19.6).
     pub fn has_ttl(self) -> bool {
         self >= ServerVersion::new(19, 6)
