@@ -531,4 +531,47 @@ mod tests {
         })
         .is_err());
     }
+
+    #[test]
+    fn upgrade_adds_the_baseline_columns_to_every_chains_table() {
+        let o = |cluster: Option<&str>, buffer: bool, server: ServerVersion| SchemaOptions {
+            database: "fleet".into(),
+            cluster: cluster.map(str::to_string),
+            ttl_days: 0,
+            buffer,
+            server,
+        };
+        let plain = o(None, false, ServerVersion::DEBIAN_BOOKWORM);
+        let up = upgrade(&plain).expect("upgrade");
+        let st = statements(&up);
+        // the ALTER, then the whole DDL (which creates `baselines`)
+        assert_eq!(st[1..], statements(&ddl(&plain).expect("ddl"))[..]);
+        assert_eq!(
+            st[0],
+            "ALTER TABLE fleet.chains\n    ADD COLUMN expected UInt8,\n    \
+             ADD COLUMN expected_why String,\n    ADD COLUMN bifurcation_after String,\n    \
+             ADD COLUMN bifurcation_baseline_next String,\n    \
+             ADD COLUMN bifurcation_share Float64,\n    \
+             ADD COLUMN bifurcation_this_next String,\n    ADD COLUMN bifurcation_shape String"
+        );
+        // 18.16 has no IF NOT EXISTS: said, not used
+        assert!(!up.contains("IF NOT EXISTS expected") && up.contains("Code 44"));
+        let big = o(Some("gpu"), true, ServerVersion::new(26, 9));
+        let st = statements(&upgrade(&big).expect("upgrade"));
+        let alters: Vec<&String> = st.iter().filter(|s| s.starts_with("ALTER")).collect();
+        assert_eq!(alters.len(), 3);
+        for (a, t) in alters
+            .iter()
+            .zip(["chains_local", "chains", "chains_buffer"])
+        {
+            assert!(a.starts_with(&format!("ALTER TABLE fleet.{t}\n")), "{a}");
+            assert_eq!(
+                a.matches("ADD COLUMN IF NOT EXISTS ").count(),
+                CHAINS_BASELINE_COLUMNS
+            );
+        }
+        // codecs where the rows are stored only, as in the DDL
+        assert!(alters[0].contains("expected UInt8 CODEC(ZSTD(1))"));
+        assert!(alters[1].contains("expected UInt8,") && !alters[1].contains("CODEC"));
+    }
 }

@@ -1,0 +1,207 @@
+//! The baseline in the fleet store (issue 25 items 3 and 6) on real servers: Debian bookworm's
+//! `clickhouse-server` 18.16 started by the test, and ClickHouse 26.9 in process (chdb, see
+//! tests/fleet_clickhouse_current.rs). The scenario is tests/common/baselines.rs: snapshots
+//! with a baseline and chain notes through the real sink.
+//!
+//! * 18.16: a fleet whose tables an earlier version made (`chains` without the baseline's
+//!   columns, no `baselines`) is upgraded with `schema --clickhouse --upgrade`; a batch the
+//!   earlier version left in a host's spool (a v2 frame, four tables) is sent whole; then
+//!   the fleet's baseline (deploy/clickhouse/baselines.sql) and the fleet questions, which
+//!   leave the expected chain out;
+//! * 26.9: the same on the current DDL, and `--upgrade` twice (IF NOT EXISTS) changes nothing.
+//!
+//! Without the servers the tests fail naming what to install; they never skip.
+
+mod common;
+
+use std::time::{Duration, SystemTime};
+
+use common::baselines;
+use common::chdb::{chdb_answers, schema, tsv};
+use common::fake_clickhouse::FakeClickHouse;
+use common::servers::{fleet_question, ClickHouse, Guard};
+use sink_clickhouse::{statements, ClickhouseSink, Endpoint, SinkOptions};
+
+/// The chains statement of a DDL as an earlier version wrote it: without the columns the
+/// baseline added (the last seven, `expected` first).
+fn chains_before_baseline(ddl: &str) -> String {
+    let st = statements(ddl)
+        .into_iter()
+        .find(|s| s.starts_with("CREATE TABLE IF NOT EXISTS probegen.chains\n"))
+        .expect("chains DDL");
+    let lines: Vec<&str> = st.lines().collect();
+    let from = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("expected "))
+        .expect("expected column");
+    let to = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("bifurcation_shape "))
+        .expect("bifurcation_shape column");
+    [&lines[..from], &lines[to + 1..]].concat().join("\n")
+}
+
+/// FNV-1a 64, as the frame's header has it.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// A batch as the previous version framed it (v2: records, chains, counters, snapshots; no
+/// baselines) for host `old-01`: one record, one snapshot row.
+fn v2_batch(seq: u64) -> Vec<u8> {
+    let now = collector::unix_ns(SystemTime::now());
+    let key = serde_json::json!({
+        "host": "old-01", "boot_id": "boot-old", "run_id": 1, "seq": seq,
+        "kernel": "6.12.117+deb12-amd64", "manifest_hash": "", "snapshot": 0, "time_ns": now,
+    });
+    let row = |extra: serde_json::Value| {
+        let mut r = key.clone();
+        if let (Some(r), Some(e)) = (r.as_object_mut(), extra.as_object()) {
+            r.extend(e.clone());
+        }
+        format!("{r}\n")
+    };
+    let bodies = [
+        row(serde_json::json!({"idx": 0, "function": "ib_umem_get", "errno": 14})),
+        String::new(),
+        String::new(),
+        row(
+            serde_json::json!({"is_final": 1, "window_start_ns": now - 1_000_000_000, "records": 1}),
+        ),
+    ];
+    let all = bodies.concat();
+    let mut head = format!("probegen-batch/v2 {seq}");
+    for (t, b) in ["records", "chains", "counters", "snapshots"]
+        .iter()
+        .zip(&bodies)
+    {
+        head.push_str(&format!(" {t}={}:{}", b.lines().count(), b.len()));
+    }
+    format!("{head} fnv={:016x}\n{all}", fnv(all.as_bytes())).into_bytes()
+}
+
+fn sink_options(endpoint: &Endpoint, spool: &std::path::Path) -> SinkOptions {
+    SinkOptions {
+        endpoint: endpoint.clone(),
+        spool_dir: spool.to_path_buf(),
+        spool_limit_bytes: 1 << 20,
+        boot_id: "boot-old".into(),
+        clock: collector::ChainClock::LastRecord,
+        min_backoff: Duration::from_millis(100),
+        max_backoff: Duration::from_secs(1),
+        heartbeat: Duration::ZERO,
+    }
+}
+
+#[test]
+fn baselines_on_an_upgraded_18_16_fleet() {
+    let mut g = Guard::new("pg-fleet-ch-baselines");
+    let ch = ClickHouse::start(&mut g);
+    // the tables of the previous version
+    let ddl = schema(&[]);
+    ch.query("CREATE DATABASE IF NOT EXISTS probegen")
+        .expect("database");
+    let old = chains_before_baseline(&ddl);
+    ch.query(&old).unwrap_or_else(|e| panic!("{old}\n-> {e}"));
+    let upgrade = schema(&["--upgrade"]);
+    for st in statements(&upgrade) {
+        ch.query(&st).unwrap_or_else(|e| panic!("{st}\n-> {e}"));
+    }
+    let cols = ch
+        .query("SELECT name FROM system.columns WHERE database = 'probegen' AND table = 'chains' AND name LIKE 'bifurcation_%' ORDER BY name")
+        .expect("columns");
+    assert_eq!(cols.lines().count(), 5, "{cols}");
+    // run once, as the upgrade says: a second ALTER fails, naming the column
+    let alter = statements(&upgrade)
+        .into_iter()
+        .find(|s| s.starts_with("ALTER TABLE probegen.chains\n"))
+        .expect("ALTER");
+    let again = ch.query(&alter).expect_err("18.16 has no IF NOT EXISTS");
+    assert!(again.contains("Code: 44"), "{again}");
+
+    let endpoint = Endpoint::parse(&ch.url(), Duration::from_secs(10))
+        .expect("url")
+        .with_password(ch.password.clone());
+    // a batch of the previous version left in a host's spool: sent whole after the upgrade
+    let spool = g.dir.join("spool-old");
+    drop(ClickhouseSink::start(sink_options(&endpoint, &spool)).expect("make the spool"));
+    std::fs::write(spool.join("00000000000000000000.batch"), v2_batch(0)).expect("v2 batch");
+    let mut sink = ClickhouseSink::start(sink_options(&endpoint, &spool)).expect("sink");
+    let st = sink.finish(Duration::from_secs(30));
+    assert_eq!(
+        (
+            st.sent_batches,
+            st.sent_records,
+            st.spool_batches,
+            st.quarantined_batches
+        ),
+        (1, 1, 0, 0),
+        "{st:?}"
+    );
+    for t in ["records", "snapshots"] {
+        assert_eq!(
+            ch.count(&format!(
+                "SELECT count() FROM probegen.{t} FINAL WHERE host = 'old-01'"
+            )),
+            1,
+            "{t}"
+        );
+    }
+
+    baselines::send(&endpoint, &g.dir);
+    // the notes as columns: the expected chain and the new one with its bifurcation
+    let chains = ch
+        .query(
+            "SELECT origin_function, expected, expected_why, bifurcation_after, \
+             bifurcation_baseline_next, bifurcation_share, bifurcation_this_next, \
+             bifurcation_shape FROM probegen.chains FINAL WHERE host = 'bl-02' \
+             ORDER BY origin_function",
+        )
+        .expect("chains");
+    assert_eq!(
+        chains.lines().collect::<Vec<_>>(),
+        [
+            format!("ib_umem_get\t1\t{}\t\t\t0\t\t", baselines::EXPECTED_WHY),
+            "rxe_qp_chk_init\t0\tnew: never seen before\tib_uverbs_create_qp\trxe_create_qp\t0.97\trxe_qp_chk_init\tc0ffeec0ffee".into(),
+        ]
+    );
+    baselines::check_baselines(&fleet_question(&ch, "baselines", ""));
+    baselines::check_questions(&|name| fleet_question(&ch, name, ""));
+    // the questions' comment holds: without `AND expected = 0` the expected chain is back
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy/clickhouse/fleet_top_origins.sql");
+    let sql = std::fs::read_to_string(file).expect("sql");
+    assert!(sql.contains(" AND expected = 0"));
+    let all = ch
+        .query(&sql.replace(" AND expected = 0", ""))
+        .expect("fleet_top_origins with expected chains");
+    let origins: Vec<&str> = all.lines().filter_map(|l| l.split('\t').nth(2)).collect();
+    assert_eq!(origins, ["ib_umem_get", "rxe_qp_chk_init"], "{all}");
+}
+
+#[test]
+fn baselines_on_current_clickhouse() {
+    let g = Guard::new("pg-fleet-ch-baselines-current");
+    let fake = FakeClickHouse::start("26.9.2.1");
+    let endpoint = Endpoint::parse(&fake.url(), Duration::from_secs(10)).expect("url");
+    baselines::send(&endpoint, &g.dir);
+    let inserts = fake.inserts();
+    assert!(
+        inserts
+            .iter()
+            .any(|r| r.table.as_deref() == Some("baselines")),
+        "no baselines insert"
+    );
+    // the upgrade twice over the current DDL: IF NOT EXISTS, nothing changes, nothing fails
+    let upgrade = schema(&["--server-version", "26.9", "--upgrade"]);
+    assert!(upgrade.contains("ADD COLUMN IF NOT EXISTS expected "));
+    let ddl = format!(
+        "{}\n{upgrade}\n{upgrade}",
+        schema(&["--server-version", "26.9"])
+    );
+    let answers = chdb_answers(&g.dir, &ddl, &inserts);
+    baselines::check_baselines(&tsv(&answers.join("baselines.tsv")));
+    baselines::check_questions(&|name| tsv(&answers.join(format!("{name}.tsv"))));
+}
