@@ -19,6 +19,7 @@ use std::time::{Duration, SystemTime};
 use common::baselines;
 use common::chdb::{chdb_answers, schema, tsv};
 use common::fake_clickhouse::FakeClickHouse;
+use common::replays::frame_v2;
 use common::servers::{fleet_question, ClickHouse, Guard};
 use sink_clickhouse::{statements, ClickhouseSink, Endpoint, SinkOptions};
 
@@ -39,13 +40,6 @@ fn chains_before_baseline(ddl: &str) -> String {
         .position(|l| l.trim_start().starts_with("bifurcation_shape "))
         .expect("bifurcation_shape column");
     [&lines[..from], &lines[to + 1..]].concat().join("\n")
-}
-
-/// FNV-1a 64, as the frame's header has it.
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 /// A batch as the previous version framed it (v2: records, chains, counters, snapshots; no
@@ -71,15 +65,7 @@ fn v2_batch(seq: u64) -> Vec<u8> {
             serde_json::json!({"is_final": 1, "window_start_ns": now - 1_000_000_000, "records": 1}),
         ),
     ];
-    let all = bodies.concat();
-    let mut head = format!("probegen-batch/v2 {seq}");
-    for (t, b) in ["records", "chains", "counters", "snapshots"]
-        .iter()
-        .zip(&bodies)
-    {
-        head.push_str(&format!(" {t}={}:{}", b.lines().count(), b.len()));
-    }
-    format!("{head} fnv={:016x}\n{all}", fnv(all.as_bytes())).into_bytes()
+    frame_v2(seq, &bodies.map(String::into_bytes))
 }
 
 fn sink_options(endpoint: &Endpoint, spool: &std::path::Path) -> SinkOptions {
