@@ -14,7 +14,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::fleet_scenario::{self, manifest, path, wait_exit};

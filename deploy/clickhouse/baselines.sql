@@ -12,6 +12,7 @@
 -- merged count reaches it (at most twice the exact value; 0 when no host has counts, e.g. a
 -- state file written before the buckets existed). host_p50_ns: the median of the hosts' own
 -- medians (their recent calls, exact).
+-- The latest-batch subquery stands twice: 18.16 has no WITH subqueries.
 -- On a --cluster deployment run it with distributed_product_mode = 'local': rows are
 -- sharded by host, so each shard holds its hosts' latest batches.
 SELECT

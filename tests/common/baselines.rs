@@ -179,30 +179,26 @@ fn run(endpoint: &Endpoint, spool: &Path, host: &str, first: BaselineOut, last: 
 
 /// The scenario (see the module doc) sent to `endpoint`; spools under `dir`.
 pub(crate) fn send(endpoint: &Endpoint, dir: &Path) {
-    // bl-01's first run: 10 then 12 main calls in [2^10, 2^11) ns
-    run(
-        endpoint,
-        &dir.join("spool-01a"),
-        "bl-01",
-        baseline(10, 10, 0),
-        baseline(12, 10, 1),
-    );
-    // its second run goes on from the state file: 12 + 3 main calls, the slow one
-    run(
-        endpoint,
-        &dir.join("spool-01b"),
-        "bl-01",
-        baseline(13, 10, 1),
-        baseline(15, 10, 2),
-    );
-    // bl-02: 5 main calls in [2^12, 2^13) ns
-    run(
-        endpoint,
-        &dir.join("spool-02"),
-        "bl-02",
-        baseline(4, 12, 0),
-        baseline(5, 12, 0),
-    );
+    for (spool, host, first, last) in [
+        // bl-01's first run: 10 then 12 main calls in [2^10, 2^11) ns
+        (
+            "spool-01a",
+            "bl-01",
+            baseline(10, 10, 0),
+            baseline(12, 10, 1),
+        ),
+        // its second run goes on from the state file: 12 + 3 main calls, the slow one
+        (
+            "spool-01b",
+            "bl-01",
+            baseline(13, 10, 1),
+            baseline(15, 10, 2),
+        ),
+        // bl-02: 5 main calls in [2^12, 2^13) ns
+        ("spool-02", "bl-02", baseline(4, 12, 0), baseline(5, 12, 0)),
+    ] {
+        run(endpoint, &dir.join(spool), host, first, last);
+    }
 }
 
 /// The fleet's baseline: bl-01's latest batch (15 main, 2 slow) plus bl-02's (5 main), each
