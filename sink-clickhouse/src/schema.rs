@@ -371,7 +371,8 @@ pub fn upgrade(o: &SchemaOptions) -> Result<String, String> {
         } else {
             "-- Run once: ClickHouse before 20.1 has no ADD COLUMN IF NOT EXISTS (18.16 refuses\n\
              -- it), so a second run fails with Code 44 (`column with this name already exists`):\n\
-             -- that table is upgraded already; the CREATE statements after the ALTERs still apply.\n"
+             -- that table is upgraded already; load `probegen schema --clickhouse` (the CREATE\n\
+             -- statements below, all IF NOT EXISTS) for the rest.\n"
         }
     );
     let mut tables = vec![match &o.cluster {
