@@ -7,7 +7,8 @@
 //!   columns, no `baselines`) is upgraded with `schema --clickhouse --upgrade`; a batch the
 //!   earlier version left in a host's spool (a v2 frame, four tables) is sent whole; then
 //!   the fleet's baseline (deploy/clickhouse/baselines.sql) and the fleet questions, which
-//!   leave the expected chain out;
+//!   leave the expected chain out; the same through the `--cluster` and `--buffer` tables of
+//!   an earlier version, upgraded (every `chains` table gets the columns);
 //! * 26.9: the same on the current DDL, and `--upgrade` twice (IF NOT EXISTS) changes nothing.
 //!
 //! Without the servers the tests fail naming what to install; they never skip.
@@ -20,26 +21,53 @@ use common::baselines;
 use common::chdb::{chdb_answers, schema, tsv};
 use common::fake_clickhouse::FakeClickHouse;
 use common::replays::frame_v2;
-use common::servers::{fleet_question, ClickHouse, Guard};
+use common::servers::{fleet_question, fleet_question_with, ClickHouse, Guard};
 use sink_clickhouse::{statements, ClickhouseSink, Endpoint, SinkOptions};
 
-/// The chains statement of a DDL as an earlier version wrote it: without the columns the
-/// baseline added (the last seven, `expected` first).
-fn chains_before_baseline(ddl: &str) -> String {
-    let st = statements(ddl)
+/// The columns `chains` gained with the baseline.
+const NOTE_COLUMNS: [&str; 7] = [
+    "expected",
+    "expected_why",
+    "bifurcation_after",
+    "bifurcation_baseline_next",
+    "bifurcation_share",
+    "bifurcation_this_next",
+    "bifurcation_shape",
+];
+
+/// The tables of `ddl` as the previous version made them: no `baselines` (local,
+/// Distributed, Buffer), every `chains` table without the baseline's columns.
+fn before_baseline(ddl: &str) -> Vec<String> {
+    statements(ddl)
         .into_iter()
-        .find(|s| s.starts_with("CREATE TABLE IF NOT EXISTS probegen.chains\n"))
-        .expect("chains DDL");
-    let lines: Vec<&str> = st.lines().collect();
-    let from = lines
-        .iter()
-        .position(|l| l.trim_start().starts_with("expected "))
-        .expect("expected column");
-    let to = lines
-        .iter()
-        .position(|l| l.trim_start().starts_with("bifurcation_shape "))
-        .expect("bifurcation_shape column");
-    [&lines[..from], &lines[to + 1..]].concat().join("\n")
+        .filter(|st| !st.contains(".baselines"))
+        .map(|st| {
+            st.lines()
+                .filter(|l| {
+                    let name = l.trim_start().split(' ').next().unwrap_or("");
+                    !(l.starts_with("    ") && NOTE_COLUMNS.contains(&name))
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect()
+}
+
+/// Makes the previous version's tables of `schema --clickhouse FLAGS`, upgrades them with
+/// `--upgrade FLAGS`; the upgrade's statements.
+fn upgraded(ch: &ClickHouse, flags: &[&str]) -> Vec<String> {
+    let old = before_baseline(&schema(flags));
+    assert!(
+        old.iter().any(|s| s.contains(".chains")) && !old.iter().any(|s| s.contains("expected"))
+    );
+    for st in old {
+        ch.query(&st).unwrap_or_else(|e| panic!("{st}\n-> {e}"));
+    }
+    let upgrade = statements(&schema(&[flags, &["--upgrade"]].concat()));
+    for st in &upgrade {
+        ch.query(st).unwrap_or_else(|e| panic!("{st}\n-> {e}"));
+    }
+    upgrade
 }
 
 /// A batch as the previous version framed it (v2: records, chains, counters, snapshots; no
@@ -85,26 +113,18 @@ fn sink_options(endpoint: &Endpoint, spool: &std::path::Path) -> SinkOptions {
 fn baselines_on_an_upgraded_18_16_fleet() {
     let mut g = Guard::new("pg-fleet-ch-baselines");
     let ch = ClickHouse::start(&mut g);
-    // the tables of the previous version
-    let ddl = schema(&[]);
-    ch.query("CREATE DATABASE IF NOT EXISTS probegen")
-        .expect("database");
-    let old = chains_before_baseline(&ddl);
-    ch.query(&old).unwrap_or_else(|e| panic!("{old}\n-> {e}"));
-    let upgrade = schema(&["--upgrade"]);
-    for st in statements(&upgrade) {
-        ch.query(&st).unwrap_or_else(|e| panic!("{st}\n-> {e}"));
-    }
+    // the tables of the previous version, upgraded
+    let upgrade = upgraded(&ch, &[]);
     let cols = ch
         .query("SELECT name FROM system.columns WHERE database = 'probegen' AND table = 'chains' AND name LIKE 'bifurcation_%' ORDER BY name")
         .expect("columns");
     assert_eq!(cols.lines().count(), 5, "{cols}");
     // run once, as the upgrade says: a second ALTER fails, naming the column
-    let alter = statements(&upgrade)
-        .into_iter()
+    let alter = upgrade
+        .iter()
         .find(|s| s.starts_with("ALTER TABLE probegen.chains\n"))
         .expect("ALTER");
-    let again = ch.query(&alter).expect_err("18.16 has no IF NOT EXISTS");
+    let again = ch.query(alter).expect_err("18.16 has no IF NOT EXISTS");
     assert!(again.contains("Code: 44"), "{again}");
 
     let endpoint = Endpoint::parse(&ch.url(), Duration::from_secs(10))
@@ -165,6 +185,47 @@ fn baselines_on_an_upgraded_18_16_fleet() {
         .expect("fleet_top_origins with expected chains");
     let origins: Vec<&str> = all.lines().filter_map(|l| l.split('\t').nth(2)).collect();
     assert_eq!(origins, ["ib_umem_get", "rxe_qp_chk_init"], "{all}");
+}
+
+/// The `--cluster` and `--buffer` DDL of an earlier version, upgraded: the collectors insert
+/// into the Buffer tables in front of the Distributed ones (a one-shard cluster of the same
+/// server), and the questions, asked of the Distributed tables, give the same answers.
+#[test]
+fn baselines_through_upgraded_cluster_and_buffer_tables_on_18_16() {
+    let mut g = Guard::new("pg-fleet-ch-baselines-cluster");
+    let ch = ClickHouse::start(&mut g);
+    let upgrade = upgraded(&ch, &["--cluster", "probegen_test", "--buffer"]);
+    let alters: Vec<&str> = upgrade
+        .iter()
+        .filter_map(|s| s.strip_prefix("ALTER TABLE probegen."))
+        .filter_map(|s| s.lines().next())
+        .collect();
+    assert_eq!(alters, ["chains_local", "chains", "chains_buffer"]);
+    let mut endpoint = Endpoint::parse(&ch.url(), Duration::from_secs(10))
+        .expect("url")
+        .with_password(ch.password.clone());
+    endpoint.buffered = true;
+    baselines::send(&endpoint, &g.dir);
+    // flush the buffers, then wait for the Distributed tables' asynchronous inserts: 9
+    // baselines rows (3 + 4 + 2 shapes over the batches), 6 chains
+    for t in ["records", "chains", "counters", "snapshots", "baselines"] {
+        ch.query(&format!("OPTIMIZE TABLE probegen.{t}_buffer"))
+            .unwrap_or_else(|e| panic!("flush {t}_buffer: {e}"));
+    }
+    let t0 = std::time::Instant::now();
+    let local = |t: &str| ch.count(&format!("SELECT count() FROM probegen.{t}_local FINAL"));
+    while (local("baselines"), local("chains")) != (9, 6) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{} baselines, {} chains rows in the local tables",
+            local("baselines"),
+            local("chains")
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let ask = |name: &str| fleet_question_with(&ch, name, "", "&distributed_product_mode=local");
+    baselines::check_baselines(&ask("baselines"));
+    baselines::check_questions(&ask);
 }
 
 #[test]
