@@ -455,9 +455,14 @@ fn baseline_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot) {
         for s in &h.shapes {
             let mut hist = s.duration_log2.clone();
             // a longer one (a state file not ours) keeps its counts in the last bucket
-            let past: u64 = hist.iter().skip(collector::LOG2_BUCKETS).sum();
+            // (saturating: counts read from a file are not trusted to add up)
+            let past = hist
+                .iter()
+                .skip(collector::LOG2_BUCKETS)
+                .fold(0u64, |a, &c| a.saturating_add(c));
             hist.resize(collector::LOG2_BUCKETS, 0);
-            hist[collector::LOG2_BUCKETS - 1] += past;
+            let last = &mut hist[collector::LOG2_BUCKETS - 1];
+            *last = last.saturating_add(past);
             push_row(
                 body,
                 &Row {
