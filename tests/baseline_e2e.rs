@@ -4,7 +4,9 @@
 //! `cargo test`: it needs the run's outputs (`PROBEGEN_E2E_OUT`), and a missing one fails.
 //!
 //! What it holds the run to (issue 25's proof):
-//! * the baseline is on and says how it traces (fentry+fexit with task storage);
+//! * the baseline is on and says how it traces: fsession on the handlers where the kernel has
+//!   it (7.2; each handler's attach status says `fsession`), fentry+fexit with task storage
+//!   elsewhere (6.12, 6.1);
 //! * the handlers that succeeded many times have success shapes;
 //! * the failing reg_mr (EFAULT, deep in ib_umem_get) and the failing modify_qp (EINVAL, the
 //!   state check) name where they left the success path: the last shared function, the
@@ -79,10 +81,31 @@ fn check_shapes(ver: &str, snaps: &[Value]) -> Vec<String> {
     let b = &last["baseline"];
     let mech = b["mechanism"].as_str().unwrap_or("");
     println!("{ver}: baseline mechanism: {mech}");
-    assert!(
-        mech.contains("fentry+fexit, task storage"),
-        "{ver}: mechanism `{mech}`"
-    );
+    // fsession came with 7.0: the kernel's own BTF decides, the attach status records it
+    let session = ver.split('.').next().and_then(|m| m.parse::<u32>().ok()) >= Some(7);
+    let att = last["attached"].as_array().expect("attached");
+    let in_session: Vec<&str> = att
+        .iter()
+        .filter(|a| a["mechanism"] == "fsession" && a["attached"] == true)
+        .filter_map(|a| a["function"].as_str())
+        .collect();
+    println!("{ver}: handlers attached by fsession: {}", in_session.len());
+    if session {
+        assert!(
+            mech.contains(": fsession on the handlers") && !mech.contains("refused"),
+            "{ver}: mechanism `{mech}`"
+        );
+        assert!(
+            in_session.contains(&"ib_uverbs_reg_mr") && in_session.len() >= 10,
+            "{ver}: handlers in fsession {in_session:?}"
+        );
+    } else {
+        assert!(
+            mech.contains(": fentry+fexit, task storage"),
+            "{ver}: mechanism `{mech}`"
+        );
+        assert!(in_session.is_empty(), "{ver}: fsession on {in_session:?}");
+    }
 
     // the trace records: every snapshot exact, the final one with everything received
     let r = trace_counts_hold("baseline", snaps);

@@ -76,6 +76,12 @@ struct Program {
     saves: u8,
     /// A uverbs handler's baseline entry (program, section); name empty for other probes.
     baseline_entry: (String, String),
+    /// A uverbs handler's baseline session (program, section), for kernels with fsession;
+    /// name empty for other probes and for handlers whose arguments are recorded (the
+    /// session reads its return value from the context, not through the helpers).
+    baseline_session: (String, String),
+    /// The context slot of the return value in an fsession exit: one u64 per argument.
+    ret_slot: usize,
 }
 
 #[derive(Template)]
@@ -92,6 +98,7 @@ struct BpfTemplate {
     nskipped: usize,
     nfallback: usize,
     nbaseline: usize,
+    nsession: usize,
 }
 
 #[derive(Template)]
@@ -259,6 +266,8 @@ fn program(
             .unwrap_or_default(),
         saves: u8::from(fallback.len() == 2),
         baseline_entry: baseline_entry(p, handlers),
+        baseline_session: baseline_session(p, handlers, mask),
+        ret_slot: p.nargs,
         fallback_ret: fallback
             .iter()
             .find(|(n, _)| n.ends_with("_ret"))
@@ -273,6 +282,25 @@ fn baseline_entry(p: &Probe, handlers: &std::collections::BTreeSet<u32>) -> (Str
         (
             manifest::baseline_entry_name(p.id),
             manifest::baseline_entry_section(&p.function),
+        )
+    } else {
+        Default::default()
+    }
+}
+
+/// A uverbs handler's baseline session program and its section (`?fsession/<function>`).
+/// Only for a handler that records no arguments: the helpers that read them are not checked
+/// on fsession, while the return value is read from the context slot the kernel's selftests
+/// read.
+fn baseline_session(
+    p: &Probe,
+    handlers: &std::collections::BTreeSet<u32>,
+    argmask: u32,
+) -> (String, String) {
+    if handlers.contains(&p.id) && argmask == 0 && ret_kind(p) != RetKind::None {
+        (
+            manifest::baseline_session_name(p.id),
+            manifest::baseline_session_section(&p.function),
         )
     } else {
         Default::default()
@@ -316,6 +344,10 @@ pub fn render_bpf(m: &Manifest, refresh_command: &str) -> Result<String, askama:
         nbaseline: programs
             .iter()
             .filter(|p| !p.baseline_entry.0.is_empty())
+            .count(),
+        nsession: programs
+            .iter()
+            .filter(|p| !p.baseline_session.0.is_empty())
             .count(),
         programs,
     }

@@ -391,8 +391,9 @@ static __always_inline void pg_count(__u32 probe_id, long err, int failed, void 
 /*
  * Baseline entry (pg_<id>_bl, the fentry of handler `handler`): trace this call when it is
  * the one in `sample` of this CPU and the handler's budget for the window is not spent.
+ * Returns the trace's start time when it opened one, 0 otherwise.
  */
-static __always_inline int pg_bl_begin(__u32 handler)
+static __always_inline __u64 pg_bl_begin(__u32 handler)
 {
 	struct pg_bl_config *c;
 	struct pg_bl_budget *b;
@@ -435,7 +436,7 @@ static __always_inline int pg_bl_begin(__u32 handler)
 	t->lost = 0;
 	if (!open)
 		__sync_fetch_and_add(&bl_active, 1);
-	return 0;
+	return now;
 }
 
 /* The handler's exit ends its trace: output when kept (a failure, or a success within
@@ -529,7 +530,8 @@ static __always_inline int pg_exit_saved(__u32 probe_id, long err, int failed, v
 		return 0;
 	if (failed)
 		__sync_fetch_and_add(&a->failed, 1);
-	/* baseline: the one branch an untraced call pays (bl is a constant: 0 for kprobes) */
+	/* baseline: the one branch an untraced call pays (bl: a constant, 0 for kprobes; for a
+	 * session's exit, whether this call opened a trace) */
 	if (bl && bl_active)
 		pg_bl_step(probe_id, err, failed, a);
 	/* last: one more program ended in this CPU's slot, after all of its counting */
@@ -541,6 +543,34 @@ static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *c
 				   __u32 argmask)
 {
 	return pg_exit_saved(probe_id, err, failed, ctx, argmask, 0, 1);
+}
+
+/*
+ * fsession (7.0+): one program at a handler's entry and exit, with an 8-byte cookie per call.
+ * The kfuncs are weak: on a kernel without them (6.1), or with 6.12's argument-less kprobe
+ * session ones, libbpf leaves them unresolved and the session programs stay unloaded.
+ */
+extern _Bool bpf_session_is_return(void *ctx) __weak __ksym;
+extern __u64 *bpf_session_cookie(void *ctx) __weak __ksym;
+
+/* A session's entry: the baseline entry, its trace's start kept in the call's cookie. */
+static __always_inline int pg_bl_session(__u32 handler, void *ctx)
+{
+	__u64 *cookie = bpf_session_cookie(ctx);
+
+	*cookie = pg_bl_begin(handler);
+	return 0;
+}
+
+/*
+ * A session's exit: pg_exit, where only a call whose entry opened a trace looks for it (its
+ * cookie), so an unsampled handler call pays no task-storage lookup while other tasks trace.
+ */
+static __always_inline int pg_exit_session(__u32 probe_id, long err, int failed, void *ctx)
+{
+	__u64 *cookie = bpf_session_cookie(ctx);
+
+	return pg_exit_saved(probe_id, err, failed, ctx, 0, 0, *cookie != 0);
 }
 
 /* pg_exit of a kretprobe (clone-only functions): not part of baseline traces */

@@ -8,7 +8,8 @@
  * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
  * /sys/kernel/btf/<module> is absent): {{ nfallback }} kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
- * {{ nbaseline }}.
+ * {{ nbaseline }}; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
+ * fexit and entry where the kernel has fsession, 7.0+): {{ nsession }}.
  * Manifest probes without a program (cannot be attached): {{ nskipped }}.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -70,7 +71,31 @@ int {{ p.name }}(struct pt_regs *ctx)
 SEC("{{ p.baseline_entry.1 }}")
 int {{ p.baseline_entry.0 }}(unsigned long long *ctx)
 {
-	return pg_bl_begin({{ p.id }});
+	pg_bl_begin({{ p.id }});
+	return 0;
+}
+{%- endif %}
+{%- if !p.baseline_session.0.is_empty() %}
+
+/* {{ p.id }}, baseline session (autoload off; fsession, 7.0+): {{ p.baseline_entry.0 }} at the entry, {{ p.name }} at the exit */
+SEC("{{ p.baseline_session.1 }}")
+int {{ p.baseline_session.0 }}(unsigned long long *ctx)
+{
+{%- if p.kind == "int" %}
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session({{ p.id }}, ctx);
+	ret = {{ p.cast }}ctx[{{ p.ret_slot }}];
+	return pg_exit_session({{ p.id }}, PG_ERRNO(ret), ret < 0, ctx);
+{%- else %}
+	__u64 raw;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session({{ p.id }}, ctx);
+	raw = ctx[{{ p.ret_slot }}];
+	return pg_exit_session({{ p.id }}, PG_ERRNO((long)raw), {{ p.ptr_check }}(raw), ctx);
+{%- endif %}
 }
 {%- endif %}
 {%- if !p.fallback_entry.0.is_empty() %}

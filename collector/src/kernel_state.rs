@@ -70,4 +70,7 @@ pub enum Mechanism {
     Kprobe,
     /// `kretprobe` on the compiler clone of a clone-only function.
     KretprobeClone,
+    /// `fsession` on a uverbs handler with the baseline on (7.0+): one program at its entry
+    /// (the baseline's sampling) and its exit (the failure probe).
+    Fsession,
 }

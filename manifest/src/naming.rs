@@ -88,6 +88,20 @@ pub fn baseline_entry_section(function: &str) -> String {
     format!("?fentry/{function}")
 }
 
+/// The baseline session program of a handler probe `id` (`pg_<id>_bs`): on a kernel with
+/// fsession (7.0+) the collector loads it in place of the handler's fexit and its baseline
+/// entry; one program runs at the handler's entry (the sampling decision, kept in the call's
+/// session cookie) and at its exit (the failure probe, and the end of a trace this call opened).
+pub fn baseline_session_name(id: u32) -> String {
+    format!("pg_{id}_bs")
+}
+
+/// The ELF section of a handler's baseline session program, `?fsession/<function>` (autoload
+/// off: kernels before 7.0 have no fsession).
+pub fn baseline_session_section(function: &str) -> String {
+    format!("?fsession/{function}")
+}
+
 /// The uverbs handlers of a manifest, by probe id: fexit probes of the core layer that no
 /// other probe calls (the roots of the probe call relation; each is dispatched from a uverbs
 /// entry, `ib_uverbs_write` or a method of `ib_uverbs_ioctl`). Each gets a baseline entry

@@ -42,9 +42,7 @@ impl Shape {
     fn add(&mut self, t: &Trace) {
         self.count += 1;
         let b = log2_bucket(t.duration_ns);
-        if self.hist.len() <= b {
-            self.hist.resize(b + 1, 0);
-        }
+        self.hist.resize(self.hist.len().max(b + 1), 0);
         self.hist[b] += 1;
         if self.durations.len() < DURATIONS {
             self.durations.push(t.duration_ns);

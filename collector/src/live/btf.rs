@@ -118,6 +118,34 @@ impl HostBtf {
     }
 }
 
+/// Whether the kernel whose BTF is under `dir` has fsession programs: `BPF_TRACE_FSESSION` in
+/// its `enum bpf_attach_type` (7.0+). No BTF, or a damaged one: no.
+pub(crate) fn kernel_has_fsession(dir: &Path) -> bool {
+    parse(&dir.join("vmlinux"), None)
+        .is_some_and(|b| has_enum_value(&b, "bpf_attach_type", "BPF_TRACE_FSESSION"))
+}
+
+/// Whether the ENUM `enum_name` of `btf` has a member `value`.
+fn has_enum_value(btf: &BtfHandle, enum_name: &str, value: &str) -> bool {
+    let Ok(name) = CString::new(enum_name) else {
+        return false;
+    };
+    // SAFETY: btf is a live parsed BTF, name a valid C string.
+    let id = unsafe { libbpf_sys::btf__find_by_name_kind(btf.0, name.as_ptr(), KIND_ENUM) };
+    let Some((KIND_ENUM, vlen, _, t)) = u32::try_from(id).ok().and_then(|id| type_at(btf, id))
+    else {
+        return false;
+    };
+    (0..vlen as usize).any(|i| {
+        // SAFETY: an ENUM's `vlen` btf_enum members follow its btf_type record (BTF layout).
+        let name_off = unsafe { (*t.add(1).cast::<libbpf_sys::btf_enum>().add(i)).name_off };
+        // SAFETY: btf is live; libbpf returns NULL for an offset out of range.
+        let n = unsafe { libbpf_sys::btf__name_by_offset(btf.0, name_off) };
+        // SAFETY: a non-NULL name is a NUL-terminated string inside btf's data.
+        !n.is_null() && unsafe { std::ffi::CStr::from_ptr(n) }.to_bytes() == value.as_bytes()
+    })
+}
+
 /// The FUNC `function` of `btf` and its prototype.
 fn find(btf: &BtfHandle, function: &str) -> Lookup {
     let Ok(name) = CString::new(function) else {
@@ -272,6 +300,36 @@ pub(crate) mod fixture {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// fsession is read off the kernel's own BTF: Debian's 7.2 has it, 6.12 has not.
+    #[test]
+    fn fsession_is_in_7_2_btf_and_not_in_6_12() {
+        for (var, series, want) in [
+            ("PROBEGEN_KERNEL_6_12", "6.12", false),
+            ("PROBEGEN_KERNEL_7_2", "7.2", true),
+        ] {
+            let tree = std::env::var_os(var)
+                .map(PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME")
+                        .map(|h| Path::new(&h).join(format!(".cache/probegen/linux-{series}")))
+                })
+                .expect("kernel tree variable or HOME");
+            assert!(
+                tree.join("vmlinux").exists(),
+                "{}: no vmlinux: run scripts/fetch-kernel.sh {series}",
+                tree.display()
+            );
+            let dir =
+                std::env::temp_dir().join(format!("pg-fsession-{series}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("tmp");
+            std::os::unix::fs::symlink(tree.join("vmlinux"), dir.join("vmlinux")).expect("link");
+            assert_eq!(kernel_has_fsession(&dir), want, "{series}");
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        assert!(!kernel_has_fsession(Path::new("/nonexistent")));
+    }
 
     #[test]
     fn clones_are_found_by_name_and_tails_are_not() {

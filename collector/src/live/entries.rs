@@ -1,12 +1,13 @@
-//! The baseline entries at load: which handlers get their baseline entry (`pg_<id>_bl`, an
-//! fentry whose fexit is the handler's failure probe), and the `bl_config` the collector
-//! writes after load.
+//! The baseline entries at load: which handlers get their baseline entry, how, and the
+//! `bl_config` the collector writes after load.
 //!
-//! Mechanism: fentry on the handler and the fexit programs the set already has, per-task state
-//! in task storage, on every kernel. fsession (7.0+, Debian 7.2) is not used: its cookie lives
-//! for one call of one function, and a trace spans the calls of every probed function inside
-//! the handler, so the per-task state is needed anyway; it would save one trampoline per
-//! traced handler call only, and libbpf-rs 0.27 names its type Unknown and has no cookie option.
+//! Mechanism, chosen per kernel: where the kernel has fsession (7.0+, `BPF_TRACE_FSESSION` in
+//! its BTF), a handler's session program (`pg_<id>_bs`) replaces both its fexit and its fentry:
+//! one program runs at the handler's entry (the sampling decision, the trace's start kept in
+//! the call's cookie) and at its exit (the failure probe; an unsampled call's exit does not
+//! look for a trace). Elsewhere, the fentry `pg_<id>_bl` beside the handler's fexit. Either
+//! way the trace across the inner functions is per-task state in task storage, appended by
+//! their fexit programs: a cookie lives for one call of one function.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -14,11 +15,14 @@ use std::time::Duration;
 use libbpf_rs::{Link, MapCore, MapFlags, Object, OpenObject};
 
 use crate::baseline::BaselineConfig;
-use crate::kernel_state::AttachStatus;
+use crate::kernel_state::{AttachStatus, Mechanism};
 use crate::probes::ProbeTable;
+use crate::warning::Warning;
 
-/// How calls are traced in this kernel.
-pub(crate) const MECHANISM: &str = "fentry+fexit, task storage (fsession not used: its per-call cookie cannot carry a trace across the inner functions)";
+/// How calls are traced on a kernel without fsession (or where it was refused).
+const FENTRY: &str = "fentry+fexit, task storage";
+/// How calls are traced on a kernel with fsession.
+const SESSION: &str = "fsession on the handlers (entry and exit in one program, the trace's start in the call's cookie), fexit on the inner functions, task storage";
 
 /// The handlers whose baseline entry is attached, and how.
 #[derive(Debug, Clone)]
@@ -27,14 +31,25 @@ pub(crate) struct Traced {
     pub mechanism: String,
 }
 
-/// Before load: turns on the baseline entry of every handler whose fexit program loads,
-/// retargeted at `module:function` as the fexit is, and sizes the `baseline` ring. Returns
-/// (probe id, program name).
+/// One handler's baseline program picked before load.
+#[derive(Debug, Clone)]
+pub(crate) struct Picked {
+    pub probe: u32,
+    pub program: String,
+    /// the session program, loaded instead of the handler's fexit
+    pub session: bool,
+}
+
+/// Before load: turns on the baseline program of every handler whose fexit program loads,
+/// retargeted at `module:function` as the fexit is: its session program in place of the fexit
+/// when `session` (the kernel has fsession) and the object has one, its fentry otherwise. Sizes
+/// the `baseline` ring.
 pub(crate) fn pick_entries(
     open: &mut OpenObject,
     table: &ProbeTable,
     cfg: &BaselineConfig,
-) -> Vec<(u32, String)> {
+    session: bool,
+) -> Vec<Picked> {
     if let Some(n) = cfg.ring_bytes {
         if let Some(mut m) = open.maps_mut().find(|m| m.name() == "baseline") {
             // a size the kernel refuses fails the load, which then goes on without the baseline
@@ -46,59 +61,124 @@ pub(crate) fn pick_entries(
         .filter(|p| p.autoload())
         .map(|p| p.name().to_string_lossy().into_owned())
         .collect();
+    let handlers: Vec<&crate::probes::ProbeInfo> = table
+        .probes
+        .iter()
+        .filter(|p| loading.contains(&p.program_name()))
+        .collect();
     let mut picked = Vec::new();
+    // sessions first: a handler's fexit is turned off only once its session is set to load
+    if session {
+        for mut prog in open.progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            let Some(p) = handlers
+                .iter()
+                .find(|p| manifest::baseline_session_name(p.id) == name)
+            else {
+                continue;
+            };
+            if prog.set_attach_target(0, Some(p.target())).is_ok() {
+                prog.set_autoload(true);
+                picked.push(Picked {
+                    probe: p.id,
+                    program: name,
+                    session: true,
+                });
+            }
+        }
+    }
+    let in_session: BTreeSet<String> = picked
+        .iter()
+        .filter_map(|s| table.get(s.probe).map(|p| p.program_name()))
+        .collect();
     for mut prog in open.progs_mut() {
         let name = prog.name().to_string_lossy().into_owned();
-        let Some(p) = table
-            .probes
+        if in_session.contains(&name) {
+            prog.set_autoload(false);
+            continue;
+        }
+        let Some(p) = handlers
             .iter()
             .find(|p| manifest::baseline_entry_name(p.id) == name)
         else {
             continue;
         };
-        if !loading.contains(&p.program_name()) {
+        if in_session.contains(&p.program_name()) {
             continue;
         }
         if prog.set_attach_target(0, Some(p.target())).is_ok() {
             prog.set_autoload(true);
-            picked.push((p.id, name));
+            picked.push(Picked {
+                probe: p.id,
+                program: name,
+                session: false,
+            });
         }
     }
     picked
 }
 
-/// After load: writes `bl_config` and attaches the picked entries of the handlers whose fexit
-/// attached; `Err` is the "baseline unavailable: <why>" line.
+/// After load: writes `bl_config` and attaches the picked programs: a session (the handler's
+/// failure probe as well: its status is set here) or the entry of a handler whose fexit
+/// attached. `refused`: why fsession was not used on a kernel that has it. `Err` is the
+/// "baseline unavailable: <why>" line.
 pub(crate) fn attach_entries(
     obj: &Object,
     table: &ProbeTable,
     cfg: &BaselineConfig,
-    entries: Vec<(u32, String)>,
-    attached: &[AttachStatus],
+    picked: Vec<Picked>,
+    attached: &mut [AttachStatus],
     links: &mut Vec<(u32, Link)>,
+    warnings: &mut Vec<Warning>,
+    refused: Option<&str>,
 ) -> Result<Traced, String> {
-    if entries.is_empty() {
+    if picked.is_empty() {
         return Err("baseline unavailable: the object has no baseline entry for an attached handler (compiled from an older probegen.bpf.h?)".into());
     }
     write_config(obj, cfg).map_err(|e| format!("baseline unavailable: bl_config: {e}"))?;
     let mut handlers = BTreeSet::new();
+    let mut sessions = 0;
     let mut failed = Vec::new();
-    for (id, name) in entries {
-        if !attached.iter().any(|s| s.probe == id && s.attached) {
+    for pick in picked {
+        let Some(st) = attached.iter_mut().find(|s| s.probe == pick.probe) else {
+            continue;
+        };
+        if !pick.session && !st.attached {
             continue;
         }
-        let Some(prog) = obj.progs_mut().find(|p| p.name().to_string_lossy() == name) else {
+        let Some(prog) = obj
+            .progs_mut()
+            .find(|p| p.name().to_string_lossy() == pick.program)
+        else {
             continue;
         };
         match prog.attach() {
             Ok(link) => {
-                links.push((id, link));
-                handlers.insert(id);
+                links.push((pick.probe, link));
+                handlers.insert(pick.probe);
+                if pick.session {
+                    st.attached = true;
+                    st.mechanism = Some(Mechanism::Fsession);
+                    sessions += 1;
+                }
             }
-            Err(e) => failed.push(format!(
-                "{}: {e}",
-                table.get(id).map_or("?", |p| p.function.as_str())
-            )),
+            Err(e) => {
+                let function = table.get(pick.probe).map_or("?", |p| p.function.as_str());
+                failed.push(format!("{function}: {e}"));
+                if pick.session {
+                    // the session was the handler's failure probe too: not attached, as an
+                    // fexit that does not attach
+                    let reason = format!("fsession: {e}");
+                    st.attached = false;
+                    st.reason = Some(reason.clone());
+                    warnings.push(Warning::ProbeNotAttached {
+                        probe: st.probe,
+                        module: st.module.clone(),
+                        function: st.function.clone(),
+                        reason,
+                    });
+                }
+            }
         }
     }
     if handlers.is_empty() {
@@ -107,7 +187,19 @@ pub(crate) fn attach_entries(
             failed.join("; ")
         ));
     }
-    let mut mechanism = MECHANISM.to_string();
+    let mut mechanism = if sessions == handlers.len() {
+        SESSION.to_string()
+    } else if sessions > 0 {
+        format!(
+            "{SESSION} ({sessions} of {} handlers; the others {FENTRY})",
+            handlers.len()
+        )
+    } else {
+        FENTRY.to_string()
+    };
+    if let Some(why) = refused {
+        mechanism.push_str(&format!(" (fsession refused: {why})"));
+    }
     if !failed.is_empty() {
         mechanism.push_str(&format!("; not traced: {}", failed.join("; ")));
     }

@@ -71,7 +71,12 @@ pub(crate) fn compare_programs(
     let optional: BTreeMap<String, String> = table
         .probes
         .iter()
-        .flat_map(|p| p.fallback.iter().cloned().chain([baseline_program(p)]))
+        .flat_map(|p| {
+            p.fallback
+                .iter()
+                .cloned()
+                .chain([baseline_program(p), baseline_session(p)])
+        })
         .collect();
     for (name, sec) in &have {
         match optional.get(*name) {
@@ -89,6 +94,14 @@ pub(crate) fn compare_programs(
     } else {
         Err(ProgramTableDiff(diffs))
     }
+}
+
+/// A probe's baseline session program as (name, section); only handlers' exist in an object.
+fn baseline_session(p: &crate::probes::ProbeInfo) -> (String, String) {
+    (
+        manifest::baseline_session_name(p.id),
+        manifest::baseline_session_section(&p.function),
+    )
 }
 
 /// A probe's baseline entry program as (name, section); only handlers' exist in an object.
@@ -322,6 +335,10 @@ pub(crate) struct Loaded {
     baseline_cfg: Option<crate::baseline::BaselineConfig>,
     /// With `--baseline`: the handlers traced and how, or why the baseline is unavailable
     pub baseline: Option<Result<crate::live::entries::Traced, String>>,
+    /// With `--baseline`: the kernel has fsession and no object refused it yet
+    session: bool,
+    /// why a module's object did not load with its session programs
+    session_refused: Option<String>,
 }
 
 /// One module's attached programs (the links drop before their object).
@@ -627,6 +644,9 @@ pub(crate) fn load(
         warnings: Vec::new(),
         baseline_cfg: opts.baseline.clone(),
         baseline: None,
+        session: opts.baseline.is_some()
+            && crate::live::btf::kernel_has_fsession(Path::new("/sys/kernel/btf")),
+        session_refused: None,
     };
     let modules: BTreeSet<&str> = table.probes.iter().map(|p| p.module.as_str()).collect();
     // /proc/kallsyms read once for them all (a module loaded later reads it again)
@@ -686,13 +706,19 @@ impl Loaded {
         }
         // the baseline entries of this module's handlers (ib_uverbs), loaded with its probes
         let cfg = self.baseline_cfg.clone();
-        let entries = cfg
+        let picked = cfg
             .as_ref()
-            .map(|c| crate::live::entries::pick_entries(&mut open, table, c))
+            .map(|c| crate::live::entries::pick_entries(&mut open, table, c, self.session))
             .unwrap_or_default();
         let obj = match open.load() {
             Ok(obj) => obj,
-            Err(e) if !entries.is_empty() => {
+            // fsession is newer than the rest: without it, fentry beside the fexit
+            Err(e) if picked.iter().any(|p| p.session) => {
+                self.session = false;
+                self.session_refused = Some(format!("{module}: {e:#}"));
+                return self.attach_module_with(table, module, ksyms);
+            }
+            Err(e) if !picked.is_empty() => {
                 self.baseline = Some(Err(format!(
                     "baseline unavailable: the object does not load with its baseline entries: {module}: {e:#}"
                 )));
@@ -707,9 +733,17 @@ impl Loaded {
             }
         };
         let mut links = attach_all(&obj, table, &mut st, self.strict, &mut self.warnings)?;
-        if let (Some(c), false) = (&cfg, entries.is_empty()) {
-            let traced =
-                crate::live::entries::attach_entries(&obj, table, c, entries, &st, &mut links);
+        if let (Some(c), false) = (&cfg, picked.is_empty()) {
+            let traced = crate::live::entries::attach_entries(
+                &obj,
+                table,
+                c,
+                picked,
+                &mut st,
+                &mut links,
+                &mut self.warnings,
+                self.session_refused.as_deref(),
+            );
             self.baseline = Some(match (self.baseline.take(), traced) {
                 (Some(Ok(mut was)), Ok(t)) => {
                     was.handlers.extend(t.handlers);

@@ -8,7 +8,8 @@
  * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
  * /sys/kernel/btf/<module> is absent): 0 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
- * 15.
+ * 15; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
+ * fexit and entry where the kernel has fsession, 7.0+): 15.
  * Manifest probes without a program (cannot be attached): 17.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -160,7 +161,20 @@ int pg_26(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_alloc_pd")
 int pg_26_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(26);
+	pg_bl_begin(26);
+	return 0;
+}
+
+/* 26, baseline session (autoload off; fsession, 7.0+): pg_26_bl at the entry, pg_26 at the exit */
+SEC("?fsession/ib_uverbs_alloc_pd")
+int pg_26_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(26, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(26, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 27: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
@@ -179,7 +193,20 @@ int pg_27(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_create_cq")
 int pg_27_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(27);
+	pg_bl_begin(27);
+	return 0;
+}
+
+/* 27, baseline session (autoload off; fsession, 7.0+): pg_27_bl at the entry, pg_27 at the exit */
+SEC("?fsession/ib_uverbs_create_cq")
+int pg_27_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(27, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(27, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 28: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
@@ -198,7 +225,20 @@ int pg_28(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_create_qp")
 int pg_28_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(28);
+	pg_bl_begin(28);
+	return 0;
+}
+
+/* 28, baseline session (autoload off; fsession, 7.0+): pg_28_bl at the entry, pg_28 at the exit */
+SEC("?fsession/ib_uverbs_create_qp")
+int pg_28_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(28, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(28, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 29: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
@@ -217,7 +257,20 @@ int pg_29(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_create_cq")
 int pg_29_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(29);
+	pg_bl_begin(29);
+	return 0;
+}
+
+/* 29, baseline session (autoload off; fsession, 7.0+): pg_29_bl at the entry, pg_29 at the exit */
+SEC("?fsession/ib_uverbs_ex_create_cq")
+int pg_29_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(29, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(29, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 30: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
@@ -236,7 +289,20 @@ int pg_30(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_create_qp")
 int pg_30_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(30);
+	pg_bl_begin(30);
+	return 0;
+}
+
+/* 30, baseline session (autoload off; fsession, 7.0+): pg_30_bl at the entry, pg_30 at the exit */
+SEC("?fsession/ib_uverbs_ex_create_qp")
+int pg_30_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(30, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(30, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 31: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
@@ -255,7 +321,20 @@ int pg_31(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_modify_cq")
 int pg_31_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(31);
+	pg_bl_begin(31);
+	return 0;
+}
+
+/* 31, baseline session (autoload off; fsession, 7.0+): pg_31_bl at the entry, pg_31 at the exit */
+SEC("?fsession/ib_uverbs_ex_modify_cq")
+int pg_31_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(31, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(31, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 32: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
@@ -274,7 +353,20 @@ int pg_32(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_modify_qp")
 int pg_32_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(32);
+	pg_bl_begin(32);
+	return 0;
+}
+
+/* 32, baseline session (autoload off; fsession, 7.0+): pg_32_bl at the entry, pg_32 at the exit */
+SEC("?fsession/ib_uverbs_ex_modify_qp")
+int pg_32_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(32, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(32, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 33: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
@@ -293,7 +385,20 @@ int pg_33(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_33_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(33);
+	pg_bl_begin(33);
+	return 0;
+}
+
+/* 33, baseline session (autoload off; fsession, 7.0+): pg_33_bl at the entry, pg_33 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_33_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(33, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(33, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 34: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
@@ -312,7 +417,20 @@ int pg_34(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_34_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(34);
+	pg_bl_begin(34);
+	return 0;
+}
+
+/* 34, baseline session (autoload off; fsession, 7.0+): pg_34_bl at the entry, pg_34 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_34_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(34, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(34, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 35: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -331,7 +449,20 @@ int pg_35(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_35_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(35);
+	pg_bl_begin(35);
+	return 0;
+}
+
+/* 35, baseline session (autoload off; fsession, 7.0+): pg_35_bl at the entry, pg_35 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_35_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(35, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(35, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 36: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
@@ -350,7 +481,20 @@ int pg_36(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_36_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(36);
+	pg_bl_begin(36);
+	return 0;
+}
+
+/* 36, baseline session (autoload off; fsession, 7.0+): pg_36_bl at the entry, pg_36 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_36_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(36, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(36, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 37: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
@@ -369,7 +513,20 @@ int pg_37(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_modify_qp")
 int pg_37_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(37);
+	pg_bl_begin(37);
+	return 0;
+}
+
+/* 37, baseline session (autoload off; fsession, 7.0+): pg_37_bl at the entry, pg_37 at the exit */
+SEC("?fsession/ib_uverbs_modify_qp")
+int pg_37_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(37, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(37, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 38: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
@@ -388,7 +545,20 @@ int pg_38(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_reg_mr")
 int pg_38_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(38);
+	pg_bl_begin(38);
+	return 0;
+}
+
+/* 38, baseline session (autoload off; fsession, 7.0+): pg_38_bl at the entry, pg_38 at the exit */
+SEC("?fsession/ib_uverbs_reg_mr")
+int pg_38_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(38, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(38, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 39: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
@@ -407,7 +577,20 @@ int pg_39(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_rereg_mr")
 int pg_39_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(39);
+	pg_bl_begin(39);
+	return 0;
+}
+
+/* 39, baseline session (autoload off; fsession, 7.0+): pg_39_bl at the entry, pg_39 at the exit */
+SEC("?fsession/ib_uverbs_rereg_mr")
+int pg_39_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(39, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(39, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 40: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
@@ -426,7 +609,20 @@ int pg_40(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_resize_cq")
 int pg_40_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(40);
+	pg_bl_begin(40);
+	return 0;
+}
+
+/* 40, baseline session (autoload off; fsession, 7.0+): pg_40_bl at the entry, pg_40 at the exit */
+SEC("?fsession/ib_uverbs_resize_cq")
+int pg_40_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(40, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(40, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 41: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */

@@ -8,7 +8,8 @@
  * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
  * /sys/kernel/btf/<module> is absent): 13 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
- * 15.
+ * 15; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
+ * fexit and entry where the kernel has fsession, 7.0+): 15.
  * Manifest probes without a program (cannot be attached): 6.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -160,7 +161,20 @@ int pg_14(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_alloc_pd")
 int pg_14_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(14);
+	pg_bl_begin(14);
+	return 0;
+}
+
+/* 14, baseline session (autoload off; fsession, 7.0+): pg_14_bl at the entry, pg_14 at the exit */
+SEC("?fsession/ib_uverbs_alloc_pd")
+int pg_14_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(14, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(14, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 15: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
@@ -179,7 +193,20 @@ int pg_15(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_create_cq")
 int pg_15_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(15);
+	pg_bl_begin(15);
+	return 0;
+}
+
+/* 15, baseline session (autoload off; fsession, 7.0+): pg_15_bl at the entry, pg_15 at the exit */
+SEC("?fsession/ib_uverbs_create_cq")
+int pg_15_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(15, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(15, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 16: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
@@ -198,7 +225,20 @@ int pg_16(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_create_qp")
 int pg_16_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(16);
+	pg_bl_begin(16);
+	return 0;
+}
+
+/* 16, baseline session (autoload off; fsession, 7.0+): pg_16_bl at the entry, pg_16 at the exit */
+SEC("?fsession/ib_uverbs_create_qp")
+int pg_16_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(16, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(16, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 17: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
@@ -217,7 +257,20 @@ int pg_17(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_create_cq")
 int pg_17_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(17);
+	pg_bl_begin(17);
+	return 0;
+}
+
+/* 17, baseline session (autoload off; fsession, 7.0+): pg_17_bl at the entry, pg_17 at the exit */
+SEC("?fsession/ib_uverbs_ex_create_cq")
+int pg_17_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(17, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(17, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 18: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
@@ -236,7 +289,20 @@ int pg_18(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_create_qp")
 int pg_18_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(18);
+	pg_bl_begin(18);
+	return 0;
+}
+
+/* 18, baseline session (autoload off; fsession, 7.0+): pg_18_bl at the entry, pg_18 at the exit */
+SEC("?fsession/ib_uverbs_ex_create_qp")
+int pg_18_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(18, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(18, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 19: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
@@ -255,7 +321,20 @@ int pg_19(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_modify_cq")
 int pg_19_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(19);
+	pg_bl_begin(19);
+	return 0;
+}
+
+/* 19, baseline session (autoload off; fsession, 7.0+): pg_19_bl at the entry, pg_19 at the exit */
+SEC("?fsession/ib_uverbs_ex_modify_cq")
+int pg_19_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(19, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(19, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 20: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
@@ -274,7 +353,20 @@ int pg_20(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_modify_qp")
 int pg_20_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(20);
+	pg_bl_begin(20);
+	return 0;
+}
+
+/* 20, baseline session (autoload off; fsession, 7.0+): pg_20_bl at the entry, pg_20 at the exit */
+SEC("?fsession/ib_uverbs_ex_modify_qp")
+int pg_20_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(20, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(20, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 21: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
@@ -293,7 +385,20 @@ int pg_21(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_21_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(21);
+	pg_bl_begin(21);
+	return 0;
+}
+
+/* 21, baseline session (autoload off; fsession, 7.0+): pg_21_bl at the entry, pg_21 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_21_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(21, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(21, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 22: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
@@ -312,7 +417,20 @@ int pg_22(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_22_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(22);
+	pg_bl_begin(22);
+	return 0;
+}
+
+/* 22, baseline session (autoload off; fsession, 7.0+): pg_22_bl at the entry, pg_22 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_22_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(22, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(22, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 23: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -331,7 +449,20 @@ int pg_23(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_23_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(23);
+	pg_bl_begin(23);
+	return 0;
+}
+
+/* 23, baseline session (autoload off; fsession, 7.0+): pg_23_bl at the entry, pg_23 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_23_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(23, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(23, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 24: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
@@ -350,7 +481,20 @@ int pg_24(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_24_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(24);
+	pg_bl_begin(24);
+	return 0;
+}
+
+/* 24, baseline session (autoload off; fsession, 7.0+): pg_24_bl at the entry, pg_24 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_24_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(24, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(24, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 25: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
@@ -369,7 +513,20 @@ int pg_25(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_modify_qp")
 int pg_25_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(25);
+	pg_bl_begin(25);
+	return 0;
+}
+
+/* 25, baseline session (autoload off; fsession, 7.0+): pg_25_bl at the entry, pg_25 at the exit */
+SEC("?fsession/ib_uverbs_modify_qp")
+int pg_25_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(25, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(25, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 26: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
@@ -388,7 +545,20 @@ int pg_26(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_reg_mr")
 int pg_26_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(26);
+	pg_bl_begin(26);
+	return 0;
+}
+
+/* 26, baseline session (autoload off; fsession, 7.0+): pg_26_bl at the entry, pg_26 at the exit */
+SEC("?fsession/ib_uverbs_reg_mr")
+int pg_26_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(26, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(26, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 27: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
@@ -407,7 +577,20 @@ int pg_27(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_rereg_mr")
 int pg_27_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(27);
+	pg_bl_begin(27);
+	return 0;
+}
+
+/* 27, baseline session (autoload off; fsession, 7.0+): pg_27_bl at the entry, pg_27 at the exit */
+SEC("?fsession/ib_uverbs_rereg_mr")
+int pg_27_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(27, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(27, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 28: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
@@ -426,7 +609,20 @@ int pg_28(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_resize_cq")
 int pg_28_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(28);
+	pg_bl_begin(28);
+	return 0;
+}
+
+/* 28, baseline session (autoload off; fsession, 7.0+): pg_28_bl at the entry, pg_28 at the exit */
+SEC("?fsession/ib_uverbs_resize_cq")
+int pg_28_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(28, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(28, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 29: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */

@@ -8,7 +8,8 @@
  * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
  * /sys/kernel/btf/<module> is absent): 22 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
- * 15.
+ * 15; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
+ * fexit and entry where the kernel has fsession, 7.0+): 15.
  * Manifest probes without a program (cannot be attached): 12.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -258,7 +259,20 @@ int pg_21(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_alloc_pd")
 int pg_21_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(21);
+	pg_bl_begin(21);
+	return 0;
+}
+
+/* 21, baseline session (autoload off; fsession, 7.0+): pg_21_bl at the entry, pg_21 at the exit */
+SEC("?fsession/ib_uverbs_alloc_pd")
+int pg_21_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(21, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(21, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 22: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
@@ -277,7 +291,20 @@ int pg_22(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_create_cq")
 int pg_22_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(22);
+	pg_bl_begin(22);
+	return 0;
+}
+
+/* 22, baseline session (autoload off; fsession, 7.0+): pg_22_bl at the entry, pg_22 at the exit */
+SEC("?fsession/ib_uverbs_create_cq")
+int pg_22_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(22, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(22, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 23: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
@@ -296,7 +323,20 @@ int pg_23(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_create_qp")
 int pg_23_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(23);
+	pg_bl_begin(23);
+	return 0;
+}
+
+/* 23, baseline session (autoload off; fsession, 7.0+): pg_23_bl at the entry, pg_23 at the exit */
+SEC("?fsession/ib_uverbs_create_qp")
+int pg_23_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(23, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(23, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 24: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
@@ -315,7 +355,20 @@ int pg_24(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_create_cq")
 int pg_24_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(24);
+	pg_bl_begin(24);
+	return 0;
+}
+
+/* 24, baseline session (autoload off; fsession, 7.0+): pg_24_bl at the entry, pg_24 at the exit */
+SEC("?fsession/ib_uverbs_ex_create_cq")
+int pg_24_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(24, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(24, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 25: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
@@ -334,7 +387,20 @@ int pg_25(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_create_qp")
 int pg_25_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(25);
+	pg_bl_begin(25);
+	return 0;
+}
+
+/* 25, baseline session (autoload off; fsession, 7.0+): pg_25_bl at the entry, pg_25 at the exit */
+SEC("?fsession/ib_uverbs_ex_create_qp")
+int pg_25_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(25, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(25, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 26: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
@@ -353,7 +419,20 @@ int pg_26(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_modify_cq")
 int pg_26_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(26);
+	pg_bl_begin(26);
+	return 0;
+}
+
+/* 26, baseline session (autoload off; fsession, 7.0+): pg_26_bl at the entry, pg_26 at the exit */
+SEC("?fsession/ib_uverbs_ex_modify_cq")
+int pg_26_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(26, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(26, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 27: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
@@ -372,7 +451,20 @@ int pg_27(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_modify_qp")
 int pg_27_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(27);
+	pg_bl_begin(27);
+	return 0;
+}
+
+/* 27, baseline session (autoload off; fsession, 7.0+): pg_27_bl at the entry, pg_27 at the exit */
+SEC("?fsession/ib_uverbs_ex_modify_qp")
+int pg_27_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(27, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(27, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 28: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
@@ -391,7 +483,20 @@ int pg_28(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_28_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(28);
+	pg_bl_begin(28);
+	return 0;
+}
+
+/* 28, baseline session (autoload off; fsession, 7.0+): pg_28_bl at the entry, pg_28 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_28_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(28, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(28, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 29: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
@@ -410,7 +515,20 @@ int pg_29(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_29_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(29);
+	pg_bl_begin(29);
+	return 0;
+}
+
+/* 29, baseline session (autoload off; fsession, 7.0+): pg_29_bl at the entry, pg_29 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_29_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(29, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(29, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 30: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -429,7 +547,20 @@ int pg_30(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_30_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(30);
+	pg_bl_begin(30);
+	return 0;
+}
+
+/* 30, baseline session (autoload off; fsession, 7.0+): pg_30_bl at the entry, pg_30 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_30_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(30, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(30, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 31: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
@@ -448,7 +579,20 @@ int pg_31(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_31_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(31);
+	pg_bl_begin(31);
+	return 0;
+}
+
+/* 31, baseline session (autoload off; fsession, 7.0+): pg_31_bl at the entry, pg_31 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_31_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(31, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(31, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 32: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
@@ -467,7 +611,20 @@ int pg_32(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_modify_qp")
 int pg_32_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(32);
+	pg_bl_begin(32);
+	return 0;
+}
+
+/* 32, baseline session (autoload off; fsession, 7.0+): pg_32_bl at the entry, pg_32 at the exit */
+SEC("?fsession/ib_uverbs_modify_qp")
+int pg_32_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(32, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(32, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 33: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
@@ -486,7 +643,20 @@ int pg_33(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_reg_mr")
 int pg_33_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(33);
+	pg_bl_begin(33);
+	return 0;
+}
+
+/* 33, baseline session (autoload off; fsession, 7.0+): pg_33_bl at the entry, pg_33 at the exit */
+SEC("?fsession/ib_uverbs_reg_mr")
+int pg_33_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(33, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(33, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 34: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
@@ -505,7 +675,20 @@ int pg_34(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_rereg_mr")
 int pg_34_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(34);
+	pg_bl_begin(34);
+	return 0;
+}
+
+/* 34, baseline session (autoload off; fsession, 7.0+): pg_34_bl at the entry, pg_34 at the exit */
+SEC("?fsession/ib_uverbs_rereg_mr")
+int pg_34_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(34, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(34, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 35: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
@@ -524,7 +707,20 @@ int pg_35(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_resize_cq")
 int pg_35_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(35);
+	pg_bl_begin(35);
+	return 0;
+}
+
+/* 35, baseline session (autoload off; fsession, 7.0+): pg_35_bl at the entry, pg_35 at the exit */
+SEC("?fsession/ib_uverbs_resize_cq")
+int pg_35_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(35, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(35, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 36: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:221) */

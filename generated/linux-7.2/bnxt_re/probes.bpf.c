@@ -8,7 +8,8 @@
  * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
  * /sys/kernel/btf/<module> is absent): 17 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
- * 17.
+ * 17; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
+ * fexit and entry where the kernel has fsession, 7.0+): 17.
  * Manifest probes without a program (cannot be attached): 8.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -611,7 +612,20 @@ int pg_38(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_alloc_pd")
 int pg_38_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(38);
+	pg_bl_begin(38);
+	return 0;
+}
+
+/* 38, baseline session (autoload off; fsession, 7.0+): pg_38_bl at the entry, pg_38 at the exit */
+SEC("?fsession/ib_uverbs_alloc_pd")
+int pg_38_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(38, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(38, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 39: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1092) */
@@ -630,7 +644,20 @@ int pg_39(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_create_cq")
 int pg_39_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(39);
+	pg_bl_begin(39);
+	return 0;
+}
+
+/* 39, baseline session (autoload off; fsession, 7.0+): pg_39_bl at the entry, pg_39 at the exit */
+SEC("?fsession/ib_uverbs_create_cq")
+int pg_39_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(39, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(39, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 40: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1524) */
@@ -649,7 +676,20 @@ int pg_40(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_create_qp")
 int pg_40_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(40);
+	pg_bl_begin(40);
+	return 0;
+}
+
+/* 40, baseline session (autoload off; fsession, 7.0+): pg_40_bl at the entry, pg_40 at the exit */
+SEC("?fsession/ib_uverbs_create_qp")
+int pg_40_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(40, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(40, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 41: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1111) */
@@ -668,7 +708,20 @@ int pg_41(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_create_cq")
 int pg_41_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(41);
+	pg_bl_begin(41);
+	return 0;
+}
+
+/* 41, baseline session (autoload off; fsession, 7.0+): pg_41_bl at the entry, pg_41 at the exit */
+SEC("?fsession/ib_uverbs_ex_create_cq")
+int pg_41_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(41, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(41, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 42: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1552) */
@@ -687,7 +740,20 @@ int pg_42(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_create_qp")
 int pg_42_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(42);
+	pg_bl_begin(42);
+	return 0;
+}
+
+/* 42, baseline session (autoload off; fsession, 7.0+): pg_42_bl at the entry, pg_42 at the exit */
+SEC("?fsession/ib_uverbs_ex_create_qp")
+int pg_42_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(42, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(42, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 43: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3605) */
@@ -706,7 +772,20 @@ int pg_43(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_modify_cq")
 int pg_43_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(43);
+	pg_bl_begin(43);
+	return 0;
+}
+
+/* 43, baseline session (autoload off; fsession, 7.0+): pg_43_bl at the entry, pg_43 at the exit */
+SEC("?fsession/ib_uverbs_ex_modify_cq")
+int pg_43_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(43, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(43, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 44: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1954) */
@@ -725,7 +804,20 @@ int pg_44(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_modify_qp")
 int pg_44_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(44);
+	pg_bl_begin(44);
+	return 0;
+}
+
+/* 44, baseline session (autoload off; fsession, 7.0+): pg_44_bl at the entry, pg_44 at the exit */
+SEC("?fsession/ib_uverbs_ex_modify_qp")
+int pg_44_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(44, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(44, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 45: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
@@ -744,7 +836,20 @@ int pg_45(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_45_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(45);
+	pg_bl_begin(45);
+	return 0;
+}
+
+/* 45, baseline session (autoload off; fsession, 7.0+): pg_45_bl at the entry, pg_45 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_45_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(45, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(45, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 46: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_dmabuf.c:88) */
@@ -763,7 +868,20 @@ int pg_46(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC")
 int pg_46_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(46);
+	pg_bl_begin(46);
+	return 0;
+}
+
+/* 46, baseline session (autoload off; fsession, 7.0+): pg_46_bl at the entry, pg_46 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC")
+int pg_46_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(46, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(46, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 47: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
@@ -782,7 +900,20 @@ int pg_47(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_47_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(47);
+	pg_bl_begin(47);
+	return 0;
+}
+
+/* 47, baseline session (autoload off; fsession, 7.0+): pg_47_bl at the entry, pg_47 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_47_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(47, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(47, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 48: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -801,7 +932,20 @@ int pg_48(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_48_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(48);
+	pg_bl_begin(48);
+	return 0;
+}
+
+/* 48, baseline session (autoload off; fsession, 7.0+): pg_48_bl at the entry, pg_48 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_48_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(48, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(48, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 49: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
@@ -820,7 +964,20 @@ int pg_49(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_49_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(49);
+	pg_bl_begin(49);
+	return 0;
+}
+
+/* 49, baseline session (autoload off; fsession, 7.0+): pg_49_bl at the entry, pg_49 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_49_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(49, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(49, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 50: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:269) */
@@ -839,7 +996,20 @@ int pg_50(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_MR")
 int pg_50_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(50);
+	pg_bl_begin(50);
+	return 0;
+}
+
+/* 50, baseline session (autoload off; fsession, 7.0+): pg_50_bl at the entry, pg_50 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_REG_MR")
+int pg_50_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(50, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(50, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 51: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1939) */
@@ -858,7 +1028,20 @@ int pg_51(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_modify_qp")
 int pg_51_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(51);
+	pg_bl_begin(51);
+	return 0;
+}
+
+/* 51, baseline session (autoload off; fsession, 7.0+): pg_51_bl at the entry, pg_51 at the exit */
+SEC("?fsession/ib_uverbs_modify_qp")
+int pg_51_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(51, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(51, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 52: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:690) */
@@ -877,7 +1060,20 @@ int pg_52(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_reg_mr")
 int pg_52_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(52);
+	pg_bl_begin(52);
+	return 0;
+}
+
+/* 52, baseline session (autoload off; fsession, 7.0+): pg_52_bl at the entry, pg_52 at the exit */
+SEC("?fsession/ib_uverbs_reg_mr")
+int pg_52_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(52, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(52, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 53: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:759) */
@@ -896,7 +1092,20 @@ int pg_53(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_rereg_mr")
 int pg_53_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(53);
+	pg_bl_begin(53);
+	return 0;
+}
+
+/* 53, baseline session (autoload off; fsession, 7.0+): pg_53_bl at the entry, pg_53 at the exit */
+SEC("?fsession/ib_uverbs_rereg_mr")
+int pg_53_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(53, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(53, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 54: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1129) */
@@ -915,7 +1124,20 @@ int pg_54(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_resize_cq")
 int pg_54_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(54);
+	pg_bl_begin(54);
+	return 0;
+}
+
+/* 54, baseline session (autoload off; fsession, 7.0+): pg_54_bl at the entry, pg_54 at the exit */
+SEC("?fsession/ib_uverbs_resize_cq")
+int pg_54_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(54, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(54, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 55: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1772) */

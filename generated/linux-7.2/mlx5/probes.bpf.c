@@ -8,7 +8,8 @@
  * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
  * /sys/kernel/btf/<module> is absent): 24 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
- * 17.
+ * 17; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
+ * fexit and entry where the kernel has fsession, 7.0+): 17.
  * Manifest probes without a program (cannot be attached): 13.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
@@ -318,7 +319,20 @@ int pg_26(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_alloc_pd")
 int pg_26_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(26);
+	pg_bl_begin(26);
+	return 0;
+}
+
+/* 26, baseline session (autoload off; fsession, 7.0+): pg_26_bl at the entry, pg_26 at the exit */
+SEC("?fsession/ib_uverbs_alloc_pd")
+int pg_26_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(26, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(26, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 27: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1092) */
@@ -337,7 +351,20 @@ int pg_27(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_create_cq")
 int pg_27_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(27);
+	pg_bl_begin(27);
+	return 0;
+}
+
+/* 27, baseline session (autoload off; fsession, 7.0+): pg_27_bl at the entry, pg_27 at the exit */
+SEC("?fsession/ib_uverbs_create_cq")
+int pg_27_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(27, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(27, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 28: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1524) */
@@ -356,7 +383,20 @@ int pg_28(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_create_qp")
 int pg_28_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(28);
+	pg_bl_begin(28);
+	return 0;
+}
+
+/* 28, baseline session (autoload off; fsession, 7.0+): pg_28_bl at the entry, pg_28 at the exit */
+SEC("?fsession/ib_uverbs_create_qp")
+int pg_28_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(28, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(28, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 29: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1111) */
@@ -375,7 +415,20 @@ int pg_29(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_create_cq")
 int pg_29_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(29);
+	pg_bl_begin(29);
+	return 0;
+}
+
+/* 29, baseline session (autoload off; fsession, 7.0+): pg_29_bl at the entry, pg_29 at the exit */
+SEC("?fsession/ib_uverbs_ex_create_cq")
+int pg_29_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(29, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(29, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 30: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1552) */
@@ -394,7 +447,20 @@ int pg_30(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_create_qp")
 int pg_30_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(30);
+	pg_bl_begin(30);
+	return 0;
+}
+
+/* 30, baseline session (autoload off; fsession, 7.0+): pg_30_bl at the entry, pg_30 at the exit */
+SEC("?fsession/ib_uverbs_ex_create_qp")
+int pg_30_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(30, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(30, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 31: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3605) */
@@ -413,7 +479,20 @@ int pg_31(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_modify_cq")
 int pg_31_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(31);
+	pg_bl_begin(31);
+	return 0;
+}
+
+/* 31, baseline session (autoload off; fsession, 7.0+): pg_31_bl at the entry, pg_31 at the exit */
+SEC("?fsession/ib_uverbs_ex_modify_cq")
+int pg_31_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(31, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(31, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 32: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1954) */
@@ -432,7 +511,20 @@ int pg_32(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_ex_modify_qp")
 int pg_32_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(32);
+	pg_bl_begin(32);
+	return 0;
+}
+
+/* 32, baseline session (autoload off; fsession, 7.0+): pg_32_bl at the entry, pg_32 at the exit */
+SEC("?fsession/ib_uverbs_ex_modify_qp")
+int pg_32_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(32, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(32, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 33: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
@@ -451,7 +543,20 @@ int pg_33(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_33_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(33);
+	pg_bl_begin(33);
+	return 0;
+}
+
+/* 33, baseline session (autoload off; fsession, 7.0+): pg_33_bl at the entry, pg_33 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_33_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(33, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(33, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 34: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_dmabuf.c:88) */
@@ -470,7 +575,20 @@ int pg_34(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC")
 int pg_34_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(34);
+	pg_bl_begin(34);
+	return 0;
+}
+
+/* 34, baseline session (autoload off; fsession, 7.0+): pg_34_bl at the entry, pg_34 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC")
+int pg_34_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(34, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(34, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 35: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
@@ -489,7 +607,20 @@ int pg_35(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_35_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(35);
+	pg_bl_begin(35);
+	return 0;
+}
+
+/* 35, baseline session (autoload off; fsession, 7.0+): pg_35_bl at the entry, pg_35 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_35_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(35, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(35, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 36: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -508,7 +639,20 @@ int pg_36(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_36_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(36);
+	pg_bl_begin(36);
+	return 0;
+}
+
+/* 36, baseline session (autoload off; fsession, 7.0+): pg_36_bl at the entry, pg_36 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_36_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(36, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(36, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 37: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
@@ -527,7 +671,20 @@ int pg_37(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_37_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(37);
+	pg_bl_begin(37);
+	return 0;
+}
+
+/* 37, baseline session (autoload off; fsession, 7.0+): pg_37_bl at the entry, pg_37 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_37_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(37, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(37, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 38: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:269) */
@@ -546,7 +703,20 @@ int pg_38(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_handler_UVERBS_METHOD_REG_MR")
 int pg_38_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(38);
+	pg_bl_begin(38);
+	return 0;
+}
+
+/* 38, baseline session (autoload off; fsession, 7.0+): pg_38_bl at the entry, pg_38 at the exit */
+SEC("?fsession/ib_uverbs_handler_UVERBS_METHOD_REG_MR")
+int pg_38_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(38, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(38, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 39: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1939) */
@@ -565,7 +735,20 @@ int pg_39(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_modify_qp")
 int pg_39_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(39);
+	pg_bl_begin(39);
+	return 0;
+}
+
+/* 39, baseline session (autoload off; fsession, 7.0+): pg_39_bl at the entry, pg_39 at the exit */
+SEC("?fsession/ib_uverbs_modify_qp")
+int pg_39_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(39, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(39, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 40: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:690) */
@@ -584,7 +767,20 @@ int pg_40(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_reg_mr")
 int pg_40_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(40);
+	pg_bl_begin(40);
+	return 0;
+}
+
+/* 40, baseline session (autoload off; fsession, 7.0+): pg_40_bl at the entry, pg_40 at the exit */
+SEC("?fsession/ib_uverbs_reg_mr")
+int pg_40_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(40, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(40, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 41: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:759) */
@@ -603,7 +799,20 @@ int pg_41(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_rereg_mr")
 int pg_41_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(41);
+	pg_bl_begin(41);
+	return 0;
+}
+
+/* 41, baseline session (autoload off; fsession, 7.0+): pg_41_bl at the entry, pg_41 at the exit */
+SEC("?fsession/ib_uverbs_rereg_mr")
+int pg_41_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(41, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(41, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 42: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1129) */
@@ -622,7 +831,20 @@ int pg_42(unsigned long long *ctx)
 SEC("?fentry/ib_uverbs_resize_cq")
 int pg_42_bl(unsigned long long *ctx)
 {
-	return pg_bl_begin(42);
+	pg_bl_begin(42);
+	return 0;
+}
+
+/* 42, baseline session (autoload off; fsession, 7.0+): pg_42_bl at the entry, pg_42 at the exit */
+SEC("?fsession/ib_uverbs_resize_cq")
+int pg_42_bs(unsigned long long *ctx)
+{
+	long ret;
+
+	if (!bpf_session_is_return(ctx))
+		return pg_bl_session(42, ctx);
+	ret = (int)ctx[1];
+	return pg_exit_session(42, PG_ERRNO(ret), ret < 0, ctx);
 }
 
 /* 43: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:221) */
