@@ -14,12 +14,13 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::fleet_scenario::{self, manifest, path, wait_exit};
 use common::replays::{jsonl_records, spooled, write_storm};
-use common::servers::{data, spawn_collector, ClickHouse, Guard};
+use common::servers::{
+    data, fleet_question, fleet_question_with, spawn_collector, ClickHouse, Guard,
+};
 
 /// The `snapshots` rows of `host` stand for the JSONL's snapshots: one row per window with
 /// something in it (records, chains, counters) or the run's first and final window, idle
@@ -465,30 +466,6 @@ fn two_shards_every_record_once_and_the_same_answers() {
             "&distributed_product_mode=local",
         )
     });
-}
-
-/// `deploy/clickhouse/<name>.sql` with `{job_id:String}` bound to `job` (18.16 has no query
-/// parameters), run as TSV.
-fn fleet_question(ch: &ClickHouse, name: &str, job: &str) -> Vec<Vec<String>> {
-    fleet_question_with(ch, name, job, "")
-}
-
-/// [`fleet_question`] with settings (URL parameters).
-fn fleet_question_with(ch: &ClickHouse, name: &str, job: &str, settings: &str) -> Vec<Vec<String>> {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("deploy/clickhouse")
-        .join(format!("{name}.sql"));
-    let sql = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    let sql = sql.replace("{job_id:String}", &format!("'{job}'"));
-    let out = ch
-        .query_with(&format!("{}\nFORMAT TSV", sql.trim_end()), settings)
-        .unwrap_or_else(|e| panic!("{name}.sql: {e}"));
-    let rows: Vec<Vec<String>> = out
-        .lines()
-        .map(|l| l.split('\t').map(str::to_string).collect())
-        .collect();
-    eprintln!("{name}.sql: {} rows\n{out}", rows.len());
-    rows
 }
 
 #[test]

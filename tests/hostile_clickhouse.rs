@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::replays::{jsonl_records, write_storm};
+use common::replays::{frame_v2, jsonl_records, write_storm};
 use common::servers::{data, free_port, spawn_collector, ClickHouse, Guard};
 use serde_json::Value;
 
@@ -557,30 +557,6 @@ fn row_3_one_bad_batch_does_not_block_the_queue() {
     }
 }
 
-/// FNV-1a 64, as the batch header's checksum.
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
-/// A v2 batch file of the four tables' bodies.
-fn frame_v2(seq: u64, bodies: &[Vec<u8>; 4]) -> Vec<u8> {
-    let mut head = format!("probegen-batch/v2 {seq}");
-    for (t, b) in ["records", "chains", "counters", "snapshots"]
-        .iter()
-        .zip(bodies)
-    {
-        let rows = b.iter().filter(|&&c| c == b'\n').count();
-        head.push_str(&format!(" {t}={rows}:{}", b.len()));
-    }
-    let all = bodies.concat();
-    head.push_str(&format!(" fnv={:016x}\n", fnv1a64(&all)));
-    let mut out = head.into_bytes();
-    out.extend_from_slice(&all);
-    out
-}
-
 /// Row 7a: an answer without end is cut at a small cap (an error, counted), not read into
 /// memory: the collector's peak RSS stays small.
 #[test]
@@ -1097,11 +1073,12 @@ fn row_14_limits_hold_at_their_edges() {
         got.get("snapshots").copied().unwrap_or(0),
         snaps.len() as u64
     );
-    // the batches wait for `chains` only, and say so in their names
+    // the batches wait for `chains` only, and say so in their names: records, counters,
+    // snapshots and (no rows, taken without a request) baselines took them
     let files = batch_files(&spool);
     assert!(!files.is_empty());
     for f in &files {
-        assert!(f.to_string_lossy().ends_with("-td.batch"), "{f:?}");
+        assert!(f.to_string_lossy().ends_with("-t1d.batch"), "{f:?}");
     }
 
     // (c) next-seq at the u64 maximum: refused at start, one line, exit 2

@@ -9,7 +9,8 @@ use collector::{ChainClock, CollectError, SinkError};
 
 use crate::flags::parse_duration;
 use sink_clickhouse::{
-    ddl, read_password, ClickhouseSink, Endpoint, SchemaOptions, ServerVersion, SinkOptions,
+    ddl, read_password, upgrade, ClickhouseSink, Endpoint, SchemaOptions, ServerVersion,
+    SinkOptions,
 };
 
 use crate::AgentError;
@@ -179,6 +180,10 @@ pub struct SchemaArgs {
         value_parser = parse_server_version
     )]
     pub server_version: ServerVersion,
+    /// With --clickhouse: for tables an earlier version made, the ALTER statements that add
+    /// what they lack (the baseline's `chains` columns), then the DDL (new tables)
+    #[arg(long, requires = "clickhouse")]
+    pub upgrade: bool,
 }
 
 fn parse_server_version(s: &str) -> Result<ServerVersion, String> {
@@ -191,16 +196,14 @@ pub fn schema(a: &SchemaArgs) -> Result<ExitCode, AgentError> {
         print!("{}", manifest::json_schema());
         return Ok(ExitCode::SUCCESS);
     }
-    print!(
-        "{}",
-        ddl(&SchemaOptions {
-            database: a.database.clone(),
-            cluster: a.cluster.clone(),
-            ttl_days: a.ttl_days,
-            server: a.server_version,
-            buffer: a.buffer,
-        })
-        .map_err(AgentError::Usage)?
-    );
+    let o = SchemaOptions {
+        database: a.database.clone(),
+        cluster: a.cluster.clone(),
+        ttl_days: a.ttl_days,
+        server: a.server_version,
+        buffer: a.buffer,
+    };
+    let text = if a.upgrade { upgrade(&o) } else { ddl(&o) };
+    print!("{}", text.map_err(AgentError::Usage)?);
     Ok(ExitCode::SUCCESS)
 }

@@ -49,7 +49,7 @@ mod timings;
 mod warning;
 mod wire;
 
-pub use baseline::{state_view as baseline_state_view, BaselineConfig, Pinned};
+pub use baseline::{state_view as baseline_state_view, BaselineConfig, Pinned, LOG2_BUCKETS};
 pub use decode::{comm_str, encode};
 pub use errno::errno_label;
 pub use error::CollectError;

@@ -1,6 +1,8 @@
 -- Hosts in a crash loop: the same failure-chain origin (and errno) at the start of at least 3
 -- consecutive jobs on one host, last 7 days. A job starts at its first record on the host;
 -- "at the start" is its first chain, within 60 s of that.
+-- Expected chains (failures the baseline learned as normal, collect --baseline: a process
+-- that then succeeds) are left out: drop `AND expected = 0` to include them.
 -- No FINAL: a batch sent twice only repeats rows, and min/argMin of repeated rows are the same,
 -- so the answer is exact without the merge-on-read that FINAL costs over 7 days of records.
 SELECT
@@ -37,7 +39,7 @@ FROM
                 SELECT host, job_id, min(time_ns) AS first_chain_ns,
                     argMin(concat(origin_function, ' ', origin_errno_name), time_ns) AS first_origin
                 FROM probegen.chains
-                WHERE time >= now() - INTERVAL 7 DAY AND job_id != ''
+                WHERE time >= now() - INTERVAL 7 DAY AND job_id != '' AND expected = 0
                 GROUP BY host, job_id
             ) AS first_chains USING (host, job_id)
         )

@@ -3,6 +3,8 @@
 -- snapshots' windows), so a host that reported for an hour is not compared by raw count
 -- with one that reported all day; hosts with no such chain count as zero in the median.
 -- The floor (1 chain per reporting hour) keeps a zero median from flagging one failure.
+-- Expected chains (failures the baseline learned as normal, collect --baseline: a process
+-- that then succeeds) are left out: drop `AND expected = 0` to include them.
 -- Joins are ALL with a right side of one row per key: ANY INNER JOIN keeps one row per key of
 -- the left side too on current releases (not on 18.16), which would drop a host's origins.
 SELECT
@@ -20,7 +22,7 @@ FROM
     (
         SELECT host, owner, origin_function, origin_errno_name, sum(count) AS chains
         FROM probegen.chains FINAL
-        WHERE time >= now() - INTERVAL 1 DAY
+        WHERE time >= now() - INTERVAL 1 DAY AND expected = 0
         GROUP BY host, owner, origin_function, origin_errno_name
     ) AS host_chains
     ALL INNER JOIN
@@ -48,7 +50,7 @@ ALL INNER JOIN
         (
             SELECT host, owner, origin_function, origin_errno_name, sum(count) AS chains
             FROM probegen.chains FINAL
-            WHERE time >= now() - INTERVAL 1 DAY
+            WHERE time >= now() - INTERVAL 1 DAY AND expected = 0
             GROUP BY host, owner, origin_function, origin_errno_name
         ) AS fleet_chains
         ALL INNER JOIN

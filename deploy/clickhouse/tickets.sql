@@ -15,6 +15,8 @@
 -- their first failure and the kernels they changed from, first and last seen. `kernel` is
 -- the host's release: for in-tree drivers (rxe, mlx5_ib, ... as Debian ships them) it is
 -- the driver's version too.
+-- Expected chains (failures the baseline learned as normal, collect --baseline: a process
+-- that then succeeds) are left out: drop `AND expected = 0` to include them.
 -- Joins: an alias on every subquery (26.x); the right side has one row per host.
 SELECT
     ticket,
@@ -81,7 +83,7 @@ FROM
                 min(time_ns) AS host_first_ns,
                 max(time_ns) AS host_last_ns
             FROM probegen.chains FINAL
-            WHERE time >= now() - INTERVAL 7 DAY
+            WHERE time >= now() - INTERVAL 7 DAY AND expected = 0
             GROUP BY origin_module, origin_function, origin_errno_name, owner_site, host
         ) AS per_host
         ANY LEFT JOIN

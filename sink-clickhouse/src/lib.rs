@@ -39,7 +39,7 @@ pub use credentials::{read_password, PASSWORD_CREDENTIAL};
 pub use http::Endpoint;
 use log::note;
 use rows::{BatchKey, PidJobs};
-pub use schema::{ddl, statements, SchemaOptions};
+pub use schema::{ddl, statements, upgrade, SchemaOptions};
 use sender::{send_loop, Queue, State};
 use spool::Spool;
 pub use version::ServerVersion;

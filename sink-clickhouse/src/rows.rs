@@ -1,12 +1,14 @@
 //! One snapshot as one batch: `JSONEachRow` bodies for the tables of [`super::schema`], framed
 //! in one byte string (the spool file's content).
 //!
-//! Frame (v2): one header line that says what the batch must contain, then the bodies:
-//! `probegen-batch/v2 <seq> records=<rows>:<bytes> chains=.. counters=.. snapshots=.. fnv=<hex>`
-//! (`fnv`: FNV-1a 64 of everything after the header line). A batch torn, cut at a part
-//! boundary or with one byte flipped does not match its header: it is quarantined, never
-//! sent in part. v1 (`probegen-batch/v1 <seq>\n`, then per table `<name> <bytes>\n<body>`),
-//! written by earlier versions, is still read (all four parts, whole rows).
+//! Frame (v3): one header line that says what the batch must contain, then the bodies:
+//! `probegen-batch/v3 <seq> records=<rows>:<bytes> chains=.. counters=.. snapshots=..
+//! baselines=.. fnv=<hex>` (`fnv`: FNV-1a 64 of everything after the header line). A batch
+//! torn, cut at a part boundary or with one byte flipped does not match its header: it is
+//! quarantined, never sent in part. Batches of earlier versions (in a host's spool across a
+//! package upgrade) are still read whole, with no `baselines` rows: v2 (the same header
+//! without `baselines=`) and v1 (`probegen-batch/v1 <seq>\n`, then per table
+//! `<name> <bytes>\n<body>`, the first four tables).
 //!
 //! Times: `time_ns` is wall-clock ns. A record's `ts_ns` is the kernel's CLOCK_MONOTONIC, so
 //! its wall time is `ts_ns` + (window end - "now" on the records' clock): live, "now" is this
@@ -20,10 +22,16 @@ use serde::Serialize;
 
 use collector::{comm_str, errno_label, monotonic_ns, ChainClock, ProcInfo, Snapshot};
 
-use crate::schema::TABLES;
+use crate::schema::{Table, TABLES};
 
-pub(crate) const BATCH_MAGIC: &str = "probegen-batch/v2";
+pub(crate) const BATCH_MAGIC: &str = "probegen-batch/v3";
+const BATCH_MAGIC_V2: &str = "probegen-batch/v2";
 const BATCH_MAGIC_V1: &str = "probegen-batch/v1";
+/// The tables of a v1 or v2 batch (every table but `baselines`), in [`TABLES`] order.
+const TABLES_BEFORE_V3: usize = 4;
+
+/// One value per table of [`TABLES`].
+pub(crate) type PerTable<T> = [T; TABLES.len()];
 
 /// The job variables that name a job, first set wins (`job_id` column).
 pub(crate) const JOB_ID_VARS: [&str; 3] = ["SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "JOB_ID"];
@@ -125,6 +133,58 @@ struct ChainRow<'a> {
     summary: String,
     #[serde(flatten)]
     job: Job<'a>,
+    #[serde(flatten)]
+    note: NoteCols<'a>,
+}
+
+/// A chain's note from the baseline as columns (0 and empty without one).
+#[derive(Serialize, Default)]
+struct NoteCols<'a> {
+    expected: u8,
+    expected_why: &'a str,
+    bifurcation_after: &'a str,
+    bifurcation_baseline_next: &'a str,
+    bifurcation_share: f64,
+    bifurcation_this_next: &'a str,
+    bifurcation_shape: &'a str,
+}
+
+impl<'a> NoteCols<'a> {
+    fn of(note: Option<&'a collector::ChainNote>) -> Self {
+        let Some(n) = note else {
+            return NoteCols::default();
+        };
+        let mut cols = NoteCols {
+            expected: u8::from(n.expected),
+            expected_why: &n.expected_why,
+            ..NoteCols::default()
+        };
+        if let Ok(b) = &n.bifurcation {
+            cols.bifurcation_after = &b.after;
+            cols.bifurcation_baseline_next = b.baseline_next.as_deref().unwrap_or("");
+            cols.bifurcation_share = b.share;
+            cols.bifurcation_this_next = b.this_next.as_deref().unwrap_or("");
+            cols.bifurcation_shape = &b.shape;
+        }
+        cols
+    }
+}
+
+#[derive(Serialize)]
+struct BaselineRow<'a> {
+    handler: &'a str,
+    handler_probe: u32,
+    shape: &'a str,
+    functions: &'a [String],
+    count: u64,
+    successes: u64,
+    other: u64,
+    share: f64,
+    p50_ns: u64,
+    p90_ns: u64,
+    p99_ns: u64,
+    /// always [`collector::LOG2_BUCKETS`] long: arrays of one length add up element-wise
+    duration_log2: Vec<u64>,
 }
 
 #[derive(Serialize)]
@@ -231,12 +291,13 @@ pub(crate) fn batch(
 ) -> Vec<u8> {
     jobs.learn(snap);
     let wall = WallClock::new(snap, clock);
-    let mut bodies: [Vec<u8>; 4] = Default::default();
+    let mut bodies: PerTable<Vec<u8>> = Default::default();
     bodies[0].reserve(snap.records.len() * 420);
     record_rows(&mut bodies[0], key, snap, &wall);
     chain_rows(&mut bodies[1], key, snap, &wall, jobs);
     counter_rows(&mut bodies[2], key, snap);
     snapshot_row(&mut bodies[3], key, snap, spool_dropped, covered_from);
+    baseline_rows(&mut bodies[4], key, snap);
     frame(key.seq, &bodies)
 }
 
@@ -247,13 +308,18 @@ pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The v2 frame of the four tables' bodies (in [`TABLES`] order).
-pub(crate) fn frame(seq: u64, bodies: &[Vec<u8>; 4]) -> Vec<u8> {
+/// The v3 frame of the tables' bodies (in [`TABLES`] order).
+pub(crate) fn frame(seq: u64, bodies: &PerTable<Vec<u8>>) -> Vec<u8> {
+    frame_as(BATCH_MAGIC, seq, &TABLES, bodies)
+}
+
+/// A frame with `magic`'s header naming `tables` (a prefix of [`TABLES`]).
+fn frame_as(magic: &str, seq: u64, tables: &[&Table], bodies: &[Vec<u8>]) -> Vec<u8> {
     let len: usize = bodies.iter().map(Vec::len).sum();
     let mut out = Vec::with_capacity(160 + len);
-    let _ = write!(out, "{BATCH_MAGIC} {seq}");
+    let _ = write!(out, "{magic} {seq}");
     let mut sum = 0xcbf2_9ce4_8422_2325u64;
-    for (t, b) in TABLES.iter().zip(bodies) {
+    for (t, b) in tables.iter().zip(bodies) {
         let rows = b.iter().filter(|&&c| c == b'\n').count();
         let _ = write!(out, " {}={rows}:{}", t.name, b.len());
         sum = b.iter().fold(sum, |h, &c| {
@@ -345,6 +411,7 @@ fn chain_rows(
                     last_end_ns: c.last_end_ns,
                     summary: c.summary(),
                     job: job(jobs.map.get(&outer.pid).map(|i| &**i)),
+                    note: NoteCols::of(c.note),
                 },
             },
         );
@@ -375,6 +442,49 @@ fn counter_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot) {
                 },
             },
         );
+    }
+}
+
+/// With the baseline on: a row per (handler, success shape), the run's baseline so far.
+fn baseline_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot) {
+    let Some(b) = &snap.baseline else {
+        return;
+    };
+    let end = snap.window.end_unix_ns;
+    for h in &b.handlers {
+        for s in &h.shapes {
+            let mut hist = s.duration_log2.clone();
+            // a longer one (a state file not ours) keeps its counts in the last bucket
+            // (saturating: counts read from a file are not trusted to add up)
+            let past = hist
+                .iter()
+                .skip(collector::LOG2_BUCKETS)
+                .fold(0u64, |a, &c| a.saturating_add(c));
+            hist.resize(collector::LOG2_BUCKETS, 0);
+            let last = &mut hist[collector::LOG2_BUCKETS - 1];
+            *last = last.saturating_add(past);
+            push_row(
+                body,
+                &Row {
+                    key,
+                    time_ns: end,
+                    row: BaselineRow {
+                        handler: &h.function,
+                        handler_probe: h.probe,
+                        shape: &s.shape,
+                        functions: &s.functions,
+                        count: s.count,
+                        successes: h.successes,
+                        other: h.other,
+                        share: s.share,
+                        p50_ns: s.p50_ns,
+                        p90_ns: s.p90_ns,
+                        p99_ns: s.p99_ns,
+                        duration_log2: hist,
+                    },
+                },
+            );
+        }
     }
 }
 
@@ -413,9 +523,9 @@ fn snapshot_row(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BatchHead {
     pub seq: u64,
-    /// rows per table, in [`TABLES`] order
-    pub rows: [u64; 4],
-    /// the file's whole length (v2; v1: unknown until read)
+    /// rows per table, in [`TABLES`] order (0 for a table the batch's version lacks)
+    pub rows: PerTable<u64>,
+    /// the file's whole length (v2, v3; v1: unknown until read)
     pub len: Option<u64>,
 }
 
@@ -451,11 +561,17 @@ impl std::fmt::Display for BadBatch {
     }
 }
 
-fn parse_v2_head(rest: &str) -> Option<(BatchHead, [u64; 4], u64)> {
+/// A v2 or v3 header: the header's line after the magic (`rest`), the number of tables its
+/// version names (the first of [`TABLES`]); with each table's body length and the checksum.
+fn parse_counted_head(
+    magic: &str,
+    rest: &str,
+    tables: usize,
+) -> Option<(BatchHead, PerTable<u64>, u64)> {
     let mut it = rest.split(' ');
     let seq = it.next()?.parse().ok()?;
-    let (mut rows, mut bytes) = ([0u64; 4], [0u64; 4]);
-    for (i, t) in TABLES.iter().enumerate() {
+    let (mut rows, mut bytes) = (PerTable::<u64>::default(), PerTable::<u64>::default());
+    for (i, t) in TABLES.iter().take(tables).enumerate() {
         let (r, b) = it
             .next()?
             .strip_prefix(t.name)?
@@ -472,9 +588,22 @@ fn parse_v2_head(rest: &str) -> Option<(BatchHead, [u64; 4], u64)> {
     let head = BatchHead {
         seq,
         rows,
-        len: Some(body.checked_add(rest.len() as u64 + BATCH_MAGIC.len() as u64 + 2)?),
+        len: Some(body.checked_add(rest.len() as u64 + magic.len() as u64 + 2)?),
     };
     Some((head, bytes, sum))
+}
+
+/// The magic and table count of a v2 or v3 header line, and the line after the magic.
+fn counted_version(line: &str) -> Option<(&'static str, usize, &str)> {
+    [
+        (BATCH_MAGIC, TABLES.len()),
+        (BATCH_MAGIC_V2, TABLES_BEFORE_V3),
+    ]
+    .into_iter()
+    .find_map(|(magic, n)| {
+        let rest = line.strip_prefix(magic)?.strip_prefix(' ')?;
+        Some((magic, n, rest))
+    })
 }
 
 /// The header of a batch from its first bytes (at least the first line).
@@ -484,11 +613,10 @@ pub(crate) fn parse_head(start: &[u8]) -> Result<BatchHead, BadBatch> {
         .position(|&c| c == b'\n')
         .ok_or(BadBatch::NoHeader)?;
     let line = std::str::from_utf8(&start[..nl]).map_err(|_| BadBatch::BadHeader)?;
-    if let Some(rest) = line
-        .strip_prefix(BATCH_MAGIC)
-        .and_then(|r| r.strip_prefix(' '))
-    {
-        return parse_v2_head(rest).map(|h| h.0).ok_or(BadBatch::BadHeader);
+    if let Some((magic, n, rest)) = counted_version(line) {
+        return parse_counted_head(magic, rest, n)
+            .map(|h| h.0)
+            .ok_or(BadBatch::BadHeader);
     }
     let seq = line
         .strip_prefix(BATCH_MAGIC_V1)
@@ -496,7 +624,7 @@ pub(crate) fn parse_head(start: &[u8]) -> Result<BatchHead, BadBatch> {
         .ok_or(BadBatch::BadHeader)?;
     Ok(BatchHead {
         seq,
-        rows: [0; 4],
+        rows: PerTable::default(),
         len: None,
     })
 }
@@ -505,51 +633,66 @@ fn rows_in(body: &[u8]) -> u64 {
     body.iter().filter(|&&c| c == b'\n').count() as u64
 }
 
-/// A batch read back and checked against its header: the four tables' bodies (whole rows,
-/// in [`TABLES`] order) and their row counts.
-pub(crate) fn parse_batch(bytes: &[u8], seq: u64) -> Result<[(&[u8], u64); 4], BadBatch> {
+/// One table's body and its row count, per table of [`TABLES`].
+pub(crate) type Parts<'a> = PerTable<(&'a [u8], u64)>;
+
+/// A batch read back and checked against its header: the tables' bodies (whole rows, in
+/// [`TABLES`] order; empty for a table the batch's version lacks) and their row counts.
+pub(crate) fn parse_batch(bytes: &[u8], seq: u64) -> Result<Parts<'_>, BadBatch> {
     let nl = bytes
         .iter()
         .position(|&c| c == b'\n')
         .ok_or(BadBatch::NoHeader)?;
     let line = std::str::from_utf8(&bytes[..nl]).map_err(|_| BadBatch::BadHeader)?;
-    let mut out: [(&[u8], u64); 4] = [(&[], 0); 4];
-    if let Some(rest) = line
-        .strip_prefix(BATCH_MAGIC)
-        .and_then(|r| r.strip_prefix(' '))
-    {
-        let (head, lens, sum) = parse_v2_head(rest).ok_or(BadBatch::BadHeader)?;
-        if head.seq != seq {
-            return Err(BadBatch::OtherSeq(head.seq));
-        }
-        let want = head.len.unwrap_or(0);
-        if want != bytes.len() as u64 {
-            return Err(BadBatch::Length {
-                want,
-                got: bytes.len() as u64,
-            });
-        }
-        let mut at = nl + 1;
-        if fnv1a64(&bytes[at..]) != sum {
-            return Err(BadBatch::Checksum);
-        }
-        for (i, t) in TABLES.iter().enumerate() {
-            let body = &bytes[at..at + lens[i] as usize];
-            if rows_in(body) != head.rows[i] || body.last().is_some_and(|&c| c != b'\n') {
-                return Err(BadBatch::Rows(t.name));
-            }
-            out[i] = (body, head.rows[i]);
-            at += lens[i] as usize;
-        }
-        return Ok(out);
+    if let Some((magic, n, rest)) = counted_version(line) {
+        let (head, lens, sum) = parse_counted_head(magic, rest, n).ok_or(BadBatch::BadHeader)?;
+        return counted_parts(bytes, nl + 1, seq, n, (head, lens, sum));
     }
     let head = parse_head(bytes)?;
     if head.seq != seq {
         return Err(BadBatch::OtherSeq(head.seq));
     }
-    // v1: every table's part, in order, whole rows, nothing after
-    let mut at = nl + 1;
-    for (i, t) in TABLES.iter().enumerate() {
+    v1_parts(bytes, nl + 1)
+}
+
+/// The parts of a v2 or v3 batch whose header (`n` tables) ends at `at`.
+fn counted_parts(
+    bytes: &[u8],
+    mut at: usize,
+    seq: u64,
+    n: usize,
+    (head, lens, sum): (BatchHead, PerTable<u64>, u64),
+) -> Result<Parts<'_>, BadBatch> {
+    if head.seq != seq {
+        return Err(BadBatch::OtherSeq(head.seq));
+    }
+    let want = head.len.unwrap_or(0);
+    if want != bytes.len() as u64 {
+        return Err(BadBatch::Length {
+            want,
+            got: bytes.len() as u64,
+        });
+    }
+    if fnv1a64(&bytes[at..]) != sum {
+        return Err(BadBatch::Checksum);
+    }
+    let mut out: Parts<'_> = [(&[], 0); TABLES.len()];
+    for (i, t) in TABLES.iter().take(n).enumerate() {
+        let body = &bytes[at..at + lens[i] as usize];
+        if rows_in(body) != head.rows[i] || body.last().is_some_and(|&c| c != b'\n') {
+            return Err(BadBatch::Rows(t.name));
+        }
+        out[i] = (body, head.rows[i]);
+        at += lens[i] as usize;
+    }
+    Ok(out)
+}
+
+/// The parts of a v1 batch whose header line ends at `at`: every table's part but
+/// `baselines`, in order, whole rows, nothing after.
+fn v1_parts(bytes: &[u8], mut at: usize) -> Result<Parts<'_>, BadBatch> {
+    let mut out: Parts<'_> = [(&[], 0); TABLES.len()];
+    for (i, t) in TABLES.iter().take(TABLES_BEFORE_V3).enumerate() {
         let rest = &bytes[at..];
         let pnl = rest
             .iter()
@@ -580,6 +723,13 @@ pub(crate) fn parse_batch(bytes: &[u8], seq: u64) -> Result<[(&[u8], u64); 4], B
         });
     }
     Ok(out)
+}
+
+/// A batch framed as the previous version (v2: every table but `baselines`) did, for the
+/// tests of reading a spool across an upgrade.
+#[cfg(test)]
+pub(crate) fn frame_v2(seq: u64, bodies: &[Vec<u8>; TABLES_BEFORE_V3]) -> Vec<u8> {
+    frame_as(BATCH_MAGIC_V2, seq, &TABLES[..TABLES_BEFORE_V3], bodies)
 }
 
 #[cfg(test)]
@@ -628,7 +778,22 @@ mod tests {
         }
         let k = std::sync::Arc::new(p.derived());
         let end = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        let snap = p.snapshot(&k, end, true);
+        let mut snap = p.snapshot(&k, end, true);
+        snap.baseline = Some(test_baseline());
+        snap.chains.set_notes(vec![collector::ChainNote {
+            bifurcation: Ok(collector::Bifurcation {
+                after: "ib_uverbs_reg_mr".into(),
+                baseline_next: Some("rxe_reg_user_mr".into()),
+                share: 0.75,
+                this_next: None,
+                shape: "0123456789ab".into(),
+                path: "failures",
+                functions: vec![],
+                common: 1,
+            }),
+            expected: true,
+            expected_why: "seen in 5 processes, all recovered".into(),
+        }]);
         let key = BatchKey {
             host: "h",
             boot_id: "b",
@@ -649,7 +814,10 @@ mod tests {
         let parts = parse_batch(&b, 42).expect("parse");
         assert_eq!(parse_batch(&b, 41), Err(BadBatch::OtherSeq(42)));
         let head = parse_head(&b).expect("head");
-        assert_eq!((head.rows, head.len), ([2, 1, 2, 1], Some(b.len() as u64)));
+        assert_eq!(
+            (head.rows, head.len),
+            ([2, 1, 2, 1, 2], Some(b.len() as u64))
+        );
         let mut rows_per_table = Vec::new();
         for ((body, rows), t) in parts.iter().zip(super::super::schema::TABLES) {
             let name = t.name;
@@ -674,8 +842,9 @@ mod tests {
             }
             rows_per_table.push(n);
         }
-        // two records, one chain of two, two counters rows (derived), one snapshot row
-        assert_eq!(rows_per_table, [2, 1, 2, 1]);
+        // two records, one chain of two, two counters rows (derived), one snapshot row, two
+        // baseline shapes
+        assert_eq!(rows_per_table, [2, 1, 2, 1, 2]);
         let chain: serde_json::Value =
             serde_json::from_str(std::str::from_utf8(parts[1].0).expect("utf8").trim())
                 .expect("chain row");
@@ -690,6 +859,55 @@ mod tests {
             chain["functions"],
             serde_json::json!(["ib_uverbs_reg_mr", "ib_umem_get"])
         );
+        // the baseline's note: a missing next step is an empty string
+        assert_eq!(
+            [
+                &chain["expected"],
+                &chain["bifurcation_after"],
+                &chain["bifurcation_baseline_next"],
+                &chain["bifurcation_share"],
+                &chain["bifurcation_this_next"],
+                &chain["bifurcation_shape"],
+            ],
+            [
+                &serde_json::json!(1),
+                &serde_json::json!("ib_uverbs_reg_mr"),
+                &serde_json::json!("rxe_reg_user_mr"),
+                &serde_json::json!(0.75),
+                &serde_json::json!(""),
+                &serde_json::json!("0123456789ab"),
+            ]
+        );
+        let shapes: Vec<serde_json::Value> = std::str::from_utf8(parts[4].0)
+            .expect("utf8")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("baseline row"))
+            .collect();
+        assert_eq!(
+            (
+                &shapes[1]["handler"],
+                &shapes[1]["count"],
+                &shapes[1]["successes"]
+            ),
+            (
+                &serde_json::json!("ib_uverbs_reg_mr"),
+                &serde_json::json!(1),
+                &serde_json::json!(5)
+            )
+        );
+        // fixed length; the counts past the last bucket of a longer array are in the last
+        let hist = |i: usize| {
+            shapes[i]["duration_log2"]
+                .as_array()
+                .expect("array")
+                .clone()
+        };
+        assert_eq!(hist(0).len(), collector::LOG2_BUCKETS);
+        assert_eq!(
+            (&hist(0)[10], &hist(0)[11]),
+            (&serde_json::json!(3), &serde_json::json!(1))
+        );
+        assert_eq!(hist(1)[collector::LOG2_BUCKETS - 1], 3);
         // the newest record maps to the window end; the older one 1 us before
         assert_eq!(chain["time_ns"], 1_700_000_000_000_000_000u64);
         let first: serde_json::Value = serde_json::from_str(
@@ -728,6 +946,98 @@ mod tests {
         }
     }
 
+    /// A host's baseline: one handler, two shapes (the second with a histogram longer than
+    /// the sink's, as a state file not ours could hold).
+    fn test_baseline() -> collector::BaselineOut {
+        let shape = |id: &str, count: u64, hist: Vec<u64>| collector::ShapeOut {
+            shape: id.into(),
+            functions: vec!["ib_uverbs_reg_mr".into(), "rxe_reg_user_mr".into()],
+            count,
+            share: count as f64 / 5.0,
+            p50_ns: 1500,
+            p90_ns: 2100,
+            p99_ns: 2100,
+            duration_log2: hist,
+            exemplars: vec![],
+        };
+        let mut long = vec![0; collector::LOG2_BUCKETS + 2];
+        long[collector::LOG2_BUCKETS - 1] = 1;
+        long[collector::LOG2_BUCKETS + 1] = 2;
+        collector::BaselineOut {
+            mechanism: "fentry+fexit, task storage".into(),
+            sample: 1,
+            budget: 0,
+            max_ns: 0,
+            records: collector::TraceCounts::default(),
+            handlers: vec![collector::HandlerOut {
+                probe: 0,
+                function: "ib_uverbs_reg_mr".into(),
+                successes: 5,
+                other: 0,
+                noise: vec![],
+                shapes: vec![
+                    shape("aaaaaaaaaaaa", 4, [vec![0; 10], vec![3, 1]].concat()),
+                    shape("bbbbbbbbbbbb", 1, long),
+                ],
+            }],
+            expected: vec![],
+            jobs: vec![],
+            jobs_other: 0,
+        }
+    }
+
+    #[test]
+    fn v2_batches_of_the_previous_version_are_read_whole_or_refused() {
+        let bodies = [
+            b"{\"a\":1}\n{\"a\":2}\n".to_vec(),
+            b"{}\n".to_vec(),
+            Vec::new(),
+            b"{}\n".to_vec(),
+        ];
+        let v2 = frame_v2(9, &bodies);
+        assert!(v2.starts_with(b"probegen-batch/v2 9 records=2:"));
+        let parts = parse_batch(&v2, 9).expect("v2");
+        // every part whole, in its table's place; no baselines
+        assert_eq!(parts.map(|p| p.1), [2, 1, 0, 1, 0]);
+        assert_eq!(parts[0].0, &bodies[0][..]);
+        assert_eq!(parts[3].0, b"{}\n");
+        let head = parse_head(&v2).expect("head");
+        assert_eq!(
+            (head.rows, head.len),
+            ([2, 1, 0, 1, 0], Some(v2.len() as u64))
+        );
+        // checked as a v3 batch is: cut, flipped, other seq
+        assert!(matches!(
+            parse_batch(&v2[..v2.len() - 1], 9),
+            Err(BadBatch::Length { .. })
+        ));
+        let mut f = v2.clone();
+        let last = f.len() - 2;
+        f[last] ^= 1;
+        assert_eq!(parse_batch(&f, 9), Err(BadBatch::Checksum));
+        assert_eq!(parse_batch(&v2, 8), Err(BadBatch::OtherSeq(9)));
+        // a v2 header naming five tables, or a v3 one naming four, is not a header
+        let v3 = frame(
+            9,
+            &[bodies.to_vec(), vec![Vec::new()]]
+                .concat()
+                .try_into()
+                .expect("5"),
+        );
+        let swap = |b: &[u8], from: &str, to: &str| {
+            let t = String::from_utf8(b.to_vec()).expect("utf8");
+            t.replacen(from, to, 1).into_bytes()
+        };
+        assert_eq!(
+            parse_head(&swap(&v3, "batch/v3", "batch/v2")),
+            Err(BadBatch::BadHeader)
+        );
+        assert_eq!(
+            parse_head(&swap(&v2, "batch/v2", "batch/v3")),
+            Err(BadBatch::BadHeader)
+        );
+    }
+
     #[test]
     fn v1_batches_of_earlier_versions_are_read_whole_or_refused() {
         let mut v1 = b"probegen-batch/v1 7\n".to_vec();
@@ -740,7 +1050,7 @@ mod tests {
             v1.extend_from_slice(format!("{t} {}\n{body}", body.len()).as_bytes());
         }
         let parts = parse_batch(&v1, 7).expect("v1");
-        assert_eq!(parts.map(|p| p.1), [2, 0, 1, 1]);
+        assert_eq!(parts.map(|p| p.1), [2, 0, 1, 1, 0]);
         assert_eq!(parse_head(&v1).map(|h| (h.seq, h.len)), Ok((7, None)));
         // cut at the part boundary before `snapshots`: refused, not sent in part
         let cut = v1.len() - "snapshots 3\n{}\n".len();

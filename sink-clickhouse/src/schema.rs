@@ -102,9 +102,21 @@ pub(crate) const CHAINS: Table = Table {
         ("job_id", "String"),
         ("job_keys", "Array(String)"),
         ("job_values", "Array(String)"),
+        // with `collect --baseline` (else 0 and empty): the baseline's note of the chain
+        ("expected", "UInt8"),
+        ("expected_why", "String"),
+        ("bifurcation_after", "String"),
+        ("bifurcation_baseline_next", "String"),
+        ("bifurcation_share", "Float64"),
+        ("bifurcation_this_next", "String"),
+        ("bifurcation_shape", "String"),
     ],
     key: "host, boot_id, run_id, seq, idx",
 };
+
+/// The columns [`CHAINS`] gained with the baseline (`schema --upgrade` adds them to a
+/// fleet's existing tables): its last ones.
+pub(crate) const CHAINS_BASELINE_COLUMNS: usize = 7;
 
 pub(crate) const COUNTERS: Table = Table {
     name: "counters",
@@ -140,12 +152,44 @@ pub(crate) const SNAPSHOTS: Table = Table {
     key: "host, boot_id, run_id, seq",
 };
 
-/// Insert order of a batch (snapshots last).
-pub(crate) const TABLES: [&Table; 4] = [&RECORDS, &CHAINS, &COUNTERS, &SNAPSHOTS];
+/// With `collect --baseline`: one row per (batch, handler, success shape), the host's
+/// baseline as of the snapshot. Cumulative per collector run (`run_id`): a run's latest
+/// batch holds its whole baseline, so the fleet's is the sum over each run's latest batch
+/// (deploy/clickhouse/baselines.sql). `duration_log2`: always [`collector::LOG2_BUCKETS`]
+/// counts, element `i` the successes that took [2^i, 2^(i+1)) ns (the first also 0 ns, the
+/// last everything from 2^39 ns): hosts merge by adding the arrays (`sumForEach`), and
+/// quantiles come from the sum; `p50_ns`..`p99_ns` are the host's own (its recent calls).
+pub(crate) const BASELINES: Table = Table {
+    name: "baselines",
+    columns: with_batch![
+        ("handler", "String"),
+        ("handler_probe", "UInt32"),
+        ("shape", "String"),
+        ("functions", "Array(String)"),
+        ("count", "UInt64"),
+        ("successes", "UInt64"),
+        ("other", "UInt64"),
+        ("share", "Float64"),
+        ("p50_ns", "UInt64"),
+        ("p90_ns", "UInt64"),
+        ("p99_ns", "UInt64"),
+        ("duration_log2", "Array(UInt64)"),
+    ],
+    key: "host, boot_id, run_id, seq, handler, shape",
+};
+
+/// The tables of a batch: the order of its frame's bodies and of the bits of the tables that
+/// took it (a spool file's name), so a table keeps its place across versions: `baselines`,
+/// added later, is last.
+pub(crate) const TABLES: [&Table; 5] = [&RECORDS, &CHAINS, &COUNTERS, &SNAPSHOTS, &BASELINES];
+
+/// The order a batch's tables are inserted in, indices in [`TABLES`]: `snapshots` last, so a
+/// batch with its `snapshots` row is complete.
+pub(crate) const INSERT_ORDER: [usize; 5] = [0, 1, 2, 4, 3];
 
 /// Columns whose values are few names repeated across rows (a fleet has a few kernels, a
 /// manifest's few hundred functions, a few errno names): dictionary-encoded.
-const LOW_CARDINALITY: [&str; 12] = [
+const LOW_CARDINALITY: [&str; 18] = [
     "host",
     "kernel",
     "manifest_hash",
@@ -158,6 +202,12 @@ const LOW_CARDINALITY: [&str; 12] = [
     "origin_module",
     "origin_errno_name",
     "comm",
+    "handler",
+    "shape",
+    "expected_why",
+    "bifurcation_after",
+    "bifurcation_baseline_next",
+    "bifurcation_this_next",
 ];
 /// Arrays of such names.
 const LOW_CARDINALITY_ARRAYS: [&str; 4] = ["functions", "modules", "errno_names", "job_keys"];
@@ -305,6 +355,57 @@ pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
     Ok(s)
 }
 
+/// `schema --clickhouse --upgrade`: what a fleet's existing tables need for this version,
+/// then the whole DDL (its `CREATE ... IF NOT EXISTS` adds the new tables and leaves the
+/// others). The `chains` columns of the baseline go into every `chains` table there is: the
+/// one that holds the rows, and the Distributed and Buffer ones in front of it.
+pub fn upgrade(o: &SchemaOptions) -> Result<String, String> {
+    let full = ddl(o)?;
+    let db = &o.database;
+    let if_not = o.server.has_add_column_if_not_exists();
+    let mut s = format!(
+        "-- probegen schema --clickhouse --upgrade: tables made by an earlier version.\n\
+         -- `chains` gained the baseline's columns (collect --baseline); `baselines` is new.\n{}",
+        if if_not {
+            "-- IF NOT EXISTS: running it again changes nothing.\n"
+        } else {
+            "-- Run once: ClickHouse before 20.1 has no ADD COLUMN IF NOT EXISTS (18.16 refuses\n\
+             -- it), so a second run fails with Code 44 (`column with this name already exists`):\n\
+             -- that table is upgraded already; load `probegen schema --clickhouse` (the CREATE\n\
+             -- statements below, all IF NOT EXISTS) for the rest.\n"
+        }
+    );
+    let mut tables = vec![match &o.cluster {
+        Some(_) => format!("{}_local", CHAINS.name),
+        None => CHAINS.name.to_string(),
+    }];
+    if o.cluster.is_some() {
+        tables.push(CHAINS.name.to_string());
+    }
+    if o.buffer {
+        tables.push(format!("{}{BUFFER_SUFFIX}", CHAINS.name));
+    }
+    let added = &CHAINS.columns[CHAINS.columns.len() - CHAINS_BASELINE_COLUMNS..];
+    for (i, t) in tables.iter().enumerate() {
+        // codecs only where the rows are stored (as in the DDL)
+        let codecs = i == 0;
+        let adds: Vec<String> = added
+            .iter()
+            .map(|(c, ty)| {
+                format!(
+                    "    ADD COLUMN {}{c} {}",
+                    if if_not { "IF NOT EXISTS " } else { "" },
+                    column_type(c, ty, o.server, codecs)
+                )
+            })
+            .collect();
+        s.push_str(&format!("\nALTER TABLE {db}.{t}\n{};\n", adds.join(",\n")));
+    }
+    s.push('\n');
+    s.push_str(&full);
+    Ok(s)
+}
+
 /// A table that holds no rows of its own and forwards them to another (`Distributed`,
 /// `Buffer`): `time` is an ALIAS there, since such a table forwards its MATERIALIZED columns
 /// on insert and the table behind refuses them.
@@ -352,7 +453,7 @@ mod tests {
         })
         .expect("ddl");
         let st = statements(&d);
-        assert_eq!(st.len(), 5, "{d}");
+        assert_eq!(st.len(), 1 + TABLES.len(), "{d}");
         assert!(!d.contains("LowCardinality") && !d.contains("CODEC"), "{d}");
         assert_eq!(st[0], "CREATE DATABASE IF NOT EXISTS probegen");
         assert!(st[1].starts_with("CREATE TABLE IF NOT EXISTS probegen.records\n("));
@@ -376,7 +477,7 @@ mod tests {
         .expect("ddl");
         let st = statements(&d);
         // the database, and per table: local, Distributed, Buffer in front of it
-        assert_eq!(st.len(), 13, "{d}");
+        assert_eq!(st.len(), 1 + 3 * TABLES.len(), "{d}");
         assert!(d.contains("CREATE TABLE IF NOT EXISTS fleet.chains_local\n("));
         assert!(d.contains(
             "ENGINE = Buffer(fleet, chains, 16, 5, 60, 1000, 100000, 1048576, 67108864);"
@@ -410,7 +511,10 @@ mod tests {
             server: ServerVersion::DEBIAN_BOOKWORM,
         })
         .is_err_and(|e| e.contains("19.6")));
-        assert_eq!(d.matches("TTL time + INTERVAL 90 DAY").count(), 4);
+        assert_eq!(
+            d.matches("TTL time + INTERVAL 90 DAY").count(),
+            TABLES.len()
+        );
         assert!(ddl(&SchemaOptions {
             database: "a;b".into(),
             cluster: None,
@@ -427,5 +531,48 @@ mod tests {
             server: ServerVersion::DEBIAN_BOOKWORM,
         })
         .is_err());
+    }
+
+    #[test]
+    fn upgrade_adds_the_baseline_columns_to_every_chains_table() {
+        let o = |cluster: Option<&str>, buffer: bool, server: ServerVersion| SchemaOptions {
+            database: "fleet".into(),
+            cluster: cluster.map(str::to_string),
+            ttl_days: 0,
+            buffer,
+            server,
+        };
+        let plain = o(None, false, ServerVersion::DEBIAN_BOOKWORM);
+        let up = upgrade(&plain).expect("upgrade");
+        let st = statements(&up);
+        // the ALTER, then the whole DDL (which creates `baselines`)
+        assert_eq!(st[1..], statements(&ddl(&plain).expect("ddl"))[..]);
+        assert_eq!(
+            st[0],
+            "ALTER TABLE fleet.chains\n    ADD COLUMN expected UInt8,\n    \
+             ADD COLUMN expected_why String,\n    ADD COLUMN bifurcation_after String,\n    \
+             ADD COLUMN bifurcation_baseline_next String,\n    \
+             ADD COLUMN bifurcation_share Float64,\n    \
+             ADD COLUMN bifurcation_this_next String,\n    ADD COLUMN bifurcation_shape String"
+        );
+        // 18.16 has no IF NOT EXISTS: said, not used
+        assert!(!up.contains("IF NOT EXISTS expected") && up.contains("Code 44"));
+        let big = o(Some("gpu"), true, ServerVersion::new(26, 9));
+        let st = statements(&upgrade(&big).expect("upgrade"));
+        let alters: Vec<&String> = st.iter().filter(|s| s.starts_with("ALTER")).collect();
+        assert_eq!(alters.len(), 3);
+        for (a, t) in alters
+            .iter()
+            .zip(["chains_local", "chains", "chains_buffer"])
+        {
+            assert!(a.starts_with(&format!("ALTER TABLE fleet.{t}\n")), "{a}");
+            assert_eq!(
+                a.matches("ADD COLUMN IF NOT EXISTS ").count(),
+                CHAINS_BASELINE_COLUMNS
+            );
+        }
+        // codecs where the rows are stored only, as in the DDL
+        assert!(alters[0].contains("expected UInt8 CODEC(ZSTD(1))"));
+        assert!(alters[1].contains("expected UInt8,") && !alters[1].contains("CODEC"));
     }
 }

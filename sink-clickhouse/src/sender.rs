@@ -2,7 +2,8 @@
 //!
 //! One round takes the oldest batches (a backlog: up to [`MAX_BATCHES_PER_SEND`]), reads and
 //! checks them (a batch that is not what was spooled is set aside), then per table sends the
-//! rows of every batch that table has not taken yet in one insert, tables in order. A table
+//! rows of every batch that table has not taken yet in one insert, tables in insert order
+//! (`snapshots` last). A table
 //! that refuses (a missing table) does not hold the others; no answer (the server down) ends
 //! the round. Rows ClickHouse refuses as malformed are sent batch by batch: a batch refused
 //! while the others are taken is set aside (the server shows it takes good rows); all refused
@@ -92,7 +93,7 @@ impl Round {
 struct Loaded {
     entry: Entry,
     bytes: Vec<u8>,
-    parts: [(Range<usize>, u64); 4],
+    parts: rows::PerTable<(Range<usize>, u64)>,
 }
 
 impl Loaded {
@@ -170,7 +171,8 @@ impl Sender<'_> {
     fn round(&self, group: &[Entry]) -> Round {
         let mut loaded = self.load(group);
         let mut round = Round::default();
-        for (t, table) in schema::TABLES.iter().enumerate() {
+        for t in schema::INSERT_ORDER {
+            let table = schema::TABLES[t];
             let pending = |l: &Loaded| l.entry.taken & (1 << t) == 0;
             // an empty part is taken without a request
             let (empty, need): (Vec<usize>, Vec<usize>) = (0..loaded.len())

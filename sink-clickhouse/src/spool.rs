@@ -35,8 +35,10 @@ const QUARANTINE: &str = "quarantine";
 pub(crate) const QUARANTINE_KEEP: usize = 32;
 /// Sequence numbers stay below 2^63 (`next-seq` past it is not a count: a corrupt state).
 pub(crate) const SEQ_LIMIT: u64 = 1 << 63;
-/// Every table took the batch.
-pub(crate) const ALL_TABLES: u8 = 0b1111;
+/// Every table took the batch (bit i for `schema::TABLES[i]`: a table keeps its bit across
+/// versions, so a name written before `baselines` was added means the same tables now; a
+/// batch of that version has no `baselines` rows, taken without a request).
+pub(crate) const ALL_TABLES: u8 = (1 << crate::schema::TABLES.len()) - 1;
 
 /// One spooled batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -496,7 +498,7 @@ mod tests {
         d
     }
 
-    /// A v2 batch `seq` with `records` record rows of `pad` bytes each.
+    /// A batch `seq` with `records` record rows of `pad` bytes each.
     fn batch(seq: u64, records: usize, pad: usize) -> Vec<u8> {
         let row = format!("{}\n", "x".repeat(pad));
         let bodies = [
@@ -504,6 +506,7 @@ mod tests {
             String::new(),
             String::new(),
             "{}\n".into(),
+            String::new(),
         ];
         crate::rows::frame(seq, &bodies.map(String::into_bytes))
     }
@@ -601,6 +604,33 @@ mod tests {
         s.set_aside(0, "test");
         assert_eq!((s.quarantined, s.lost_records, s.batches()), (1, 0, 0));
         assert!(d.join("quarantine/00000000000000000000-t1.batch").is_file());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_batch_of_the_previous_version_is_indexed_with_the_tables_it_took() {
+        // spooled by v2 (no `baselines`), its records and chains taken (`-t3`), then the
+        // package upgraded: the records count and the taken tables read the same
+        let d = dir("upgrade");
+        drop(Spool::open(&d, 1 << 20).expect("open"));
+        let old = crate::rows::frame_v2(
+            0,
+            &[
+                b"{}\n{}\n".to_vec(),
+                Vec::new(),
+                b"{}\n".to_vec(),
+                b"{}\n".to_vec(),
+            ],
+        );
+        std::fs::write(d.join("00000000000000000000-t3.batch"), &old).expect("write");
+        let mut s = Spool::open(&d, 1 << 20).expect("reopen");
+        let e = s.oldest().expect("indexed, not set aside");
+        assert_eq!((e.seq, e.records, e.taken, s.quarantined), (0, 2, 0b11, 0));
+        // counters, snapshots, then baselines (none in it): every table took it
+        for t in [2, 3, 4] {
+            s.took(0, 1 << t).expect("entry");
+        }
+        assert_eq!(s.took(0, 0).map(|e| e.taken), Some(ALL_TABLES));
         let _ = std::fs::remove_dir_all(&d);
     }
 

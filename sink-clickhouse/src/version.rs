@@ -47,6 +47,14 @@ impl ServerVersion {
         self >= ServerVersion::new(19, 10)
     }
 
+    /// `ALTER TABLE ... ADD COLUMN IF NOT EXISTS`: 18.16 refuses it (checked: a syntax
+    /// error at `EXISTS`), 26.9 takes it (checked). It came in 19.1 (ClickHouse PR 3900) and
+    /// still failed on an existing column with several in one ALTER in 19.3 (issue 4565):
+    /// 20.1 is past both (releases between not checked).
+    pub fn has_add_column_if_not_exists(self) -> bool {
+        self >= ServerVersion::new(20, 1)
+    }
+
     /// Table TTL (19.6).
     pub fn has_ttl(self) -> bool {
         self >= ServerVersion::new(19, 6)

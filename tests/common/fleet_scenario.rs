@@ -200,6 +200,8 @@ pub(crate) fn check(ask: &dyn Fn(&str) -> Vec<Vec<String>>) {
             "{r:?}"
         );
     }
+    // a replay has no baseline (it is traced live): the fleet's baseline is empty
+    assert_eq!(ask("baselines"), Vec::<Vec<String>>::new());
     // the records of one job, each with its chain's owner
     let recs = ask("job_records");
     assert_eq!(recs.len(), 26);

@@ -2,6 +2,7 @@
 //! and small graph queries.
 #![allow(dead_code)]
 
+pub(crate) mod baselines;
 pub(crate) mod chdb;
 pub(crate) mod fake_clickhouse;
 pub(crate) mod fleet_scenario;

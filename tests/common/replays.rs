@@ -193,3 +193,28 @@ pub(crate) fn write_calls(path: &Path, kernel: &str, calls: &[Call], manifest: &
     std::fs::write(path, out).expect("write replay");
     n
 }
+
+/// FNV-1a 64, as the batch header's checksum.
+pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// A batch file as the previous version framed it (v2): the bodies of its four tables
+/// (records, chains, counters, snapshots; no baselines).
+pub(crate) fn frame_v2(seq: u64, bodies: &[Vec<u8>; 4]) -> Vec<u8> {
+    let mut head = format!("probegen-batch/v2 {seq}");
+    for (t, b) in ["records", "chains", "counters", "snapshots"]
+        .iter()
+        .zip(bodies)
+    {
+        let rows = b.iter().filter(|&&c| c == b'\n').count();
+        head.push_str(&format!(" {t}={rows}:{}", b.len()));
+    }
+    let all = bodies.concat();
+    head.push_str(&format!(" fnv={:016x}\n", fnv1a64(&all)));
+    let mut out = head.into_bytes();
+    out.extend_from_slice(&all);
+    out
+}

@@ -565,3 +565,32 @@ impl ClickHouse {
         }
     }
 }
+
+/// `deploy/clickhouse/<name>.sql` with `{job_id:String}` bound to `job` (18.16 has no query
+/// parameters), run as TSV.
+pub(crate) fn fleet_question(ch: &ClickHouse, name: &str, job: &str) -> Vec<Vec<String>> {
+    fleet_question_with(ch, name, job, "")
+}
+
+/// [`fleet_question`] with settings (URL parameters).
+pub(crate) fn fleet_question_with(
+    ch: &ClickHouse,
+    name: &str,
+    job: &str,
+    settings: &str,
+) -> Vec<Vec<String>> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy/clickhouse")
+        .join(format!("{name}.sql"));
+    let sql = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let sql = sql.replace("{job_id:String}", &format!("'{job}'"));
+    let out = ch
+        .query_with(&format!("{}\nFORMAT TSV", sql.trim_end()), settings)
+        .unwrap_or_else(|e| panic!("{name}.sql: {e}"));
+    let rows: Vec<Vec<String>> = out
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect();
+    eprintln!("{name}.sql: {} rows\n{out}", rows.len());
+    rows
+}

@@ -17,6 +17,8 @@ mod persist;
 mod store;
 mod trace;
 
+pub use store::LOG2_BUCKETS;
+
 use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
@@ -400,6 +402,7 @@ fn shape_out(
         p50_ns: s.quantile(0.5),
         p90_ns: s.quantile(0.9),
         p99_ns: s.quantile(0.99),
+        duration_log2: s.hist.clone(),
         exemplars: s
             .exemplars
             .iter()

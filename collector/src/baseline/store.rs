@@ -21,11 +21,29 @@ pub(crate) struct Shape {
     pub durations: Vec<u64>,
     pub next: usize,
     pub exemplars: Vec<Trace>,
+    /// every success's duration in log2 buckets ([`log2_bucket`]), trailing empty buckets
+    /// left out: unlike the ring of `durations`, counts that hosts and runs can add up (the
+    /// fleet's quantiles). A state file of an earlier version has none: its successes before
+    /// the upgrade are in `count`, not here.
+    #[serde(default)]
+    pub hist: Vec<u64>,
+}
+
+/// Buckets of [`Shape::hist`] at most: bucket `i` holds durations in [2^i, 2^(i+1)) ns,
+/// bucket 0 also 0 ns, the last one everything from 2^39 ns (9 minutes) up.
+pub const LOG2_BUCKETS: usize = 40;
+
+/// The [`Shape::hist`] bucket of a duration in ns.
+pub(crate) fn log2_bucket(ns: u64) -> usize {
+    ((63 - (ns | 1).leading_zeros()) as usize).min(LOG2_BUCKETS - 1)
 }
 
 impl Shape {
     fn add(&mut self, t: &Trace) {
         self.count += 1;
+        let b = log2_bucket(t.duration_ns);
+        self.hist.resize(self.hist.len().max(b + 1), 0);
+        self.hist[b] += 1;
         if self.durations.len() < DURATIONS {
             self.durations.push(t.duration_ns);
         } else {
@@ -140,5 +158,19 @@ mod tests {
         assert_eq!(h.ranked()[0], (&trace(0, &[1, 2, 3], 0).path()[..], 100));
         assert_ne!(shape_id(&[1, 2, 3]), shape_id(&[1, 3, 2]));
         assert_eq!(shape_id(&[1, 2, 3]).len(), 12);
+        // every success in the log2 histogram: 1000..1099 ns are all in [2^9, 2^10) but
+        // 1024..1099 in [2^10, 2^11); the 5 ns one in [4, 8)
+        assert_eq!(main.hist.iter().sum::<u64>(), 100);
+        assert_eq!((main.hist.len(), main.hist[9], main.hist[10]), (11, 24, 76));
+        assert_eq!(h.shapes[&trace(0, &[1, 3], 0).path()].hist, [0, 0, 1]);
+    }
+
+    #[test]
+    fn log2_buckets_cover_every_duration() {
+        let b: Vec<usize> = [0, 1, 2, 3, 4, 1023, 1024, 1 << 39, u64::MAX]
+            .into_iter()
+            .map(log2_bucket)
+            .collect();
+        assert_eq!(b, [0, 0, 1, 1, 2, 9, 10, 39, 39]);
     }
 }

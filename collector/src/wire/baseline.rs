@@ -89,6 +89,11 @@ pub struct ShapeOut {
     pub p50_ns: u64,
     pub p90_ns: u64,
     pub p99_ns: u64,
+    /// every success's duration since the run (or its state file) started, in log2 buckets:
+    /// element `i` counts durations in [2^i, 2^(i+1)) ns (0 ns in the first, everything from
+    /// 2^39 ns in the 40th and last); trailing empty buckets left out. Counts add up across
+    /// hosts, so a fleet's quantiles come from the sum.
+    pub duration_log2: Vec<u64>,
     pub exemplars: Vec<ExemplarOut>,
 }
 

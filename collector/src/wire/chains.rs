@@ -163,8 +163,9 @@ impl ChainsOut {
         }
     }
 
-    /// The baseline's note of each chain, in [`ChainsOut::iter`]'s order.
-    pub(crate) fn set_notes(&mut self, notes: Vec<ChainNote>) {
+    /// The baseline's note of each chain, in [`ChainsOut::iter`]'s order (the processing
+    /// stage's; public so a sink's tests can give chains notes without a live trace).
+    pub fn set_notes(&mut self, notes: Vec<ChainNote>) {
         self.notes = notes;
     }
 
