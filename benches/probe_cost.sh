@@ -5,7 +5,7 @@
 # numbers; targets: 1.2x success, 3x failure). A benchmark: it prints the figures and exits 0;
 # it exits 1 only when no figures could be measured.
 #
-#   benches/probe_cost.sh 6.12|6.1
+#   benches/probe_cost.sh 6.12|6.1|7.2
 #
 # Functions: ib_uverbs_reg_mr (the uverbs handler; the headline), ib_umem_get and
 # rxe_reg_user_mr (both below it on the same call), each with the program pg_<id> of the
@@ -43,9 +43,9 @@
 # same kernel is not disturbed. Outputs: target/probe-cost/<ver>/ (pc-*.txt, console.log,
 # summary.txt). Environment: PROBE_COST_ITERS, PROBE_COST_ROUNDS, E2E_* knobs of scripts/e2e.sh.
 set -euo pipefail
-[ $# -eq 1 ] || { echo "usage: $0 6.12|6.1" >&2; exit 2; }
+[ $# -eq 1 ] || { echo "usage: $0 6.12|6.1|7.2" >&2; exit 2; }
 VER=$1
-case "$VER" in 6.12 | 6.1) ;; *) echo "usage: $0 6.12|6.1" >&2; exit 2 ;; esac
+case "$VER" in 6.12 | 6.1 | 7.2) ;; *) echo "usage: $0 6.12|6.1|7.2" >&2; exit 2 ;; esac
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 ITERS=${PROBE_COST_ITERS:-400}
@@ -56,7 +56,8 @@ BL_ROUNDS=${PROBE_COST_BL_ROUNDS:-5}
 [[ $ITERS =~ ^[1-9][0-9]*$ && $ROUNDS =~ ^[1-9][0-9]?$ && $MECH_ROUNDS =~ ^[0-9]{1,2}$ ]] ||
 	{ echo "PROBE_COST_ITERS must be a positive integer, PROBE_COST_ROUNDS 1..99, PROBE_COST_MECH_ROUNDS 0..99" >&2; exit 2; }
 SET=generated/linux-$VER/rxe
-FUNCS=(ib_uverbs_reg_mr ib_umem_get rxe_reg_user_mr)
+# (7.2 pins user memory in __ib_umem_get_va: ib_umem_get is no probe there)
+FUNCS=(ib_uverbs_reg_mr ib_umem_get __ib_umem_get_va rxe_reg_user_mr)
 WORK=$REPO/target/probe-cost/$VER
 STAGE=$WORK/extra
 TB=$WORK/tb
@@ -168,13 +169,18 @@ baseline_figures() {
 		END { for (p in b) printf "%s %.0f\n", p, b[p] }' "$WORK/stats.txt" >"$WORK/bl-off.txt"
 	echo "baseline (success path, best of $BL_ROUNDS rounds; ratio to the empty fexit on the same function, same run; goals: off <= 1.2x, unsampled <= 1.3x):"
 	printf '%-18s %10s %10s %10s %16s\n' function off unsampled sampled "bl_entry u/s ns"
+	# a handler's programs per call: its fexit and fentry (pg_<id> + pg_<id>_bl), or its one
+	# fsession program run twice, at entry and exit (2 x pg_<id>_bs: bpf_stats counts runs)
+	r() { awk -v g="pg_$2" -v e="empty_$2" -v b="pg_${2}_bl" -v s="pg_${2}_bs" '
+		$1 == g { gv = $2 } $1 == e { ev = $2 } $1 == b { bv = $2 } $1 == s { sv = $2 }
+		END { if (sv != "") gv = 2 * sv; else if (bv != "") gv += bv
+			if (gv != "" && ev > 0) printf "%.2fx%s", gv / ev, sv != "" ? "(fs)" : ""; else printf "n/a" }' "$1"; }
 	while read -r id fn _; do
-		r() { awk -v g="pg_$id" -v e="empty_$id" '$1 == g { gv = $2 } $1 == e { ev = $2 }
-			END { if (gv != "" && ev > 0) printf "%.2fx", gv / ev; else printf "n/a" }' "$1"; }
-		bl=$(awk -v b="pg_${id}_bl" '$1 == b { v[FILENAME] = $2 }
+		bl=$(awk -v b="pg_${id}_bl" -v s="pg_${id}_bs" '$1 == b || $1 == s { v[FILENAME] = $2 }
 			END { if (ARGV[1] in v) print v[ARGV[1]] "/" v[ARGV[2]] }' "$WORK/bl-u.txt" "$WORK/bl-s.txt")
-		printf '%-18s %10s %10s %10s %16s\n' "$fn" "$(r "$WORK/bl-off.txt")" "$(r "$WORK/bl-u.txt")" "$(r "$WORK/bl-s.txt")" "${bl:--}"
+		printf '%-18s %10s %10s %10s %16s\n' "$fn" "$(r "$WORK/bl-off.txt" "$id")" "$(r "$WORK/bl-u.txt" "$id")" "$(r "$WORK/bl-s.txt" "$id")" "${bl:--}"
 	done <"$WORK/targets.txt"
+	echo "(a handler's unsampled/sampled: its programs per call, fexit + fentry, or (fs) its fsession program's two runs; bl_entry: pg_<id>_bl or pg_<id>_bs ns/run)"
 	for m in ok qp modify; do
 		awk -v m="$m" '$1 == "PC" && $2 == m { for (i = 3; i <= NF; i++) if ($i ~ /^us_per_iter=/) { split($i, a, "="); if (!(FILENAME in b) || a[2] < b[FILENAME]) b[FILENAME] = a[2] } }
 			END { s = b[ARGV[1]]; n = b[ARGV[2]]; v = m == "ok" ? "ibv_reg_mr+dereg" : m == "qp" ? "ibv_create_qp+destroy" : "ibv_modify_qp x2"
