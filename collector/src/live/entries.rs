@@ -71,20 +71,10 @@ pub(crate) fn pick_entries(
     if session {
         for mut prog in open.progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
-            let Some(p) = handlers
+            let p = handlers
                 .iter()
-                .find(|p| manifest::baseline_session_name(p.id) == name)
-            else {
-                continue;
-            };
-            if prog.set_attach_target(0, Some(p.target())).is_ok() {
-                prog.set_autoload(true);
-                picked.push(Picked {
-                    probe: p.id,
-                    program: name,
-                    session: true,
-                });
-            }
+                .find(|p| manifest::baseline_session_name(p.id) == name);
+            picked.extend(p.and_then(|p| turn_on(&mut prog, p, true)));
         }
     }
     let in_session: BTreeSet<String> = picked
@@ -97,23 +87,10 @@ pub(crate) fn pick_entries(
             prog.set_autoload(false);
             continue;
         }
-        let Some(p) = handlers
-            .iter()
-            .find(|p| manifest::baseline_entry_name(p.id) == name)
-        else {
-            continue;
-        };
-        if in_session.contains(&p.program_name()) {
-            continue;
-        }
-        if prog.set_attach_target(0, Some(p.target())).is_ok() {
-            prog.set_autoload(true);
-            picked.push(Picked {
-                probe: p.id,
-                program: name,
-                session: false,
-            });
-        }
+        let p = handlers.iter().find(|p| {
+            manifest::baseline_entry_name(p.id) == name && !in_session.contains(&p.program_name())
+        });
+        picked.extend(p.and_then(|p| turn_on(&mut prog, p, false)));
     }
     picked
 }
@@ -123,6 +100,21 @@ pub(crate) struct Attaching<'a> {
     pub attached: &'a mut [AttachStatus],
     pub links: &'a mut Vec<(u32, Link)>,
     pub warnings: &'a mut Vec<Warning>,
+}
+
+/// Sets `prog`, the baseline program of handler `p`, to load at the handler's target.
+fn turn_on(
+    prog: &mut libbpf_rs::OpenProgramMut<'_>,
+    p: &crate::probes::ProbeInfo,
+    session: bool,
+) -> Option<Picked> {
+    prog.set_attach_target(0, Some(p.target())).ok()?;
+    prog.set_autoload(true);
+    Some(Picked {
+        probe: p.id,
+        program: prog.name().to_string_lossy().into_owned(),
+        session,
+    })
 }
 
 /// After load: writes `bl_config` and attaches the picked programs: a session (the handler's
