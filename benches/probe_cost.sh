@@ -181,6 +181,14 @@ baseline_figures() {
 		printf '%-18s %10s %10s %10s %16s\n' "$fn" "$(r "$WORK/bl-off.txt" "$id")" "$(r "$WORK/bl-u.txt" "$id")" "$(r "$WORK/bl-s.txt" "$id")" "${bl:--}"
 	done <"$WORK/targets.txt"
 	echo "(a handler's unsampled/sampled: its programs per call, fexit + fentry, or (fs) its fsession program's two runs; bl_entry: pg_<id>_bl or pg_<id>_bs ns/run)"
+	# every generated program's own ns/run unsampled over off (the empty twins are noisy
+	# estimates of their own): the median says what an untraced call pays for the baseline
+	awk 'FNR == NR { off[$1] = $2; next }
+		$1 ~ /^pg_[0-9]+$/ && off[$1] > 0 && $2 > 0 { r[++n] = $2 / off[$1] }
+		END { if (n == 0) { print "generated programs unsampled/off: n/a"; exit }
+			for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (r[j] < r[i]) { t = r[i]; r[i] = r[j]; r[j] = t }
+			printf "generated programs, own ns/run unsampled/off: median %.2fx over %d programs [%.2f-%.2f] (goal: one branch more)\n", r[int((n + 1) / 2)], n, r[1], r[n] }' \
+		"$WORK/bl-off.txt" "$WORK/bl-u.txt"
 	for m in ok qp modify; do
 		awk -v m="$m" '$1 == "PC" && $2 == m { for (i = 3; i <= NF; i++) if ($i ~ /^us_per_iter=/) { split($i, a, "="); if (!(FILENAME in b) || a[2] < b[FILENAME]) b[FILENAME] = a[2] } }
 			END { s = b[ARGV[1]]; n = b[ARGV[2]]; v = m == "ok" ? "ibv_reg_mr+dereg" : m == "qp" ? "ibv_create_qp+destroy" : "ibv_modify_qp x2"
