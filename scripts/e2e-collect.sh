@@ -26,15 +26,11 @@ STAGE=$REPO/target/e2e-collect/$VER/extra
 log() { printf '[e2e-collect %s] %s\n' "$VER" "$*" >&2; }
 
 log "building probegen-agent (release)"
-cargo build --release -p probegen-agent --bin probegen-agent >&2
+. scripts/e2e/stage.sh
 rm -rf "$STAGE"
 mkdir -p "$STAGE"
-# -I generated: the shared probegen.bpf.h every checked-in set includes
-clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu -Igenerated \
-	-c "$SET/probes.bpf.c" -o "$STAGE/probes.bpf.o"
-cp "$SET/manifest.yaml" "$STAGE/manifest.yaml"
-# debug info is not needed in the guest: keep the initramfs small
-strip -o "$STAGE/probegen-agent" target/release/probegen-agent
+stage_agent "$STAGE"
+stage_set "$SET" "$STAGE"
 install -m 755 scripts/e2e/collect-hook.sh "$STAGE/guest-hook.sh"
 {
 	printf 'INTERVAL=%s\n' "${PROBEGEN_E2E_INTERVAL:-1s}"

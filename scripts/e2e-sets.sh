@@ -46,19 +46,15 @@ done
 STAGE=$REPO/target/e2e-sets/stage/$VER
 OUT=$REPO/target/e2e-sets/$VER
 log "building probegen-agent (release)"
-cargo build --release -p probegen-agent --bin probegen-agent >&2
+. scripts/e2e/stage.sh
 rm -rf "$STAGE"
 mkdir -p "$STAGE/sets"
+stage_agent "$STAGE"
 for s in "${SETS[@]}"; do
 	n=$(basename "$s")
 	mkdir -p "$STAGE/sets/$n"
-	# the set's own probegen.bpf.h first (beside it or in its parent), else generated/'s
-	clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu \
-		-I"$s/.." -I"$REPO/generated" -c "$s/probes.bpf.c" -o "$STAGE/sets/$n/probes.bpf.o" ||
-		bad "$s/probes.bpf.c does not compile"
-	cp "$s/manifest.yaml" "$STAGE/sets/$n/manifest.yaml"
+	stage_set "$s" "$STAGE/sets/$n" || bad "$s/probes.bpf.c does not compile"
 done
-strip -o "$STAGE/probegen-agent" target/release/probegen-agent
 install -m 755 scripts/e2e/sets-hook.sh "$STAGE/guest-hook.sh"
 printf 'DURATION=%s\n' "${E2E_SETS_DURATION:-2s}" >"$STAGE/hook.env"
 log "sets: ${!seen[*]} ($(du -sh "$STAGE" | cut -f1) staged)"
