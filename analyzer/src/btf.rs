@@ -44,30 +44,8 @@ const MAX_RESOLVE_DEPTH: usize = 64;
 
 const ELF_STT_FUNC: u8 = 2;
 
-// BTF kinds.
-const KIND_INT: u8 = 1;
-const KIND_PTR: u8 = 2;
-const KIND_ARRAY: u8 = 3;
-const KIND_STRUCT: u8 = 4;
-const KIND_UNION: u8 = 5;
-const KIND_ENUM: u8 = 6;
-const KIND_FWD: u8 = 7;
-const KIND_TYPEDEF: u8 = 8;
-const KIND_VOLATILE: u8 = 9;
-const KIND_CONST: u8 = 10;
-const KIND_RESTRICT: u8 = 11;
-const KIND_FUNC: u8 = 12;
-const KIND_FUNC_PROTO: u8 = 13;
-const KIND_VAR: u8 = 14;
-const KIND_DATASEC: u8 = 15;
-const KIND_FLOAT: u8 = 16;
-const KIND_DECL_TAG: u8 = 17;
-const KIND_TYPE_TAG: u8 = 18;
-const KIND_ENUM64: u8 = 19;
-
-// BTF_INT_ENCODING bits.
-const INT_SIGNED: u32 = 1 << 0;
-const INT_BOOL: u32 = 1 << 2;
+// BTF kinds and INT encoding bits.
+use manifest::btf_kind::*;
 
 /// Errors of the BTF / ELF reader. `file` is the path (or a description such as `raw BTF`)
 /// of the input concerned.

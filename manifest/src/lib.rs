@@ -4,6 +4,7 @@
 //! crate and on nothing of each other; it depends on no workspace crate and parses no C.
 
 // The modules are private; this file is the crate's one face (`pub use` below).
+pub mod btf_kind;
 mod errno;
 mod input;
 mod naming;

@@ -17,23 +17,10 @@ use std::path::{Path, PathBuf};
 use libbpf_rs::libbpf_sys;
 use manifest::ReturnKind;
 
-// BTF kinds (linux/btf.h)
-const KIND_INT: u32 = 1;
-const KIND_PTR: u32 = 2;
-const KIND_STRUCT: u32 = 4;
-const KIND_UNION: u32 = 5;
-const KIND_ENUM: u32 = 6;
-const KIND_TYPEDEF: u32 = 8;
-const KIND_VOLATILE: u32 = 9;
-const KIND_CONST: u32 = 10;
-const KIND_RESTRICT: u32 = 11;
-const KIND_FUNC: u32 = 12;
-const KIND_FUNC_PROTO: u32 = 13;
-const KIND_FLOAT: u32 = 16;
-const KIND_TYPE_TAG: u32 = 18;
-const KIND_ENUM64: u32 = 19;
-/// `BTF_INT_BOOL` in an INT's encoding byte.
-const INT_BOOL: u32 = 1 << 2;
+use manifest::btf_kind::{
+    INT_BOOL, KIND_CONST, KIND_ENUM, KIND_ENUM64, KIND_FLOAT, KIND_FUNC, KIND_FUNC_PROTO, KIND_INT,
+    KIND_PTR, KIND_RESTRICT, KIND_STRUCT, KIND_TYPEDEF, KIND_TYPE_TAG, KIND_UNION, KIND_VOLATILE,
+};
 /// Typedef and qualifier chains longer than this are a damaged BTF.
 const MAX_RESOLVE_DEPTH: usize = 32;
 
@@ -131,7 +118,7 @@ fn has_enum_value(btf: &BtfHandle, enum_name: &str, value: &str) -> bool {
         return false;
     };
     // SAFETY: btf is a live parsed BTF, name a valid C string.
-    let id = unsafe { libbpf_sys::btf__find_by_name_kind(btf.0, name.as_ptr(), KIND_ENUM) };
+    let id = unsafe { libbpf_sys::btf__find_by_name_kind(btf.0, name.as_ptr(), KIND_ENUM.into()) };
     let Some((KIND_ENUM, vlen, _, t)) = u32::try_from(id).ok().and_then(|id| type_at(btf, id))
     else {
         return false;
@@ -152,7 +139,7 @@ fn find(btf: &BtfHandle, function: &str) -> Lookup {
         return Lookup::NoFunction;
     };
     // SAFETY: btf is a live parsed BTF, name a valid C string.
-    let id = unsafe { libbpf_sys::btf__find_by_name_kind(btf.0, name.as_ptr(), KIND_FUNC) };
+    let id = unsafe { libbpf_sys::btf__find_by_name_kind(btf.0, name.as_ptr(), KIND_FUNC.into()) };
     let Ok(id) = u32::try_from(id) else {
         return Lookup::NoFunction;
     };
@@ -160,7 +147,7 @@ fn find(btf: &BtfHandle, function: &str) -> Lookup {
 }
 
 /// (kind, vlen, size-or-type) of type `id`, or `None` out of range.
-fn type_at(btf: &BtfHandle, id: u32) -> Option<(u32, u32, u32, *const libbpf_sys::btf_type)> {
+fn type_at(btf: &BtfHandle, id: u32) -> Option<(u8, u32, u32, *const libbpf_sys::btf_type)> {
     // SAFETY: btf is live; libbpf returns NULL for an id out of range.
     let t = unsafe { libbpf_sys::btf__type_by_id(btf.0, id) };
     if t.is_null() {
@@ -168,7 +155,8 @@ fn type_at(btf: &BtfHandle, id: u32) -> Option<(u32, u32, u32, *const libbpf_sys
     }
     // SAFETY: t points at a btf_type record inside btf's data.
     let (info, size_or_type) = unsafe { ((*t).info, (*t).__bindgen_anon_1.size) };
-    Some(((info >> 24) & 0x1f, info & 0xffff, size_or_type, t))
+    // the kind is 5 bits: the cast keeps it whole
+    Some((((info >> 24) & 0x1f) as u8, info & 0xffff, size_or_type, t))
 }
 
 /// The FUNC `id`'s prototype: its parameter count and return kind.
