@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use collector::{BaselineConfig, Pinned};
+use collector::{BaselineConfig, EntryChoice, Pinned};
 
 use crate::flags::parse_duration;
 use crate::AgentError;
@@ -44,6 +44,17 @@ pub struct BaselineArgs {
     /// are 656 bytes; default 256 KiB)
     #[arg(long, value_name = "N")]
     pub baseline_ringbuf_bytes: Option<u32>,
+    /// How a handler's traced call begins and ends: auto (fsession where the kernel has it,
+    /// 7.0+; fentry beside the fexit elsewhere) or fentry (on every kernel)
+    #[arg(long, value_enum, default_value_t = BaselineEntry::Auto)]
+    pub baseline_entry: BaselineEntry,
+}
+
+/// `--baseline-entry`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BaselineEntry {
+    Auto,
+    Fentry,
 }
 
 impl BaselineArgs {
@@ -80,6 +91,10 @@ impl BaselineArgs {
             pinned,
             state: self.baseline_state.clone(),
             state_bytes: self.baseline_state_bytes,
+            entry: match self.baseline_entry {
+                BaselineEntry::Auto => EntryChoice::Auto,
+                BaselineEntry::Fentry => EntryChoice::Fentry,
+            },
             ..BaselineConfig::default()
         }))
     }

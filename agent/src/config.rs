@@ -57,6 +57,7 @@ const KEYS: &[(&str, Value)] = &[
     ("baseline-state", Value::Text),
     ("baseline-state-bytes", Value::Count),
     ("baseline-ringbuf-bytes", Value::Count),
+    ("baseline-entry", Value::Text),
 ];
 
 /// The arguments with `collect --config FILE`'s lines added as flags (unchanged without it).

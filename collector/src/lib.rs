@@ -49,7 +49,9 @@ mod timings;
 mod warning;
 mod wire;
 
-pub use baseline::{state_view as baseline_state_view, BaselineConfig, Pinned, LOG2_BUCKETS};
+pub use baseline::{
+    state_view as baseline_state_view, BaselineConfig, EntryChoice, Pinned, LOG2_BUCKETS,
+};
 pub use decode::{comm_str, encode};
 pub use errno::errno_label;
 pub use error::CollectError;

@@ -97,7 +97,9 @@ stop)
 	cp /out/baseline.state /out/baseline.state.first || rc=1
 	$X/probegen-agent baseline show --state /out/baseline.state --json >/out/show.json 2>&1 || rc=1
 	$X/probegen-agent baseline show --state /out/baseline.state >/out/show.txt 2>&1 || rc=1
-	collector burst --baseline --baseline-sample 1 --baseline-budget 0 \
+	# pinned to fentry+fexit: on a kernel with fsession both mechanisms run, and the state
+	# file is the same whichever traced it
+	collector burst --baseline --baseline-sample 1 --baseline-budget 0 --baseline-entry fentry \
 		--baseline-ringbuf-bytes 4096 --baseline-state /out/baseline.state || exit 1
 	# wait for these four only: a bare `wait` would wait for the collector too
 	pids=

@@ -53,6 +53,19 @@ pub struct BaselineConfig {
     pub state_bytes: u64,
     /// the state is written at most this often (and at the end of the run)
     pub save_every: Duration,
+    /// how a handler's traced call begins and ends
+    pub entry: EntryChoice,
+}
+
+/// How a handler's traced call begins and ends (`--baseline-entry`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EntryChoice {
+    /// fsession where the kernel's BTF has it (7.0+), fentry beside the fexit elsewhere
+    #[default]
+    Auto,
+    /// fentry beside the fexit on every kernel (an operator's pin: a kernel whose fsession
+    /// misbehaves, or a cost comparison on the same kernel)
+    Fentry,
 }
 
 impl Default for BaselineConfig {
@@ -67,6 +80,7 @@ impl Default for BaselineConfig {
             state: None,
             state_bytes: 4 << 20,
             save_every: Duration::from_secs(60),
+            entry: EntryChoice::Auto,
         }
     }
 }

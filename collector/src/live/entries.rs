@@ -119,7 +119,7 @@ fn turn_on(
 
 /// After load: writes `bl_config` and attaches the picked programs: a session (the handler's
 /// failure probe as well: its status is set here) or the entry of a handler whose fexit
-/// attached. `refused`: why fsession was not used on a kernel that has it. `Err` is the
+/// attached. `refused`: why fsession is not used on a kernel that has it. `Err` is the
 /// "baseline unavailable: <why>" line.
 pub(crate) fn attach_entries(
     obj: &Object,
@@ -200,7 +200,7 @@ pub(crate) fn attach_entries(
         FENTRY.to_string()
     };
     if let Some(why) = refused {
-        mechanism.push_str(&format!(" (fsession refused: {why})"));
+        mechanism.push_str(&format!(" (fsession not used: {why})"));
     }
     if !failed.is_empty() {
         mechanism.push_str(&format!("; not traced: {}", failed.join("; ")));

@@ -337,7 +337,8 @@ pub(crate) struct Loaded {
     pub baseline: Option<Result<crate::live::entries::Traced, String>>,
     /// With `--baseline`: the kernel has fsession and no object refused it yet
     session: bool,
-    /// why a module's object did not load with its session programs
+    /// why fsession is not used on a kernel that has it (the pin, or a module's object that
+    /// did not load with its session programs)
     session_refused: Option<String>,
 }
 
@@ -644,10 +645,17 @@ pub(crate) fn load(
         warnings: Vec::new(),
         baseline_cfg: opts.baseline.clone(),
         baseline: None,
-        session: opts.baseline.is_some()
-            && crate::live::btf::kernel_has_fsession(Path::new("/sys/kernel/btf")),
+        session: false,
         session_refused: None,
     };
+    if let Some(c) = &opts.baseline {
+        if crate::live::btf::kernel_has_fsession(Path::new("/sys/kernel/btf")) {
+            loaded.session = c.entry == crate::baseline::EntryChoice::Auto;
+            if !loaded.session {
+                loaded.session_refused = Some("--baseline-entry fentry".into());
+            }
+        }
+    }
     let modules: BTreeSet<&str> = table.probes.iter().map(|p| p.module.as_str()).collect();
     // /proc/kallsyms read once for them all (a module loaded later reads it again)
     let ksyms = KernelSymbols::read(table);
