@@ -44,8 +44,10 @@ use std::path::{Path, PathBuf};
 /// (`baseline/store.rs`, kept in the state file), on the wire as `duration_log2` with the
 /// bucket count in the face, and the chains' notes settable by a sink's tests; only the store
 /// sees every duration, and the fleet's quantiles need counts that hosts can add up
-/// (`baselines` in ClickHouse); 7,299 measured: 7,300.
-const COLLECTOR_CODE_LINES_BUDGET: usize = 7_300;
+/// (`baselines` in ClickHouse); 7,299 measured. The pin `--baseline-entry fentry`
+/// (`EntryChoice`, said in the mechanism) 6 more, the BTF kinds moved to `manifest` (7,305
+/// measured): 7,310.
+const COLLECTOR_CODE_LINES_BUDGET: usize = 7_310;
 
 /// Code lines of one rustfmt-formatted file: a line is a comment when it starts with `//` or
 /// lies in a `/* */` block; a `#[cfg(test)]` module is skipped from its `mod` line to its
