@@ -102,6 +102,8 @@ echo "$ITERS" >"$STAGE/iters"
 echo "$ROUNDS" >"$STAGE/rounds"
 echo "$MECH_ROUNDS" >"$STAGE/mech_rounds"
 echo "$BL_ROUNDS" >"$STAGE/bl_rounds"
+# fsession (7.0+): the baseline phases again pinned to fentry+fexit (--baseline-entry fentry)
+case "$VER" in 7.*) echo 1 >"$STAGE/entry_phases" ;; esac
 install -m 755 scripts/e2e/probe-cost-hook.sh "$STAGE/guest-hook.sh"
 log "extra: $(du -sh "$STAGE" | cut -f1) ($(ls "$STAGE" | tr '\n' ' '))"
 
@@ -181,6 +183,16 @@ baseline_figures() {
 		printf '%-18s %10s %10s %10s %16s\n' "$fn" "$(r "$WORK/bl-off.txt" "$id")" "$(r "$WORK/bl-u.txt" "$id")" "$(r "$WORK/bl-s.txt" "$id")" "${bl:--}"
 	done <"$WORK/targets.txt"
 	echo "(a handler's unsampled/sampled: its programs per call, fexit + fentry, or (fs) its fsession program's two runs; bl_entry: pg_<id>_bl or pg_<id>_bs ns/run)"
+	# the handler by either mechanism in one run (a kernel with fsession): ns per call
+	if [ -s "$WORK/pc-bl-sf-$BL_ROUNDS.txt" ]; then
+		phase_best "$WORK/pc-bl-uf" "$BL_ROUNDS" >"$WORK/bl-uf.txt"
+		phase_best "$WORK/pc-bl-sf" "$BL_ROUNDS" >"$WORK/bl-sf.txt"
+		read -r hid hfn _ <"$WORK/targets.txt"
+		percall() { awk -v g="pg_$hid" -v b="pg_${hid}_bl" -v s="pg_${hid}_bs" -v e="empty_$hid" '
+			$1 == g { gv = $2 } $1 == b { bv = $2 } $1 == s { sv = $2 } $1 == e { ev = $2 }
+			END { v = sv != "" ? 2 * sv : gv + bv; if (v > 0 && ev > 0) printf "%.0f ns (%.2fx the empty fexit)", v, v / ev; else printf "n/a" }' "$1"; }
+		echo "$hfn per call, same run: unsampled fsession $(percall "$WORK/bl-u.txt"), fentry+fexit $(percall "$WORK/bl-uf.txt"); sampled fsession $(percall "$WORK/bl-s.txt"), fentry+fexit $(percall "$WORK/bl-sf.txt")"
+	fi
 	# every generated program's own ns/run unsampled over off (the empty twins are noisy
 	# estimates of their own): the median says what an untraced call pays for the baseline
 	awk 'FNR == NR { off[$1] = $2; next }

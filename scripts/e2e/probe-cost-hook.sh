@@ -94,16 +94,20 @@ latency() {
 
 # baseline_phase TAG SAMPLE: the success loop under collect --baseline (one call in SAMPLE
 # traced), with bpftool snapshots around every round (pc-bl-TAG-<k>.txt)
+# (more ARGS go to the collector: --baseline-entry fentry)
 baseline_phase() {
-	collector bl-$1 --baseline --baseline-sample "$2" --baseline-budget 0 || rc=1
+	bp=$1
+	bs=$2
+	shift 2
+	collector bl-$bp --baseline --baseline-sample "$bs" --baseline-budget 0 "$@" || rc=1
 	k=0
-	$X/bpftool prog show >/out/pc-bl-$1-$k.txt 2>&1 || rc=1
+	$X/bpftool prog show >/out/pc-bl-$bp-$k.txt 2>&1 || rc=1
 	while [ $k -lt "$blr" ]; do
-		timeout 600 $X/probe_cost_verbs rxe0 ok "$n" >>/out/pc-bl-$1.txt 2>&1 || rc=1
+		timeout 600 $X/probe_cost_verbs rxe0 ok "$n" >>/out/pc-bl-$bp.txt 2>&1 || rc=1
 		k=$((k + 1))
-		$X/bpftool prog show >/out/pc-bl-$1-$k.txt 2>&1 || rc=1
+		$X/bpftool prog show >/out/pc-bl-$bp-$k.txt 2>&1 || rc=1
 	done
-	stop_pid $CPID "baseline $1 collector" || rc=1
+	stop_pid $CPID "baseline $bp collector" || rc=1
 }
 
 case "$1" in
@@ -176,9 +180,15 @@ stop)
 		empties || rc=1
 		baseline_phase u 4000000000
 		baseline_phase s 1
+		# a kernel with fsession: the same phases pinned to fentry+fexit, for the handler's
+		# cost per call by either mechanism in one run
+		if [ -s $X/entry_phases ]; then
+			baseline_phase uf 4000000000 --baseline-entry fentry
+			baseline_phase sf 1 --baseline-entry fentry
+		fi
 		stop_pid $LPID loader || rc=1
 		echo 0 >/proc/sys/kernel/bpf_stats_enabled
-		cat /out/pc-lat-*.txt /out/pc-bl-?.txt
+		cat /out/pc-lat-*.txt /out/pc-bl-?.txt /out/pc-bl-?f.txt 2>/dev/null
 	fi
 	# mechanisms: the same syscall loop bare, under an empty fexit and an empty kretprobe
 	r=1
