@@ -585,13 +585,16 @@ static __always_inline int pg_bl_session(__u32 handler, void *ctx)
 
 /*
  * A session's exit: pg_exit, where only a call whose entry opened a trace looks for it (its
- * cookie), so an unsampled handler call pays no task-storage lookup while other tasks trace.
+ * cookie), so an unsampled handler call pays no task-storage lookup while other tasks trace;
+ * while no trace is open anywhere (`bl_active`) the cookie is not read either.
  */
 static __always_inline int pg_exit_session(__u32 probe_id, long err, int failed, void *ctx)
 {
-	__u64 *cookie = bpf_session_cookie(ctx);
+	int traced = 0;
 
-	return pg_exit_saved(probe_id, err, failed, ctx, 0, 0, *cookie != 0);
+	if (bl_active)
+		traced = *bpf_session_cookie(ctx) != 0;
+	return pg_exit_saved(probe_id, err, failed, ctx, 0, 0, traced);
 }
 
 /* pg_exit of a kretprobe (clone-only functions): not part of baseline traces */
