@@ -85,6 +85,14 @@ impl HostBtf {
         }
     }
 
+    /// Whether this kernel has fsession programs: `BPF_TRACE_FSESSION` in its `enum
+    /// bpf_attach_type` (7.0+). No vmlinux BTF, or a damaged one: no.
+    pub(crate) fn has_fsession(&self) -> bool {
+        self.vmlinux
+            .as_ref()
+            .is_some_and(|b| has_enum_value(b, "bpf_attach_type", "BPF_TRACE_FSESSION"))
+    }
+
     /// `function` in `module`'s BTF (`vmlinux` for a built-in function).
     pub(crate) fn lookup(&self, module: &str, function: &str) -> Lookup {
         let Some(base) = self.vmlinux.as_ref() else {
@@ -103,13 +111,6 @@ impl HostBtf {
             None => Lookup::NoBtf,
         }
     }
-}
-
-/// Whether the kernel whose BTF is under `dir` has fsession programs: `BPF_TRACE_FSESSION` in
-/// its `enum bpf_attach_type` (7.0+). No BTF, or a damaged one: no.
-pub(crate) fn kernel_has_fsession(dir: &Path) -> bool {
-    parse(&dir.join("vmlinux"), None)
-        .is_some_and(|b| has_enum_value(&b, "bpf_attach_type", "BPF_TRACE_FSESSION"))
 }
 
 /// Whether the ENUM `enum_name` of `btf` has a member `value`.
@@ -313,10 +314,10 @@ mod tests {
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).expect("tmp");
             std::os::unix::fs::symlink(tree.join("vmlinux"), dir.join("vmlinux")).expect("link");
-            assert_eq!(kernel_has_fsession(&dir), want, "{series}");
+            assert_eq!(HostBtf::open(&dir).has_fsession(), want, "{series}");
             let _ = std::fs::remove_dir_all(&dir);
         }
-        assert!(!kernel_has_fsession(Path::new("/nonexistent")));
+        assert!(!HostBtf::open(Path::new("/nonexistent")).has_fsession());
     }
 
     #[test]

@@ -648,17 +648,17 @@ pub(crate) fn load(
         session: false,
         session_refused: None,
     };
+    let modules: BTreeSet<&str> = table.probes.iter().map(|p| p.module.as_str()).collect();
+    // /proc/kallsyms read once for them all (a module loaded later reads it again)
+    let ksyms = KernelSymbols::read(table);
     if let Some(c) = &opts.baseline {
-        if crate::live::btf::kernel_has_fsession(Path::new("/sys/kernel/btf")) {
+        if ksyms.btf.has_fsession() {
             loaded.session = c.entry == crate::baseline::EntryChoice::Auto;
             if !loaded.session {
                 loaded.session_refused = Some("--baseline-entry fentry".into());
             }
         }
     }
-    let modules: BTreeSet<&str> = table.probes.iter().map(|p| p.module.as_str()).collect();
-    // /proc/kallsyms read once for them all (a module loaded later reads it again)
-    let ksyms = KernelSymbols::read(table);
     for m in modules {
         loaded.attach_module_with(table, m, &ksyms)?;
     }
