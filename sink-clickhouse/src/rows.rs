@@ -784,8 +784,10 @@ mod tests {
             bifurcation: Ok(collector::Bifurcation {
                 after: "ib_uverbs_reg_mr".into(),
                 baseline_next: Some("rxe_reg_user_mr".into()),
+                baseline_next_layer: Some(manifest::Layer::Vendor),
                 share: 0.75,
                 this_next: None,
+                this_next_layer: None,
                 shape: "0123456789ab".into(),
                 path: "failures",
                 functions: vec![],
