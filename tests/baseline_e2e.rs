@@ -487,7 +487,11 @@ fn check_rejections(ver: &str, all: &[&Value], snap: &Value) {
         .unwrap_or_else(|| panic!("{ver}: no ib_uverbs_reg_mr EINVAL chain (misaligned iova)"));
     let bf = &core["bifurcation"];
     println!("{ver}: {} -> bifurcation {bf}", core["summary"]);
-    assert_eq!(core["functions"], serde_json::json!(["ib_uverbs_reg_mr"]), "{core}");
+    assert_eq!(
+        core["functions"],
+        serde_json::json!(["ib_uverbs_reg_mr"]),
+        "{core}"
+    );
     assert_eq!(bf["path"], "traced", "{ver}: {bf}");
     assert_eq!(bf["after"], "ib_uverbs_reg_mr", "{ver}: {bf}");
     assert_eq!(bf["baseline_next"], "rxe_reg_user_mr", "{ver}: {bf}");

@@ -151,9 +151,7 @@ impl Baseline {
                 // an earlier version's shapes: in call order before anything is merged in
                 let (store, reordered) = if st.return_order {
                     let shapes: usize = st.store.handlers.values().map(|h| h.shapes.len()).sum();
-                    let (s, merged) = st
-                        .store
-                        .into_call_order(&|a, b| table.relation.calls(a, b));
+                    let (s, merged) = st.store.into_call_order(&|a, b| table.relation.calls(a, b));
                     (s, Some((shapes, merged)))
                 } else {
                     (st.store, None)
@@ -525,11 +523,7 @@ mod tests {
     }
 
     fn baseline(t: &ProbeTable) -> Baseline {
-        let mut b = Baseline::new(
-            BaselineConfig::default(),
-            [REG, QP].into(),
-            "test".into(),
-        );
+        let mut b = Baseline::new(BaselineConfig::default(), [REG, QP].into(), "test".into());
         for i in 0..9u64 {
             b.ingest(t, &record(REG, 0, 1, 10_000 + i, &[(3, 0), (2, 0), (1, 0)]));
         }
@@ -631,7 +625,11 @@ mod tests {
         );
         assert_eq!(
             bf.functions,
-            ["rxe_reg_user_mr", "rxe_mr_init_user", "ib_umem_get [EFAULT]"]
+            [
+                "rxe_reg_user_mr",
+                "rxe_mr_init_user",
+                "ib_umem_get [EFAULT]"
+            ]
         );
         assert_eq!(bf.path, "traced");
         // the same chain without its trace: its links, outermost first, say the same

@@ -73,7 +73,8 @@ impl Shape {
         self.durations.drain(..cut);
         self.next = 0;
         let room = EXEMPLARS.saturating_sub(self.exemplars.len());
-        self.exemplars.extend(other.exemplars.into_iter().take(room));
+        self.exemplars
+            .extend(other.exemplars.into_iter().take(room));
     }
 
     /// The q-quantile (nearest rank) of the kept durations.
