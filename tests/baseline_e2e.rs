@@ -503,7 +503,7 @@ fn check_rejections(ver: &str, all: &[&Value], snap: &Value) {
         .iter()
         .copied()
         .find(|c| {
-            let h = handler(c);
+            let h = handler(c).to_lowercase();
             (h.contains("create_qp") || h.contains("qp_create"))
                 && c["errno_name"] == "EINVAL"
                 && c["bifurcation"].is_object()
