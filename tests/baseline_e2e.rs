@@ -148,10 +148,13 @@ fn check_shapes(ver: &str, snaps: &[Value]) -> Vec<String> {
 
 /// The failing reg_mr and modify_qp name where they left the success path, at different places.
 fn check_bifurcations(ver: &str, all: &[&Value], shapes: &[String]) {
-    // the failing calls' bifurcations
+    // the failing calls' bifurcations: the workload's (the testbed's own verbs_fail step makes
+    // the same failures before it, while the collector runs)
+    let workload = |c: &&Value| c["comm"] == "verbs_baseline";
     let find = |h: &str, errno: &str| {
         all.iter()
             .copied()
+            .filter(workload)
             .find(|c| handler(c) == h && c["errno_name"] == errno)
             .unwrap_or_else(|| panic!("{ver}: no chain of {h} with {errno}"))
     };
@@ -159,6 +162,7 @@ fn check_bifurcations(ver: &str, all: &[&Value], shapes: &[String]) {
     let modify = all
         .iter()
         .copied()
+        .filter(workload)
         .find(|c| handler(c).contains("modify_qp") && c["errno_name"] == "EINVAL")
         .unwrap_or_else(|| panic!("{ver}: no modify_qp EINVAL chain"));
     let mut places = Vec::new();
