@@ -240,7 +240,10 @@ fn baselines_through_upgraded_cluster_and_buffer_tables_on_18_16() {
         .filter_map(|s| s.lines().next())
         .collect();
     // one ALTER per version that added columns (the layers, then the note), per table
-    assert_eq!(alters, ["chains_local", "chains", "chains_buffer"].repeat(2));
+    assert_eq!(
+        alters,
+        ["chains_local", "chains", "chains_buffer"].repeat(2)
+    );
     let mut endpoint = Endpoint::parse(&ch.url(), Duration::from_secs(10))
         .expect("url")
         .with_password(ch.password.clone());
