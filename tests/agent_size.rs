@@ -46,8 +46,12 @@ use std::path::{Path, PathBuf};
 /// sees every duration, and the fleet's quantiles need counts that hosts can add up
 /// (`baselines` in ClickHouse); 7,299 measured. The pin `--baseline-entry fentry`
 /// (`EntryChoice`, said in the mechanism) 6 more, the BTF kinds moved to `manifest` (7,305
-/// measured): 7,310.
-const COLLECTOR_CODE_LINES_BUDGET: usize = 7_310;
+/// measured): 7,310. Issue 36's call order 135 more (`baseline/`: a trace's exits nested
+/// into call order by the manifest's call graph, a failure marked where it was born, a
+/// version-1 state file's shapes re-keyed and merged; the next function's layer on the
+/// wire): the shapes of one call must not depend on the order its functions returned in
+/// (7,444 measured; these lines leave the collector with the baseline crate): 7,445.
+const COLLECTOR_CODE_LINES_BUDGET: usize = 7_445;
 
 /// Code lines of one rustfmt-formatted file: a line is a comment when it starts with `//` or
 /// lies in a `/* */` block; a `#[cfg(test)]` module is skipped from its `mod` line to its
