@@ -415,7 +415,7 @@ fn failure_chains_of_guest_recording() {
             }
         }
     }
-    assert_eq!(raw.len(), 26 * 96);
+    assert_eq!(raw.len(), 26 * manifest::RECORD_SIZE);
     let raw_file = d.join("records.bin");
     std::fs::write(&raw_file, &raw).expect("write");
     let out1 = d.join("w1.jsonl");
@@ -477,8 +477,8 @@ fn a_replay_under_another_manifest_is_warned_about_by_the_binary() {
 #[test]
 fn the_readme_owner_tables_are_the_codes() {
     use manifest::{Layer, SiteClass};
-    let readme = std::fs::read_to_string(repo().join("docs/operations.md"))
-        .expect("docs/operations.md");
+    let readme =
+        std::fs::read_to_string(repo().join("docs/operations.md")).expect("docs/operations.md");
     let cell = |key: &str| {
         let row = readme
             .lines()

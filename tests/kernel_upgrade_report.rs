@@ -29,7 +29,11 @@ fn the_7_2_upgrade_report_has_the_rules_drift_the_boot_and_each_owner() {
     let md_path = dir.join("report.md");
     let md = read(&md_path);
     // `check` against 7.2: the focus member renamed upstream is named with its successors
-    assert_has(&md, &md_path, "| focus-member | `resize_cq` | `resize_user_cq`");
+    assert_has(
+        &md,
+        &md_path,
+        "| focus-member | `resize_cq` | `resize_user_cq`",
+    );
     // the stock 7.2 kernel booted with the regenerated rxe set, the induced failures caught
     assert_has(
         &md,

@@ -248,7 +248,7 @@ mod tests {
             cpu: 0,
             nargs: 0,
             args: [0; 4],
-            comm: [0; 16],
+            ..PgRecord::default()
         };
         r.comm[..10].copy_from_slice(b"verbs_fail");
         r
