@@ -147,7 +147,7 @@ fn spellings(n: usize) -> Vec<String> {
     let plain = n.to_string();
     let mut grouped = String::new();
     for (i, c) in plain.chars().enumerate() {
-        if i > 0 && (plain.len() - i) % 3 == 0 {
+        if i > 0 && (plain.len() - i).is_multiple_of(3) {
             grouped.push(',');
         }
         grouped.push(c);
@@ -159,14 +159,16 @@ fn spellings(n: usize) -> Vec<String> {
 /// Whether `needle` occurs in `text` as a number of its own (not inside a longer one).
 fn has_number(text: &str, needle: &str) -> bool {
     text.match_indices(needle).any(|(at, _)| {
-        let before = text[..at].chars().next_back();
-        let after = text[at + needle.len()..].chars().next();
+        let rest = &text[at + needle.len()..];
         let digitish =
             |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit() || c == ',' || c == '_');
-        !digitish(before)
-            && !after.is_some_and(|c| c.is_ascii_digit())
-            && !(after == Some(',')
-                && text[at + needle.len() + 1..].starts_with(|c: char| c.is_ascii_digit()))
+        // a longer number before it, a digit after it, or a group after it (5,000,000)
+        let longer = digitish(text[..at].chars().next_back())
+            || rest.starts_with(|c: char| c.is_ascii_digit())
+            || rest
+                .strip_prefix(',')
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+        !longer
     })
 }
 
