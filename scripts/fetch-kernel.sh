@@ -15,7 +15,8 @@
 #            built of it; `*` marks what SERIES alone would fetch.
 #   --debs   only download the binary packages of SPEC (image, or binary + modules + base)
 #            into DIR and print their paths, one per line: the qemu testbed boots them.
-#   --source-dirs  print the source paths extracted (from heuristics/rules.yaml), one a line.
+#   --source-dirs  print the source paths extracted, one a line: `probegen rules --source-dirs`
+#            (the rules' one parser, in heuristics) and the top Makefile.
 #
 # Which version a series means: the newest one Debian ships for this machine's own release
 # (VERSION_CODENAME of /etc/os-release with its -updates, -security and -backports suites):
