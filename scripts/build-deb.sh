@@ -44,7 +44,7 @@ mkdir -p "$ROOT/DEBIAN" "$ROOT/usr/bin" "$ROOT/usr/lib/probegen" "$ROOT/lib/syst
 strip --strip-unneeded --remove-section=.comment -o "$ROOT/usr/bin/probegen-agent" target/release/probegen-agent
 target/release/probegen bundle --sets generated --out "$ROOT/usr/lib/probegen/bundle" >/dev/null
 # modprobe.d: a `remove` rule per driver module of the bundle's sets, so that `modprobe -r`
-# first has the running agent detach that module's probes (README "Drivers that come and go")
+# first has the running agent detach that module's probes (docs/operations.md, "Drivers that come and go")
 mkdir -p "$ROOT/lib/modprobe.d"
 MODS=$(tr -d ' \n' <"$ROOT/usr/lib/probegen/bundle/index.json" | grep -o '"driver_modules":\[[^]]*\]' |
 	sed 's/.*\[//; s/\]//; s/"//g' | tr ',' '\n' | grep . | LC_ALL=C sort -u)

@@ -58,7 +58,7 @@ ACCEL=${E2E_ACCEL:-tcg}
 TIMEOUT=${E2E_TIMEOUT:-240}
 VMLINUX=
 if [ "$BOOT" != bzimage ]; then
-	VMLINUX=$(extract_vmlinux)
+	VMLINUX=$(pvh_vmlinux)
 	if [ -z "$VMLINUX" ] && [ "$BOOT" = pvh ]; then die "E2E_BOOT=pvh but no PVH vmlinux"; fi
 fi
 

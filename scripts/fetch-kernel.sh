@@ -15,7 +15,8 @@
 #            built of it; `*` marks what SERIES alone would fetch.
 #   --debs   only download the binary packages of SPEC (image, or binary + modules + base)
 #            into DIR and print their paths, one per line: the qemu testbed boots them.
-#   --source-dirs  print the source paths extracted (from heuristics/rules.yaml), one a line.
+#   --source-dirs  print the source paths extracted, one a line: `probegen rules --source-dirs`
+#            (the rules' one parser, in heuristics) and the top Makefile.
 #
 # Which version a series means: the newest one Debian ships for this machine's own release
 # (VERSION_CODENAME of /etc/os-release with its -updates, -security and -backports suites):
@@ -60,41 +61,38 @@ readonly MODULES=(ib_core ib_uverbs ib_uverbs_support mlx5_ib mlx5_core bnxt_re 
 # Modules every flavor of the supported range builds (a missing one is an error). Not rdma_rxe:
 # Debian's cloud flavor builds mlx5, mlx4 and the cloud NICs' drivers, not Soft-RoCE.
 readonly REQUIRED_MODULES=(ib_core ib_uverbs)
-RULES_FILE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/heuristics/rules.yaml"
-readonly RULES_FILE
-# The source directories the analyzer scans, read from the rules (no second list to keep):
-# `kbuild_top` and `include_dirs` of `source:`, and every vendor's `dirs` outside kbuild_top.
-# Each is a one-line value (`key: [a/, b/]` or `key: a/`), trailing slash dropped.
-rules_source_dirs() {
-  awk '
-    /^[^ #]/ { section = $1 }
-    section == "source:" && $1 ~ /^(kbuild_top|include_dirs):$/ { print_values() }
-    section == "vendors:" && $1 == "dirs:" { print_values() }
-    function print_values(  v, n, i, parts) {
-      v = $0
-      sub(/^[^:]*:[ \t]*/, "", v)
-      sub(/[ \t]+#.*$/, "", v)
-      gsub(/[][ \t]/, "", v)
-      n = split(v, parts, ",")
-      for (i = 1; i <= n; i++) if (parts[i] != "") { sub(/\/$/, "", parts[i]); print parts[i] }
-    }
-  ' "${RULES_FILE}" | awk '
-    NR == 1 { top = $0; print; next }
-    index($0, top "/") != 1 && !seen[$0]++ { print }
-  '
-}
-mapfile -t RULES_DIRS < <(rules_source_dirs)
-[[ ${#RULES_DIRS[@]} -ge 1 ]] \
-  || { printf 'fetch-kernel: error: cannot read the source directories from %s (got: %s)\n' \
-         "${RULES_FILE}" "${RULES_DIRS[*]}" >&2; exit 1; }
-readonly SOURCE_PATHS=("${RULES_DIRS[@]}" Makefile)
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+readonly REPO
+# shellcheck source=scripts/lib/vmlinux.sh
+. "${REPO}/scripts/lib/vmlinux.sh"
 readonly RELEASES=(bookworm trixie sid bullseye)
+readonly RULES_FILE="${REPO}/heuristics/rules.yaml"
 
 log() { printf 'fetch-kernel: %s\n' "$*" >&2; }
 die() { printf 'fetch-kernel: error: %s\n' "$*" >&2; exit 1; }
 usage_error() { printf 'fetch-kernel: %s\n' "$*" >&2; exit 2; }
 usage() {
   sed -n '3,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+}
+
+# The source directories the analyzer scans, from the rules' one parser (heuristics, through
+# `probegen rules --source-dirs`), then the top Makefile: no second reading of rules.yaml here.
+# PROBEGEN_BIN names a built probegen (the tests pass theirs); without it cargo builds one.
+SOURCE_PATHS=()
+load_source_paths() {
+  local dirs rc=0
+  if [[ -n ${PROBEGEN_BIN:-} ]]; then
+    dirs=$("${PROBEGEN_BIN}" rules --source-dirs --rules "${RULES_FILE}") || rc=$?
+  else
+    command -v cargo >/dev/null 2>&1 \
+      || die "cargo not found: it builds probegen, which reads the rules' source directories (or set PROBEGEN_BIN)"
+    dirs=$(cd "${REPO}" && cargo run --release -q --bin probegen -- rules --source-dirs --rules "${RULES_FILE}") || rc=$?
+  fi
+  [[ ${rc} -eq 0 && -n ${dirs} ]] \
+    || die "cannot read the source directories of ${RULES_FILE} (probegen rules --source-dirs exited ${rc})"
+  mapfile -t SOURCE_PATHS <<<"${dirs}"
+  SOURCE_PATHS+=(Makefile)
+  readonly SOURCE_PATHS
 }
 
 # ---------------------------------------------------------------------------- arguments
@@ -111,7 +109,7 @@ while [[ $# -gt 0 ]]; do
     --suite) [[ $# -ge 2 ]] || usage_error "--suite needs a value"; SUITE=$2; shift 2 ;;
     --suite=*) SUITE=${1#--suite=}; shift ;;
     --list) LIST=1; shift ;;
-    --source-dirs) printf '%s\n' "${SOURCE_PATHS[@]}"; exit 0 ;;
+    --source-dirs) load_source_paths; printf '%s\n' "${SOURCE_PATHS[@]}"; exit 0 ;;
     --debs) [[ $# -ge 2 ]] || usage_error "--debs needs a directory"; DEBS_DIR=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     -*) usage; usage_error "unknown option $1" ;;
@@ -317,9 +315,6 @@ list_available() {
 # Value of a key=value line in a file ("" when absent).
 kv_get() { awk -v k="$2=" 'index($0, k) == 1 {print substr($0, length(k) + 1); exit}' "$1" 2>/dev/null || true; }
 
-# Unsigned little-endian integer of SIZE bytes at OFFSET of FILE.
-read_le() { od -An -v -t "u$3" -j "$2" -N "$3" --endian=little "$1" | tr -d ' \n'; }
-
 # (Output captured first: `readelf | grep -q` can die of SIGPIPE under pipefail.)
 has_btf_section() {
   local sections
@@ -332,76 +327,6 @@ has_btf_section() {
   fi
   [[ ${sections} == *" .BTF "* ]]
 }
-
-# copy_range FILE OFFSET [LENGTH]: bytes of FILE to stdout (no SIGPIPE-prone tail | head).
-copy_range() {
-  if [[ $# -eq 3 ]]; then
-    dd if="$1" bs=1M iflag=skip_bytes,count_bytes skip="$2" count="$3" status=none
-  else
-    dd if="$1" bs=1M iflag=skip_bytes skip="$2" status=none
-  fi
-}
-
-is_elf() { [[ $(od -An -v -t x1 -N 4 "$1" | tr -d ' \n') == 7f454c46 ]]; }
-
-# decompress_payload FILE OUT: FILE starts with an xz or zstd stream (possibly followed
-# by other bytes). Writes the decompressed data to OUT; prints the compressor name.
-decompress_payload() {
-  local magic
-  magic=$(od -An -v -t x1 -N 6 "$1" | tr -d ' \n')
-  case "${magic}" in
-    fd377a585a00)
-      # --single-stream ignores whatever follows the first .xz stream.
-      xz -dc --single-stream <"$1" >"$2" 2>/dev/null || true
-      printf xz ;;
-    28b52ffd*)
-      # zstd rejects trailing bytes, but the frame before them is already written out.
-      zstd -dcq <"$1" >"$2" 2>/dev/null || true
-      printf zstd ;;
-    *) return 1 ;;
-  esac
-}
-
-# extract_vmlinux BZIMAGE OUT WORKDIR: ELF vmlinux out of an x86 bzImage.
-extract_vmlinux() {
-  local bz=$1 out=$2 work=$3 kind="" setup_sects proto start len expect offset
-  local payload="${work}/payload"
-  # Boot protocol >= 2.08 records the compressed payload's place in the setup header;
-  # its last 4 bytes are the le32 decompressed size (mkpiggy), dropped before decompressing.
-  if [[ $(od -An -v -c -j 514 -N 4 "${bz}" | tr -d ' \n') == HdrS ]]; then
-    setup_sects=$(read_le "${bz}" 497 1)
-    [[ ${setup_sects} -eq 0 ]] && setup_sects=4
-    proto=$(read_le "${bz}" 518 2)
-    if [[ ${proto} -ge 520 ]]; then # 0x208
-      start=$(( (setup_sects + 1) * 512 + $(read_le "${bz}" 584 4) ))
-      len=$(read_le "${bz}" 588 4)
-      if [[ ${len} -gt 4 ]]; then
-        copy_range "${bz}" "${start}" "$((len - 4))" >"${payload}"
-        expect=$(read_le "${bz}" "$((start + len - 4))" 4)
-        if kind=$(decompress_payload "${payload}" "${out}") && is_elf "${out}"; then
-          local got
-          got=$(stat -c %s "${out}")
-          [[ ${got} -eq ${expect} ]] \
-            || die "vmlinux from ${bz}: ${got} bytes, size trailer says ${expect}"
-          log "vmlinux: ${kind} payload at offset ${start} (${len} bytes, setup header)"
-          return 0
-        fi
-      fi
-    fi
-  fi
-  # Fallback: scan for the xz / zstd magic bytes and try each hit. (Only the offsets are
-  # passed on: bash's `read` in a UTF-8 locale swallows the newline after a stray 0xfd.)
-  log "setup header did not give a usable payload; scanning ${bz} for xz/zstd magic"
-  while read -r offset; do
-    copy_range "${bz}" "${offset}" >"${payload}"
-    if kind=$(decompress_payload "${payload}" "${out}") && [[ -s ${out} ]] && is_elf "${out}"; then
-      log "vmlinux: ${kind} payload at offset ${offset} (magic scan)"
-      return 0
-    fi
-  done < <(LC_ALL=C grep -obUaP '\xfd7zXZ\x00|\x28\xb5\x2f\xfd' "${bz}" | LC_ALL=C cut -d: -f1 || true)
-  die "no xz or zstd payload that decompresses to an ELF vmlinux found in ${bz}"
-}
-
 
 # ---------------------------------------------------------------------------- which packages
 
@@ -502,6 +427,8 @@ if [[ -n ${DEBS_DIR} ]]; then
 fi
 
 # ---------------------------------------------------------------------------- fast path
+
+load_source_paths
 
 # One run per cache directory at a time.
 exec 9>"${CACHE_ROOT}/.linux-${NAME}.lock"
@@ -650,7 +577,8 @@ printf '%s\n' "${missing[@]}" | sed '/^$/d' >"${TREE}/modules/MISSING"
 log "modules: ${#all_modules[@]} named or under drivers/infiniband, $(( ${#all_modules[@]} - ${#missing[@]} )) unpacked"
 
 # 4. ELF vmlinux with BTF
-extract_vmlinux "${TREE}/vmlinuz" "${TREE}/vmlinux" "${WORK}"
+extract_vmlinux "${TREE}/vmlinuz" "${TREE}/vmlinux" "${WORK}" \
+  || die "no ELF vmlinux out of ${vmlinuz##*/} (scripts/lib/vmlinux.sh)"
 has_btf_section "${TREE}/vmlinux" || die "extracted vmlinux has no .BTF section"
 rm -rf "${IMG}"
 

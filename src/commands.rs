@@ -102,6 +102,14 @@ pub(crate) fn explain(src: &SourceArgs, function: &str) -> CmdResult {
     })
 }
 
+/// `rules --source-dirs`: the directories the analyzer reads, one a line.
+pub(crate) fn rules(source_dirs: bool, rules: Option<&Path>) -> CmdResult {
+    if source_dirs {
+        emit(&lines(&pipeline::source_dirs(rules)?))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn lines(lines: &[String]) -> String {
     lines.iter().map(|l| format!("{l}\n")).collect()
 }

@@ -75,6 +75,15 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// What the rules name: --source-dirs prints the kernel source directories they read
+    Rules {
+        /// One directory a line: the Kbuild root, then the include and vendor directories
+        #[arg(long, required = true)]
+        source_dirs: bool,
+        /// A rules file instead of the built-in rules
+        #[arg(long, value_name = "FILE")]
+        rules: Option<PathBuf>,
+    },
     /// Shortest call path between two functions, one hop per line; exit 1 when none
     Path {
         #[command(flatten)]
@@ -237,6 +246,9 @@ fn run(command: Command) -> ExitCode {
         Command::Collect(args) => exit(cmd_collect::collect(&args)),
         Command::Schema(args) => exit(cmd_fleet::schema(&args)),
         Command::Bundle { sets, out } => exit(cmd_bundle::bundle(&sets, &out)),
+        Command::Rules { source_dirs, rules } => {
+            exit(commands::rules(source_dirs, rules.as_deref()))
+        }
     }
 }
 

@@ -499,7 +499,7 @@ fn check(ver: &str) {
     assert!(problems.is_empty(), "{ver}: {}", problems.join("\n"));
 }
 
-/// The lowest owner accuracy on the labeled set a run may show (measured: see the README's
+/// The lowest owner accuracy on the labeled set a run may show (measured: see docs/operations.md,
 /// "Owner accuracy"); the set must hold at least [`MIN_LABELED`] induced failures.
 const OWNER_ACCURACY_FLOOR: f64 = 0.95;
 const MIN_LABELED: usize = 20;
@@ -647,7 +647,7 @@ struct Induced {
     case: &'static str,
     errno: &'static str,
     origin: (&'static str, &'static str),
-    /// collector/README.md's owner table on the origin's manifest facts
+    /// docs/collector.md's owner table on the origin's manifest facts
     owner: &'static str,
     layers: &'static [(&'static str, &'static str)],
 }

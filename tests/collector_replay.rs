@@ -415,7 +415,7 @@ fn failure_chains_of_guest_recording() {
             }
         }
     }
-    assert_eq!(raw.len(), 26 * 96);
+    assert_eq!(raw.len(), 26 * manifest::RECORD_SIZE);
     let raw_file = d.join("records.bin");
     std::fs::write(&raw_file, &raw).expect("write");
     let out1 = d.join("w1.jsonl");
@@ -471,19 +471,20 @@ fn a_replay_under_another_manifest_is_warned_about_by_the_binary() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// The README's owner tables are the code's: the site classes' owners are
+/// The owner tables of docs/operations.md are the code's: the site classes' owners are
 /// `collector::owner_of_class` row by row, and the spread table's tickets and owners are
 /// `deploy/clickhouse/tickets.sql`'s (so neither can drift into hand-written rules).
 #[test]
 fn the_readme_owner_tables_are_the_codes() {
     use manifest::{Layer, SiteClass};
-    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let readme =
+        std::fs::read_to_string(repo().join("docs/operations.md")).expect("docs/operations.md");
     let cell = |key: &str| {
         let row = readme
             .lines()
             .map(str::trim_start)
             .find(|l| l.starts_with(&format!("| `{key}` |")))
-            .unwrap_or_else(|| panic!("README.md has no row for `{key}`"));
+            .unwrap_or_else(|| panic!("docs/operations.md has no row for `{key}`"));
         row.trim_end_matches('|')
             .rsplit('|')
             .next()

@@ -9,9 +9,12 @@ mod common;
 
 fn fetch(args: &[&str]) -> Output {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch-kernel.sh");
+    // The script asks this build's probegen for the rules' source directories (without it,
+    // `cargo run` inside a running `cargo test`).
     Command::new("bash")
         .arg(script)
         .args(args)
+        .env("PROBEGEN_BIN", env!("CARGO_BIN_EXE_probegen"))
         .output()
         .expect("bash runs")
 }
@@ -89,8 +92,10 @@ fn unknown_series_version_and_flavor_list_what_exists() {
     assert_eq!(o.status.code(), Some(2), "{}", err(&o));
 }
 
-/// The script extracts the directories the analyzer reads, derived from heuristics/rules.yaml
-/// (no second list): the Kbuild root, the include directories and every vendor's outside it.
+/// The script extracts the directories the analyzer reads, from the rules' one parser (no
+/// second list, no second parser): `probegen rules --source-dirs` prints the Kbuild root, the
+/// include directories and every vendor's outside it, in that order, and the script adds the
+/// top Makefile.
 #[test]
 fn source_dirs_are_the_rules_directories() {
     let o = fetch(&["--source-dirs"]);
@@ -106,15 +111,22 @@ fn source_dirs_are_the_rules_directories() {
         .map(str::to_string)
         .collect();
     expected.push("Makefile".into());
-    // The script lists vendors in file order, the rules by name: the same set.
-    let (mut printed_sorted, mut expected) = (printed.clone(), expected);
-    printed_sorted.sort();
-    expected.sort();
-    assert_eq!(printed_sorted, expected);
+    assert_eq!(printed, expected);
     assert!(
         printed.iter().any(|d| d == "include/linux/mlx4"),
         "{printed:?}"
     );
+    // a rules file is read by the same parser: a malformed one is one line and exit 2
+    let bad = std::env::temp_dir().join(format!("pg-bad-rules-{}.yaml", std::process::id()));
+    std::fs::write(&bad, "source: [\n").expect("write");
+    let o = Command::new(env!("CARGO_BIN_EXE_probegen"))
+        .args(["rules", "--source-dirs", "--rules"])
+        .arg(&bad)
+        .output()
+        .expect("run probegen");
+    let _ = std::fs::remove_file(&bad);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert_eq!(err(&o).lines().count(), 1, "{}", err(&o));
 }
 
 /// Every flavor fetches and every vendor its config builds gets a set: Debian's cloud flavor

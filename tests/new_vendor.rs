@@ -2,6 +2,9 @@
 //! directories, module, prefixes and firmware command, used with every command that takes
 //! `--vendor` (graph, path, generate, explain, check) and with `port`. The tree is the
 //! two-vendor fixture plus a third driver, `hw/acme`, written here.
+//!
+//! This is the recipe "Add a vendor" of `docs/recipes.md`, step by step: the vendor's entry is
+//! read from the recipe's YAML block, so the recipe cannot drift from what works.
 
 // A test reads as one scenario from setup to assertions; the 80-line limit is for the code.
 #![allow(clippy::too_many_lines)]
@@ -59,14 +62,33 @@ fn three_vendor_tree(tag: &str) -> PathBuf {
     dir
 }
 
-/// The built-in rules plus the acme vendor.
+/// The `vendors:` block of the recipe "Add a vendor" in docs/recipes.md, dedented.
+fn recipe_vendor_yaml() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/recipes.md");
+    let recipes = std::fs::read_to_string(&path).expect("docs/recipes.md");
+    let section = recipes
+        .split("\n## Add a vendor\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("docs/recipes.md has a section `## Add a vendor`");
+    let block = section
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("a ```yaml block in the recipe");
+    let indent = block.len() - block.trim_start().len();
+    let text: String = block
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| format!("{}\n", l.get(indent..).unwrap_or(l.trim_start())))
+        .collect();
+    assert!(text.starts_with("vendors:\n  acme:\n"), "{text}");
+    text
+}
+
+/// The built-in rules plus the acme vendor, as the recipe writes it.
 fn acme_rules(dir: &Path) -> PathBuf {
-    let text = heuristics::BUILTIN_RULES.replacen(
-        "vendors:\n",
-        "vendors:\n  acme:\n    dirs: [drivers/infiniband/hw/acme/]\n    modules: [acme_ib]\n    \
-         prefixes: [acme_]\n    hardware_commands: [acme_mbox_exec]\n",
-        1,
-    );
+    let text = heuristics::BUILTIN_RULES.replacen("vendors:\n", &recipe_vendor_yaml(), 1);
     assert_ne!(text, heuristics::BUILTIN_RULES, "rules file changed");
     let path = dir.join("acme-rules.yaml");
     write(&path, &text);

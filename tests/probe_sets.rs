@@ -446,7 +446,8 @@ fn generated_bpf_compiles_with_one_program_per_probe() {
             btf.status.success(),
             "{ver} {vendor}: bpftool btf dump failed"
         );
-        assert!(String::from_utf8_lossy(&btf.stdout).contains("STRUCT 'pg_record' size=96"));
+        let record = format!("STRUCT 'pg_record' size={}", manifest::RECORD_SIZE);
+        assert!(String::from_utf8_lossy(&btf.stdout).contains(&record));
         let headers = Command::new(tool("llvm-objdump"))
             .arg("-h")
             .arg(&obj)

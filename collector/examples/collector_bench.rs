@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use collector::{encode, PgRecord, Pipeline, PipelineConfig, ProbeTable, ProcCache};
+use collector::{encode, PgRecord, Pipeline, PipelineConfig, ProbeTable, ProcCache, RECORD_SIZE};
 
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -41,7 +41,7 @@ fn table() -> Arc<ProbeTable> {
 
 /// `n` encoded records, 2 CPUs, 40 probes, a few errnos and pids.
 fn records(n: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(n * 96);
+    let mut out = Vec::with_capacity(n * RECORD_SIZE);
     let mut seq = [0u64; 2];
     for i in 0..n {
         let cpu = (i % 2) as u32;
@@ -61,7 +61,7 @@ fn records(n: usize) -> Vec<u8> {
                 0x100000,
                 0,
             ],
-            comm: [0; 16],
+            ..PgRecord::default()
         };
         r.comm[..10].copy_from_slice(b"verbs_fail");
         seq[cpu as usize] += 1;
@@ -98,7 +98,7 @@ fn main() {
     let mut total = 0usize;
     let t0 = Instant::now();
     while total < n {
-        for rec in data.chunks_exact(96) {
+        for rec in data.chunks_exact(RECORD_SIZE) {
             p.ingest(rec);
         }
         total += window;
@@ -118,7 +118,7 @@ fn main() {
     let mut p = pipeline(0);
     let t0 = Instant::now();
     for _ in 0..(n / window) {
-        for rec in data.chunks_exact(96) {
+        for rec in data.chunks_exact(RECORD_SIZE) {
             p.ingest(rec);
         }
     }
@@ -133,7 +133,7 @@ fn main() {
     let feed = |p: &mut Pipeline, n: usize| {
         let mut left = n;
         while left > 0 {
-            for rec in data.chunks_exact(96).take(left) {
+            for rec in data.chunks_exact(RECORD_SIZE).take(left) {
                 p.ingest(rec);
             }
             left = left.saturating_sub(window);
@@ -166,7 +166,7 @@ fn main() {
         let mut left = n;
         while left > 0 {
             let k = left.min(window);
-            std::io::Write::write_all(&mut f, &data[..k * 96]).expect("write");
+            std::io::Write::write_all(&mut f, &data[..k * RECORD_SIZE]).expect("write");
             left -= k;
         }
         println!("wrote {n} raw records to {path}");

@@ -19,7 +19,7 @@
 //! A chain whose outermost probe can still be extended (some attachable probe calls it, and
 //! its last record is within `gap_ns` of "now") is held back at a snapshot and reported in a
 //! later one, so a syscall whose records straddle a window boundary still gives one chain;
-//! the final snapshot reports everything. Limits are in `collector/README.md`.
+//! the final snapshot reports everything. Limits are in `docs/collector.md`.
 
 use crate::record::PgRecord;
 use crate::relation::CallRelation;
@@ -248,7 +248,7 @@ mod tests {
             cpu: 0,
             nargs: 0,
             args: [0; 4],
-            comm: [0; 16],
+            ..PgRecord::default()
         };
         r.comm[..10].copy_from_slice(b"verbs_fail");
         r

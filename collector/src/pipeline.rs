@@ -578,7 +578,7 @@ pub(crate) fn check_invariant(
 pub(crate) mod tests {
     use super::*;
     use crate::decode::encode;
-    use crate::record::PgRecord;
+    use crate::record::{PgRecord, RECORD_SIZE};
 
     fn table() -> Arc<ProbeTable> {
         Arc::new(ProbeTable::from_triples(&[
@@ -588,7 +588,7 @@ pub(crate) mod tests {
         ]))
     }
 
-    pub(crate) fn rec(probe: u32, err: i32, cpu: u32, seq: u64, pid: u32) -> [u8; 96] {
+    pub(crate) fn rec(probe: u32, err: i32, cpu: u32, seq: u64, pid: u32) -> [u8; RECORD_SIZE] {
         let mut r = PgRecord {
             seq,
             ts_ns: 1000 + seq,
@@ -600,7 +600,7 @@ pub(crate) mod tests {
             cpu,
             nargs: 2,
             args: [0x10, 0x7fcd_42c1_e000, 0, 0],
-            comm: [0; 16],
+            ..PgRecord::default()
         };
         r.comm[..10].copy_from_slice(b"verbs_fail");
         encode(&r)

@@ -349,15 +349,15 @@ mod tests {
         assert!(d.reason().contains("no error site"), "{}", d.reason());
     }
 
-    /// collector/README.md's owner table is this module's `owner_of_class`, row by row.
+    /// docs/collector.md's owner table is this module's `owner_of_class`, row by row.
     #[test]
     fn the_readme_owner_table_is_the_site_classes() {
-        let readme = include_str!("../README.md");
+        let readme = include_str!("../../docs/collector.md");
         for &c in SiteClass::ALL {
             let row = readme
                 .lines()
                 .find(|l| l.starts_with(&format!("| `{c}` |")))
-                .unwrap_or_else(|| panic!("collector/README.md has no row for `{c}`"));
+                .unwrap_or_else(|| panic!("docs/collector.md has no row for `{c}`"));
             let owner = row.trim_end_matches('|').rsplit('|').next().unwrap_or("");
             let (core, vendor) = (
                 owner_of_class(c, Layer::Core),

@@ -26,5 +26,5 @@ pub use maintenance::{
 pub use notice::Notice;
 pub use queries::{explain, graph, path, Explanation, GraphSummary};
 pub use selection::{manifest_of, select, select_vendors, EachSelection, Selected};
-pub use source::{load_rules, Loaded, SourceOptions};
+pub use source::{load_rules, source_dirs, Loaded, SourceOptions};
 pub use union::union_set;

@@ -44,6 +44,18 @@ pub fn load_rules(path: Option<&Path>) -> Result<heuristics::Rules, Error> {
     }
 }
 
+/// Every source directory the rules name, one entry each: the Kbuild root, then the include
+/// directories and the vendors' (`probegen rules --source-dirs`, which `scripts/fetch-kernel.sh`
+/// extracts from a kernel's source package: the analyzer's list, no second parser of the rules).
+pub fn source_dirs(rules: Option<&Path>) -> Result<Vec<String>, Error> {
+    let rules = load_rules(rules)?;
+    Ok(rules
+        .source_layout()
+        .scan_dirs()
+        .map(str::to_string)
+        .collect())
+}
+
 /// The one check of a vendor name against the rules: `flag` is the option that named it and
 /// `list` the whole `--vendor a,b` value when it came from a list.
 pub(crate) fn resolve_vendor<'r>(

@@ -101,31 +101,19 @@ prepare_kernel() {
 	KMODDIR=$KROOT/lib/modules/$KREL
 }
 
-# Extracts the ELF vmlinux from the bzImage payload for PVH boot (cached).
+# shellcheck source=scripts/lib/vmlinux.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/vmlinux.sh"
+
+# The ELF vmlinux of the bzImage for PVH boot (cached), by the extractor fetch-kernel.sh uses.
 # Prints its path, or nothing if it cannot be extracted or has no PVH entry note.
-extract_vmlinux() {
-	local out=$CACHE/vmlinux
+pvh_vmlinux() {
+	local out=$CACHE/vmlinux tmp=$CACHE/vmlinux.tmp
 	if [ -f "$out" ]; then
 		echo "$out"
 		return 0
 	fi
 	[ -f "$CACHE/vmlinux.none" ] && return 0
-	local setup_sects poff plen off magic tmp=$CACHE/vmlinux.tmp
-	setup_sects=$(od -An -tu1 -j $((0x1f1)) -N1 "$BZIMAGE" | tr -d ' ')
-	[ "$setup_sects" = 0 ] && setup_sects=4
-	poff=$(od -An -tu4 -j $((0x248)) -N4 "$BZIMAGE" | tr -d ' ')
-	plen=$(od -An -tu4 -j $((0x24c)) -N4 "$BZIMAGE" | tr -d ' ')
-	off=$(((setup_sects + 1) * 512 + poff))
-	magic=$(od -An -tx1 -j "$off" -N6 "$BZIMAGE" | tr -d ' \n')
-	# The payload ends with the kernel's le32 size trailer: strip it (pitfall 14).
-	payload() { tail -c +$((off + 1)) "$BZIMAGE" | head -c $((plen - 4)); }
-	case "$magic" in
-	28b52ffd*) payload | zstd -dcq >"$tmp" 2>/dev/null ;;
-	fd377a585a00) payload | xz -dc --single-stream >"$tmp" 2>/dev/null ;;
-	1f8b*) payload | gzip -dc >"$tmp" 2>/dev/null ;;
-	*) log "unknown bzImage payload magic $magic: no PVH" ;;
-	esac
-	if [ -s "$tmp" ] && [ "$(head -c4 "$tmp" | od -An -tx1 | tr -d ' \n')" = 7f454c46 ] &&
+	if extract_vmlinux "$BZIMAGE" "$tmp" "$CACHE" >/dev/null &&
 		readelf -n "$tmp" 2>/dev/null | grep -A1 -E '^ +Xen ' | grep -qiE '0x00000012|PHYS32_ENTRY'; then
 		mv "$tmp" "$out"
 		echo "$out"

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use collector::{
     encode, ChainClock, JsonlSink, PgRecord, Pipeline, PipelineConfig, ProbeTable, ProcCache, Sink,
+    RECORD_SIZE,
 };
 use sink_clickhouse::{ClickhouseSink, Endpoint, SinkOptions};
 
@@ -65,7 +66,7 @@ fn table() -> Arc<ProbeTable> {
 
 /// Window `w`'s records: chains of three (innermost first) from 64 threads.
 fn window(w: usize, seq: &mut u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(PER_WINDOW * 96);
+    let mut out = Vec::with_capacity(PER_WINDOW * RECORD_SIZE);
     for i in 0..PER_WINDOW {
         let chain = i / 3;
         let (probe, err) = match (chain % 2, i % 3) {
@@ -84,7 +85,7 @@ fn window(w: usize, seq: &mut u64) -> Vec<u8> {
             cpu: 0,
             nargs: 2,
             args: [0x7fcd_42c1_e000 + i as u64, 0x100000, 0, 0],
-            comm: [0; 16],
+            ..PgRecord::default()
         };
         r.comm[..7].copy_from_slice(b"trainer");
         *seq += 1;
@@ -124,7 +125,7 @@ fn run(windows: usize, sink: Option<SinkOptions>, dir: &std::path::Path, flush: 
     let mut rss = Vec::new();
     for w in 0..windows {
         // two distinct windows alternate: the generator is not what is measured
-        for rec in inputs[w % inputs.len()].chunks_exact(96) {
+        for rec in inputs[w % inputs.len()].chunks_exact(RECORD_SIZE) {
             pipe.ingest(rec);
         }
         let k = std::sync::Arc::new(pipe.derived());

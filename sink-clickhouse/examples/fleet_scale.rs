@@ -15,7 +15,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use collector::{encode, ChainClock, PgRecord, Pipeline, PipelineConfig, ProbeTable, ProcCache};
+use collector::{
+    encode, ChainClock, PgRecord, Pipeline, PipelineConfig, ProbeTable, ProcCache, RECORD_SIZE,
+};
 use sink_clickhouse::{ClickhouseSink, Endpoint, SinkOptions};
 
 const WINDOW_S: u64 = 5;
@@ -38,7 +40,7 @@ fn table() -> Arc<ProbeTable> {
 
 /// An incident's records: reg_mr chains (innermost first) from a few threads.
 fn incident(host: usize, seq: &mut u64, ts: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(INCIDENT_RECORDS * 96);
+    let mut out = Vec::with_capacity(INCIDENT_RECORDS * RECORD_SIZE);
     for i in 0..INCIDENT_RECORDS {
         let tid = 1000 + (host % 7) as u32 * 10 + (i / 3 % 4) as u32;
         let mut r = PgRecord {
@@ -52,7 +54,7 @@ fn incident(host: usize, seq: &mut u64, ts: u64) -> Vec<u8> {
             cpu: 0,
             nargs: 2,
             args: [0x7fcd_42c1_e000 + i as u64, 0x100000, 0, 0],
-            comm: [0; 16],
+            ..PgRecord::default()
         };
         r.comm[..7].copy_from_slice(b"trainer");
         *seq += 1;
@@ -190,7 +192,9 @@ fn close_window(fleet: &mut [Host], w: u64, end: SystemTime) -> u64 {
     for (h, (pipe, sink, seq)) in fleet.iter_mut().enumerate() {
         if mix(h as u64, w).is_multiple_of(INCIDENT_EVERY) {
             incidents += 1;
-            for rec in incident(h, seq, (w + 1) * WINDOW_S * 1_000_000_000).chunks_exact(96) {
+            for rec in
+                incident(h, seq, (w + 1) * WINDOW_S * 1_000_000_000).chunks_exact(RECORD_SIZE)
+            {
                 pipe.ingest(rec);
             }
         }

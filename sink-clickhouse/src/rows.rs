@@ -824,10 +824,10 @@ mod tests {
             pid: 7,
             tid: 7,
             cgroup_id: 1,
-            cpu: 0,
             nargs: 1,
             args: [0x1000, 0, 0, 0],
             comm: *b"verbs_fail\0\0\0\0\0\0",
+            ..PgRecord::default()
         }
     }
 

@@ -83,10 +83,10 @@ fn rec(probe: u32, err: i32, ts_ns: u64, seq: u64, pid: u32) -> PgRecord {
         pid,
         tid: pid,
         cgroup_id: 1,
-        cpu: 0,
         nargs: 1,
         args: [0x1000, 0, 0, 0],
         comm: *b"verbs_app\0\0\0\0\0\0\0",
+        ..PgRecord::default()
     }
 }
 

@@ -8,11 +8,11 @@ use std::path::Path;
 
 use super::servers::data;
 
-/// Offsets in the 96-byte record (`manifest::RECORD_FIELDS`).
-const SEQ: usize = 0;
-const TS: usize = 8;
-const PID: usize = 24;
-const CPU: usize = 40;
+/// Offsets in the record, from its Rust mirror (checked against `manifest::RECORD_FIELDS`).
+const SEQ: usize = std::mem::offset_of!(manifest::PgRecord, seq);
+const TS: usize = std::mem::offset_of!(manifest::PgRecord, ts_ns);
+const PID: usize = std::mem::offset_of!(manifest::PgRecord, pid);
+const CPU: usize = std::mem::offset_of!(manifest::PgRecord, cpu);
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
