@@ -18,14 +18,14 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::chains::{ChainBuilder, ChainClock, ChainsOut};
-use crate::decode::decode;
-use crate::errno::errno_label;
-use crate::kernel_state::{AttachStatus, KernelTotals};
-use crate::owner::Owner;
-use crate::probes::ProbeTable;
 use crate::procinfo::ProcCache;
-use crate::timefmt::{rfc3339, unix_ns};
-use crate::wire::{
+use wire::decode;
+use wire::errno_label;
+use wire::Owner;
+use wire::ProbeTable;
+use wire::{rfc3339, unix_ns};
+use wire::{AttachStatus, KernelTotals};
+use wire::{
     CounterOut, Drops, Errors, Invariant, InvariantProbe, Rec, RecordsOut, SharedPart, Snapshot,
     Totals, Window,
 };
@@ -146,7 +146,7 @@ pub struct Pipeline {
     /// chains reported so far (occurrences), per (owner, origin probe id, origin errno)
     chain_totals: Arc<BTreeMap<(Owner, u32, u32, bool), u64>>,
     /// `--baseline`: success shapes, bifurcations, expected failures
-    baseline: Option<Box<crate::baseline::Baseline>>,
+    baseline: Option<Box<dyn baseline::TraceBaseline>>,
 }
 
 impl Pipeline {
@@ -197,8 +197,8 @@ impl Pipeline {
 
     /// Turns the baseline on: traces come in by [`Pipeline::ingest_trace`], each chain gets
     /// its note and each snapshot the baseline.
-    pub(crate) fn enable_baseline(&mut self, b: crate::baseline::Baseline) {
-        self.baseline = Some(Box::new(b));
+    pub fn enable_baseline(&mut self, b: Box<dyn baseline::TraceBaseline>) {
+        self.baseline = Some(b);
     }
 
     /// Writes the baseline's state file when due: the line to print when it failed.
@@ -217,7 +217,7 @@ impl Pipeline {
     }
 
     /// The kernel's trace counters, read behind their fence.
-    pub(crate) fn set_trace_counts(&mut self, k: crate::wire::TraceCounts) {
+    pub(crate) fn set_trace_counts(&mut self, k: wire::TraceCounts) {
         if let Some(b) = &mut self.baseline {
             b.set_kernel_counts(k);
         }
@@ -414,7 +414,7 @@ impl Pipeline {
         let mut chains = ChainsOut::new(
             self.chains.take(&self.table.relation, is_final),
             self.table.clone(),
-            crate::sites::decide,
+            wire::owner_of,
         );
         if chains.is_empty() {
             return chains;
@@ -478,7 +478,7 @@ impl Pipeline {
                 // the run loop counts sink errors and fills this in
                 sink: 0,
             },
-            baseline: self.baseline.as_ref().map(|b| b.out(&table)),
+            baseline: self.baseline.as_ref().map(|b| b.render(&table)),
             clickhouse: None,
             agent: None,
             idle: quiet
@@ -577,8 +577,8 @@ pub(crate) fn check_invariant(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::decode::encode;
-    use crate::record::PgRecord;
+    use wire::encode;
+    use wire::PgRecord;
 
     fn table() -> Arc<ProbeTable> {
         Arc::new(ProbeTable::from_triples(&[

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::CollectError;
-use crate::kernel_state::KernelTotals;
 use crate::pipeline::Pipeline;
 use crate::warning::Warning;
+use wire::KernelTotals;
 
 /// What the loop does after one call of [`Source::next`].
 #[derive(Debug)]
@@ -46,7 +46,7 @@ pub(crate) trait Source {
     }
 
     /// What the agent has cost so far (live: CPU, memory, the programs' run time).
-    fn cost(&mut self) -> Option<crate::wire::AgentCost> {
+    fn cost(&mut self) -> Option<wire::AgentCost> {
         None
     }
 

@@ -352,7 +352,7 @@ mod tests {
     /// collector/README.md's owner table is this module's `owner_of_class`, row by row.
     #[test]
     fn the_readme_owner_table_is_the_site_classes() {
-        let readme = include_str!("../README.md");
+        let readme = include_str!("../../collector/README.md");
         for &c in SiteClass::ALL {
             let row = readme
                 .lines()

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use super::loader::Loaded;
 use crate::error::CollectError;
-use crate::probes::ProbeTable;
 use crate::warning::Warning;
+use wire::ProbeTable;
 
 /// How long a released module that is still loaded stays detached.
 pub(crate) const RELEASE_HOLD: Duration = Duration::from_secs(30);

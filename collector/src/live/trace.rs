@@ -14,7 +14,7 @@ use super::activity::{Activity, Tracing};
 use super::loader::Loaded;
 use crate::error::CollectError;
 use crate::pipeline::Pipeline;
-use crate::wire::TraceCounts;
+use wire::TraceCounts;
 
 /// The `baseline` ring and the traces a fenced read held back.
 pub(crate) struct TraceRing {

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use super::file::{is_raw_name, Event, Reader};
 use crate::error::CollectError;
-use crate::kernel_state::KernelTotals;
 use crate::pipeline::Pipeline;
 use crate::source::{Source, Step};
 use crate::warning::Warning;
+use wire::KernelTotals;
 
 pub(crate) struct ReplaySource {
     path: PathBuf,

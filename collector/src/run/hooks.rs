@@ -4,7 +4,7 @@
 use crate::error::CollectError;
 use crate::sinks::{Sink, SinkError};
 use crate::warning::Warning;
-use crate::wire::{ChainClock, ChainView, Invariant};
+use wire::{ChainClock, ChainView, Invariant};
 
 /// What the embedder of a run provides: the sinks besides JSONL (ClickHouse, Prometheus), and what to
 /// do with the run's events (the command prints them on stderr).

@@ -8,7 +8,7 @@ use super::hooks::{Event, Hooks};
 use crate::sinks::jsonl::JsonlSink;
 use crate::sinks::{Sink, SinkReport};
 use crate::warning::Warning;
-use crate::wire::{SinkStatus, Snapshot};
+use wire::{SinkStatus, Snapshot};
 
 /// Chains logged on stderr per snapshot (all of them are in the snapshot).
 pub const MAX_CHAIN_LINES: usize = 32;
