@@ -1,6 +1,6 @@
-//! Writing a bundle (`probegen bundle --out DIR`): every checked-in set (`<sets>/linux-*/<vendor>/`)
-//! compiled to its BPF object, with its manifest and `index.json` (the agent's `collect --bundle`
-//! reads it).
+//! Writing a bundle (`probegen bundle --out DIR`): every checked-in set
+//! (`<sets>/linux-*/<vendor>/`) compiled to its BPF object, with its manifest and `index.json`
+//! (the agent's `collect --bundle` reads it).
 //!
 //! Beside each set, the union set of every pair of vendors of one kernel
 //! (`linux-6.12/mlx5+rxe/`, the manifests joined by `manifest::union`): the agent runs it on a

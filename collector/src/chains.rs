@@ -21,9 +21,8 @@
 //! later one, so a syscall whose records straddle a window boundary still gives one chain;
 //! the final snapshot reports everything. Limits are in `collector/README.md`.
 
-use wire::CallRelation;
-use wire::PgRecord;
 pub(crate) use wire::{monotonic_ns, ChainClock, Chains, ChainsOut, Link};
+use wire::{CallRelation, PgRecord};
 
 /// Default bound between two consecutive records of one chain (100 ms): in-syscall gaps are
 /// microseconds on hardware and up to ~2 ms in the TCG guest; the bound leaves room for a

@@ -17,18 +17,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use wire::{
+    decode, errno_label, rfc3339, unix_ns, AttachStatus, CounterOut, Drops, Errors, Invariant,
+    InvariantProbe, KernelTotals, Owner, ProbeTable, Rec, RecordsOut, SharedPart, Snapshot, Totals,
+    Window,
+};
+
 use crate::chains::{ChainBuilder, ChainClock, ChainsOut};
 use crate::procinfo::ProcCache;
-use wire::decode;
-use wire::errno_label;
-use wire::Owner;
-use wire::ProbeTable;
-use wire::{rfc3339, unix_ns};
-use wire::{AttachStatus, KernelTotals};
-use wire::{
-    CounterOut, Drops, Errors, Invariant, InvariantProbe, Rec, RecordsOut, SharedPart, Snapshot,
-    Totals, Window,
-};
 
 /// A monotonic counter's growth; a counter that went backwards (object reloaded) restarts.
 #[inline]
@@ -577,8 +573,7 @@ pub(crate) fn check_invariant(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use wire::encode;
-    use wire::PgRecord;
+    use wire::{encode, PgRecord};
 
     fn table() -> Arc<ProbeTable> {
         Arc::new(ProbeTable::from_triples(&[
@@ -999,5 +994,82 @@ pub(crate) mod tests {
         assert_eq!(s.counters[0].errno.get("none"), Some(&1));
         assert_eq!(s.seq_gaps, 0);
         assert!(s.invariant.ok);
+    }
+
+    /// The pipeline sees the baseline through `TraceBaseline` only: any implementation gets
+    /// every trace and the kernel's counts, a note per chain, and its member in the snapshot.
+    #[test]
+    fn the_baseline_is_any_trace_baseline() {
+        use wire::{BaselineOut, ChainNote, ChainView, TraceCounts};
+
+        struct Counting {
+            traces: u64,
+            counts: TraceCounts,
+            annotated: usize,
+        }
+        impl baseline::TraceBaseline for Counting {
+            fn ingest(&mut self, _trace: &[u8]) {
+                self.traces += 1;
+            }
+            fn set_kernel_counts(&mut self, counts: TraceCounts) {
+                self.counts = counts;
+            }
+            fn annotate(&mut self, _chain: &ChainView<'_>) -> ChainNote {
+                self.annotated += 1;
+                ChainNote {
+                    bifurcation: Err("a test's"),
+                    expected: true,
+                    expected_why: format!("note {}", self.annotated),
+                }
+            }
+            fn render(&self, _table: &ProbeTable) -> BaselineOut {
+                BaselineOut {
+                    mechanism: format!("{} traces, {} chains", self.traces, self.annotated),
+                    sample: 1,
+                    budget: 0,
+                    max_ns: 0,
+                    records: self.counts,
+                    handlers: Vec::new(),
+                    expected: Vec::new(),
+                    jobs: Vec::new(),
+                    jobs_other: 0,
+                }
+            }
+            fn save(&mut self, _table: &ProbeTable, _is_final: bool) -> Option<String> {
+                None
+            }
+        }
+        let t = Arc::new(
+            ProbeTable::from_triples(&[
+                (1, "ib_uverbs_reg_mr", "ib_uverbs"),
+                (3, "ib_umem_get", "ib_uverbs"),
+            ])
+            .with_calls(5, &[(1, 3)]),
+        );
+        let mut p = Pipeline::new(t, PipelineConfig::default(), ProcCache::disabled());
+        p.enable_baseline(Box::new(Counting {
+            traces: 0,
+            counts: TraceCounts::default(),
+            annotated: 0,
+        }));
+        p.ingest_trace(&[0; 8]);
+        p.ingest_trace(&[0; 8]);
+        p.set_trace_counts(TraceCounts {
+            produced: 2,
+            ..TraceCounts::default()
+        });
+        p.ingest(&rec(3, 14, 0, 0, 288));
+        p.ingest(&rec(1, 14, 0, 1, 288));
+        let k = Arc::new(totals(&[(1, 1), (3, 1)], &[((1, 14), 1), ((3, 14), 1)], 0));
+        let s = p.snapshot(&k, SystemTime::now(), true);
+        assert_eq!(s.chains.len(), 1);
+        let b = s.baseline.as_ref().expect("the baseline's member");
+        assert_eq!(b.mechanism, "2 traces, 1 chains");
+        assert_eq!(b.records.produced, 2);
+        let notes: Vec<_> = s.chains.iter().filter_map(|c| c.note.cloned()).collect();
+        assert_eq!(notes.len(), 1);
+        assert_eq!(notes[0].expected_why, "note 1");
+        // a chain the baseline calls expected is counted so
+        assert_eq!(p.chain_totals().keys().filter(|k| k.3).count(), 1);
     }
 }

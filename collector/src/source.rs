@@ -6,10 +6,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use wire::KernelTotals;
+
 use crate::error::CollectError;
 use crate::pipeline::Pipeline;
 use crate::warning::Warning;
-use wire::KernelTotals;
 
 /// What the loop does after one call of [`Source::next`].
 #[derive(Debug)]

@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use libbpf_rs::{Link, MapCore, MapFlags, Object, OpenObject};
 
+use wire::{AttachStatus, Mechanism, ProbeTable};
+
 use crate::warning::Warning;
 use baseline::BaselineConfig;
-use wire::ProbeTable;
-use wire::{AttachStatus, Mechanism};
 
 /// How calls are traced on a kernel without fsession (or where it was refused).
 const FENTRY: &str = "fentry+fexit, task storage";

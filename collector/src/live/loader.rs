@@ -10,11 +10,10 @@ use std::path::Path;
 use libbpf_rs::{Link, MapCore, MapFlags, Object, ObjectBuilder, OpenObject};
 
 use super::btf::{clone_base, clones_of, mismatch, HostBtf, Lookup, Signature};
+use wire::{AttachKind, AttachStatus, KernelTotals, Mechanism, PgErrnoKey, ProbeTable};
+
 use crate::error::CollectError;
 use crate::warning::Warning;
-use wire::PgErrnoKey;
-use wire::{AttachKind, ProbeTable};
-use wire::{AttachStatus, KernelTotals, Mechanism};
 
 /// Maps the collector reads, with their key and value sizes.
 const MAPS: &[(&str, u32, u32)] = &[

@@ -16,9 +16,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::loader::Loaded;
+use wire::ProbeTable;
+
 use crate::error::CollectError;
 use crate::warning::Warning;
-use wire::ProbeTable;
 
 /// How long a released module that is still loaded stays detached.
 pub(crate) const RELEASE_HOLD: Duration = Duration::from_secs(30);

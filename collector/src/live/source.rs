@@ -19,14 +19,14 @@ use libbpf_rs::{MapCore, RingBuffer, RingBufferBuilder};
 
 use super::loader::Loaded;
 use super::modules::{answer, Control, ModuleWatch};
+use wire::{KernelTotals, ProbeTable};
+
 use crate::error::CollectError;
 use crate::live::activity::{Activity, Failing};
 use crate::pipeline::Pipeline;
 use crate::replay::{Header, Recorder};
 use crate::source::{Source, Step};
 use crate::warning::Warning;
-use wire::KernelTotals;
-use wire::ProbeTable;
 
 /// Ring-buffer samples taken by the consume callback, handed to the pipeline after it.
 #[derive(Default)]

@@ -34,9 +34,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use wire::KernelTotals;
-use wire::RECORD_SIZE;
-use wire::{hex, unhex};
+use wire::{hex, unhex, KernelTotals, RECORD_SIZE};
 
 pub(crate) const REPLAY_SCHEMA: &str = "probegen/v1";
 

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use wire::{KernelTotals, ProbeTable};
+
 use crate::chains::ChainClock;
 use crate::error::CollectError;
 use crate::live::{LiveSource, Timing};
@@ -23,8 +25,6 @@ use crate::stop::{self, install_signal_handlers, stop_requested};
 pub use hooks::{Event, Hooks};
 pub use options::Options;
 use outputs::Outputs;
-use wire::KernelTotals;
-use wire::ProbeTable;
 
 /// What a run did (printed by the command, checked by tests).
 #[derive(Debug, Clone, Default)]

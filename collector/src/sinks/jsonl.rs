@@ -31,9 +31,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::sink::{Sink, SinkError};
+use wire::{OutputKind, SinkStatus, Snapshot};
+
 use crate::sinks::line::LineCache;
-use wire::OutputKind;
-use wire::{SinkStatus, Snapshot};
 
 /// At most this long between a sync and the next one while lines that changed nothing are
 /// written.

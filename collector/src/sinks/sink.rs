@@ -4,9 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use crate::error::SinkError;
-use wire::AttachStatus;
-use wire::ProbeTable;
-use wire::{SharedPart, SinkStatus, Snapshot};
+use wire::{AttachStatus, ProbeTable, SharedPart, SinkStatus, Snapshot};
 
 /// One destination of snapshots.
 pub trait Sink {
