@@ -17,7 +17,12 @@
 //! * pinned with `--baseline-entry fentry`, the burst collector traces by fentry+fexit on 7.2
 //!   too, and says why fsession is not used;
 //! * received + dropped == produced for the trace records in every snapshot, and a burst of
-//!   successes that overflows the trace ring drops no failure record.
+//!   successes that overflows the trace ring drops no failure record;
+//! * shapes and bifurcations in call order (issue 36): every shape lists callers before their
+//!   callees (the manifest's call graph); the reg_mr the verbs core rejects (an iova whose page
+//!   offset is not its start address's: EINVAL in ib_uverbs_reg_mr) left after the handler,
+//!   where the successes entered the driver's `rxe_reg_user_mr` and it entered nothing; the
+//!   create_qp the driver rejects left after a driver function.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -143,10 +148,13 @@ fn check_shapes(ver: &str, snaps: &[Value]) -> Vec<String> {
 
 /// The failing reg_mr and modify_qp name where they left the success path, at different places.
 fn check_bifurcations(ver: &str, all: &[&Value], shapes: &[String]) {
-    // the failing calls' bifurcations
+    // the failing calls' bifurcations: the workload's (the testbed's own verbs_fail step makes
+    // the same failures before it, while the collector runs)
+    let workload = |c: &&Value| c["comm"] == "verbs_baseline";
     let find = |h: &str, errno: &str| {
         all.iter()
             .copied()
+            .filter(workload)
             .find(|c| handler(c) == h && c["errno_name"] == errno)
             .unwrap_or_else(|| panic!("{ver}: no chain of {h} with {errno}"))
     };
@@ -154,6 +162,7 @@ fn check_bifurcations(ver: &str, all: &[&Value], shapes: &[String]) {
     let modify = all
         .iter()
         .copied()
+        .filter(workload)
         .find(|c| handler(c).contains("modify_qp") && c["errno_name"] == "EINVAL")
         .unwrap_or_else(|| panic!("{ver}: no modify_qp EINVAL chain"));
     let mut places = Vec::new();
@@ -416,6 +425,115 @@ fn check_jobs(ver: &str, b: &Value) {
     assert!(with_qp >= 5, "{ver}: {with_qp} jobs with create_qp");
 }
 
+/// The probe table of the run's manifest (its call graph).
+fn table() -> collector::ProbeTable {
+    let path = std::env::var("PROBEGEN_E2E_MANIFEST")
+        .expect("PROBEGEN_E2E_MANIFEST (set by scripts/e2e-baseline.sh)");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    collector::ProbeTable::from_manifest_text(&text, &path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Every shape lists a caller before its callees: no function is called (directly or
+/// through unprobed functions) by one listed after it, unless the two call each other.
+fn check_call_order(ver: &str, b: &Value) {
+    let t = table();
+    let ids = |f: &str| -> Vec<u32> {
+        let f = f.split(" [").next().unwrap_or(f);
+        t.probes
+            .iter()
+            .filter(|p| p.function == f)
+            .map(|p| p.id)
+            .collect()
+    };
+    let calls = |a: &str, b: &str| {
+        ids(a)
+            .iter()
+            .any(|&x| ids(b).iter().any(|&y| t.relation.calls(x, y)))
+    };
+    let mut checked = 0;
+    for h in b["handlers"].as_array().expect("baseline.handlers") {
+        for s in h["shapes"].as_array().into_iter().flatten() {
+            let f: Vec<&str> = s["functions"]
+                .as_array()
+                .expect("functions")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            for (i, a) in f.iter().enumerate() {
+                for later in &f[i + 1..] {
+                    assert!(
+                        !calls(later, a) || calls(a, later),
+                        "{ver}: {}: shape {} lists {a} before its caller {later}: {f:?}",
+                        h["function"],
+                        s["shape"]
+                    );
+                }
+            }
+            checked += 1;
+        }
+    }
+    let reg = b["handlers"]
+        .as_array()
+        .and_then(|hs| hs.iter().find(|h| h["function"] == "ib_uverbs_reg_mr"))
+        .expect("reg_mr's baseline");
+    let main = &reg["shapes"][0]["functions"];
+    println!("{ver}: {checked} shapes in call order; reg_mr's most common: {main}");
+    assert_eq!(main[0], "rxe_reg_user_mr", "{ver}: {main}");
+}
+
+/// The reg_mr the verbs core rejects, the create_qp the driver rejects: where they left.
+fn check_rejections(ver: &str, all: &[&Value], snap: &Value) {
+    let core = all
+        .iter()
+        .copied()
+        .find(|c| handler(c) == "ib_uverbs_reg_mr" && c["errno_name"] == "EINVAL")
+        .unwrap_or_else(|| panic!("{ver}: no ib_uverbs_reg_mr EINVAL chain (misaligned iova)"));
+    let bf = &core["bifurcation"];
+    println!("{ver}: {} -> bifurcation {bf}", core["summary"]);
+    assert_eq!(
+        core["functions"],
+        serde_json::json!(["ib_uverbs_reg_mr"]),
+        "{core}"
+    );
+    assert_eq!(bf["path"], "traced", "{ver}: {bf}");
+    assert_eq!(bf["after"], "ib_uverbs_reg_mr", "{ver}: {bf}");
+    assert_eq!(bf["baseline_next"], "rxe_reg_user_mr", "{ver}: {bf}");
+    assert_eq!(bf["baseline_next_layer"], "vendor", "{ver}: {bf}");
+    assert!(bf["this_next"].is_null(), "{ver}: {bf}");
+    assert!(bf["this_next_layer"].is_null(), "{ver}: {bf}");
+    // the create_qp past the device's capabilities: rejected in the driver
+    let driver = all
+        .iter()
+        .copied()
+        .find(|c| {
+            let h = handler(c).to_lowercase();
+            (h.contains("create_qp") || h.contains("qp_create"))
+                && c["errno_name"] == "EINVAL"
+                && c["bifurcation"].is_object()
+        })
+        .unwrap_or_else(|| panic!("{ver}: no create_qp EINVAL chain with a bifurcation"));
+    let bf = &driver["bifurcation"];
+    println!("{ver}: {} -> bifurcation {bf}", driver["summary"]);
+    let after = bf["after"].as_str().unwrap_or("");
+    let module = snap["attached"]
+        .as_array()
+        .and_then(|a| a.iter().find(|p| p["function"] == after))
+        .map_or(Value::Null, |p| p["module"].clone());
+    assert_eq!(
+        module, "rdma_rxe",
+        "{ver}: the last common function `{after}` is the driver's: {bf}"
+    );
+    assert_eq!(bf["path"], "traced", "{ver}: {bf}");
+    assert_eq!(bf["baseline_next_layer"], "vendor", "{ver}: {bf}");
+    assert!(
+        bf["this_next"]
+            .as_str()
+            .is_some_and(|n| n.ends_with("[EINVAL]")),
+        "{ver}: {bf}"
+    );
+}
+
 fn check(ver: &str) {
     let dir = out_dir();
     let snaps = lines(&dir.join("baseline.jsonl"));
@@ -423,6 +541,8 @@ fn check(ver: &str) {
     let all = chains(&snaps);
     check_bifurcations(ver, &all, &shapes);
     let b = &snaps.last().expect("a snapshot")["baseline"];
+    check_call_order(ver, b);
+    check_rejections(ver, &all, snaps.last().expect("a snapshot"));
     check_expected(ver, &all, b);
     check_jobs(ver, b);
     check_burst(ver, &dir);

@@ -25,7 +25,7 @@ use common::servers::{fleet_question, fleet_question_with, ClickHouse, Guard};
 use sink_clickhouse::{statements, ClickhouseSink, Endpoint, SinkOptions};
 
 /// The columns `chains` gained with the baseline.
-const NOTE_COLUMNS: [&str; 7] = [
+const NOTE_COLUMNS: [&str; 9] = [
     "expected",
     "expected_why",
     "bifurcation_after",
@@ -33,6 +33,14 @@ const NOTE_COLUMNS: [&str; 7] = [
     "bifurcation_share",
     "bifurcation_this_next",
     "bifurcation_shape",
+    "bifurcation_baseline_next_layer",
+    "bifurcation_this_next_layer",
+];
+
+/// The columns the call order added (issue 36): the layer of the bifurcation's next functions.
+const LAYER_COLUMNS: [&str; 2] = [
+    "bifurcation_baseline_next_layer",
+    "bifurcation_this_next_layer",
 ];
 
 /// The tables of `ddl` as the previous version made them: no `baselines` (local,
@@ -68,6 +76,36 @@ fn upgraded(ch: &ClickHouse, flags: &[&str]) -> Vec<String> {
         ch.query(st).unwrap_or_else(|e| panic!("{st}\n-> {e}"));
     }
     upgrade
+}
+
+/// The tables of the version before the call order (the baseline's note without the layer
+/// columns) upgraded on 18.16, which has no `IF NOT EXISTS`: the newest ALTER (the layers)
+/// goes in, the next one (the note, there already) stops the run with Code 44 as the
+/// upgrade's header says, and the table has every column.
+fn upgrade_from_the_return_order_version(ch: &ClickHouse) {
+    let flags = ["--database", "probegen_v3"];
+    for st in statements(&schema(&flags)) {
+        let old: Vec<&str> = st
+            .lines()
+            .filter(|l| {
+                let name = l.trim_start().split(' ').next().unwrap_or("");
+                !(l.starts_with("    ") && LAYER_COLUMNS.contains(&name))
+            })
+            .collect();
+        ch.query(&old.join("\n"))
+            .unwrap_or_else(|e| panic!("{st}\n-> {e}"));
+    }
+    let upgrade = statements(&schema(&[&flags[..], &["--upgrade"]].concat()));
+    let (first, second) = (&upgrade[0], &upgrade[1]);
+    assert!(first.contains("bifurcation_this_next_layer"), "{first}");
+    ch.query(first)
+        .unwrap_or_else(|e| panic!("{first}\n-> {e}"));
+    let stop = ch.query(second).expect_err("the note's columns are there");
+    assert!(stop.contains("Code: 44"), "{stop}");
+    let cols = ch
+        .query("SELECT name FROM system.columns WHERE database = 'probegen_v3' AND table = 'chains' AND name LIKE 'bifurcation_%'")
+        .expect("columns");
+    assert_eq!(cols.lines().count(), 7, "{cols}");
 }
 
 /// A batch as the previous version framed it (v2: records, chains, counters, snapshots; no
@@ -118,7 +156,7 @@ fn baselines_on_an_upgraded_18_16_fleet() {
     let cols = ch
         .query("SELECT name FROM system.columns WHERE database = 'probegen' AND table = 'chains' AND name LIKE 'bifurcation_%' ORDER BY name")
         .expect("columns");
-    assert_eq!(cols.lines().count(), 5, "{cols}");
+    assert_eq!(cols.lines().count(), 7, "{cols}");
     // run once, as the upgrade says: a second ALTER fails, naming the column
     let alter = upgrade
         .iter()
@@ -126,6 +164,7 @@ fn baselines_on_an_upgraded_18_16_fleet() {
         .expect("ALTER");
     let again = ch.query(alter).expect_err("18.16 has no IF NOT EXISTS");
     assert!(again.contains("Code: 44"), "{again}");
+    upgrade_from_the_return_order_version(&ch);
 
     let endpoint = Endpoint::parse(&ch.url(), Duration::from_secs(10))
         .expect("url")
@@ -162,15 +201,15 @@ fn baselines_on_an_upgraded_18_16_fleet() {
         .query(
             "SELECT origin_function, expected, expected_why, bifurcation_after, \
              bifurcation_baseline_next, bifurcation_share, bifurcation_this_next, \
-             bifurcation_shape FROM probegen.chains FINAL WHERE host = 'bl-02' \
-             ORDER BY origin_function",
+             bifurcation_shape, bifurcation_baseline_next_layer, bifurcation_this_next_layer \
+             FROM probegen.chains FINAL WHERE host = 'bl-02' ORDER BY origin_function",
         )
         .expect("chains");
     assert_eq!(
         chains.lines().collect::<Vec<_>>(),
         [
-            format!("ib_umem_get\t1\t{}\t\t\t0\t\t", baselines::EXPECTED_WHY),
-            "rxe_qp_chk_init\t0\tnew: never seen before\tib_uverbs_create_qp\trxe_create_qp\t0.97\trxe_qp_chk_init\tc0ffeec0ffee".into(),
+            format!("ib_umem_get\t1\t{}\t\t\t0\t\t\t\t", baselines::EXPECTED_WHY),
+            "rxe_qp_chk_init\t0\tnew: never seen before\tib_uverbs_create_qp\trxe_create_qp\t0.97\trxe_qp_chk_init\tc0ffeec0ffee\tvendor\tvendor".into(),
         ]
     );
     baselines::check_baselines(&fleet_question(&ch, "baselines", ""));
@@ -200,7 +239,11 @@ fn baselines_through_upgraded_cluster_and_buffer_tables_on_18_16() {
         .filter_map(|s| s.strip_prefix("ALTER TABLE probegen."))
         .filter_map(|s| s.lines().next())
         .collect();
-    assert_eq!(alters, ["chains_local", "chains", "chains_buffer"]);
+    // one ALTER per version that added columns (the layers, then the note), per table
+    assert_eq!(
+        alters,
+        ["chains_local", "chains", "chains_buffer"].repeat(2)
+    );
     let mut endpoint = Endpoint::parse(&ch.url(), Duration::from_secs(10))
         .expect("url")
         .with_password(ch.password.clone());

@@ -149,6 +149,12 @@ pub fn baseline_show(a: &BaselineShowArgs) -> Result<std::process::ExitCode, Age
         return Ok(std::process::ExitCode::SUCCESS);
     }
     println!("manifest {}", view.manifest_hash);
+    if view.return_order {
+        println!(
+            "written by an earlier version (format 1): its shapes are in return order; \
+             `collect` puts them in call order when it loads the file with its manifest"
+        );
+    }
     println!("handler\tsuccesses\tshapes\tother");
     for h in &view.handlers {
         println!("{}\t{}\t{}\t{}", h.function, h.successes, h.shapes, h.other);

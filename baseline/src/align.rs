@@ -1,12 +1,14 @@
 //! Aligning a failing call's path with the success shapes of its handler.
 //!
-//! Paths are probe ids in return order. The noise between successes is subtracted first, the
+//! Paths are steps in call order ([`super::trace`]): a probe id with its outcome, a failure
+//! marked where it was born. The noise between successes is subtracted first, the
 //! way Anduril (SOSP '24) cancels run-to-run differences: an id that some success shape has
 //! outside its longest common subsequence (LCS) with the most common shape differs between
 //! good runs, so it says nothing about a failure and is left out of both sides. The nearest
 //! shape is the one with the longest LCS with the failing path (ties: the more common shape,
 //! then the first). The bifurcation is where the failing path stops following that shape: the
-//! last step of their common prefix, the shape's next step and the call's own next step.
+//! last step of their common prefix, the function the shape entered next and the one the call
+//! entered next (or the same one, failing).
 
 use std::collections::BTreeSet;
 

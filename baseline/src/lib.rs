@@ -128,6 +128,11 @@ fn token_name(table: &ProbeTable, t: u32) -> String {
     }
 }
 
+/// A token's layer: the verbs core or the driver (the manifest's `layer` of its probe).
+fn layer(table: &ProbeTable, t: u32) -> Option<manifest::Layer> {
+    table.get(t >> 12).map(|p| p.layer)
+}
+
 /// Failing calls' traces kept for their chains (a chain closes a gap after its records).
 const FAILING_KEPT: usize = 4096;
 /// A failing call's trace ends this long at most after its handler's failure record.
@@ -176,15 +181,29 @@ impl Baseline {
         match persist::load(&path, &table.manifest_hash) {
             Ok(None) => None,
             Ok(Some(st)) => {
-                self.store = st.store;
+                // an earlier version's shapes: in call order before anything is merged in
+                let (store, reordered) = if st.return_order {
+                    let shapes: usize = st.store.handlers.values().map(|h| h.shapes.len()).sum();
+                    let (s, merged) = st.store.into_call_order(&|a, b| table.relation.calls(a, b));
+                    (s, Some((shapes, merged)))
+                } else {
+                    (st.store, None)
+                };
+                self.store = store;
                 self.expected.patterns = st.expected.patterns;
                 self.expected.seen = st.expected.seen;
+                // written back in call order at the next save
+                self.dirty |= reordered.is_some();
                 let n: u64 = self.store.handlers.values().map(|h| h.successes).sum();
                 Some(format!(
-                    "baseline state {}: restored {} handlers, {n} successes, {} failure patterns",
+                    "baseline state {}: restored {} handlers, {n} successes, {} failure patterns{}",
                     path.display(),
                     self.store.handlers.len(),
-                    self.expected.patterns.len()
+                    self.expected.patterns.len(),
+                    reordered.map_or_else(String::new, |(shapes, merged)| format!(
+                        " (an earlier version's file: its {shapes} shapes put in call order with \
+                         the manifest's call graph, {merged} merged into one they equal)"
+                    ))
                 ))
             }
             Err(line) => Some(line),
@@ -210,6 +229,7 @@ impl Baseline {
                 .collect(),
             store: self.store.clone(),
             expected: self.expected.clone(),
+            return_order: false,
         };
         self.saved = Some(std::time::Instant::now());
         self.dirty = false;
@@ -219,12 +239,14 @@ impl Baseline {
             .map(|e| format!("baseline state {}: not written: {e}", path.display()))
     }
 
-    /// One record of the `baseline` ring.
-    pub(crate) fn ingest(&mut self, sample: &[u8]) {
+    /// One record of the `baseline` ring, its steps put in call order with `table`'s call
+    /// graph.
+    pub(crate) fn ingest(&mut self, table: &ProbeTable, sample: &[u8]) {
         let Some(t) = Trace::decode(sample) else {
             self.counts.decode_errors += 1;
             return;
         };
+        let t = t.into_call_order(&|a, b| table.relation.calls(a, b));
         self.counts.received += 1;
         self.dirty = true;
         self.jobs.add(t.cgroup_id, t.handler, &comm_str(&t.comm));
@@ -283,20 +305,23 @@ impl Baseline {
         });
         let (path, kind) = match own.and_then(|i| self.failing.remove(i)) {
             Some(t) => (t.path(), "traced"),
-            // innermost first is return order
-            None => (
-                c.links
-                    .iter()
-                    .filter(|l| l.probe != handler)
-                    .map(|l| {
-                        token(
+            // the chain's links, innermost first, each called by the next: reversed, they are
+            // in call order, and only the innermost (the origin) failed on its own
+            None => {
+                let inner = c.links.iter().filter(|l| l.probe != handler);
+                let origin = inner.clone().next().map(|l| l.probe);
+                let path = inner
+                    .rev()
+                    .map(|l| match Some(l.probe) == origin {
+                        true => token(
                             l.probe,
                             i32::try_from(l.err).ok().filter(|&e| e > 0).unwrap_or(-1),
-                        )
+                        ),
+                        false => token(l.probe, 0),
                     })
-                    .collect(),
-                "failures",
-            ),
+                    .collect();
+                (path, "failures")
+            }
         };
         let bifurcation = self.bifurcation(c.table, handler, &path, kind);
         // the outermost link is the handler's own failure record: it failed
@@ -332,8 +357,10 @@ impl Baseline {
                 name,
             ),
             baseline_next: s.baseline_next.map(name),
+            baseline_next_layer: s.baseline_next.and_then(|t| layer(table, t)),
             share: s.share,
             this_next: s.this_next.map(name),
+            this_next_layer: s.this_next.and_then(|t| layer(table, t)),
             shape: store::shape_id(ranked[s.shape].0),
             path: kind,
             functions: path.iter().map(|&p| name(p)).collect(),
@@ -420,6 +447,7 @@ pub fn state_view(bytes: &[u8], pinned: Vec<Pinned>) -> Result<StateView, String
     };
     Ok(StateView {
         manifest_hash: st.manifest_hash.clone(),
+        return_order: st.return_order,
         handlers: st
             .store
             .handlers
@@ -462,5 +490,289 @@ fn shape_out(
                 step_end_ns: t.steps.iter().map(|s| s.2).collect(),
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wire::OwnerDecision;
+    use wire::Link;
+    use manifest::{Layer, PgTrace, TRACE_SIZE};
+
+    const REG: u32 = 0;
+    const QP: u32 = 4;
+
+    /// reg_mr: the handler, then the driver's rxe_reg_user_mr -> rxe_mr_init_user -> the
+    /// core's ib_umem_get; create_qp: the handler, then rxe_create_qp -> rxe_qp_chk_init and
+    /// rxe_qp_from_init.
+    fn table() -> ProbeTable {
+        ProbeTable::from_triples(&[
+            (0, "ib_uverbs_reg_mr", "ib_uverbs"),
+            (1, "rxe_reg_user_mr", "rdma_rxe"),
+            (2, "rxe_mr_init_user", "rdma_rxe"),
+            (3, "ib_umem_get", "ib_uverbs"),
+            (4, "ib_uverbs_create_qp", "ib_uverbs"),
+            (5, "rxe_create_qp", "rdma_rxe"),
+            (6, "rxe_qp_chk_init", "rdma_rxe"),
+            (7, "rxe_qp_from_init", "rdma_rxe"),
+        ])
+        .with_calls(8, &[(0, 1), (1, 2), (2, 3), (4, 5), (5, 6), (5, 7)])
+    }
+
+    /// A trace record: `steps` (probe, errno) in return order, as the kernel appends them.
+    fn record(handler: u32, err: i32, tid: u32, ts_ns: u64, steps: &[(u32, i32)]) -> Vec<u8> {
+        let mut r = PgTrace {
+            handler,
+            err,
+            failed: u32::from(err != 0),
+            pid: tid,
+            tid,
+            start_ns: ts_ns - 1000,
+            ts_ns,
+            nsteps: steps.len() as u32,
+            ..Default::default()
+        };
+        for (i, &(p, e)) in steps.iter().enumerate() {
+            r.step_probe[i] = p;
+            r.step_err[i] = e;
+            r.step_end_ns[i] = 10 * (i as u32 + 1);
+        }
+        // SAFETY: PgTrace is repr(C), plain integers and arrays.
+        let bytes: [u8; TRACE_SIZE] = unsafe { std::mem::transmute(r) };
+        bytes.to_vec()
+    }
+
+    fn link(probe: u32, err: u32, tid: u32, ts_ns: u64) -> Link {
+        Link {
+            probe,
+            err,
+            pid: tid,
+            tid,
+            ts_ns,
+            comm: [0; 16],
+            order: 0,
+        }
+    }
+
+    fn baseline(t: &ProbeTable) -> Baseline {
+        let mut b = Baseline::new(BaselineConfig::default(), [REG, QP].into(), "test".into());
+        for i in 0..9u64 {
+            b.ingest(t, &record(REG, 0, 1, 10_000 + i, &[(3, 0), (2, 0), (1, 0)]));
+        }
+        for i in 0..5u64 {
+            b.ingest(t, &record(QP, 0, 1, 20_000 + i, &[(6, 0), (7, 0), (5, 0)]));
+        }
+        b
+    }
+
+    /// The note of the chain `links` (innermost first).
+    fn note(b: &mut Baseline, t: &ProbeTable, links: &[Link]) -> Bifurcation {
+        let decision = OwnerDecision { candidates: vec![] };
+        let c = ChainView {
+            links,
+            table: t,
+            count: 1,
+            last_end_ns: 0,
+            owner: wire::Owner::VerbsCore,
+            decision: &decision,
+            note: None,
+        };
+        b.annotate(&c).bifurcation.expect("a bifurcation")
+    }
+
+    fn triple(bf: &Bifurcation) -> (&str, Option<&str>, Option<&str>) {
+        (
+            bf.after.as_str(),
+            bf.baseline_next.as_deref(),
+            bf.this_next.as_deref(),
+        )
+    }
+
+    #[test]
+    fn shapes_list_callers_before_callees() {
+        let t = table();
+        let b = baseline(&t);
+        let out = b.out(&t);
+        let reg = &out.handlers[0];
+        assert_eq!(reg.function, "ib_uverbs_reg_mr");
+        assert_eq!(
+            reg.shapes[0].functions,
+            ["rxe_reg_user_mr", "rxe_mr_init_user", "ib_umem_get"]
+        );
+        // the exemplar's return times follow the shape's order
+        assert_eq!(reg.shapes[0].exemplars[0].step_end_ns, [30, 20, 10]);
+        assert_eq!(
+            out.handlers[1].shapes[0].functions,
+            ["rxe_create_qp", "rxe_qp_chk_init", "rxe_qp_from_init"]
+        );
+    }
+
+    #[test]
+    fn a_call_the_core_rejects_never_reached_the_driver() {
+        let t = table();
+        let mut b = baseline(&t);
+        // ib_uverbs_reg_mr returned EINVAL before calling the driver: no step
+        b.ingest(&t, &record(REG, -22, 9, 50_000, &[]));
+        let bf = note(&mut b, &t, &[link(REG, 22, 9, 50_000)]);
+        assert_eq!(
+            triple(&bf),
+            ("ib_uverbs_reg_mr", Some("rxe_reg_user_mr"), None)
+        );
+        assert_eq!(
+            (bf.baseline_next_layer, bf.this_next_layer),
+            (Some(Layer::Vendor), None)
+        );
+        assert_eq!((bf.path, bf.common), ("traced", 0));
+        // every reg_mr success entered the driver first
+        assert!((bf.share - 1.0).abs() < 1e-9, "{}", bf.share);
+    }
+
+    #[test]
+    fn a_deep_failure_leaves_where_it_was_born() {
+        let t = table();
+        let mut b = baseline(&t);
+        // ib_umem_get failed EFAULT; its callers and the handler returned it
+        b.ingest(
+            &t,
+            &record(REG, -14, 9, 50_000, &[(3, 14), (2, 14), (1, 14)]),
+        );
+        let links = [
+            link(3, 14, 9, 49_000),
+            link(2, 14, 9, 49_100),
+            link(1, 14, 9, 49_200),
+            link(REG, 14, 9, 50_000),
+        ];
+        let bf = note(&mut b, &t, &links);
+        assert_eq!(
+            triple(&bf),
+            (
+                "rxe_mr_init_user",
+                Some("ib_umem_get"),
+                Some("ib_umem_get [EFAULT]")
+            )
+        );
+        assert_eq!(
+            (bf.baseline_next_layer, bf.this_next_layer),
+            (Some(Layer::Core), Some(Layer::Core))
+        );
+        assert_eq!(
+            bf.functions,
+            [
+                "rxe_reg_user_mr",
+                "rxe_mr_init_user",
+                "ib_umem_get [EFAULT]"
+            ]
+        );
+        assert_eq!(bf.path, "traced");
+        // the same chain without its trace: its links, outermost first, say the same
+        let bf = note(&mut b, &t, &links);
+        assert_eq!(bf.path, "failures");
+        assert_eq!(
+            triple(&bf),
+            (
+                "rxe_mr_init_user",
+                Some("ib_umem_get"),
+                Some("ib_umem_get [EFAULT]")
+            )
+        );
+    }
+
+    #[test]
+    fn a_call_the_driver_rejects_names_the_driver_function() {
+        let t = table();
+        let mut b = baseline(&t);
+        b.ingest(&t, &record(QP, -22, 9, 50_000, &[(6, 22), (5, 22)]));
+        let links = [
+            link(6, 22, 9, 49_000),
+            link(5, 22, 9, 49_100),
+            link(QP, 22, 9, 50_000),
+        ];
+        let bf = note(&mut b, &t, &links);
+        assert_eq!(
+            triple(&bf),
+            (
+                "rxe_create_qp",
+                Some("rxe_qp_chk_init"),
+                Some("rxe_qp_chk_init [EINVAL]")
+            )
+        );
+        assert_eq!(bf.baseline_next_layer, Some(Layer::Vendor));
+        assert_eq!(bf.common, 1);
+    }
+
+    #[test]
+    fn a_state_file_of_version_1_is_put_in_call_order() {
+        let t = table();
+        let dir = std::env::temp_dir().join(format!("pg-order-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join("baseline.state");
+        // an earlier version's store: shapes keyed in return order. 3 then 1 (1 called 3)
+        // and 1 then 3 (siblings) are one shape in call order: 1, 3
+        let mut old = store::Store::default();
+        let tr = |steps: &[(u32, i32, u32)], dur| Trace {
+            handler: REG,
+            duration_ns: dur,
+            steps: steps.to_vec(),
+            ..Trace::default()
+        };
+        for _ in 0..4 {
+            old.add(&tr(&[(3, 0, 5), (2, 0, 6), (1, 0, 7)], 100));
+        }
+        old.add(&tr(&[(3, 0, 5), (1, 0, 7)], 300));
+        old.add(&tr(&[(1, 0, 5), (3, 0, 7)], 2000));
+        old.add(&tr(&[(1, 0, 5), (3, 0, 7)], 2000));
+        let mut st = persist::State {
+            manifest_hash: t.manifest_hash.clone(),
+            store: old,
+            ..persist::State::default()
+        };
+        let bytes = persist::encode(&mut st, 1 << 20).expect("fits");
+        let text = String::from_utf8(bytes).expect("utf8");
+        let v1 = text.replacen("probegen-baseline 2 ", "probegen-baseline 1 ", 1);
+        assert_ne!(v1, text);
+        std::fs::write(&path, v1).expect("write");
+        let mut b = Baseline::new(
+            BaselineConfig {
+                state: Some(path.clone()),
+                ..BaselineConfig::default()
+            },
+            [REG].into(),
+            "test".into(),
+        );
+        let line = b.restore(&t).expect("a line");
+        assert!(
+            line.contains("restored 1 handlers, 7 successes")
+                && line.contains("its 3 shapes put in call order")
+                && line.contains("1 merged"),
+            "{line}"
+        );
+        let out = b.out(&t);
+        let shapes = &out.handlers[0].shapes;
+        let fns: Vec<Vec<&str>> = shapes
+            .iter()
+            .map(|s| s.functions.iter().map(String::as_str).collect())
+            .collect();
+        assert_eq!(
+            fns,
+            [
+                vec!["rxe_reg_user_mr", "rxe_mr_init_user", "ib_umem_get"],
+                vec!["rxe_reg_user_mr", "ib_umem_get"],
+            ]
+        );
+        assert_eq!((shapes[0].count, shapes[1].count), (4, 3));
+        // merged: the counts, buckets and durations of both
+        assert_eq!(shapes[1].duration_log2.iter().sum::<u64>(), 3);
+        assert_eq!(shapes[1].p90_ns, 2000);
+        assert_eq!(shapes[0].exemplars[0].step_end_ns, [7, 6, 5]);
+        // a new success in call order lands on the restored shape
+        b.ingest(&t, &record(REG, 0, 1, 90_000, &[(3, 0), (2, 0), (1, 0)]));
+        assert_eq!(b.out(&t).handlers[0].shapes[0].count, 5);
+        // and the file is written back as version 2
+        assert_eq!(b.save(&t, true), None);
+        let back = std::fs::read(&path).expect("written");
+        assert!(back.starts_with(b"probegen-baseline 2 sha256="));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -3,7 +3,10 @@
 //! (a crash leaves the old file or the new one, never half of one), bounded in bytes, with
 //! the manifest hash of the set they were learned with.
 //!
-//! The file: one line `probegen-baseline 1 sha256=<hex of the rest>`, then the JSON body. At
+//! The file: one line `probegen-baseline 2 sha256=<hex of the rest>`, then the JSON body. A
+//! file of version 1 (before shapes were in call order: their steps in return order) is read
+//! whole and marked ([`State::return_order`]): the collector puts its shapes in call order
+//! with its manifest's call graph before it merges anything into them. At
 //! start a file whose line, checksum or body does not read (damaged) or whose manifest hash
 //! is another set's is renamed aside (`FILE.damaged-<unix s>`, `FILE.other-set-<unix s>`),
 //! never merged and never deleted; the baseline starts empty.
@@ -17,7 +20,9 @@ use sha2::{Digest, Sha256};
 use super::expected::Expected;
 use super::store::Store;
 
-const MAGIC: &str = "probegen-baseline 1";
+const MAGIC: &str = "probegen-baseline 2";
+/// Version 1: the same body, shapes and exemplars in return order.
+const MAGIC_V1: &str = "probegen-baseline 1";
 
 /// What a state file holds.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -27,6 +32,9 @@ pub(crate) struct State {
     pub functions: BTreeMap<u32, String>,
     pub store: Store,
     pub expected: Expected,
+    /// read from a file of version 1: its shapes' steps (and exemplars') are in return order
+    #[serde(skip)]
+    pub return_order: bool,
 }
 
 /// Why a file is set aside.
@@ -86,16 +94,20 @@ pub(crate) fn decode(bytes: &[u8], manifest_hash: Option<&str>) -> Result<State,
         .position(|&b| b == b'\n')
         .ok_or_else(|| Aside::Damaged("no header line".into()))?;
     let (head, body) = (&bytes[..nl], &bytes[nl + 1..]);
-    let sum = std::str::from_utf8(head)
-        .ok()
-        .and_then(|h| h.strip_prefix(MAGIC))
-        .and_then(|h| h.strip_prefix(" sha256="))
+    let head = std::str::from_utf8(head).unwrap_or("");
+    let (sum, return_order) = [(MAGIC, false), (MAGIC_V1, true)]
+        .into_iter()
+        .find_map(|(magic, v1)| {
+            let sum = head.strip_prefix(magic)?.strip_prefix(" sha256=")?;
+            Some((sum, v1))
+        })
         .ok_or_else(|| Aside::Damaged(format!("the first line is not `{MAGIC} sha256=...`")))?;
     if sum != hex(&Sha256::digest(body)) {
         return Err(Aside::Damaged("checksum mismatch".into()));
     }
-    let state: State =
+    let mut state: State =
         serde_json::from_slice(body).map_err(|e| Aside::Damaged(format!("body: {e}")))?;
+    state.return_order = return_order;
     if let Some(h) = manifest_hash.filter(|&h| h != state.manifest_hash) {
         return Err(Aside::OtherSet(format!(
             "learned with manifest {}, this set is {h}",

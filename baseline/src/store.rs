@@ -1,4 +1,4 @@
-//! The baseline store: per handler, the distinct success shapes (probe ids in return order)
+//! The baseline store: per handler, the distinct success shapes (probe ids in call order)
 //! with their counts, recent durations for quantiles and the first few exemplars. Bounded:
 //! at most `MAX_SHAPES` shapes per handler (later new shapes only counted in `other`), the
 //! last `DURATIONS` durations and `EXEMPLARS` exemplars per shape.
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use wire::LOG2_BUCKETS;
 
-use crate::trace::Trace;
+use crate::trace::{untoken, Trace};
 
 const MAX_SHAPES: usize = 32;
 const DURATIONS: usize = 512;
@@ -53,6 +53,28 @@ impl Shape {
         }
     }
 
+    /// Adds `other`'s counts, durations and exemplars (two shapes of an earlier version's
+    /// file that are one in call order).
+    fn merge(&mut self, mut other: Shape) {
+        self.count += other.count;
+        self.hist.resize(self.hist.len().max(other.hist.len()), 0);
+        for (a, b) in self.hist.iter_mut().zip(&other.hist) {
+            *a = a.saturating_add(*b);
+        }
+        // oldest first, then the last DURATIONS of both
+        let oldest = self.next.min(self.durations.len());
+        self.durations.rotate_left(oldest);
+        let theirs = other.next.min(other.durations.len());
+        other.durations.rotate_left(theirs);
+        self.durations.append(&mut other.durations);
+        let cut = self.durations.len().saturating_sub(DURATIONS);
+        self.durations.drain(..cut);
+        self.next = 0;
+        let room = EXEMPLARS.saturating_sub(self.exemplars.len());
+        self.exemplars
+            .extend(other.exemplars.into_iter().take(room));
+    }
+
     /// The q-quantile (nearest rank) of the kept durations.
     pub(crate) fn quantile(&self, q: f64) -> u64 {
         let mut d = self.durations.clone();
@@ -94,7 +116,44 @@ pub(crate) struct Store {
 }
 
 impl Store {
-    /// Adds a successful trace.
+    /// The same store with shapes keyed in return order (a state file of version 1) keyed in
+    /// call order (`calls`: the manifest's call graph), their exemplars too; shapes that are
+    /// one in call order are merged. Returns it and how many shapes were merged away.
+    pub(crate) fn into_call_order(self, calls: &dyn Fn(u32, u32) -> bool) -> (Self, usize) {
+        let mut merged = 0;
+        let handlers = self
+            .handlers
+            .into_iter()
+            .map(|(id, h)| {
+                let mut shapes: BTreeMap<Vec<u32>, Shape> = BTreeMap::new();
+                for (path, mut shape) in h.shapes {
+                    let key = Trace {
+                        steps: path.iter().map(|&t| (t >> 12, untoken(t), 0)).collect(),
+                        ..Trace::default()
+                    }
+                    .into_call_order(calls)
+                    .path();
+                    shape.exemplars = std::mem::take(&mut shape.exemplars)
+                        .into_iter()
+                        .map(|t| t.into_call_order(calls))
+                        .collect();
+                    match shapes.get_mut(&key) {
+                        Some(s) => {
+                            s.merge(shape);
+                            merged += 1;
+                        }
+                        None => {
+                            shapes.insert(key, shape);
+                        }
+                    }
+                }
+                (id, HandlerBase { shapes, ..h })
+            })
+            .collect();
+        (Store { handlers }, merged)
+    }
+
+    /// Adds a successful trace (its steps in call order).
     pub(crate) fn add(&mut self, t: &Trace) {
         let h = self.handlers.entry(t.handler).or_default();
         h.successes += 1;

@@ -208,7 +208,7 @@ impl Pipeline {
     /// One record of the `baseline` ring (ignored with the baseline off).
     pub(crate) fn ingest_trace(&mut self, sample: &[u8]) {
         if let Some(b) = &mut self.baseline {
-            b.ingest(sample);
+            b.ingest(&self.table, sample);
         }
     }
 

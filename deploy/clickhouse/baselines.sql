@@ -1,6 +1,9 @@
 -- The fleet's baseline (collect --baseline), last 7 days: per handler and success shape (the
--- probed functions that returned, in order), the hosts that took that path, its calls, its
--- share of the handler's successes, and duration quantiles over every host's calls.
+-- probed functions the calls entered, in call order: a caller before its callees), the hosts
+-- that took that path, its calls, its share of the handler's successes, and duration
+-- quantiles over every host's calls. A host of a version before the call order sends its
+-- shapes in return order, under other shape ids: they are other rows here, never added to
+-- the call order's.
 --
 -- A host's `baselines` rows are its whole baseline so far, repeated in each batch, and a run
 -- with --baseline-state (the package's default) starts from the previous run's: so each host

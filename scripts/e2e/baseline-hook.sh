@@ -6,7 +6,8 @@
 #          verbs_baseline success 60: the baseline of reg_mr, create_qp and modify_qp
 #   stop:  verbs_baseline benign 3 in 5 jobs (own cgroup, SLURM_JOB_ID): create_qp past the
 #          device's capabilities fails, then succeeds; then verbs_baseline fail (reg_mr of
-#          unmapped memory, modify_qp RESET -> RTS) twice; SIGTERM. Then a second collector
+#          unmapped memory, modify_qp RESET -> RTS, reg_mr with a misaligned iova) twice;
+#          SIGTERM. Then a second collector
 #          with a 4 KiB baseline ring (6 traces) and 4 processes of verbs_baseline burst 150: the traces
 #          overflow their ring, the failure records must all arrive. The first collector keeps
 #          its baseline in /out/baseline.state (`baseline show` prints it into show.json and

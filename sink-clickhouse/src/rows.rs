@@ -1,14 +1,16 @@
 //! One snapshot as one batch: `JSONEachRow` bodies for the tables of [`super::schema`], framed
 //! in one byte string (the spool file's content).
 //!
-//! Frame (v3): one header line that says what the batch must contain, then the bodies:
-//! `probegen-batch/v3 <seq> records=<rows>:<bytes> chains=.. counters=.. snapshots=..
+//! Frame (v4): one header line that says what the batch must contain, then the bodies:
+//! `probegen-batch/v4 <seq> records=<rows>:<bytes> chains=.. counters=.. snapshots=..
 //! baselines=.. fnv=<hex>` (`fnv`: FNV-1a 64 of everything after the header line). A batch
 //! torn, cut at a part boundary or with one byte flipped does not match its header: it is
 //! quarantined, never sent in part. Batches of earlier versions (in a host's spool across a
-//! package upgrade) are still read whole, with no `baselines` rows: v2 (the same header
-//! without `baselines=`) and v1 (`probegen-batch/v1 <seq>\n`, then per table
-//! `<name> <bytes>\n<body>`, the first four tables).
+//! package upgrade) are still read whole: v3 (the same header; its success shapes and the
+//! chains' bifurcation columns were in return order: [`return_order_set_aside`] leaves them
+//! out, never merged with shapes in call order), v2 (the same header without `baselines=`)
+//! and v1 (`probegen-batch/v1 <seq>\n`, then per table `<name> <bytes>\n<body>`, the first
+//! four tables), with no `baselines` rows.
 //!
 //! Times: `time_ns` is wall-clock ns. A record's `ts_ns` is the kernel's CLOCK_MONOTONIC, so
 //! its wall time is `ts_ns` + (window end - "now" on the records' clock): live, "now" is this
@@ -24,7 +26,9 @@ use collector::{comm_str, errno_label, monotonic_ns, ChainClock, ProcInfo, Snaps
 
 use crate::schema::{Table, TABLES};
 
-pub(crate) const BATCH_MAGIC: &str = "probegen-batch/v3";
+pub(crate) const BATCH_MAGIC: &str = "probegen-batch/v4";
+/// v3: the tables of v4, shapes and bifurcations in return order
+const BATCH_MAGIC_V3: &str = "probegen-batch/v3";
 const BATCH_MAGIC_V2: &str = "probegen-batch/v2";
 const BATCH_MAGIC_V1: &str = "probegen-batch/v1";
 /// The tables of a v1 or v2 batch (every table but `baselines`), in [`TABLES`] order.
@@ -147,6 +151,8 @@ struct NoteCols<'a> {
     bifurcation_share: f64,
     bifurcation_this_next: &'a str,
     bifurcation_shape: &'a str,
+    bifurcation_baseline_next_layer: &'static str,
+    bifurcation_this_next_layer: &'static str,
 }
 
 impl<'a> NoteCols<'a> {
@@ -165,6 +171,8 @@ impl<'a> NoteCols<'a> {
             cols.bifurcation_share = b.share;
             cols.bifurcation_this_next = b.this_next.as_deref().unwrap_or("");
             cols.bifurcation_shape = &b.shape;
+            cols.bifurcation_baseline_next_layer = b.baseline_next_layer.map_or("", |l| l.as_str());
+            cols.bifurcation_this_next_layer = b.this_next_layer.map_or("", |l| l.as_str());
         }
         cols
     }
@@ -308,7 +316,7 @@ pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The v3 frame of the tables' bodies (in [`TABLES`] order).
+/// The v4 frame of the tables' bodies (in [`TABLES`] order).
 pub(crate) fn frame(seq: u64, bodies: &PerTable<Vec<u8>>) -> Vec<u8> {
     frame_as(BATCH_MAGIC, seq, &TABLES, bodies)
 }
@@ -561,7 +569,7 @@ impl std::fmt::Display for BadBatch {
     }
 }
 
-/// A v2 or v3 header: the header's line after the magic (`rest`), the number of tables its
+/// A v2, v3 or v4 header: the header's line after the magic (`rest`), the number of tables its
 /// version names (the first of [`TABLES`]); with each table's body length and the checksum.
 fn parse_counted_head(
     magic: &str,
@@ -593,10 +601,11 @@ fn parse_counted_head(
     Some((head, bytes, sum))
 }
 
-/// The magic and table count of a v2 or v3 header line, and the line after the magic.
+/// The magic and table count of a v2, v3 or v4 header line, and the line after the magic.
 fn counted_version(line: &str) -> Option<(&'static str, usize, &str)> {
     [
         (BATCH_MAGIC, TABLES.len()),
+        (BATCH_MAGIC_V3, TABLES.len()),
         (BATCH_MAGIC_V2, TABLES_BEFORE_V3),
     ]
     .into_iter()
@@ -655,7 +664,7 @@ pub(crate) fn parse_batch(bytes: &[u8], seq: u64) -> Result<Parts<'_>, BadBatch>
     v1_parts(bytes, nl + 1)
 }
 
-/// The parts of a v2 or v3 batch whose header (`n` tables) ends at `at`.
+/// The parts of a v2, v3 or v4 batch whose header (`n` tables) ends at `at`.
 fn counted_parts(
     bytes: &[u8],
     mut at: usize,
@@ -725,6 +734,72 @@ fn v1_parts(bytes: &[u8], mut at: usize) -> Result<Parts<'_>, BadBatch> {
     Ok(out)
 }
 
+/// The chains' columns a v3 batch filled in return order (the steps compared, the shape named).
+const RETURN_ORDER_COLUMNS: [&str; 5] = [
+    "bifurcation_after",
+    "bifurcation_baseline_next",
+    "bifurcation_share",
+    "bifurcation_this_next",
+    "bifurcation_shape",
+];
+
+/// A v3 batch (an earlier version's, in the spool across a package upgrade) as a v4 one whose
+/// parts say nothing in return order: its `baselines` rows (success shapes, their steps in
+/// return order: summed with shapes in call order they would be other shapes of the same
+/// calls) are left out and its chains' bifurcation columns emptied, the rest as it was. With
+/// the line that says so; `None` for any other batch (a v3 one that does not read is left to
+/// [`parse_batch`] to refuse).
+pub(crate) fn return_order_set_aside(bytes: &[u8], seq: u64) -> Option<(Vec<u8>, String)> {
+    if !bytes.starts_with(BATCH_MAGIC_V3.as_bytes()) {
+        return None;
+    }
+    let parts = parse_batch(bytes, seq).ok()?;
+    let mut bodies: PerTable<Vec<u8>> = Default::default();
+    for (i, (body, _)) in parts.iter().enumerate() {
+        bodies[i] = body.to_vec();
+    }
+    let shapes = parts[4].1;
+    bodies[4].clear();
+    let mut chains = Vec::with_capacity(bodies[1].len());
+    let mut emptied = 0u64;
+    for line in bodies[1].split_inclusive(|&c| c == b'\n') {
+        match serde_json::from_slice::<serde_json::Value>(line) {
+            Ok(serde_json::Value::Object(mut row)) => {
+                if row.get("bifurcation_shape").is_some_and(|v| v != "") {
+                    emptied += 1;
+                }
+                for c in RETURN_ORDER_COLUMNS {
+                    if row.contains_key(c) {
+                        let empty = if c == "bifurcation_share" {
+                            serde_json::json!(0.0)
+                        } else {
+                            serde_json::json!("")
+                        };
+                        row.insert(c.to_string(), empty);
+                    }
+                }
+                push_row(&mut chains, &row);
+            }
+            // not ours to judge: sent as it was (ClickHouse refuses it, the batch is set aside)
+            _ => chains.extend_from_slice(line),
+        }
+    }
+    bodies[1] = chains;
+    let line = format!(
+        "batch {seq}: written by an earlier version (frame v3, success shapes in return \
+         order): its {shapes} baselines rows are not sent and {emptied} chains' bifurcation \
+         columns are left empty (the collector's batches since carry them in call order)"
+    );
+    Some((frame(seq, &bodies), line))
+}
+
+/// A batch framed as v3 (shapes in return order), for the tests of reading a spool across an
+/// upgrade.
+#[cfg(test)]
+pub(crate) fn frame_v3(seq: u64, bodies: &PerTable<Vec<u8>>) -> Vec<u8> {
+    frame_as(BATCH_MAGIC_V3, seq, &TABLES, bodies)
+}
+
 /// A batch framed as the previous version (v2: every table but `baselines`) did, for the
 /// tests of reading a spool across an upgrade.
 #[cfg(test)]
@@ -784,8 +859,10 @@ mod tests {
             bifurcation: Ok(collector::Bifurcation {
                 after: "ib_uverbs_reg_mr".into(),
                 baseline_next: Some("rxe_reg_user_mr".into()),
+                baseline_next_layer: Some(manifest::Layer::Vendor),
                 share: 0.75,
                 this_next: None,
+                this_next_layer: None,
                 shape: "0123456789ab".into(),
                 path: "failures",
                 functions: vec![],
@@ -877,6 +954,40 @@ mod tests {
                 &serde_json::json!(""),
                 &serde_json::json!("0123456789ab"),
             ]
+        );
+        assert_eq!(
+            [
+                &chain["bifurcation_baseline_next_layer"],
+                &chain["bifurcation_this_next_layer"]
+            ],
+            [&serde_json::json!("vendor"), &serde_json::json!("")]
+        );
+        // the same batch as an earlier version framed it (v3: its shapes and bifurcations in
+        // return order): read, those parts left out, never sent beside the call order's
+        let bodies: PerTable<Vec<u8>> = std::array::from_fn(|i| parts[i].0.to_vec());
+        let v3 = frame_v3(42, &bodies);
+        assert!(
+            return_order_set_aside(&b, 42).is_none(),
+            "a v4 batch goes as it is"
+        );
+        assert!(return_order_set_aside(&v3[..v3.len() - 1], 42).is_none());
+        let (v4, line) = return_order_set_aside(&v3, 42).expect("a v3 batch");
+        assert!(
+            line.contains("its 2 baselines rows are not sent and 1 chains' bifurcation columns"),
+            "{line}"
+        );
+        let back = parse_batch(&v4, 42).expect("framed as v4");
+        assert_eq!(back.map(|p| p.1), [2, 1, 2, 1, 0]);
+        for t in [0, 2, 3] {
+            assert_eq!(back[t].0, parts[t].0, "{}", TABLES[t].name);
+        }
+        let old: serde_json::Value = serde_json::from_slice(back[1].0).expect("chain row");
+        for c in RETURN_ORDER_COLUMNS {
+            assert!(old[c] == "" || old[c] == 0.0, "{c}: {old}");
+        }
+        assert_eq!(
+            (&old["expected"], &old["functions"], &old["seq"]),
+            (&chain["expected"], &chain["functions"], &chain["seq"])
         );
         let shapes: Vec<serde_json::Value> = std::str::from_utf8(parts[4].0)
             .expect("utf8")
@@ -1006,7 +1117,7 @@ mod tests {
             (head.rows, head.len),
             ([2, 1, 0, 1, 0], Some(v2.len() as u64))
         );
-        // checked as a v3 batch is: cut, flipped, other seq
+        // checked as a v4 batch is: cut, flipped, other seq
         assert!(matches!(
             parse_batch(&v2[..v2.len() - 1], 9),
             Err(BadBatch::Length { .. })
@@ -1017,7 +1128,7 @@ mod tests {
         assert_eq!(parse_batch(&f, 9), Err(BadBatch::Checksum));
         assert_eq!(parse_batch(&v2, 8), Err(BadBatch::OtherSeq(9)));
         // a v2 header naming five tables, or a v3 one naming four, is not a header
-        let v3 = frame(
+        let v3 = frame_v3(
             9,
             &[bodies.to_vec(), vec![Vec::new()]]
                 .concat()

@@ -110,13 +110,19 @@ pub(crate) const CHAINS: Table = Table {
         ("bifurcation_share", "Float64"),
         ("bifurcation_this_next", "String"),
         ("bifurcation_shape", "String"),
+        // the layer of the function entered next (`core`, `vendor`; empty: none)
+        ("bifurcation_baseline_next_layer", "String"),
+        ("bifurcation_this_next_layer", "String"),
     ],
     key: "host, boot_id, run_id, seq, idx",
 };
 
-/// The columns [`CHAINS`] gained with the baseline (`schema --upgrade` adds them to a
-/// fleet's existing tables): its last ones.
-pub(crate) const CHAINS_BASELINE_COLUMNS: usize = 7;
+/// The columns [`CHAINS`] gained since its first version, its last ones, by the version that
+/// added them (`schema --upgrade` adds them to a fleet's existing tables): (what, how many).
+pub(crate) const CHAINS_ADDED: [(&str, usize); 2] = [
+    ("the baseline's note (collect --baseline)", 7),
+    ("the layer of the bifurcation's next functions", 2),
+];
 
 pub(crate) const COUNTERS: Table = Table {
     name: "counters",
@@ -189,7 +195,7 @@ pub(crate) const INSERT_ORDER: [usize; 5] = [0, 1, 2, 4, 3];
 
 /// Columns whose values are few names repeated across rows (a fleet has a few kernels, a
 /// manifest's few hundred functions, a few errno names): dictionary-encoded.
-const LOW_CARDINALITY: [&str; 18] = [
+const LOW_CARDINALITY: [&str; 20] = [
     "host",
     "kernel",
     "manifest_hash",
@@ -208,6 +214,8 @@ const LOW_CARDINALITY: [&str; 18] = [
     "bifurcation_after",
     "bifurcation_baseline_next",
     "bifurcation_this_next",
+    "bifurcation_baseline_next_layer",
+    "bifurcation_this_next_layer",
 ];
 /// Arrays of such names.
 const LOW_CARDINALITY_ARRAYS: [&str; 4] = ["functions", "modules", "errno_names", "job_keys"];
@@ -357,22 +365,27 @@ pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
 
 /// `schema --clickhouse --upgrade`: what a fleet's existing tables need for this version,
 /// then the whole DDL (its `CREATE ... IF NOT EXISTS` adds the new tables and leaves the
-/// others). The `chains` columns of the baseline go into every `chains` table there is: the
-/// one that holds the rows, and the Distributed and Buffer ones in front of it.
+/// others). The `chains` columns each version added ([`CHAINS_ADDED`]) go into every `chains`
+/// table there is (the one that holds the rows, and the Distributed and Buffer ones in front
+/// of it), one `ALTER` per version, the newest first: on a server without `ADD COLUMN IF NOT
+/// EXISTS` a table that has some of them stops the run at the first version it already has,
+/// after the newer ones were added.
 pub fn upgrade(o: &SchemaOptions) -> Result<String, String> {
     let full = ddl(o)?;
     let db = &o.database;
     let if_not = o.server.has_add_column_if_not_exists();
     let mut s = format!(
         "-- probegen schema --clickhouse --upgrade: tables made by an earlier version.\n\
-         -- `chains` gained the baseline's columns (collect --baseline); `baselines` is new.\n{}",
+         -- `chains` gained the baseline's columns (collect --baseline), then the layer of the\n\
+         -- bifurcation's next functions; `baselines` is new.\n{}",
         if if_not {
             "-- IF NOT EXISTS: running it again changes nothing.\n"
         } else {
-            "-- Run once: ClickHouse before 20.1 has no ADD COLUMN IF NOT EXISTS (18.16 refuses\n\
-             -- it), so a second run fails with Code 44 (`column with this name already exists`):\n\
-             -- that table is upgraded already; load `probegen schema --clickhouse` (the CREATE\n\
-             -- statements below, all IF NOT EXISTS) for the rest.\n"
+            "-- ClickHouse before 20.1 has no ADD COLUMN IF NOT EXISTS (18.16 refuses it): the\n\
+             -- newest columns come first, and the first ALTER that fails with Code 44 (`column\n\
+             -- with this name already exists`) is of a version that table has already: it is\n\
+             -- upgraded; load `probegen schema --clickhouse` (the CREATE statements below, all\n\
+             -- IF NOT EXISTS) for the rest.\n"
         }
     );
     let mut tables = vec![match &o.cluster {
@@ -385,21 +398,29 @@ pub fn upgrade(o: &SchemaOptions) -> Result<String, String> {
     if o.buffer {
         tables.push(format!("{}{BUFFER_SUFFIX}", CHAINS.name));
     }
-    let added = &CHAINS.columns[CHAINS.columns.len() - CHAINS_BASELINE_COLUMNS..];
-    for (i, t) in tables.iter().enumerate() {
-        // codecs only where the rows are stored (as in the DDL)
-        let codecs = i == 0;
-        let adds: Vec<String> = added
-            .iter()
-            .map(|(c, ty)| {
-                format!(
-                    "    ADD COLUMN {}{c} {}",
-                    if if_not { "IF NOT EXISTS " } else { "" },
-                    column_type(c, ty, o.server, codecs)
-                )
-            })
-            .collect();
-        s.push_str(&format!("\nALTER TABLE {db}.{t}\n{};\n", adds.join(",\n")));
+    let mut end = CHAINS.columns.len();
+    let mut groups = Vec::new();
+    for &(what, n) in CHAINS_ADDED.iter().rev() {
+        groups.push((what, &CHAINS.columns[end - n..end]));
+        end -= n;
+    }
+    for (what, added) in groups {
+        s.push_str(&format!("\n-- {what}\n"));
+        for (i, t) in tables.iter().enumerate() {
+            // codecs only where the rows are stored (as in the DDL)
+            let codecs = i == 0;
+            let adds: Vec<String> = added
+                .iter()
+                .map(|(c, ty)| {
+                    format!(
+                        "    ADD COLUMN {}{c} {}",
+                        if if_not { "IF NOT EXISTS " } else { "" },
+                        column_type(c, ty, o.server, codecs)
+                    )
+                })
+                .collect();
+            s.push_str(&format!("ALTER TABLE {db}.{t}\n{};\n", adds.join(",\n")));
+        }
     }
     s.push('\n');
     s.push_str(&full);
@@ -545,34 +566,50 @@ mod tests {
         let plain = o(None, false, ServerVersion::DEBIAN_BOOKWORM);
         let up = upgrade(&plain).expect("upgrade");
         let st = statements(&up);
-        // the ALTER, then the whole DDL (which creates `baselines`)
-        assert_eq!(st[1..], statements(&ddl(&plain).expect("ddl"))[..]);
+        // the ALTERs, newest first, then the whole DDL (which creates `baselines`)
+        assert_eq!(st[2..], statements(&ddl(&plain).expect("ddl"))[..]);
         assert_eq!(
             st[0],
+            "ALTER TABLE fleet.chains\n    ADD COLUMN bifurcation_baseline_next_layer String,\n    \
+             ADD COLUMN bifurcation_this_next_layer String"
+        );
+        assert_eq!(
+            st[1],
             "ALTER TABLE fleet.chains\n    ADD COLUMN expected UInt8,\n    \
              ADD COLUMN expected_why String,\n    ADD COLUMN bifurcation_after String,\n    \
              ADD COLUMN bifurcation_baseline_next String,\n    \
              ADD COLUMN bifurcation_share Float64,\n    \
              ADD COLUMN bifurcation_this_next String,\n    ADD COLUMN bifurcation_shape String"
         );
+        // every column added once, and every column the DDL has beyond the first version's
+        let added: usize = CHAINS_ADDED.iter().map(|a| a.1).sum();
+        assert_eq!(up.matches("    ADD COLUMN ").count(), added, "{up}");
+        assert_eq!(
+            &CHAINS.columns[CHAINS.columns.len() - 2..],
+            [
+                ("bifurcation_baseline_next_layer", "String"),
+                ("bifurcation_this_next_layer", "String")
+            ]
+        );
         // 18.16 has no IF NOT EXISTS: said, not used
         assert!(!up.contains("IF NOT EXISTS expected") && up.contains("Code 44"));
         let big = o(Some("gpu"), true, ServerVersion::new(26, 9));
         let st = statements(&upgrade(&big).expect("upgrade"));
         let alters: Vec<&String> = st.iter().filter(|s| s.starts_with("ALTER")).collect();
-        assert_eq!(alters.len(), 3);
-        for (a, t) in alters
-            .iter()
-            .zip(["chains_local", "chains", "chains_buffer"])
-        {
+        assert_eq!(alters.len(), 3 * CHAINS_ADDED.len());
+        let tables = ["chains_local", "chains", "chains_buffer"];
+        for (i, a) in alters.iter().enumerate() {
+            let t = tables[i % 3];
             assert!(a.starts_with(&format!("ALTER TABLE fleet.{t}\n")), "{a}");
-            assert_eq!(
-                a.matches("ADD COLUMN IF NOT EXISTS ").count(),
-                CHAINS_BASELINE_COLUMNS
-            );
+            // the newest version's columns first
+            let n = CHAINS_ADDED[CHAINS_ADDED.len() - 1 - i / 3].1;
+            assert_eq!(a.matches("ADD COLUMN IF NOT EXISTS ").count(), n, "{a}");
         }
         // codecs where the rows are stored only, as in the DDL
-        assert!(alters[0].contains("expected UInt8 CODEC(ZSTD(1))"));
-        assert!(alters[1].contains("expected UInt8,") && !alters[1].contains("CODEC"));
+        assert!(alters[3].contains("expected UInt8 CODEC(ZSTD(1))"));
+        assert!(alters[4].contains("expected UInt8,") && !alters[4].contains("CODEC"));
+        assert!(
+            alters[0].contains("bifurcation_this_next_layer LowCardinality(String) CODEC(ZSTD(1))")
+        );
     }
 }

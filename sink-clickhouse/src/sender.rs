@@ -102,8 +102,16 @@ impl Loaded {
     }
 }
 
-/// The batch of `bytes`, checked; a part's range in them.
+/// The batch of `bytes`, checked; a part's range in them. An earlier version's parts in
+/// return order are left out first, said in one line ([`rows::return_order_set_aside`]).
 fn check(entry: Entry, bytes: Vec<u8>) -> Result<Loaded, String> {
+    let bytes = match rows::return_order_set_aside(&bytes, entry.seq) {
+        Some((v4, line)) => {
+            note(format_args!("{line}"));
+            v4
+        }
+        None => bytes,
+    };
     let base = bytes.as_ptr() as usize;
     let parts = rows::parse_batch(&bytes, entry.seq)
         .map_err(|bad| bad.to_string())?

@@ -103,8 +103,10 @@ fn note(origin: &str) -> ChainNote {
         bifurcation: Ok(Bifurcation {
             after: "ib_uverbs_create_qp".into(),
             baseline_next: Some("rxe_create_qp".into()),
+            baseline_next_layer: Some(manifest::Layer::Vendor),
             share: 0.97,
             this_next: Some("rxe_qp_chk_init".into()),
+            this_next_layer: Some(manifest::Layer::Vendor),
             shape: "c0ffeec0ffee".into(),
             path: "failures",
             functions: vec![],

@@ -5,7 +5,9 @@
 //   verbs_baseline DEV success N   N rounds of: reg_mr + dereg_mr of a mapped buffer,
 //                                  create_qp, modify_qp RESET -> INIT, destroy_qp
 //   verbs_baseline DEV fail        reg_mr of an unmapped range (EFAULT, deep: ib_umem_get),
-//                                  modify_qp RESET -> RTS (EINVAL, shallow: the state check)
+//                                  modify_qp RESET -> RTS (EINVAL, shallow: the state check),
+//                                  reg_mr with an iova whose page offset is not its start
+//                                  address's (EINVAL in ib_uverbs_reg_mr, before the driver)
 //   verbs_baseline DEV benign N    N rounds of: create_qp with capabilities past the device's
 //                                  (EINVAL), then with small ones (succeeds), as an
 //                                  application that probes its limits does
@@ -16,6 +18,7 @@
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +70,19 @@ static int reg_unmapped(struct ibv_pd *pd)
 	return errno == EFAULT;
 }
 
+/* The verbs core's own check, before it calls the driver: the iova must have the start
+ * address's offset in its page (ib_uverbs_reg_mr: EINVAL). */
+static int reg_misaligned(struct ibv_pd *pd, char *buf)
+{
+	struct ibv_mr *mr = ibv_reg_mr_iova(pd, buf, 4096, (uintptr_t)buf + 1, IBV_ACCESS_LOCAL_WRITE);
+
+	if (mr) {
+		ibv_dereg_mr(mr);
+		return 0;
+	}
+	return errno == EINVAL;
+}
+
 static int modify_init(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr attr;
@@ -116,12 +132,13 @@ static void success(struct ibv_pd *pd, struct ibv_cq *cq, int n, char *buf)
 	wrong += failed;
 }
 
-static void fail(struct ibv_pd *pd, struct ibv_cq *cq)
+static void fail(struct ibv_pd *pd, struct ibv_cq *cq, char *buf)
 {
 	int ok = 0, failed = 0;
 	struct ibv_qp *qp;
 
 	tally(reg_unmapped(pd), &failed, &ok);
+	tally(reg_misaligned(pd, buf), &failed, &ok);
 	qp = qp_with(pd, cq, 4, 1);
 	if (qp) {
 		tally(modify_rts_from_reset(qp), &failed, &ok);
@@ -205,7 +222,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "success"))
 		success(pd, cq, count, buf);
 	else if (!strcmp(mode, "fail"))
-		fail(pd, cq);
+		fail(pd, cq, buf);
 	else if (!strcmp(mode, "benign"))
 		benign(pd, cq, count);
 	else if (!strcmp(mode, "burst"))

@@ -81,7 +81,8 @@ pub struct HandlerOut {
     pub shapes: Vec<ShapeOut>,
 }
 
-/// One distinct success path: the probed functions that returned, in return order.
+/// One distinct success path: the probed functions the call entered, in call order (a caller
+/// before its callees; the handler itself is not listed: it comes first).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ShapeOut {
     /// a hash of the probe ids (what a chain's `bifurcation.shape` names)
@@ -109,7 +110,7 @@ pub struct ExemplarOut {
     pub comm: String,
     pub cgroup_id: u64,
     pub duration_ns: u64,
-    /// each step's return, ns after the handler's entry
+    /// each step's return, ns after the handler's entry (the steps in the shape's order)
     pub step_end_ns: Vec<u32>,
 }
 
@@ -128,23 +129,30 @@ pub struct ExpectedOut {
     pub why: String,
 }
 
-/// Where a failing call left the success path.
+/// Where a failing call left the success path, both in call order: the functions entered, a
+/// failing one marked (`f [EFAULT]`) where its failure was born (no callee of it failed).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Bifurcation {
-    /// the last function the call shared with the shape (the handler when none)
+    /// the last function the call entered as the shape did, after the same ones (the handler
+    /// when none)
     pub after: String,
-    /// what the shape did next (null: the shape ended there)
+    /// the function the shape entered next (null: the shape ended there)
     pub baseline_next: Option<String>,
-    /// of the handler's traced successes, those that did `baseline_next` right after the same
-    /// steps
+    /// its layer: `core` (the verbs core) or `vendor` (the driver); null with no next
+    pub baseline_next_layer: Option<manifest::Layer>,
+    /// of the handler's traced successes, those that entered `baseline_next` right after the
+    /// same steps
     pub share: f64,
-    /// what this call did instead (null: it stopped there)
+    /// the function this call entered instead, or the same one failing where the shape's
+    /// succeeded (null: it entered nothing more)
     pub this_next: Option<String>,
+    /// its layer, as `baseline_next_layer`
+    pub this_next_layer: Option<manifest::Layer>,
     /// the success shape compared with (its `shape` in the snapshot's baseline)
     pub shape: String,
     /// `traced` (the call's own trace) or `failures` (only the chain's failing functions)
     pub path: &'static str,
-    /// the call's path (return order) and how many of its steps the shape shares (LCS)
+    /// the call's path (call order) and how many of its steps the shape shares (LCS)
     pub functions: Vec<String>,
     pub common: usize,
 }
@@ -162,6 +170,9 @@ pub struct ChainNote {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct StateView {
     pub manifest_hash: String,
+    /// a file of an earlier version (1): its shapes are in return order (the collector puts
+    /// them in call order with its manifest's call graph when it loads the file)
+    pub return_order: bool,
     pub handlers: Vec<HandlerSummary>,
     /// the learned table with the pins given applied
     pub expected: Vec<ExpectedOut>,
