@@ -36,8 +36,8 @@ use trace::{token, Trace};
 /// What the collector's pipeline calls, and all it calls: traces in, a note per chain, the
 /// snapshot's member, the state file.
 pub trait TraceBaseline: Send {
-    /// One record of the `baseline` ring.
-    fn ingest(&mut self, trace: &[u8]);
+    /// One record of the `baseline` ring (`table` names its steps).
+    fn ingest(&mut self, table: &ProbeTable, trace: &[u8]);
     /// The kernel's counts of trace records (cumulative), read behind the fence.
     fn set_kernel_counts(&mut self, counts: TraceCounts);
     /// The note of one chain (and its failure learned for the next ones).
@@ -49,8 +49,8 @@ pub trait TraceBaseline: Send {
 }
 
 impl TraceBaseline for Baseline {
-    fn ingest(&mut self, trace: &[u8]) {
-        Baseline::ingest(self, trace);
+    fn ingest(&mut self, table: &ProbeTable, trace: &[u8]) {
+        Baseline::ingest(self, table, trace);
     }
     fn set_kernel_counts(&mut self, counts: TraceCounts) {
         Baseline::set_kernel_counts(self, counts);
@@ -496,9 +496,9 @@ fn shape_out(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wire::OwnerDecision;
-    use wire::Link;
     use manifest::{Layer, PgTrace, TRACE_SIZE};
+    use wire::Link;
+    use wire::OwnerDecision;
 
     const REG: u32 = 0;
     const QP: u32 = 4;

@@ -1008,7 +1008,7 @@ pub(crate) mod tests {
             annotated: usize,
         }
         impl baseline::TraceBaseline for Counting {
-            fn ingest(&mut self, _trace: &[u8]) {
+            fn ingest(&mut self, _table: &ProbeTable, _trace: &[u8]) {
                 self.traces += 1;
             }
             fn set_kernel_counts(&mut self, counts: TraceCounts) {
