@@ -1,7 +1,7 @@
-//! The crate boundaries hold (ARCHITECTURE invariants): the runtime (`collector`) stands on the
-//! contract (`manifest`) and on nothing that parses C or generates code, the host agent
-//! (`probegen-agent`) on the collector and its sinks only, and the contract depends on no
-//! workspace crate.
+//! The crate boundaries hold (ARCHITECTURE invariants): the runtime (`collector`, with the
+//! `wire` values and the `baseline` stage below it) stands on the contract (`manifest`) and on
+//! nothing that parses C or generates code, the host agent (`probegen-agent`) on the collector,
+//! its sinks and the `bundle` only, and the contract depends on no workspace crate.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -93,6 +93,9 @@ fn agent_depends_on_no_analyzer_and_no_c_parser() {
     let deps = closure(&graph, "probegen-agent");
     for needed in [
         "manifest",
+        "wire",
+        "baseline",
+        "bundle",
         "collector",
         "sink-clickhouse",
         "sink-prometheus",
@@ -133,6 +136,9 @@ fn manifest_depends_on_no_workspace_crate() {
         "codegen",
         "maintain",
         "pipeline",
+        "bundle",
+        "wire",
+        "baseline",
         "collector",
         "sink-clickhouse",
         "sink-prometheus",
@@ -164,25 +170,34 @@ fn workspace_crates_depend_along_the_data_flow() {
             "pipeline",
             &["manifest", "analyzer", "heuristics", "codegen", "maintain"],
         ),
-        ("collector", &["manifest"]),
+        // The bundle: written with the compile step passed in, so no code generation in it.
+        ("bundle", &["manifest"]),
+        // The runtime: the values its stages pass, the baseline on them, the collector on both.
+        ("wire", &["manifest"]),
+        ("baseline", &["manifest", "wire"]),
+        ("collector", &["manifest", "wire", "baseline"]),
         ("sink-clickhouse", &["collector"]),
         ("sink-prometheus", &["collector"]),
         (
             "probegen-agent",
             &[
                 "manifest",
+                "baseline",
+                "bundle",
                 "collector",
                 "sink-clickhouse",
                 "sink-prometheus",
             ],
         ),
-        // The command line: the pipeline and the agent, one call per command.
+        // The command line: the pipeline and the agent, one call per command; the bundle with
+        // clang passed in.
         (
             "probegen",
             &[
                 "manifest",
                 "maintain",
                 "pipeline",
+                "bundle",
                 "collector",
                 "probegen-agent",
             ],
@@ -210,6 +225,8 @@ fn agent_adds_no_crate_beyond_the_collector_but_its_command_line() {
     let collector = closure(&graph, "collector");
     let workspace = [
         "manifest",
+        "baseline",
+        "bundle",
         "collector",
         "sink-clickhouse",
         "sink-prometheus",
@@ -223,4 +240,12 @@ fn agent_adds_no_crate_beyond_the_collector_but_its_command_line() {
         extra.is_empty(),
         "probegen-agent adds {extra:?} (justify it here)"
     );
+    // nor do the stages it reads bundles and learns baselines with
+    for stage in ["bundle", "baseline"] {
+        let extra: Vec<String> = closure(&graph, stage)
+            .into_iter()
+            .filter(|d| !collector.contains(d) && d != "bundle")
+            .collect();
+        assert!(extra.is_empty(), "{stage} adds {extra:?} (justify it here)");
+    }
 }

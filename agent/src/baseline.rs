@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use collector::{BaselineConfig, EntryChoice, Pinned};
+use baseline::{BaselineConfig, EntryChoice, Pinned};
 
 use crate::flags::parse_duration;
 use crate::AgentError;
@@ -140,7 +140,7 @@ pub fn baseline_show(a: &BaselineShowArgs) -> Result<std::process::ExitCode, Age
     let pinned = pins(&a.baseline_expected, &a.baseline_not_expected)?;
     let bytes = std::fs::read(&a.state)
         .map_err(|e| AgentError::Usage(format!("--state {}: {e}", a.state.display())))?;
-    let view = collector::baseline_state_view(&bytes, pinned)
+    let view = baseline::state_view(&bytes, pinned)
         .map_err(|e| AgentError::Usage(format!("{}: {e}", a.state.display())))?;
     if a.json {
         let line = serde_json::to_string(&view)

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use sink_prometheus::{NoSet, RunningSet, WaitingMetrics};
 
-use crate::bundle::{read_bundle, select, HostKernel, Match};
 use crate::AgentError;
+use bundle::{read_bundle, select, HostKernel, Match};
 
 /// What `collect --bundle` asks for (from its flags).
 pub(crate) struct BundleQuery<'a> {
@@ -87,7 +87,7 @@ fn choose_once(
     dir: &Path,
     say: &mut impl FnMut(String),
 ) -> Result<Look, AgentError> {
-    let bundle = read_bundle(dir).map_err(AgentError::Usage)?;
+    let bundle = read_bundle(dir)?;
     for line in &bundle.skipped {
         if a.strict {
             return Err(AgentError::Usage(line.clone()));
@@ -99,8 +99,7 @@ fn choose_once(
         .iter()
         .flat_map(|s| s.driver_modules.iter().cloned())
         .collect();
-    let host =
-        HostKernel::probe(a.kernel_release, a.sys_root, &modules).map_err(AgentError::Usage)?;
+    let host = HostKernel::probe(a.kernel_release, a.sys_root, &modules)?;
     let sel = select(&bundle.sets, &host);
     let kernel = format!("kernel {} ({})", host.version, host.release);
     let uncovered = (!sel.uncovered.is_empty()).then(|| {

@@ -9,4 +9,7 @@ pub enum AgentError {
     /// The collector cannot start, or ended early.
     #[error(transparent)]
     Collect(#[from] collector::CollectError),
+    /// The bundle cannot be read, or the host's kernel not told.
+    #[error(transparent)]
+    Bundle(#[from] bundle::BundleError),
 }

@@ -1,11 +1,10 @@
 //! The host agent's command line, shared by `probegen collect` / `probegen schema` and the
 //! small `probegen-agent` binary (no analyzer, no C parser): the `collect` flags, the
-//! ClickHouse sink they open, the events of a run printed on stderr, and `schema`; the bundle
-//! of probe sets and the choice of one for the running host (`collect --bundle`), and
+//! ClickHouse sink they open, the events of a run printed on stderr, and `schema`; the choice
+//! of a bundle's set for the running host (`collect --bundle`, the `bundle` crate's), and
 //! `collect --config FILE`.
 
 mod baseline;
-mod bundle;
 mod caps;
 mod choose;
 mod collect;
@@ -16,10 +15,6 @@ mod fleet;
 mod release;
 
 pub use baseline::{baseline_show, BaselineArgs, BaselineShowArgs};
-pub use bundle::{
-    read_bundle, select, sha256_tag, Bundle, BundleIndex, BundleSet, Chosen, HostKernel,
-    KernelVersion, Match, Selection, BUNDLE_INDEX, BUNDLE_SCHEMA, SET_MANIFEST, SET_OBJECT,
-};
 pub use collect::{collect, options, CollectArgs, Sinks};
 pub use config::expand_config;
 pub use error::AgentError;

@@ -21,9 +21,8 @@
 //! later one, so a syscall whose records straddle a window boundary still gives one chain;
 //! the final snapshot reports everything. Limits are in `docs/collector.md`.
 
-use crate::record::PgRecord;
-use crate::relation::CallRelation;
-pub(crate) use crate::wire::chains::{monotonic_ns, ChainClock, Chains, ChainsOut, Link};
+pub(crate) use wire::{monotonic_ns, ChainClock, Chains, ChainsOut, Link};
+use wire::{CallRelation, PgRecord};
 
 /// Default bound between two consecutive records of one chain (100 ms): in-syscall gaps are
 /// microseconds on hardware and up to ~2 ms in the TCG guest; the bound leaves room for a
@@ -198,8 +197,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::probes::ProbeTable;
     use serde_json::Value;
+    use wire::ProbeTable;
 
     impl ChainBuilder {
         /// Records of chains held open for a later window.
@@ -259,7 +258,7 @@ mod tests {
         for r in recs {
             b.push(r);
         }
-        let out = ChainsOut::new(b.take(&t.relation, fin), t.clone(), crate::sites::decide);
+        let out = ChainsOut::new(b.take(&t.relation, fin), t.clone(), wire::owner_of);
         let v = serde_json::to_value(&out).expect("json");
         let cs = v.as_array().cloned().unwrap_or_default();
         assert_eq!(cs.len(), out.len());

@@ -17,18 +17,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::chains::{ChainBuilder, ChainClock, ChainsOut};
-use crate::decode::decode;
-use crate::errno::errno_label;
-use crate::kernel_state::{AttachStatus, KernelTotals};
-use crate::owner::Owner;
-use crate::probes::ProbeTable;
-use crate::procinfo::ProcCache;
-use crate::timefmt::{rfc3339, unix_ns};
-use crate::wire::{
-    CounterOut, Drops, Errors, Invariant, InvariantProbe, Rec, RecordsOut, SharedPart, Snapshot,
-    Totals, Window,
+use wire::{
+    decode, errno_label, rfc3339, unix_ns, AttachStatus, CounterOut, Drops, Errors, Invariant,
+    InvariantProbe, KernelTotals, Owner, ProbeTable, Rec, RecordsOut, SharedPart, Snapshot, Totals,
+    Window,
 };
+
+use crate::chains::{ChainBuilder, ChainClock, ChainsOut};
+use crate::procinfo::ProcCache;
 
 /// A monotonic counter's growth; a counter that went backwards (object reloaded) restarts.
 #[inline]
@@ -146,7 +142,7 @@ pub struct Pipeline {
     /// chains reported so far (occurrences), per (owner, origin probe id, origin errno)
     chain_totals: Arc<BTreeMap<(Owner, u32, u32, bool), u64>>,
     /// `--baseline`: success shapes, bifurcations, expected failures
-    baseline: Option<Box<crate::baseline::Baseline>>,
+    baseline: Option<Box<dyn baseline::TraceBaseline>>,
 }
 
 impl Pipeline {
@@ -197,8 +193,8 @@ impl Pipeline {
 
     /// Turns the baseline on: traces come in by [`Pipeline::ingest_trace`], each chain gets
     /// its note and each snapshot the baseline.
-    pub(crate) fn enable_baseline(&mut self, b: crate::baseline::Baseline) {
-        self.baseline = Some(Box::new(b));
+    pub fn enable_baseline(&mut self, b: Box<dyn baseline::TraceBaseline>) {
+        self.baseline = Some(b);
     }
 
     /// Writes the baseline's state file when due: the line to print when it failed.
@@ -217,7 +213,7 @@ impl Pipeline {
     }
 
     /// The kernel's trace counters, read behind their fence.
-    pub(crate) fn set_trace_counts(&mut self, k: crate::wire::TraceCounts) {
+    pub(crate) fn set_trace_counts(&mut self, k: wire::TraceCounts) {
         if let Some(b) = &mut self.baseline {
             b.set_kernel_counts(k);
         }
@@ -414,7 +410,7 @@ impl Pipeline {
         let mut chains = ChainsOut::new(
             self.chains.take(&self.table.relation, is_final),
             self.table.clone(),
-            crate::sites::decide,
+            wire::owner_of,
         );
         if chains.is_empty() {
             return chains;
@@ -478,7 +474,7 @@ impl Pipeline {
                 // the run loop counts sink errors and fills this in
                 sink: 0,
             },
-            baseline: self.baseline.as_ref().map(|b| b.out(&table)),
+            baseline: self.baseline.as_ref().map(|b| b.render(&table)),
             clickhouse: None,
             agent: None,
             idle: quiet
@@ -577,8 +573,7 @@ pub(crate) fn check_invariant(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::decode::encode;
-    use crate::record::{PgRecord, RECORD_SIZE};
+    use wire::{encode, PgRecord, RECORD_SIZE};
 
     fn table() -> Arc<ProbeTable> {
         Arc::new(ProbeTable::from_triples(&[
@@ -999,5 +994,82 @@ pub(crate) mod tests {
         assert_eq!(s.counters[0].errno.get("none"), Some(&1));
         assert_eq!(s.seq_gaps, 0);
         assert!(s.invariant.ok);
+    }
+
+    /// The pipeline sees the baseline through `TraceBaseline` only: any implementation gets
+    /// every trace and the kernel's counts, a note per chain, and its member in the snapshot.
+    #[test]
+    fn the_baseline_is_any_trace_baseline() {
+        use wire::{BaselineOut, ChainNote, ChainView, TraceCounts};
+
+        struct Counting {
+            traces: u64,
+            counts: TraceCounts,
+            annotated: usize,
+        }
+        impl baseline::TraceBaseline for Counting {
+            fn ingest(&mut self, _table: &ProbeTable, _trace: &[u8]) {
+                self.traces += 1;
+            }
+            fn set_kernel_counts(&mut self, counts: TraceCounts) {
+                self.counts = counts;
+            }
+            fn annotate(&mut self, _chain: &ChainView<'_>) -> ChainNote {
+                self.annotated += 1;
+                ChainNote {
+                    bifurcation: Err("a test's"),
+                    expected: true,
+                    expected_why: format!("note {}", self.annotated),
+                }
+            }
+            fn render(&self, _table: &ProbeTable) -> BaselineOut {
+                BaselineOut {
+                    mechanism: format!("{} traces, {} chains", self.traces, self.annotated),
+                    sample: 1,
+                    budget: 0,
+                    max_ns: 0,
+                    records: self.counts,
+                    handlers: Vec::new(),
+                    expected: Vec::new(),
+                    jobs: Vec::new(),
+                    jobs_other: 0,
+                }
+            }
+            fn save(&mut self, _table: &ProbeTable, _is_final: bool) -> Option<String> {
+                None
+            }
+        }
+        let t = Arc::new(
+            ProbeTable::from_triples(&[
+                (1, "ib_uverbs_reg_mr", "ib_uverbs"),
+                (3, "ib_umem_get", "ib_uverbs"),
+            ])
+            .with_calls(5, &[(1, 3)]),
+        );
+        let mut p = Pipeline::new(t, PipelineConfig::default(), ProcCache::disabled());
+        p.enable_baseline(Box::new(Counting {
+            traces: 0,
+            counts: TraceCounts::default(),
+            annotated: 0,
+        }));
+        p.ingest_trace(&[0; 8]);
+        p.ingest_trace(&[0; 8]);
+        p.set_trace_counts(TraceCounts {
+            produced: 2,
+            ..TraceCounts::default()
+        });
+        p.ingest(&rec(3, 14, 0, 0, 288));
+        p.ingest(&rec(1, 14, 0, 1, 288));
+        let k = Arc::new(totals(&[(1, 1), (3, 1)], &[((1, 14), 1), ((3, 14), 1)], 0));
+        let s = p.snapshot(&k, SystemTime::now(), true);
+        assert_eq!(s.chains.len(), 1);
+        let b = s.baseline.as_ref().expect("the baseline's member");
+        assert_eq!(b.mechanism, "2 traces, 1 chains");
+        assert_eq!(b.records.produced, 2);
+        let notes: Vec<_> = s.chains.iter().filter_map(|c| c.note.cloned()).collect();
+        assert_eq!(notes.len(), 1);
+        assert_eq!(notes[0].expected_why, "note 1");
+        // a chain the baseline calls expected is counted so
+        assert_eq!(p.chain_totals().keys().filter(|k| k.3).count(), 1);
     }
 }

@@ -21,6 +21,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use wire::ProcInfo;
+
 /// Default allow-list of job variables.
 pub(crate) const DEFAULT_JOB_VARS: &[&str] = &[
     "SLURM_JOB_ID",
@@ -37,17 +39,6 @@ pub const JOB_VARS_MAX: usize = 32;
 /// Bytes of `/proc/<pid>/environ` read at most: the kernel bounds one string (128 KiB), not
 /// the block (a quarter of the stack limit, or more); a variable past it is not seen.
 pub(crate) const ENVIRON_READ_MAX: u64 = 1 << 20;
-
-/// What a record is enriched with.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProcInfo {
-    /// Cgroup path (v2 `0::` line, else the first hierarchy's), empty when unknown.
-    pub cgroup: String,
-    /// Allow-listed environment variables that are set.
-    pub job: BTreeMap<String, String>,
-    /// /proc/<pid> was gone when the first record arrived.
-    pub exited: bool,
-}
 
 pub struct ProcCache {
     /// `/proc`, or another root in tests; `None` disables lookups (replay of foreign records).

@@ -6,8 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use wire::KernelTotals;
+
 use crate::error::CollectError;
-use crate::kernel_state::KernelTotals;
 use crate::pipeline::Pipeline;
 use crate::warning::Warning;
 
@@ -46,7 +47,7 @@ pub(crate) trait Source {
     }
 
     /// What the agent has cost so far (live: CPU, memory, the programs' run time).
-    fn cost(&mut self) -> Option<crate::wire::AgentCost> {
+    fn cost(&mut self) -> Option<wire::AgentCost> {
         None
     }
 

@@ -13,9 +13,9 @@ mod generate;
 mod maintenance;
 mod notice;
 mod queries;
+mod render;
 mod selection;
 mod source;
-mod union;
 
 pub use degraded::degraded_markdown;
 pub use error::Error;
@@ -25,6 +25,6 @@ pub use maintenance::{
 };
 pub use notice::Notice;
 pub use queries::{explain, graph, path, Explanation, GraphSummary};
+pub use render::render_bpf;
 pub use selection::{manifest_of, select, select_vendors, EachSelection, Selected};
 pub use source::{load_rules, source_dirs, Loaded, SourceOptions};
-pub use union::union_set;

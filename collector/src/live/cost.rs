@@ -5,7 +5,7 @@
 
 use std::os::fd::{AsFd, AsRawFd};
 
-use crate::wire::AgentCost;
+use wire::AgentCost;
 
 /// CPU time and resident memory of this process; `None` when unreadable.
 pub(crate) fn process() -> Option<AgentCost> {

@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use libbpf_rs::{Link, MapCore, MapFlags, Object, OpenObject};
 
-use crate::baseline::BaselineConfig;
-use crate::kernel_state::{AttachStatus, Mechanism};
-use crate::probes::ProbeTable;
+use wire::{AttachStatus, Mechanism, ProbeTable};
+
 use crate::warning::Warning;
+use baseline::BaselineConfig;
 
 /// How calls are traced on a kernel without fsession (or where it was refused).
 const FENTRY: &str = "fentry+fexit, task storage";
@@ -61,7 +61,7 @@ pub(crate) fn pick_entries(
         .filter(|p| p.autoload())
         .map(|p| p.name().to_string_lossy().into_owned())
         .collect();
-    let handlers: Vec<&crate::probes::ProbeInfo> = table
+    let handlers: Vec<&wire::ProbeInfo> = table
         .probes
         .iter()
         .filter(|p| loading.contains(&p.program_name()))
@@ -105,7 +105,7 @@ pub(crate) struct Attaching<'a> {
 /// Sets `prog`, the baseline program of handler `p`, to load at the handler's target.
 fn turn_on(
     prog: &mut libbpf_rs::OpenProgramMut<'_>,
-    p: &crate::probes::ProbeInfo,
+    p: &wire::ProbeInfo,
     session: bool,
 ) -> Option<Picked> {
     prog.set_attach_target(0, Some(p.target())).ok()?;

@@ -10,10 +10,9 @@ use std::path::Path;
 use libbpf_rs::{Link, MapCore, MapFlags, Object, ObjectBuilder, OpenObject};
 
 use super::btf::{clone_base, clones_of, mismatch, HostBtf, Lookup, Signature};
+use wire::{AttachKind, AttachStatus, KernelTotals, Mechanism, PgErrnoKey, ProbeTable};
+
 use crate::error::CollectError;
-use crate::kernel_state::{AttachStatus, KernelTotals, Mechanism};
-use crate::probes::{AttachKind, ProbeTable};
-use crate::record::PgErrnoKey;
 use crate::warning::Warning;
 
 /// Maps the collector reads, with their key and value sizes.
@@ -97,7 +96,7 @@ pub(crate) fn compare_programs(
 }
 
 /// A probe's baseline session program as (name, section); only handlers' exist in an object.
-fn baseline_session(p: &crate::probes::ProbeInfo) -> (String, String) {
+fn baseline_session(p: &wire::ProbeInfo) -> (String, String) {
     (
         manifest::baseline_session_name(p.id),
         manifest::baseline_session_section(&p.function),
@@ -105,7 +104,7 @@ fn baseline_session(p: &crate::probes::ProbeInfo) -> (String, String) {
 }
 
 /// A probe's baseline entry program as (name, section); only handlers' exist in an object.
-fn baseline_program(p: &crate::probes::ProbeInfo) -> (String, String) {
+fn baseline_program(p: &wire::ProbeInfo) -> (String, String) {
     (
         manifest::baseline_entry_name(p.id),
         manifest::baseline_entry_section(&p.function),
@@ -174,7 +173,7 @@ impl KernelSymbols {
     }
 
     /// Where to attach `p`, or why the running kernel cannot have it.
-    pub(crate) fn target(&self, p: &crate::probes::ProbeInfo) -> Target {
+    pub(crate) fn target(&self, p: &wire::ProbeInfo) -> Target {
         match &p.kind {
             AttachKind::Kretprobe(sym) => self.clone_target(p, sym),
             AttachKind::Fexit => {
@@ -210,7 +209,7 @@ impl KernelSymbols {
 
     /// `t` when `p`'s function in `module`'s BTF has the prototype the program was built
     /// for; else why not.
-    fn verified(&self, p: &crate::probes::ProbeInfo, module: &str, t: Target) -> Target {
+    fn verified(&self, p: &wire::ProbeInfo, module: &str, t: Target) -> Target {
         let want = Signature {
             nargs: p.nargs,
             returns: p.returns,
@@ -236,7 +235,7 @@ impl KernelSymbols {
 
     /// A fexit probe whose function kallsyms does not list in its loaded module: a clone of
     /// it may be there (another gcc), reached by the kprobe fallback when the probe has one.
-    fn only_clones(&self, p: &crate::probes::ProbeInfo) -> Target {
+    fn only_clones(&self, p: &wire::ProbeInfo) -> Target {
         let clones = self.clones(&p.function, &p.module);
         match clones.first() {
             Some(c) if !p.fallback.is_empty() => Target::Kprobe(Some(c.clone())),
@@ -251,7 +250,7 @@ impl KernelSymbols {
 
     /// A clone-only probe: its symbol as the manifest names it, else the clones this build
     /// has of the same function (or the plain function), resolved by name.
-    fn clone_target(&self, p: &crate::probes::ProbeInfo, sym: &str) -> Target {
+    fn clone_target(&self, p: &wire::ProbeInfo, sym: &str) -> Target {
         let Some(s) = &self.syms else {
             return Target::Attach(None);
         };
@@ -313,7 +312,7 @@ pub(crate) struct LoadOptions {
     /// events ring buffer size (power of two, multiple of the page size)
     pub ringbuf_bytes: Option<u32>,
     /// `--baseline`: load and attach the handlers' baseline entries
-    pub baseline: Option<crate::baseline::BaselineConfig>,
+    pub baseline: Option<baseline::BaselineConfig>,
 }
 
 /// A loaded, attached probe set. `obj` owns the maps and no program; each module's programs
@@ -332,7 +331,7 @@ pub(crate) struct Loaded {
     /// What loading skipped or could not attach, for the run to report.
     pub warnings: Vec<Warning>,
     /// `--baseline`, until an object does not load with its entries
-    baseline_cfg: Option<crate::baseline::BaselineConfig>,
+    baseline_cfg: Option<baseline::BaselineConfig>,
     /// With `--baseline`: the handlers traced and how, or why the baseline is unavailable
     pub baseline: Option<Result<crate::live::entries::Traced, String>>,
     /// With `--baseline`: the kernel has fsession and no object refused it yet
@@ -511,7 +510,7 @@ fn clones_resolved(attached: &[AttachStatus]) -> Option<Warning> {
 }
 
 /// `p`'s status before its target is known.
-fn unattached(p: &crate::probes::ProbeInfo) -> AttachStatus {
+fn unattached(p: &wire::ProbeInfo) -> AttachStatus {
     AttachStatus {
         probe: p.id,
         function: p.function.clone(),
@@ -653,7 +652,7 @@ pub(crate) fn load(
     let ksyms = KernelSymbols::read(table);
     if let Some(c) = &opts.baseline {
         if ksyms.btf.has_fsession() {
-            loaded.session = c.entry == crate::baseline::EntryChoice::Auto;
+            loaded.session = c.entry == baseline::EntryChoice::Auto;
             if !loaded.session {
                 loaded.session_refused = Some("--baseline-entry fentry".into());
             }
@@ -836,7 +835,7 @@ fn attach_reason(e: &libbpf_rs::Error, function: &str, nargs: usize) -> String {
         .and_then(|(_, n)| n.trim_end_matches(')').parse::<i32>().ok());
     let mut r = format!("attach: {text}");
     if let Some(n) = errno.and_then(|n| u32::try_from(n.abs()).ok()) {
-        r.push_str(&format!(" ({})", crate::errno::errno_label(n)));
+        r.push_str(&format!(" ({})", wire::errno_label(n)));
         if n == 524 && nargs > 6 {
             r.push_str(&format!(
                 "; {function} has {nargs} arguments and this kernel's x86 BPF trampoline takes at most 6 (more since Linux 6.6)"

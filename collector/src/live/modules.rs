@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::loader::Loaded;
+use wire::ProbeTable;
+
 use crate::error::CollectError;
-use crate::probes::ProbeTable;
 use crate::warning::Warning;
 
 /// How long a released module that is still loaded stays detached.

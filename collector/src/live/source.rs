@@ -19,11 +19,11 @@ use libbpf_rs::{MapCore, RingBuffer, RingBufferBuilder};
 
 use super::loader::Loaded;
 use super::modules::{answer, Control, ModuleWatch};
+use wire::{KernelTotals, ProbeTable};
+
 use crate::error::CollectError;
-use crate::kernel_state::KernelTotals;
 use crate::live::activity::{Activity, Failing};
 use crate::pipeline::Pipeline;
-use crate::probes::ProbeTable;
 use crate::replay::{Header, Recorder};
 use crate::source::{Source, Step};
 use crate::warning::Warning;
@@ -46,7 +46,7 @@ impl Samples {
 /// A record taken at or after its CPU's `fence` (the seq each CPU had taken at a fenced
 /// read). A sample that does not decode is never held: the pipeline counts it.
 fn beyond(sample: &[u8], fence: &[u64]) -> bool {
-    crate::decode::decode(sample).is_ok_and(|r| {
+    wire::decode(sample).is_ok_and(|r| {
         let (cpu, seq) = (r.cpu, r.seq);
         fence.get(cpu as usize).is_some_and(|&f| seq >= f)
     })
@@ -275,7 +275,7 @@ impl LiveSource {
         let recorder = match record {
             Some((p, header)) => Some(
                 // never through a link, never a FIFO (outfile.rs); truncated once checked
-                crate::outfile::open_output(&p, true)
+                wire::open_output(&p, true)
                     .and_then(|(f, _)| Recorder::new(f, &header))
                     .map_err(|source| CollectError::File {
                         what: Some("--record"),
@@ -588,7 +588,7 @@ impl Source for LiveSource {
         std::mem::take(&mut self.warnings)
     }
 
-    fn cost(&mut self) -> Option<crate::wire::AgentCost> {
+    fn cost(&mut self) -> Option<wire::AgentCost> {
         let mut c = super::cost::process()?;
         if super::cost::bpf_stats_enabled() {
             let (ns, runs) = self.loaded.bpf_run();

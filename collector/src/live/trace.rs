@@ -12,9 +12,10 @@ use libbpf_rs::{RingBuffer, RingBufferBuilder};
 
 use super::activity::{Activity, Tracing};
 use super::loader::Loaded;
+use wire::TraceCounts;
+
 use crate::error::CollectError;
 use crate::pipeline::Pipeline;
-use crate::wire::TraceCounts;
 
 /// The `baseline` ring and the traces a fenced read held back.
 pub(crate) struct TraceRing {

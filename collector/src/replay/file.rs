@@ -34,9 +34,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::decode::{hex, unhex};
-use crate::kernel_state::KernelTotals;
-use crate::record::RECORD_SIZE;
+use wire::{hex, unhex, KernelTotals, RECORD_SIZE};
 
 pub(crate) const REPLAY_SCHEMA: &str = "probegen/v1";
 

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::file::{is_raw_name, Event, Reader};
+use wire::KernelTotals;
+
 use crate::error::CollectError;
-use crate::kernel_state::KernelTotals;
 use crate::pipeline::Pipeline;
 use crate::source::{Source, Step};
 use crate::warning::Warning;

@@ -1,10 +1,11 @@
 //! What the embedder of a run provides ([`Hooks`]: extra sinks, what to do with events) and
 //! the [`Event`]s a run reports instead of printing them.
 
+use wire::{ChainClock, ChainView, Invariant};
+
 use crate::error::CollectError;
 use crate::sinks::{Sink, SinkError};
 use crate::warning::Warning;
-use crate::wire::{ChainClock, ChainView, Invariant};
 
 /// What the embedder of a run provides: the sinks besides JSONL (ClickHouse, Prometheus), and what to
 /// do with the run's events (the command prints them on stderr).

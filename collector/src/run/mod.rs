@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use wire::{KernelTotals, ProbeTable};
+
 use crate::chains::ChainClock;
 use crate::error::CollectError;
-use crate::kernel_state::KernelTotals;
 use crate::live::{LiveSource, Timing};
 use crate::pipeline::{Pipeline, PipelineConfig};
-use crate::probes::ProbeTable;
 use crate::procinfo::ProcCache;
 use crate::replay::{sleep_unless_stopped, Header, ReplayOptions, ReplaySource, REPLAY_SCHEMA};
 use crate::sinks::jsonl::JsonlSink;
@@ -40,7 +40,7 @@ pub struct Summary {
     pub probes: usize,
     pub signal: Option<i32>,
     /// the ClickHouse sink at exit (with `--clickhouse`)
-    pub clickhouse: Option<crate::wire::SinkStatus>,
+    pub clickhouse: Option<wire::SinkStatus>,
     /// the spool's largest size this run: (bytes, batches)
     pub spool_peak: Option<(u64, usize)>,
 }
@@ -89,10 +89,10 @@ pub fn run(opts: &Options, hooks: &mut dyn Hooks) -> Result<Summary, CollectErro
         manifest::MANIFEST_WHAT,
     )
     .map_err(CollectError::Manifest)?;
-    let table = Arc::new(ProbeTable::from_manifest_text(
-        &text,
-        &opts.manifest.display().to_string(),
-    )?);
+    let table = Arc::new(
+        ProbeTable::from_manifest_text(&text, &opts.manifest.display().to_string())
+            .map_err(|e| CollectError::Manifest(e.0))?,
+    );
     install_signal_handlers();
     match (&opts.replay, &opts.object) {
         (Some(_), Some(_)) => Err(CollectError::Usage(
@@ -271,9 +271,9 @@ fn enable_baseline(
         }
         Err(why) => (Default::default(), why),
     };
-    let mut b = crate::baseline::Baseline::new(cfg, handlers, line.clone());
+    let mut b = baseline::Baseline::new(cfg, handlers, line.clone());
     let restored = b.restore(pipe.table());
-    pipe.enable_baseline(b);
+    pipe.enable_baseline(Box::new(b));
     [Some(line), restored]
         .into_iter()
         .flatten()

@@ -43,7 +43,7 @@ pub struct Options {
     /// live: the control socket (`release MODULE` before a driver unloads)
     pub control: Option<PathBuf>,
     /// `--baseline`: trace sampled successes of the uverbs handlers (live only)
-    pub baseline: Option<crate::baseline::BaselineConfig>,
+    pub baseline: Option<baseline::BaselineConfig>,
 }
 
 impl Default for Options {

@@ -5,10 +5,11 @@
 use std::time::Duration;
 
 use super::hooks::{Event, Hooks};
+use wire::{SinkStatus, Snapshot};
+
 use crate::sinks::jsonl::JsonlSink;
 use crate::sinks::{Sink, SinkReport};
 use crate::warning::Warning;
-use crate::wire::{SinkStatus, Snapshot};
 
 /// Chains logged on stderr per snapshot (all of them are in the snapshot).
 pub const MAX_CHAIN_LINES: usize = 32;

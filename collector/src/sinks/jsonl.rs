@@ -31,9 +31,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::sink::{Sink, SinkError};
-use crate::outfile::{self, OutputKind};
-use crate::wire::line::LineCache;
-use crate::wire::{SinkStatus, Snapshot};
+use wire::{OutputKind, SinkStatus, Snapshot};
+
+use crate::sinks::line::LineCache;
 
 /// At most this long between a sync and the next one while lines that changed nothing are
 /// written.
@@ -108,10 +108,10 @@ impl JsonlFile {
         let Some(path) = self.path.as_deref() else {
             return Ok(());
         };
-        if self.lock.is_none() && !outfile::is_device(path) {
-            self.lock = Some(outfile::lock_output(path)?);
+        if self.lock.is_none() && !wire::is_device(path) {
+            self.lock = Some(wire::lock_output(path)?);
         }
-        let (mut f, kind) = outfile::open_output(path, false)?;
+        let (mut f, kind) = wire::open_output(path, false)?;
         let mut size = f.metadata()?.len();
         let mut last = [0u8; 1];
         if kind == OutputKind::File && size > 0 {
@@ -132,7 +132,7 @@ impl JsonlFile {
     /// there yet) is left to the first write, which counts it.
     pub(crate) fn start(&mut self) -> io::Result<()> {
         match self.open() {
-            Err(e) if outfile::is_refused(&e) => Err(e),
+            Err(e) if wire::is_refused(&e) => Err(e),
             _ => Ok(()),
         }
     }
@@ -158,7 +158,7 @@ impl JsonlFile {
         }
         // rename(2) and unlink(2) act on a link itself, never on what it points to; the new
         // FILE is opened as every other (outfile.rs)
-        let numbered = |i: usize| outfile::suffixed(path, &format!(".{i}"));
+        let numbered = |i: usize| wire::suffixed(path, &format!(".{i}"));
         let _ = std::fs::remove_file(numbered(self.keep));
         for i in (1..self.keep).rev() {
             let from = numbered(i);

@@ -6,6 +6,7 @@
 //! fatal.
 
 pub(crate) mod jsonl;
+pub(crate) mod line;
 pub(crate) mod sink;
 
 pub use sink::{Sink, SinkError, SinkReport};

@@ -4,9 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use crate::error::SinkError;
-use crate::kernel_state::AttachStatus;
-use crate::probes::ProbeTable;
-use crate::wire::{SharedPart, SinkStatus, Snapshot};
+use wire::{AttachStatus, ProbeTable, SharedPart, SinkStatus, Snapshot};
 
 /// One destination of snapshots.
 pub trait Sink {

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::trace::{untoken, Trace};
+use wire::LOG2_BUCKETS;
+
+use crate::trace::{untoken, Trace};
 
 const MAX_SHAPES: usize = 32;
 const DURATIONS: usize = 512;
@@ -28,10 +30,6 @@ pub(crate) struct Shape {
     #[serde(default)]
     pub hist: Vec<u64>,
 }
-
-/// Buckets of [`Shape::hist`] at most: bucket `i` holds durations in [2^i, 2^(i+1)) ns,
-/// bucket 0 also 0 ns, the last one everything from 2^39 ns (9 minutes) up.
-pub const LOG2_BUCKETS: usize = 40;
 
 /// The [`Shape::hist`] bucket of a duration in ns.
 pub(crate) fn log2_bucket(ns: u64) -> usize {

@@ -4,7 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `2025-01-31T12:00:00.123Z` (milliseconds). Written digit by digit, without `format!`:
 /// every snapshot formats two of these, and an idle window does little else.
-pub(crate) fn rfc3339(t: SystemTime) -> String {
+pub fn rfc3339(t: SystemTime) -> String {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = d.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);

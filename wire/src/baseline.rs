@@ -1,9 +1,13 @@
 //! The baseline as a snapshot carries it (`baseline` in the line, with `collect --baseline`)
 //! and the note each chain gets from it (`bifurcation`, `expected`, `expected_why`). Built by
-//! the processing stage (`crate::baseline`); plain values with owned names, so a sink reads
+//! the `baseline` crate; plain values with owned names, so a sink reads
 //! them without the probe table.
 
 use serde::Serialize;
+
+/// Buckets of a shape's `duration_log2` at most: bucket `i` holds durations in
+/// [2^i, 2^(i+1)) ns, bucket 0 also 0 ns, the last one everything from 2^39 ns (9 minutes) up.
+pub const LOG2_BUCKETS: usize = 40;
 
 /// The `baseline` member of a snapshot.
 #[derive(Debug, Clone, Serialize, PartialEq)]

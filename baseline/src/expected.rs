@@ -52,7 +52,7 @@ impl Pinned {
         let errno = errno
             .parse::<u32>()
             .ok()
-            .or_else(|| (1..=4095).find(|&n| crate::errno::errno_name(n) == Some(errno)))
+            .or_else(|| (1..=4095).find(|&n| wire::errno_name(n) == Some(errno)))
             .ok_or_else(|| {
                 format!("--baseline-expected `{s}`: `{errno}` is not an errno name or number")
             })?;

@@ -4,7 +4,6 @@
 use manifest::{Attach, FocusKind, Layer, Manifest, Probe, ReturnKind};
 use sha2::{Digest, Sha256};
 
-use crate::error::CollectError;
 use crate::relation::CallRelation;
 
 /// How a program attaches.
@@ -79,19 +78,24 @@ pub struct ProbeTable {
     pub relation: CallRelation,
 }
 
+/// Why a manifest gives no probe table: one line naming the manifest's problem.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct TableError(pub String);
+
 /// Ids above this are refused (the BPF tables are sized by the largest id).
 const MAX_PROBE_ID: u32 = manifest::MAX_PROBE_ID;
 
 impl ProbeTable {
     /// The table of a manifest file's text.
-    pub fn from_manifest_text(text: &str, origin: &str) -> Result<Self, CollectError> {
-        let m = Manifest::from_yaml(text, origin).map_err(CollectError::Manifest)?;
+    pub fn from_manifest_text(text: &str, origin: &str) -> Result<Self, TableError> {
+        let m = Manifest::from_yaml(text, origin).map_err(TableError)?;
         let mut t = Self::from_manifest(&m)?;
         t.manifest_hash = manifest_hash(text.as_bytes());
         Ok(t)
     }
 
-    pub fn from_manifest(m: &Manifest) -> Result<Self, CollectError> {
+    pub fn from_manifest(m: &Manifest) -> Result<Self, TableError> {
         let probes: Vec<ProbeInfo> = m.attachable().map(info).collect::<Result<_, _>>()?;
         let mut t = ProbeTable {
             probes,
@@ -171,13 +175,13 @@ impl ProbeTable {
         self
     }
 
-    fn reindex(&mut self) -> Result<(), CollectError> {
+    fn reindex(&mut self) -> Result<(), TableError> {
         let n = self.probes.iter().map(|p| p.id + 1).max().unwrap_or(0);
         self.index = vec![None; n as usize];
         for (i, p) in self.probes.iter().enumerate() {
             let slot = &mut self.index[p.id as usize];
             if slot.is_some() {
-                return Err(CollectError::Manifest(format!(
+                return Err(TableError(format!(
                     "manifest: probe id {} appears twice",
                     p.id
                 )));
@@ -199,18 +203,15 @@ impl ProbeTable {
     }
 }
 
-fn info(p: &Probe) -> Result<ProbeInfo, CollectError> {
+fn info(p: &Probe) -> Result<ProbeInfo, TableError> {
     if p.id >= MAX_PROBE_ID {
-        return Err(CollectError::Manifest(format!(
-            "manifest: probe id {} too large",
-            p.id
-        )));
+        return Err(TableError(format!("manifest: probe id {} too large", p.id)));
     }
     let kind = if p.attach == Attach::Fexit {
         AttachKind::Fexit
     } else {
         AttachKind::Kretprobe(p.attach_symbol.clone().ok_or_else(|| {
-            CollectError::Manifest(format!(
+            TableError(format!(
                 "manifest: probe {} ({}) is clone-only without attach_symbol",
                 p.id, p.function
             ))

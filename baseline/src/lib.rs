@@ -2,13 +2,17 @@
 //! per handler the distinct success shapes out, and for every failure chain where it left the
 //! success path (the bifurcation) and whether its failure is expected.
 //!
-//! * [`Baseline::ingest`] decodes one trace record (`struct pg_trace`, the `baseline` ring):
+//! The collector's pipeline calls it through one trait, [`TraceBaseline`]:
+//! * `ingest` decodes one trace record (`struct pg_trace`, the `baseline` ring):
 //!   a success goes into the [`store`], a failing call's path is kept a while for its chain.
-//! * [`Baseline::annotate`] gives each chain of a window its [`ChainNote`]: the chain's handler
+//! * `annotate` gives each chain of a window its [`ChainNote`]: the chain's handler
 //!   is its outermost probe when that is a handler; its path is the call's own trace (matched
 //!   by thread, handler and time) or else the chain's failing functions; aligned with the
 //!   handler's shapes in [`align`]; judged in [`expected`].
-//! * [`Baseline::out`] is the snapshot's `baseline` member.
+//! * `render` is the snapshot's `baseline` member; `save` keeps the state file.
+//!
+//! It stands on `wire` (the probe table, the chains, the snapshot's baseline types) and on
+//! nothing of the collector, which depends on it (the config it loads with, [`Baseline::new`]).
 
 mod align;
 mod expected;
@@ -17,21 +21,50 @@ mod persist;
 mod store;
 mod trace;
 
-pub use store::LOG2_BUCKETS;
-
 use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
 
-use crate::decode::comm_str;
-use crate::errno::errno_label;
-use crate::probes::ProbeTable;
-use crate::wire::{
+use wire::{comm_str, errno_label, ProbeTable};
+use wire::{
     BaselineOut, Bifurcation, ChainNote, ChainView, ExemplarOut, ExpectedOut, HandlerOut,
     HandlerSummary, ShapeOut, StateView, TraceCounts,
 };
 
 pub use expected::Pinned;
-pub(crate) use trace::{token, Trace};
+use trace::{token, Trace};
+
+/// What the collector's pipeline calls, and all it calls: traces in, a note per chain, the
+/// snapshot's member, the state file.
+pub trait TraceBaseline: Send {
+    /// One record of the `baseline` ring (`table` names its steps).
+    fn ingest(&mut self, table: &ProbeTable, trace: &[u8]);
+    /// The kernel's counts of trace records (cumulative), read behind the fence.
+    fn set_kernel_counts(&mut self, counts: TraceCounts);
+    /// The note of one chain (and its failure learned for the next ones).
+    fn annotate(&mut self, chain: &ChainView<'_>) -> ChainNote;
+    /// The snapshot's `baseline` member.
+    fn render(&self, table: &ProbeTable) -> BaselineOut;
+    /// Writes the state file when due (or `is_final`): the line to print when it failed.
+    fn save(&mut self, table: &ProbeTable, is_final: bool) -> Option<String>;
+}
+
+impl TraceBaseline for Baseline {
+    fn ingest(&mut self, table: &ProbeTable, trace: &[u8]) {
+        Baseline::ingest(self, table, trace);
+    }
+    fn set_kernel_counts(&mut self, counts: TraceCounts) {
+        Baseline::set_kernel_counts(self, counts);
+    }
+    fn annotate(&mut self, chain: &ChainView<'_>) -> ChainNote {
+        Baseline::annotate(self, chain)
+    }
+    fn render(&self, table: &ProbeTable) -> BaselineOut {
+        self.out(table)
+    }
+    fn save(&mut self, table: &ProbeTable, is_final: bool) -> Option<String> {
+        Baseline::save(self, table, is_final)
+    }
+}
 
 /// What `collect --baseline` asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,7 +139,7 @@ const FAILING_KEPT: usize = 4096;
 const MATCH_NS: u64 = 5_000_000;
 
 /// The baseline of one run.
-pub(crate) struct Baseline {
+pub struct Baseline {
     cfg: BaselineConfig,
     /// how the kernel traces (the attach status's word), or why it cannot
     mechanism: String,
@@ -122,7 +155,7 @@ pub(crate) struct Baseline {
 }
 
 impl Baseline {
-    pub(crate) fn new(cfg: BaselineConfig, handlers: BTreeSet<u32>, mechanism: String) -> Self {
+    pub fn new(cfg: BaselineConfig, handlers: BTreeSet<u32>, mechanism: String) -> Self {
         let expected = expected::Expected {
             pinned: cfg.pinned.clone(),
             ..Default::default()
@@ -143,7 +176,7 @@ impl Baseline {
 
     /// Reads the state file (`--baseline-state`): the line to print when one was restored
     /// or set aside.
-    pub(crate) fn restore(&mut self, table: &ProbeTable) -> Option<String> {
+    pub fn restore(&mut self, table: &ProbeTable) -> Option<String> {
         let path = self.cfg.state.clone()?;
         match persist::load(&path, &table.manifest_hash) {
             Ok(None) => None,
@@ -463,9 +496,9 @@ fn shape_out(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sites::OwnerDecision;
-    use crate::wire::Link;
     use manifest::{Layer, PgTrace, TRACE_SIZE};
+    use wire::Link;
+    use wire::OwnerDecision;
 
     const REG: u32 = 0;
     const QP: u32 = 4;
@@ -541,7 +574,7 @@ mod tests {
             table: t,
             count: 1,
             last_end_ns: 0,
-            owner: crate::owner::Owner::VerbsCore,
+            owner: wire::Owner::VerbsCore,
             decision: &decision,
             note: None,
         };

@@ -34,13 +34,13 @@ fn refused(why: String) -> io::Error {
 }
 
 /// Whether `e` is a refusal ([`Refused`]) rather than a failure that may pass.
-pub(crate) fn is_refused(e: &io::Error) -> bool {
+pub fn is_refused(e: &io::Error) -> bool {
     e.get_ref().is_some_and(|r| r.is::<Refused>())
 }
 
 /// What an output turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OutputKind {
+pub enum OutputKind {
     /// a regular file: locked, rotated, fenced, cut back after a failed write
     File,
     /// a character device: written as it is
@@ -48,20 +48,20 @@ pub(crate) enum OutputKind {
 }
 
 /// `path` with `suffix` added to its name (`FILE.1`, `FILE.lock`).
-pub(crate) fn suffixed(path: &Path, suffix: &str) -> PathBuf {
+pub fn suffixed(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(suffix);
     PathBuf::from(s)
 }
 
 /// Whether `path` names a character device itself (not through a link).
-pub(crate) fn is_device(path: &Path) -> bool {
+pub fn is_device(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_char_device())
 }
 
 /// Opens `path` to append to (or, `truncate`, to write from the start once it is checked),
 /// creating it and its directory; see the module's doc for what is refused.
-pub(crate) fn open_output(path: &Path, truncate: bool) -> io::Result<(File, OutputKind)> {
+pub fn open_output(path: &Path, truncate: bool) -> io::Result<(File, OutputKind)> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
@@ -126,7 +126,7 @@ pub(crate) fn open_output(path: &Path, truncate: bool) -> io::Result<(File, Outp
 /// as long as the returned file is open: one collector per output. The lock file is not
 /// rotated or renamed, so the lock outlives rotations and a logrotate `mv`. It holds the pid of
 /// its holder, which the refusal names.
-pub(crate) fn lock_output(path: &Path) -> io::Result<File> {
+pub fn lock_output(path: &Path) -> io::Result<File> {
     let lock = suffixed(path, ".lock");
     let named = |e: io::Error| {
         if is_refused(&e) {

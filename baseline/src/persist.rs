@@ -129,7 +129,7 @@ pub(crate) fn load(path: &Path, manifest_hash: &str) -> Result<Option<State>, St
         Err(Aside::Damaged(why)) => ("damaged", why),
         Err(Aside::OtherSet(why)) => ("other-set", why),
     };
-    let now = crate::timefmt::unix_ns(std::time::SystemTime::now()) / 1_000_000_000;
+    let now = wire::unix_ns(std::time::SystemTime::now()) / 1_000_000_000;
     // never over an earlier file set aside in the same second
     let aside = (0..)
         .map(|n| match n {
@@ -158,8 +158,8 @@ pub(crate) fn load(path: &Path, manifest_hash: &str) -> Result<Option<State>, St
 pub(crate) fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = sibling(path, ".tmp");
-    let (mut f, kind) = crate::outfile::open_output(&tmp, true)?;
-    if kind != crate::outfile::OutputKind::File {
+    let (mut f, kind) = wire::open_output(&tmp, true)?;
+    if kind != wire::OutputKind::File {
         return Err(std::io::Error::other(format!(
             "{}: a device, expected a regular file",
             tmp.display()

@@ -1,7 +1,7 @@
 //! errno labels for snapshots and metrics; the names are the manifest's table
 //! (`manifest::errno_name`).
 
-pub(crate) use manifest::errno_name;
+pub use manifest::errno_name;
 
 /// The name used in snapshots and metrics: the symbolic name, `none` for 0 (a failure without
 /// an errno: NULL pointer, or an int below -4095), `E<n>` for an unnamed number.

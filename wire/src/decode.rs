@@ -5,7 +5,7 @@
 use crate::record::{PgRecord, RECORD_SIZE};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum DecodeError {
+pub enum DecodeError {
     #[error("record of {0} bytes, expected {RECORD_SIZE}")]
     Size(usize),
 }
@@ -13,7 +13,7 @@ pub(crate) enum DecodeError {
 /// Decodes one sample. The ring buffer hands out exactly `sizeof(struct pg_record)` bytes per
 /// sample, so any other length means the object and this collector disagree on the layout.
 #[inline]
-pub(crate) fn decode(bytes: &[u8]) -> Result<PgRecord, DecodeError> {
+pub fn decode(bytes: &[u8]) -> Result<PgRecord, DecodeError> {
     if bytes.len() != RECORD_SIZE {
         return Err(DecodeError::Size(bytes.len()));
     }
@@ -37,7 +37,7 @@ pub fn comm_str(comm: &[u8; 16]) -> std::borrow::Cow<'_, str> {
 }
 
 /// Lowercase hex of bytes.
-pub(crate) fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     const D: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
@@ -48,7 +48,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 /// Bytes of a hex string; `None` on odd length or a non-hex digit.
-pub(crate) fn unhex(s: &str) -> Option<Vec<u8>> {
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
     let b = s.as_bytes();
     if !b.len().is_multiple_of(2) {
         return None;

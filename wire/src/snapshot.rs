@@ -7,16 +7,16 @@ use std::sync::Arc;
 use serde::ser::{SerializeMap, SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
-use super::baseline::BaselineOut;
-use super::chains::ChainsOut;
-use super::shared::SharedPart;
+use crate::baseline::BaselineOut;
+use crate::chains::ChainsOut;
 use crate::decode::comm_str;
 use crate::errno::errno_label;
+use crate::job::ProcInfo;
 use crate::kernel_state::{AttachStatus, KernelTotals};
 use crate::owner::Owner;
 use crate::probes::ProbeTable;
-use crate::procinfo::ProcInfo;
 use crate::record::PgRecord;
+use crate::shared::SharedPart;
 
 /// A record kept for the snapshot.
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::wire::{JobMixOut, VerbMixOut};
+use wire::{JobMixOut, VerbMixOut};
 
 const MAX_JOBS: usize = 256;
 const MIN_OTHERS: usize = 2;

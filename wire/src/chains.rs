@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
-use super::baseline::ChainNote;
+use crate::baseline::ChainNote;
 use crate::decode::comm_str;
 use crate::errno::errno_label;
 use crate::owner::Owner;
@@ -53,7 +53,7 @@ pub fn monotonic_ns() -> Option<u64> {
 /// Chains as spans of one vector of links sorted per thread and time; each span is one chain,
 /// innermost record first.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Chains {
+pub struct Chains {
     links: Vec<Link>,
     /// (start, len) in `links` of the first occurrence of each distinct chain
     spans: Vec<(u32, u32)>,
@@ -63,30 +63,30 @@ pub(crate) struct Chains {
 }
 
 impl Chains {
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.spans.len()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
     }
 
     /// The chains, each innermost first, in the order of their innermost record's time.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &[Link]> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = &[Link]> + '_ {
         self.spans
             .iter()
             .map(|&(s, n)| &self.links[s as usize..(s + n) as usize])
     }
 
     /// With [`Chains::iter`]: occurrences of each chain and the end of its last occurrence.
-    pub(crate) fn repeats(&self) -> &[(u32, u64)] {
+    pub fn repeats(&self) -> &[(u32, u64)] {
         &self.repeats
     }
 
     /// A thread that fails the same way in a loop (a retry storm) yields one chain with a
     /// count, not thousands of copies: group identical chains (same pid, tid, probes and
     /// errnos), keeping the first occurrence, in first-occurrence order.
-    pub(crate) fn collapse(links: Vec<Link>, spans: Vec<(u32, u32)>) -> Self {
+    pub fn collapse(links: Vec<Link>, spans: Vec<(u32, u32)>) -> Self {
         use std::collections::HashMap;
         use std::hash::{Hash, Hasher};
         let key_of = |&(s, n): &(u32, u32)| {
@@ -143,7 +143,7 @@ pub struct ChainsOut {
 impl ChainsOut {
     /// `chains` with the owner of each, `decide`d from its origin probe and errno (a chain
     /// without links, which `Chains` never holds, is the verbs core's).
-    pub(crate) fn new(
+    pub fn new(
         chains: Chains,
         table: Arc<ProbeTable>,
         decide: impl Fn(Option<&ProbeInfo>, u32) -> OwnerDecision,

@@ -12,9 +12,10 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use super::shared::SharedPart;
-use super::snapshot::{CounterOut, Drops, Errors, Invariant, SinkStatus, Snapshot};
-use crate::kernel_state::AttachStatus;
+use wire::{
+    AttachStatus, BaselineOut, CounterOut, Drops, Errors, Invariant, SharedPart, SinkStatus,
+    Snapshot,
+};
 
 /// One part's last value and its JSON.
 struct Cached<T> {
@@ -32,7 +33,7 @@ struct RestKey {
     errors: Errors,
     invariant: Invariant,
     clickhouse: Option<SinkStatus>,
-    baseline: Option<super::BaselineOut>,
+    baseline: Option<BaselineOut>,
 }
 
 impl RestKey {
@@ -236,7 +237,7 @@ mod tests {
                 s.clickhouse = Some(SinkStatus::default());
             }
             if i >= 2 {
-                s.agent = Some(crate::wire::AgentCost {
+                s.agent = Some(wire::AgentCost {
                     cpu_ns: i as u64,
                     rss_bytes: 4096,
                     bpf_run_ns: (i == 4).then_some(7),

@@ -1,0 +1,242 @@
+//! The choice of a bundle's set for the running host: for each RDMA vendor driver loaded here,
+//! the set of this exact kernel release, else the newest of the same series; two drivers
+//! loaded and their union set in the bundle: that one set.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::error::BundleError;
+use crate::read::{BundleSet, KernelVersion};
+
+/// How a set was matched to the running kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Match {
+    /// Generated from this very release.
+    Exact,
+    /// The newest set of the running kernel's series (another point release).
+    Series,
+}
+
+/// What the running host offers for the choice.
+#[derive(Debug, Clone)]
+pub struct HostKernel {
+    /// `uname -r`
+    pub release: String,
+    pub version: KernelVersion,
+    /// Driver modules of the bundle's sets that are loaded here.
+    pub loaded: BTreeSet<String>,
+}
+
+impl HostKernel {
+    /// The running kernel (`release` overrides `uname -r` in tests) and which of `modules`
+    /// are loaded (`/sys/module/<name>` under `sys_root`).
+    pub fn probe(
+        release: Option<&str>,
+        sys_root: &Path,
+        modules: &BTreeSet<String>,
+    ) -> Result<Self, BundleError> {
+        let (release, proc_version) = match release {
+            Some(r) => (r.to_string(), None),
+            None => (
+                uname_release()?,
+                std::fs::read_to_string("/proc/version").ok(),
+            ),
+        };
+        let version =
+            KernelVersion::of_running(&release, proc_version.as_deref()).ok_or_else(|| {
+                BundleError::Invalid(format!("kernel release `{release}`: expected X.Y[.Z]..."))
+            })?;
+        let loaded = modules
+            .iter()
+            .filter(|m| sys_root.join("sys/module").join(m).exists())
+            .cloned()
+            .collect();
+        Ok(HostKernel {
+            release,
+            version,
+            loaded,
+        })
+    }
+}
+
+/// `uname -r`, as the kernel publishes it without a syscall wrapper.
+fn uname_release() -> Result<String, BundleError> {
+    let path = "/proc/sys/kernel/osrelease";
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .map_err(BundleError::io(path))
+}
+
+/// The set chosen for one loaded vendor driver.
+#[derive(Debug, Clone)]
+pub struct Chosen {
+    pub set: BundleSet,
+    pub how: Match,
+    /// The loaded driver module that made it apply.
+    pub module: String,
+}
+
+/// The choice for this host: a set per loaded vendor (sorted by vendor, software `rxe` last),
+/// and the loaded drivers no set of this series covers.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub chosen: Vec<Chosen>,
+    pub uncovered: Vec<String>,
+}
+
+/// Picks, for each vendor with a driver module loaded here, its set of this exact release,
+/// else the newest set of the same series. Two vendors loaded, and the bundle has their
+/// union set of the series (`mlx5+rxe`): that one set instead, both drivers watched and the
+/// core probed once.
+pub fn select(sets: &[BundleSet], host: &HostKernel) -> Selection {
+    let mut sel = select_each(sets, host);
+    if sel.chosen.len() == 2 {
+        let mut vendors: Vec<&str> = sel.chosen.iter().map(|c| c.set.vendor.as_str()).collect();
+        vendors.sort_unstable();
+        let name = vendors.join("+");
+        let of_union: Vec<&BundleSet> = sets.iter().filter(|s| s.vendor == name).collect();
+        if let Some((set, how)) = best_of_series(&of_union, host) {
+            let mut modules: Vec<&str> = sel.chosen.iter().map(|c| c.module.as_str()).collect();
+            modules.sort_unstable();
+            sel.chosen = vec![Chosen {
+                set: set.clone(),
+                how,
+                module: modules.join(" and "),
+            }];
+        }
+    }
+    sel
+}
+
+/// `of_vendor`'s set of the host's release, else the newest of its series.
+fn best_of_series<'a>(
+    of_vendor: &[&'a BundleSet],
+    host: &HostKernel,
+) -> Option<(&'a BundleSet, Match)> {
+    let version = |s: &BundleSet| KernelVersion::parse_prefix(&s.kernel);
+    let best = of_vendor
+        .iter()
+        .filter(|s| version(s).is_some_and(|v| v.series() == host.version.series()))
+        .max_by_key(|s| (version(s) == Some(host.version), version(s)))?;
+    let how = if version(best) == Some(host.version) {
+        Match::Exact
+    } else {
+        Match::Series
+    };
+    Some((best, how))
+}
+
+/// One set per loaded vendor (union sets aside).
+fn select_each(sets: &[BundleSet], host: &HostKernel) -> Selection {
+    let vendors: BTreeSet<&str> = sets
+        .iter()
+        .map(|s| s.vendor.as_str())
+        .filter(|v| !v.contains('+'))
+        .collect();
+    let mut sel = Selection::default();
+    for vendor in vendors {
+        let of_vendor: Vec<&BundleSet> = sets.iter().filter(|s| s.vendor == vendor).collect();
+        let Some(module) = of_vendor
+            .iter()
+            .flat_map(|s| &s.driver_modules)
+            .find(|m| host.loaded.contains(*m))
+        else {
+            continue;
+        };
+        match best_of_series(&of_vendor, host) {
+            Some((s, how)) => sel.chosen.push(Chosen {
+                set: s.clone(),
+                how,
+                module: module.clone(),
+            }),
+            None => sel.uncovered.push(format!("{vendor} ({module})")),
+        }
+    }
+    // hardware first: a host with a NIC and Soft-RoCE is watched for its NIC
+    sel.chosen
+        .sort_by_key(|c| (c.set.vendor == "rxe", c.set.vendor.clone()));
+    sel
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(dir: &str, vendor: &str, kernel: &str, module: &str) -> BundleSet {
+        let v = KernelVersion::parse_prefix(kernel).expect("version");
+        BundleSet {
+            dir: dir.into(),
+            vendor: vendor.into(),
+            kernel: kernel.into(),
+            series: format!("{}.{}", v.0, v.1),
+            driver_modules: vec![module.into()],
+            manifest_sha256: String::new(),
+            object_sha256: String::new(),
+        }
+    }
+
+    fn host(release: &str, loaded: &[&str]) -> HostKernel {
+        HostKernel {
+            release: release.into(),
+            version: KernelVersion::of_running(release, None).expect("release"),
+            loaded: loaded.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn exact_release_else_newest_of_the_series() {
+        let sets = [
+            set("linux-6.12/rxe", "rxe", "6.12.117", "rdma_rxe"),
+            set("linux-6.12.40/rxe", "rxe", "6.12.40", "rdma_rxe"),
+            set("linux-6.12/mlx5", "mlx5", "6.12.117", "mlx5_ib"),
+            set("linux-7.2/rxe", "rxe", "7.2.13", "rdma_rxe"),
+        ];
+        let s = select(&sets, &host("6.12.40+deb12-amd64", &["rdma_rxe"]));
+        assert_eq!(s.chosen.len(), 1);
+        assert_eq!(
+            (s.chosen[0].set.dir.as_str(), s.chosen[0].how),
+            ("linux-6.12.40/rxe", Match::Exact)
+        );
+        let s = select(
+            &sets,
+            &host("6.12.130+deb12-amd64", &["rdma_rxe", "mlx5_ib"]),
+        );
+        let dirs: Vec<_> = s
+            .chosen
+            .iter()
+            .map(|c| (c.set.dir.as_str(), c.how))
+            .collect();
+        assert_eq!(
+            dirs,
+            [
+                ("linux-6.12/mlx5", Match::Series),
+                ("linux-6.12/rxe", Match::Series)
+            ]
+        );
+        // with their union set in the bundle, both drivers get one set
+        let mut with_union = sets.to_vec();
+        with_union.push(set(
+            "linux-6.12/mlx5+rxe",
+            "mlx5+rxe",
+            "6.12.117",
+            "mlx5_ib",
+        ));
+        let s = select(
+            &with_union,
+            &host("6.12.130+deb12-amd64", &["rdma_rxe", "mlx5_ib"]),
+        );
+        assert_eq!(s.chosen.len(), 1);
+        assert_eq!(
+            (s.chosen[0].set.dir.as_str(), s.chosen[0].how),
+            ("linux-6.12/mlx5+rxe", Match::Series)
+        );
+        assert_eq!(s.chosen[0].module, "mlx5_ib and rdma_rxe");
+        // one driver: its own set, never the union
+        let s = select(&with_union, &host("6.12.117", &["mlx5_ib"]));
+        assert_eq!(s.chosen[0].set.dir, "linux-6.12/mlx5");
+        let s = select(&sets, &host("6.13.2-amd64", &["rdma_rxe"]));
+        assert!(s.chosen.is_empty());
+        assert_eq!(s.uncovered, ["rxe (rdma_rxe)"]);
+        assert!(select(&sets, &host("6.12.117", &[])).chosen.is_empty());
+    }
+}

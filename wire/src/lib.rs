@@ -1,0 +1,47 @@
+//! What crosses between the runtime's stages: the probe table a set's manifest gives, the
+//! failure record as decoded, the owner of a chain, and [`Snapshot`] with every type it
+//! serialises, the status a sink reports back ([`SinkStatus`]) and the run's cumulative
+//! counters an exposition shows ([`Totals`]). The collector builds these values, the baseline
+//! notes them and the sinks read them; this crate imports none of them, so each stands on it
+//! without seeing how the others work.
+//!
+//! The face is this file's `pub use` list; every module is private.
+
+mod baseline;
+mod chains;
+mod decode;
+mod errno;
+mod job;
+mod kernel_state;
+mod outfile;
+mod owner;
+mod probes;
+mod record;
+mod relation;
+mod shared;
+mod sites;
+mod snapshot;
+mod timefmt;
+
+pub use baseline::{
+    BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, HandlerSummary,
+    JobMixOut, ShapeOut, StateView, TraceCounts, VerbMixOut, LOG2_BUCKETS,
+};
+pub use chains::{monotonic_ns, ChainClock, ChainView, Chains, ChainsOut, Link};
+pub use decode::{comm_str, decode, encode, hex, unhex, DecodeError};
+pub use errno::{errno_label, errno_name};
+pub use job::ProcInfo;
+pub use kernel_state::{AttachStatus, KernelTotals, Mechanism};
+pub use outfile::{is_device, is_refused, lock_output, open_output, suffixed, OutputKind};
+// who gets the ticket for a chain whose origin is this probe (tests and tools ask it too)
+pub use owner::{decide_for as owner_by_layer, Owner};
+pub use probes::{AttachKind, ProbeInfo, ProbeTable, TableError};
+pub use record::{PgErrnoKey, PgRecord, RECORD_SIZE};
+pub use relation::CallRelation;
+pub use shared::SharedPart;
+pub use sites::{decide as owner_of, owner_of_class, Candidate, OwnerDecision, NO_SITE_DATA};
+pub use snapshot::{
+    AgentCost, CounterOut, Drops, Errors, Invariant, InvariantProbe, Rec, RecordsOut, SinkStatus,
+    Snapshot, Totals, Window,
+};
+pub use timefmt::{rfc3339, unix_ns};
