@@ -2,15 +2,17 @@
 
 use std::collections::BTreeSet;
 
+use std::time::Duration;
+
 use tree_sitter::{Node, Parser};
 
 use crate::error::Warning;
+use crate::errsites::BodyExits;
 use crate::model::{
     CallSite, CallTarget, FileFacts, FunctionDef, MacroDef, OpsTable, RetKind, UapiMethod,
     WriteCommand,
 };
-
-pub static PARSE_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+use crate::timings::ExtractTimes;
 
 /// Most ERROR ranges reported per file; the count is still exact.
 const MAX_ERROR_WARNINGS_PER_FILE: usize = 5;
@@ -35,6 +37,16 @@ fn parse_time_limit(len: usize) -> std::time::Duration {
 
 /// Parse `text` (already preprocessed) and extract its facts.
 pub fn extract(parser: &mut Parser, path: &str, text: &str) -> FileFacts {
+    extract_timed(parser, path, text, &mut ExtractTimes::default())
+}
+
+/// [`extract`], adding what its phases took to `times`.
+pub(crate) fn extract_timed(
+    parser: &mut Parser,
+    path: &str,
+    text: &str,
+    times: &mut ExtractTimes,
+) -> FileFacts {
     let mut facts = FileFacts {
         path: path.to_string(),
         ..FileFacts::default()
@@ -49,10 +61,7 @@ pub fn extract(parser: &mut Parser, path: &str, text: &str) -> FileFacts {
         None,
         Some(tree_sitter::ParseOptions::new().progress_callback(&mut progress)),
     );
-    PARSE_NS.fetch_add(
-        t0.elapsed().as_nanos() as u64,
-        std::sync::atomic::Ordering::Relaxed,
-    );
+    times.parse += t0.elapsed();
     let Some(tree) = parsed else {
         parser.reset();
         facts.warnings.push(Warning {
@@ -66,12 +75,17 @@ pub fn extract(parser: &mut Parser, path: &str, text: &str) -> FileFacts {
         facts.parse_abandoned = true;
         return facts;
     };
+    let t1 = std::time::Instant::now();
     let root = tree.root_node();
     collect_errors(root, path, &mut facts);
-    walk_top(root, src, &mut facts);
+    let mut sites_time = std::time::Duration::ZERO;
+    walk_top(root, src, &mut facts, &mut sites_time);
     if path.ends_with(".c") {
         scan_uverbs_declarations(text, &mut facts);
     }
+    drop(tree);
+    times.error_sites += sites_time;
+    times.facts += t1.elapsed().saturating_sub(sites_time);
     facts
 }
 
@@ -157,7 +171,7 @@ fn collect_errors(root: Node, path: &str, facts: &mut FileFacts) {
 /// macros at file scope (`DECLARE_UVERBS_NAMED_METHOD(...)`) sometimes swallow the functions
 /// after them into an error range. Iterative, with one tree cursor, in source order: damaged
 /// input can nest ERROR nodes as deep as it nests brackets.
-fn walk_top(root: Node, src: &[u8], facts: &mut FileFacts) {
+fn walk_top(root: Node, src: &[u8], facts: &mut FileFacts, sites_time: &mut Duration) {
     let mut cursor = root.walk();
     if !cursor.goto_first_child() {
         return;
@@ -167,7 +181,7 @@ fn walk_top(root: Node, src: &[u8], facts: &mut FileFacts) {
         let mut descend = false;
         match child.kind() {
             "function_definition" => {
-                if let Some(f) = function_def(child, src) {
+                if let Some(f) = function_def(child, src, sites_time) {
                     facts.functions.push(f);
                 }
             }
@@ -229,7 +243,7 @@ struct DeclaredName<'t> {
     fn_declarator: Node<'t>,
 }
 
-fn function_def(node: Node, src: &[u8]) -> Option<FunctionDef> {
+fn function_def(node: Node, src: &[u8], sites_time: &mut Duration) -> Option<FunctionDef> {
     let declarator = node.child_by_field_name("declarator")?;
     let body = node.child_by_field_name("body")?;
     let (is_static, is_inline) = specifiers(node, src);
@@ -239,16 +253,16 @@ fn function_def(node: Node, src: &[u8]) -> Option<FunctionDef> {
         .unwrap_or_default();
     let declared = declared_name(declarator, src)?;
     let outer_fn = declared.fn_declarator;
-    let (calls, field_writes) = body_calls(outer_fn, body, src);
-    let body_text = text(body, src);
     let ret = ret_kind(declared.pointer, &ret_type);
-    let returns_error = has_error_code(body_text);
     // every int or pointer body: one without an error constant may still pass a callee's on
-    let error_sites = if matches!(ret, RetKind::Int | RetKind::Ptr) {
-        crate::errsites::error_sites(body, src, ret == RetKind::Ptr)
-    } else {
-        Vec::new()
-    };
+    let mut exits = matches!(ret, RetKind::Int | RetKind::Ptr)
+        .then(|| crate::errsites::BodyExits::new(ret == RetKind::Ptr));
+    let (calls, field_writes) = body_calls(outer_fn, body, src, exits.as_mut());
+    let body_text = text(body, src);
+    let returns_error = has_error_code(body_text);
+    let t0 = std::time::Instant::now();
+    let error_sites = exits.map(|e| e.sites(src)).unwrap_or_default();
+    *sites_time += t0.elapsed();
     Some(FunctionDef {
         name: declared.name,
         uverbs_handler_id: declared.handler_id,
@@ -357,12 +371,17 @@ fn ret_kind(pointer: bool, ret_type: &str) -> RetKind {
 
 /// The calls of a body and the fields it writes through pointers; parameters and locals
 /// are told apart from functions.
-fn body_calls(fn_decl: Node, body: Node, src: &[u8]) -> (Vec<CallSite>, Vec<String>) {
+fn body_calls<'t>(
+    fn_decl: Node<'t>,
+    body: Node<'t>,
+    src: &[u8],
+    exits: Option<&mut BodyExits<'t>>,
+) -> (Vec<CallSite>, Vec<String>) {
     let mut locals: BTreeSet<String> = BTreeSet::new();
     if let Some(params) = fn_decl.child_by_field_name("parameters") {
         collect_declared_names(params, src, &mut locals);
     }
-    let scan = scan_body(body, src, &mut locals);
+    let scan = scan_body(body, src, &mut locals, exits);
     let mut calls: Vec<CallSite> = scan
         .calls
         .iter()
@@ -386,8 +405,15 @@ struct BodyScan<'t> {
 /// One preorder walk of a body with one tree cursor (the bodies are most of the tree, and a
 /// cursor step allocates nothing). Declared names go into `locals`; calls are listed in the
 /// order a right-to-left preorder visits them, the reverse of the left-to-right postorder
-/// collected here, which is the order the call sites have always had within one line.
-fn scan_body<'t>(body: Node<'t>, src: &[u8], locals: &mut BTreeSet<String>) -> BodyScan<'t> {
+/// collected here, which is the order the call sites have always had within one line. What
+/// the error sites read (`exits`, for int and pointer bodies) is noted in the same postorder:
+/// no second walk of the body.
+fn scan_body<'t>(
+    body: Node<'t>,
+    src: &[u8],
+    locals: &mut BTreeSet<String>,
+    mut exits: Option<&mut BodyExits<'t>>,
+) -> BodyScan<'t> {
     let mut scan = BodyScan {
         calls: Vec::new(),
         field_writes: BTreeSet::new(),
@@ -408,6 +434,9 @@ fn scan_body<'t>(body: Node<'t>, src: &[u8], locals: &mut BTreeSet<String>) -> B
         // Leaving `n` and every ancestor whose last child this was: postorder.
         loop {
             let done = cursor.node();
+            if let Some(e) = exits.as_deref_mut() {
+                e.note(done, src);
+            }
             if done.kind_id() == ids.call_expression {
                 if let Some(f) = done.child_by_field_id(ids.field_function) {
                     scan.calls.push((f, line(done)));
