@@ -129,6 +129,62 @@ fn body_ids() -> &'static BodyIds {
     })
 }
 
+/// tree-sitter-c's field ids, looked up once: `child_by_field_name` searches the grammar's
+/// field names (a string compare per name) on every call, and the walks call it per node.
+pub(crate) struct FieldIds {
+    pub alternative: u16,
+    pub argument: u16,
+    pub arguments: u16,
+    pub body: u16,
+    pub condition: u16,
+    pub consequence: u16,
+    pub declarator: u16,
+    pub field: u16,
+    pub function: u16,
+    pub left: u16,
+    pub name: u16,
+    pub operator: u16,
+    pub parameters: u16,
+    pub path: u16,
+    pub right: u16,
+    pub r#type: u16,
+    pub value: u16,
+    pub label: u16,
+}
+
+pub(crate) fn fields() -> &'static FieldIds {
+    static IDS: std::sync::OnceLock<FieldIds> = std::sync::OnceLock::new();
+    IDS.get_or_init(|| {
+        let lang: tree_sitter::Language = tree_sitter_c::LANGUAGE.into();
+        // The grammar is compiled in: a missing field is a build error, not an input error.
+        let field = |f: &str| {
+            lang.field_id_for_name(f)
+                .expect("tree-sitter-c has the field")
+                .get()
+        };
+        FieldIds {
+            alternative: field("alternative"),
+            argument: field("argument"),
+            arguments: field("arguments"),
+            body: field("body"),
+            condition: field("condition"),
+            consequence: field("consequence"),
+            declarator: field("declarator"),
+            field: field("field"),
+            function: field("function"),
+            left: field("left"),
+            name: field("name"),
+            operator: field("operator"),
+            parameters: field("parameters"),
+            path: field("path"),
+            right: field("right"),
+            r#type: field("type"),
+            value: field("value"),
+            label: field("label"),
+        }
+    })
+}
+
 fn text<'a>(n: Node, src: &'a [u8]) -> &'a str {
     n.utf8_text(src).unwrap_or("")
 }
@@ -191,15 +247,17 @@ fn walk_top(root: Node, src: &[u8], facts: &mut FileFacts, sites_time: &mut Dura
                 }
             }
             "preproc_def" => {
-                let name = child.child_by_field_name("name").map(|n| text(n, src));
+                let name = child
+                    .child_by_field_id(crate::cparse::fields().name)
+                    .map(|n| text(n, src));
                 if name == Some("UVERBS_MODULE_NAME") {
-                    if let Some(v) = child.child_by_field_name("value") {
+                    if let Some(v) = child.child_by_field_id(crate::cparse::fields().value) {
                         facts.uverbs_module_name = Some(text(v, src).trim().to_string());
                     }
                 }
             }
             "preproc_include" => {
-                if let Some(p) = child.child_by_field_name("path") {
+                if let Some(p) = child.child_by_field_id(crate::cparse::fields().path) {
                     if p.kind() == "string_literal" {
                         let t = text(p, src).trim_matches('"');
                         facts.local_includes.push(t.to_string());
@@ -244,11 +302,11 @@ struct DeclaredName<'t> {
 }
 
 fn function_def(node: Node, src: &[u8], sites_time: &mut Duration) -> Option<FunctionDef> {
-    let declarator = node.child_by_field_name("declarator")?;
-    let body = node.child_by_field_name("body")?;
+    let declarator = node.child_by_field_id(crate::cparse::fields().declarator)?;
+    let body = node.child_by_field_id(crate::cparse::fields().body)?;
     let (is_static, is_inline) = specifiers(node, src);
     let ret_type = node
-        .child_by_field_name("type")
+        .child_by_field_id(crate::cparse::fields().r#type)
         .map(|t| text(t, src).trim().to_string())
         .unwrap_or_default();
     let declared = declared_name(declarator, src)?;
@@ -319,10 +377,10 @@ fn declared_name<'t>(declarator: Node<'t>, src: &[u8]) -> Option<DeclaredName<'t
                 if outer_fn.is_none() {
                     pointer = true;
                 }
-                d = d.child_by_field_name("declarator")?;
+                d = d.child_by_field_id(crate::cparse::fields().declarator)?;
             }
             "function_declarator" => {
-                let inner = d.child_by_field_name("declarator")?;
+                let inner = d.child_by_field_id(crate::cparse::fields().declarator)?;
                 if outer_fn.is_none() {
                     outer_fn = Some(d);
                     d = inner;
@@ -330,7 +388,7 @@ fn declared_name<'t>(declarator: Node<'t>, src: &[u8]) -> Option<DeclaredName<'t
                     // `UVERBS_HANDLER(X)(args)`: the inner "function declarator" is the
                     // token-pasting macro; its single "parameter" is the method id.
                     let macro_name = text(inner, src);
-                    let params = d.child_by_field_name("parameters")?;
+                    let params = d.child_by_field_id(crate::cparse::fields().parameters)?;
                     let id = text(params, src)
                         .trim_matches(|c| c == '(' || c == ')')
                         .trim()
@@ -378,7 +436,7 @@ fn body_calls<'t>(
     exits: Option<&mut BodyExits<'t>>,
 ) -> (Vec<CallSite>, Vec<String>) {
     let mut locals: BTreeSet<String> = BTreeSet::new();
-    if let Some(params) = fn_decl.child_by_field_name("parameters") {
+    if let Some(params) = fn_decl.child_by_field_id(crate::cparse::fields().parameters) {
         collect_declared_names(params, src, &mut locals);
     }
     let scan = scan_body(body, src, &mut locals, exits);
@@ -421,26 +479,28 @@ fn scan_body<'t>(
     let ids = body_ids();
     let mut cursor = body.walk();
     loop {
-        let n = cursor.node();
-        note_declared_name(n, src, locals);
-        if n.kind_id() == ids.assignment_expression {
-            if let Some(field) = written_field(n, src) {
-                scan.field_writes.insert(field.to_string());
-            }
-        }
         if cursor.goto_first_child() {
             continue;
         }
-        // Leaving `n` and every ancestor whose last child this was: postorder.
+        // Leaving `n` and every ancestor whose last child this was: postorder, where each
+        // node is seen once and its kind read once (what is collected is a set or sorted
+        // later, so the order of the visit does not matter but for the calls).
         loop {
             let done = cursor.node();
-            if let Some(e) = exits.as_deref_mut() {
-                e.note(done, src);
-            }
-            if done.kind_id() == ids.call_expression {
+            let kind = done.kind_id();
+            if kind == ids.call_expression {
                 if let Some(f) = done.child_by_field_id(ids.field_function) {
                     scan.calls.push((f, line(done)));
                 }
+            } else if kind == ids.assignment_expression {
+                if let Some(field) = written_field(done, src) {
+                    scan.field_writes.insert(field.to_string());
+                }
+            } else if ids.declares.contains(&kind) {
+                note_declared_name(done, src, locals);
+            }
+            if let Some(e) = exits.as_deref_mut() {
+                e.note(done, kind, src);
             }
             if done.id() == body.id() {
                 scan.calls.reverse();
@@ -459,9 +519,12 @@ fn scan_body<'t>(
 
 /// `x->field = ...`: the field.
 fn written_field<'a>(assignment: Node, src: &'a [u8]) -> Option<&'a str> {
-    let l = assignment.child_by_field_name("left")?;
+    let l = assignment.child_by_field_id(crate::cparse::fields().left)?;
     if l.kind() == "field_expression" && text_of_op(l, src) == "->" {
-        return Some(text(l.child_by_field_name("field")?, src));
+        return Some(text(
+            l.child_by_field_id(crate::cparse::fields().field)?,
+            src,
+        ));
     }
     None
 }
@@ -485,7 +548,7 @@ fn has_error_code(body: &str) -> bool {
 
 /// Name and scalar-ness of each parameter (`(void)` has none).
 fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
-    let Some(params) = fn_decl.child_by_field_name("parameters") else {
+    let Some(params) = fn_decl.child_by_field_id(crate::cparse::fields().parameters) else {
         return Vec::new();
     };
     let mut c = params.walk();
@@ -494,9 +557,9 @@ fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
         if p.kind() != "parameter_declaration" {
             continue;
         }
-        let ty = p.child_by_field_name("type");
+        let ty = p.child_by_field_id(crate::cparse::fields().r#type);
         let ty_kind = ty.map(|t| t.kind()).unwrap_or("");
-        let mut d = p.child_by_field_name("declarator");
+        let mut d = p.child_by_field_id(crate::cparse::fields().declarator);
         let mut scalar = !matches!(ty_kind, "struct_specifier" | "union_specifier");
         let mut name = String::new();
         while let Some(n) = d {
@@ -510,7 +573,7 @@ fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
                 | "function_declarator"
                 | "abstract_pointer_declarator" => {
                     scalar = false;
-                    d = n.child_by_field_name("declarator");
+                    d = n.child_by_field_id(crate::cparse::fields().declarator);
                 }
                 _ => {
                     let mut cc = n.walk();
@@ -527,7 +590,7 @@ fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
 }
 
 fn count_params(fn_decl: Node, src: &[u8]) -> usize {
-    let Some(params) = fn_decl.child_by_field_name("parameters") else {
+    let Some(params) = fn_decl.child_by_field_id(crate::cparse::fields().parameters) else {
         return 0;
     };
     let mut c = params.walk();
@@ -575,7 +638,7 @@ fn note_declared_name(n: Node, src: &[u8], out: &mut BTreeSet<String>) {
 
 fn text_of_op<'a>(field_expr: Node, src: &'a [u8]) -> &'a str {
     field_expr
-        .child_by_field_name("operator")
+        .child_by_field_id(crate::cparse::fields().operator)
         .map(|o| text(o, src))
         .unwrap_or("")
 }
@@ -591,10 +654,12 @@ fn call_target(f: Node, src: &[u8], locals: &BTreeSet<String>) -> Option<CallTar
             }
         }
         "field_expression" => {
-            let field = text(f.child_by_field_name("field")?, src).to_string();
-            let base = f.child_by_field_name("argument")?;
+            let field = text(f.child_by_field_id(crate::cparse::fields().field)?, src).to_string();
+            let base = f.child_by_field_id(crate::cparse::fields().argument)?;
             if base.kind() == "field_expression" {
-                let base_field = base.child_by_field_name("field").map(|x| text(x, src));
+                let base_field = base
+                    .child_by_field_id(crate::cparse::fields().field)
+                    .map(|x| text(x, src));
                 if base_field == Some("ops") {
                     return Some(CallTarget::Ops(field));
                 }
@@ -618,9 +683,9 @@ fn call_target(f: Node, src: &[u8], locals: &BTreeSet<String>) -> Option<CallTar
 }
 
 fn macro_def(node: Node, src: &[u8]) -> Option<MacroDef> {
-    let name = text(node.child_by_field_name("name")?, src).to_string();
+    let name = text(node.child_by_field_id(crate::cparse::fields().name)?, src).to_string();
     let body = node
-        .child_by_field_name("value")
+        .child_by_field_id(crate::cparse::fields().value)
         .map(|v| text(v, src))
         .unwrap_or("");
     Some(MacroDef {
@@ -662,19 +727,27 @@ fn idents_before_paren(body: &str) -> Vec<String> {
 }
 
 fn ops_table(decl: Node, src: &[u8]) -> Option<OpsTable> {
-    let ty = decl.child_by_field_name("type")?;
+    let ty = decl.child_by_field_id(crate::cparse::fields().r#type)?;
     if ty.kind() != "struct_specifier" {
         return None;
     }
-    if ty.child_by_field_name("name").map(|n| text(n, src)) != Some("ib_device_ops") {
+    if ty
+        .child_by_field_id(crate::cparse::fields().name)
+        .map(|n| text(n, src))
+        != Some("ib_device_ops")
+    {
         return None;
     }
-    let init = decl.child_by_field_name("declarator")?;
+    let init = decl.child_by_field_id(crate::cparse::fields().declarator)?;
     if init.kind() != "init_declarator" {
         return None;
     }
-    let name = text(init.child_by_field_name("declarator")?, src).to_string();
-    let list = init.child_by_field_name("value")?;
+    let name = text(
+        init.child_by_field_id(crate::cparse::fields().declarator)?,
+        src,
+    )
+    .to_string();
+    let list = init.child_by_field_id(crate::cparse::fields().value)?;
     let mut members = Vec::new();
     let mut c = list.walk();
     for pair in list.named_children(&mut c) {
@@ -686,7 +759,7 @@ fn ops_table(decl: Node, src: &[u8]) -> Option<OpsTable> {
             .children_by_field_name("designator", &mut pc)
             .next()
             .map(|d| text(d, src).trim_start_matches('.').trim().to_string());
-        let value = pair.child_by_field_name("value");
+        let value = pair.child_by_field_id(crate::cparse::fields().value);
         if let (Some(member), Some(value)) = (designator, value) {
             if value.kind() == "identifier" {
                 members.push((member, text(value, src).to_string(), line(pair)));

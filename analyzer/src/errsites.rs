@@ -138,12 +138,11 @@ impl<'t> BodyExits<'t> {
         }
     }
 
-    /// One node of the body, in the walk's left-to-right postorder (every node once). The
-    /// lists are sorted by [`Self::sites`]; of two labels of one name the first left in
-    /// postorder is kept.
-    pub(crate) fn note(&mut self, n: Node<'t>, src: &[u8]) {
+    /// One node of the body (`k`: its kind id), in the walk's left-to-right postorder (every
+    /// node once). The lists are sorted by [`Self::sites`]; of two labels of one name the first
+    /// left in postorder is kept (the one the former right-to-left preorder pass saw last).
+    pub(crate) fn note(&mut self, n: Node<'t>, k: u16, src: &[u8]) {
         let ids = site_ids();
-        let k = n.kind_id();
         if k == ids.labeled_statement {
             if let Some(l) = n.child_by_field_id(ids.field_label) {
                 self.labels.entry(text(l, src).to_string()).or_insert(n);
@@ -208,12 +207,15 @@ impl<'t> BodyExits<'t> {
 }
 
 fn note_assign(n: Node, src: &[u8], out: &mut Vec<Assign>) {
-    if n.child_by_field_name("operator").map(|o| text(o, src)) != Some("=") {
+    if n.child_by_field_id(crate::cparse::fields().operator)
+        .map(|o| text(o, src))
+        != Some("=")
+    {
         return;
     }
     let (Some(l), Some(r)) = (
-        n.child_by_field_name("left"),
-        n.child_by_field_name("right"),
+        n.child_by_field_id(crate::cparse::fields().left),
+        n.child_by_field_id(crate::cparse::fields().right),
     ) else {
         return;
     };
@@ -231,13 +233,13 @@ fn note_assign(n: Node, src: &[u8], out: &mut Vec<Assign>) {
 
 fn note_init(n: Node, src: &[u8], out: &mut Vec<Assign>) {
     let (Some(mut d), Some(v)) = (
-        n.child_by_field_name("declarator"),
-        n.child_by_field_name("value"),
+        n.child_by_field_id(crate::cparse::fields().declarator),
+        n.child_by_field_id(crate::cparse::fields().value),
     ) else {
         return;
     };
     while d.kind() == "pointer_declarator" {
-        match d.child_by_field_name("declarator") {
+        match d.child_by_field_id(crate::cparse::fields().declarator) {
             Some(x) => d = x,
             None => return,
         }
@@ -262,7 +264,7 @@ fn unwrap_expr(mut n: Node) -> Node {
                 Some(c) => n = c,
                 None => return n,
             },
-            "cast_expression" => match n.child_by_field_name("value") {
+            "cast_expression" => match n.child_by_field_id(crate::cparse::fields().value) {
                 Some(c) => n = c,
                 None => return n,
             },
@@ -277,28 +279,34 @@ fn call_name<'a>(n: Node, src: &'a [u8]) -> Option<&'a str> {
     if n.kind() != "call_expression" {
         return None;
     }
-    let f = n.child_by_field_name("function")?;
+    let f = n.child_by_field_id(crate::cparse::fields().function)?;
     match f.kind() {
         "identifier" => Some(text(f, src)),
-        "field_expression" => Some(text(f.child_by_field_name("field")?, src)),
+        "field_expression" => Some(text(
+            f.child_by_field_id(crate::cparse::fields().field)?,
+            src,
+        )),
         _ => None,
     }
 }
 
 /// The first argument of a call.
 fn first_arg(n: Node) -> Option<Node> {
-    n.child_by_field_name("arguments")?.named_child(0)
+    n.child_by_field_id(crate::cparse::fields().arguments)?
+        .named_child(0)
 }
 
 /// `-ECONST`: the constant's name.
 fn negated_errno<'a>(n: Node, src: &'a [u8]) -> Option<&'a str> {
     let n = unwrap_expr(n);
     if n.kind() != "unary_expression"
-        || n.child_by_field_name("operator").map(|o| text(o, src)) != Some("-")
+        || n.child_by_field_id(crate::cparse::fields().operator)
+            .map(|o| text(o, src))
+            != Some("-")
     {
         return None;
     }
-    let a = unwrap_expr(n.child_by_field_name("argument")?);
+    let a = unwrap_expr(n.child_by_field_id(crate::cparse::fields().argument)?);
     let t = text(a, src);
     (a.kind() == "identifier" && is_errno_name(t)).then_some(t)
 }
@@ -323,12 +331,15 @@ fn value_of(n: Node, src: &[u8]) -> Option<Value> {
             (!matches!(t, "NULL" | "true" | "false")).then(|| Value::Var(t.to_string()))
         }
         // `ret ? ERR_PTR(ret) : umem`: the error arm
-        "conditional_expression" => ["consequence", "alternative"]
-            .iter()
-            .filter_map(|f| n.child_by_field_name(f))
-            .find_map(|a| {
-                value_of(a, src).filter(|v| !matches!(v, Value::Var(_)) || is_err_wrapped(a, src))
-            }),
+        "conditional_expression" => [
+            crate::cparse::fields().consequence,
+            crate::cparse::fields().alternative,
+        ]
+        .into_iter()
+        .filter_map(|f| n.child_by_field_id(f))
+        .find_map(|a| {
+            value_of(a, src).filter(|v| !matches!(v, Value::Var(_)) || is_err_wrapped(a, src))
+        }),
         "call_expression" => {
             let name = call_name(n, src)?;
             if matches!(name, "ERR_PTR" | "PTR_ERR" | "ERR_CAST") {
@@ -398,7 +409,11 @@ fn branch_exit(branch: Node, b: &BodyExits, src: &[u8]) -> Option<Value> {
     let s = last_statement(branch)?;
     let v = match s.kind() {
         "return_statement" => returned(s, b, src)?,
-        "goto_statement" => label_exit(text(s.child_by_field_name("label")?, src), b, src)?,
+        "goto_statement" => label_exit(
+            text(s.child_by_field_id(crate::cparse::fields().label)?, src),
+            b,
+            src,
+        )?,
         _ => return None,
     };
     Some(match v {
@@ -432,12 +447,12 @@ fn label_exit(label: &str, b: &BodyExits, src: &[u8]) -> Option<Value> {
 
 /// The sites of one `if`: its branch and its `else` branch.
 fn if_sites(i: Node, b: &BodyExits, src: &[u8], out: &mut Vec<ErrorSite>) {
-    let Some(cond) = i.child_by_field_name("condition") else {
+    let Some(cond) = i.child_by_field_id(crate::cparse::fields().condition) else {
         return;
     };
     let branches = [
-        i.child_by_field_name("consequence"),
-        i.child_by_field_name("alternative")
+        i.child_by_field_id(crate::cparse::fields().consequence),
+        i.child_by_field_id(crate::cparse::fields().alternative)
             .and_then(|e| e.named_child(0)),
     ];
     for branch in branches.into_iter().flatten() {
@@ -493,20 +508,26 @@ fn tested_call(cond: Node, b: &BodyExits, src: &[u8]) -> Option<String> {
     loop {
         match n.kind() {
             "unary_expression"
-                if n.child_by_field_name("operator").map(|o| text(o, src)) == Some("!") =>
+                if n.child_by_field_id(crate::cparse::fields().operator)
+                    .map(|o| text(o, src))
+                    == Some("!") =>
             {
-                n = unwrap_expr(n.child_by_field_name("argument")?);
+                n = unwrap_expr(n.child_by_field_id(crate::cparse::fields().argument)?);
             }
             "binary_expression" => {
-                let op = n.child_by_field_name("operator").map(|o| text(o, src))?;
-                let r = unwrap_expr(n.child_by_field_name("right")?);
+                let op = n
+                    .child_by_field_id(crate::cparse::fields().operator)
+                    .map(|o| text(o, src))?;
+                let r = unwrap_expr(n.child_by_field_id(crate::cparse::fields().right)?);
                 let zero = matches!(text(r, src), "0" | "NULL");
                 if !(zero && matches!(op, "<" | "!=" | "==")) {
                     return None;
                 }
-                n = unwrap_expr(n.child_by_field_name("left")?);
+                n = unwrap_expr(n.child_by_field_id(crate::cparse::fields().left)?);
             }
-            "assignment_expression" => n = unwrap_expr(n.child_by_field_name("right")?),
+            "assignment_expression" => {
+                n = unwrap_expr(n.child_by_field_id(crate::cparse::fields().right)?)
+            }
             "call_expression" => {
                 let name = call_name(n, src)?;
                 if TRANSPARENT_CALLS.contains(&name) {

@@ -286,20 +286,36 @@ fn extract_files(
     let mut results: Vec<(usize, (FileResult, FileTimes))> = order
         .par_iter()
         .with_max_len(1)
-        .map_init(cparse::new_parser, |parser, &(_, i)| {
+        .map(|&(_, i)| {
             let (rel, path) = &paths[i];
             let t0 = std::time::Instant::now();
             let mut times = FileTimes {
                 thread: rayon::current_thread_index(),
                 ..FileTimes::default()
             };
-            let r = extract_or_reuse(parser, rel, path, config, cache, &mut times);
+            let r = PARSER.with(|parser| {
+                extract_or_reuse(
+                    &mut parser.borrow_mut(),
+                    rel,
+                    path,
+                    config,
+                    cache,
+                    &mut times,
+                )
+            });
             times.total = t0.elapsed();
             (i, (r, times))
         })
         .collect();
     results.sort_by_key(|(i, _)| *i);
     results.into_iter().map(|(_, r)| r).collect()
+}
+
+thread_local! {
+    /// One parser per thread, kept across files and loads (`map_init` would make one per
+    /// rayon job, which is one per file here).
+    static PARSER: std::cell::RefCell<tree_sitter::Parser> =
+        std::cell::RefCell::new(cparse::new_parser());
 }
 
 type FileResult = Result<Result<FileEntry, Warning>, AnalyzerError>;
