@@ -166,10 +166,11 @@ bench_tree() {
         for (a = 1; a <= m; a++) s[a] = v[p, a]
         for (a = 1; a <= m; a++) for (b = a + 1; b <= m; b++) if (s[b] < s[a]) { t = s[a]; s[a] = s[b]; s[b] = t }
         med = (m % 2) ? s[(m + 1) / 2] : (s[m / 2] + s[m / 2 + 1]) / 2
-        line = line sprintf("%s%s %.1f", (j > 1 ? ", " : "  "), p, med)
-        if (length(line) > 90) { print line; line = " " }
+        item = sprintf("%s %.1f", p, med)
+        if (line != "" && length(line) + length(item) > 96) { print line ","; line = "" }
+        line = line (line == "" ? "  " : ", ") item
       }
-      if (line != " ") print line
+      if (line != "") print line
     }' "${TMP}/phases" | sed 's/_/ /g'
   grep -m 1 '^timings: load' "${TMP}/cold.err" | sed 's/^timings: /last cold run: /' | fold -s -w 100
   awk -v cw="${cw}" -v ww="${ww}" -v fw="${fw}" -v cr="${cr}" -v wr="${wr}" -v fr="${fr}" \
