@@ -33,6 +33,9 @@ cargo clippy --workspace --all-targets --release -- -D warnings
 step "cargo test (unit, fixtures, real 7.2, 6.12 and 6.1 trees)"
 cargo test --workspace --release --no-fail-fast
 
+step "benchmark (reports, never fails the run): cold and warm graph vs GNU cflow, load phases, four vendors vs one, on 6.12 and 7.2"
+bash benches/graph_vs_cflow.sh 3
+
 step "kernel-upgrade job 6.12 -> 7.2: check, regenerate, compile, boot the stock 7.2 kernel with the collector"
 rm -rf target/kernel-upgrade
 KERNEL_UPGRADE_OUT=target/kernel-upgrade/generated \

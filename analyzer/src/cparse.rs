@@ -2,15 +2,17 @@
 
 use std::collections::BTreeSet;
 
+use std::time::Duration;
+
 use tree_sitter::{Node, Parser};
 
 use crate::error::Warning;
+use crate::errsites::BodyExits;
 use crate::model::{
     CallSite, CallTarget, FileFacts, FunctionDef, MacroDef, OpsTable, RetKind, UapiMethod,
     WriteCommand,
 };
-
-pub static PARSE_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+use crate::timings::ExtractTimes;
 
 /// Most ERROR ranges reported per file; the count is still exact.
 const MAX_ERROR_WARNINGS_PER_FILE: usize = 5;
@@ -35,6 +37,16 @@ fn parse_time_limit(len: usize) -> std::time::Duration {
 
 /// Parse `text` (already preprocessed) and extract its facts.
 pub fn extract(parser: &mut Parser, path: &str, text: &str) -> FileFacts {
+    extract_timed(parser, path, text, &mut ExtractTimes::default())
+}
+
+/// [`extract`], adding what its phases took to `times`.
+pub(crate) fn extract_timed(
+    parser: &mut Parser,
+    path: &str,
+    text: &str,
+    times: &mut ExtractTimes,
+) -> FileFacts {
     let mut facts = FileFacts {
         path: path.to_string(),
         ..FileFacts::default()
@@ -49,10 +61,7 @@ pub fn extract(parser: &mut Parser, path: &str, text: &str) -> FileFacts {
         None,
         Some(tree_sitter::ParseOptions::new().progress_callback(&mut progress)),
     );
-    PARSE_NS.fetch_add(
-        t0.elapsed().as_nanos() as u64,
-        std::sync::atomic::Ordering::Relaxed,
-    );
+    times.parse += t0.elapsed();
     let Some(tree) = parsed else {
         parser.reset();
         facts.warnings.push(Warning {
@@ -66,12 +75,17 @@ pub fn extract(parser: &mut Parser, path: &str, text: &str) -> FileFacts {
         facts.parse_abandoned = true;
         return facts;
     };
+    let t1 = std::time::Instant::now();
     let root = tree.root_node();
     collect_errors(root, path, &mut facts);
-    walk_top(root, src, &mut facts);
+    let mut sites_time = std::time::Duration::ZERO;
+    walk_top(root, src, &mut facts, &mut sites_time);
     if path.ends_with(".c") {
         scan_uverbs_declarations(text, &mut facts);
     }
+    drop(tree);
+    times.error_sites += sites_time;
+    times.facts += t1.elapsed().saturating_sub(sites_time);
     facts
 }
 
@@ -111,6 +125,62 @@ fn body_ids() -> &'static BodyIds {
             ],
             field_function: field("function"),
             field_declarator: field("declarator"),
+        }
+    })
+}
+
+/// tree-sitter-c's field ids, looked up once: `child_by_field_name` searches the grammar's
+/// field names (a string compare per name) on every call, and the walks call it per node.
+pub(crate) struct FieldIds {
+    pub alternative: u16,
+    pub argument: u16,
+    pub arguments: u16,
+    pub body: u16,
+    pub condition: u16,
+    pub consequence: u16,
+    pub declarator: u16,
+    pub field: u16,
+    pub function: u16,
+    pub left: u16,
+    pub name: u16,
+    pub operator: u16,
+    pub parameters: u16,
+    pub path: u16,
+    pub right: u16,
+    pub r#type: u16,
+    pub value: u16,
+    pub label: u16,
+}
+
+pub(crate) fn fields() -> &'static FieldIds {
+    static IDS: std::sync::OnceLock<FieldIds> = std::sync::OnceLock::new();
+    IDS.get_or_init(|| {
+        let lang: tree_sitter::Language = tree_sitter_c::LANGUAGE.into();
+        // The grammar is compiled in: a missing field is a build error, not an input error.
+        let field = |f: &str| {
+            lang.field_id_for_name(f)
+                .expect("tree-sitter-c has the field")
+                .get()
+        };
+        FieldIds {
+            alternative: field("alternative"),
+            argument: field("argument"),
+            arguments: field("arguments"),
+            body: field("body"),
+            condition: field("condition"),
+            consequence: field("consequence"),
+            declarator: field("declarator"),
+            field: field("field"),
+            function: field("function"),
+            left: field("left"),
+            name: field("name"),
+            operator: field("operator"),
+            parameters: field("parameters"),
+            path: field("path"),
+            right: field("right"),
+            r#type: field("type"),
+            value: field("value"),
+            label: field("label"),
         }
     })
 }
@@ -157,7 +227,7 @@ fn collect_errors(root: Node, path: &str, facts: &mut FileFacts) {
 /// macros at file scope (`DECLARE_UVERBS_NAMED_METHOD(...)`) sometimes swallow the functions
 /// after them into an error range. Iterative, with one tree cursor, in source order: damaged
 /// input can nest ERROR nodes as deep as it nests brackets.
-fn walk_top(root: Node, src: &[u8], facts: &mut FileFacts) {
+fn walk_top(root: Node, src: &[u8], facts: &mut FileFacts, sites_time: &mut Duration) {
     let mut cursor = root.walk();
     if !cursor.goto_first_child() {
         return;
@@ -167,7 +237,7 @@ fn walk_top(root: Node, src: &[u8], facts: &mut FileFacts) {
         let mut descend = false;
         match child.kind() {
             "function_definition" => {
-                if let Some(f) = function_def(child, src) {
+                if let Some(f) = function_def(child, src, sites_time) {
                     facts.functions.push(f);
                 }
             }
@@ -177,15 +247,17 @@ fn walk_top(root: Node, src: &[u8], facts: &mut FileFacts) {
                 }
             }
             "preproc_def" => {
-                let name = child.child_by_field_name("name").map(|n| text(n, src));
+                let name = child
+                    .child_by_field_id(crate::cparse::fields().name)
+                    .map(|n| text(n, src));
                 if name == Some("UVERBS_MODULE_NAME") {
-                    if let Some(v) = child.child_by_field_name("value") {
+                    if let Some(v) = child.child_by_field_id(crate::cparse::fields().value) {
                         facts.uverbs_module_name = Some(text(v, src).trim().to_string());
                     }
                 }
             }
             "preproc_include" => {
-                if let Some(p) = child.child_by_field_name("path") {
+                if let Some(p) = child.child_by_field_id(crate::cparse::fields().path) {
                     if p.kind() == "string_literal" {
                         let t = text(p, src).trim_matches('"');
                         facts.local_includes.push(t.to_string());
@@ -229,26 +301,26 @@ struct DeclaredName<'t> {
     fn_declarator: Node<'t>,
 }
 
-fn function_def(node: Node, src: &[u8]) -> Option<FunctionDef> {
-    let declarator = node.child_by_field_name("declarator")?;
-    let body = node.child_by_field_name("body")?;
+fn function_def(node: Node, src: &[u8], sites_time: &mut Duration) -> Option<FunctionDef> {
+    let declarator = node.child_by_field_id(crate::cparse::fields().declarator)?;
+    let body = node.child_by_field_id(crate::cparse::fields().body)?;
     let (is_static, is_inline) = specifiers(node, src);
     let ret_type = node
-        .child_by_field_name("type")
+        .child_by_field_id(crate::cparse::fields().r#type)
         .map(|t| text(t, src).trim().to_string())
         .unwrap_or_default();
     let declared = declared_name(declarator, src)?;
     let outer_fn = declared.fn_declarator;
-    let (calls, field_writes) = body_calls(outer_fn, body, src);
-    let body_text = text(body, src);
     let ret = ret_kind(declared.pointer, &ret_type);
-    let returns_error = has_error_code(body_text);
     // every int or pointer body: one without an error constant may still pass a callee's on
-    let error_sites = if matches!(ret, RetKind::Int | RetKind::Ptr) {
-        crate::errsites::error_sites(body, src, ret == RetKind::Ptr)
-    } else {
-        Vec::new()
-    };
+    let mut exits = matches!(ret, RetKind::Int | RetKind::Ptr)
+        .then(|| crate::errsites::BodyExits::new(ret == RetKind::Ptr));
+    let (calls, field_writes) = body_calls(outer_fn, body, src, exits.as_mut());
+    let body_text = text(body, src);
+    let returns_error = has_error_code(body_text);
+    let t0 = std::time::Instant::now();
+    let error_sites = exits.map(|e| e.sites(src)).unwrap_or_default();
+    *sites_time += t0.elapsed();
     Some(FunctionDef {
         name: declared.name,
         uverbs_handler_id: declared.handler_id,
@@ -305,10 +377,10 @@ fn declared_name<'t>(declarator: Node<'t>, src: &[u8]) -> Option<DeclaredName<'t
                 if outer_fn.is_none() {
                     pointer = true;
                 }
-                d = d.child_by_field_name("declarator")?;
+                d = d.child_by_field_id(crate::cparse::fields().declarator)?;
             }
             "function_declarator" => {
-                let inner = d.child_by_field_name("declarator")?;
+                let inner = d.child_by_field_id(crate::cparse::fields().declarator)?;
                 if outer_fn.is_none() {
                     outer_fn = Some(d);
                     d = inner;
@@ -316,7 +388,7 @@ fn declared_name<'t>(declarator: Node<'t>, src: &[u8]) -> Option<DeclaredName<'t
                     // `UVERBS_HANDLER(X)(args)`: the inner "function declarator" is the
                     // token-pasting macro; its single "parameter" is the method id.
                     let macro_name = text(inner, src);
-                    let params = d.child_by_field_name("parameters")?;
+                    let params = d.child_by_field_id(crate::cparse::fields().parameters)?;
                     let id = text(params, src)
                         .trim_matches(|c| c == '(' || c == ')')
                         .trim()
@@ -357,12 +429,17 @@ fn ret_kind(pointer: bool, ret_type: &str) -> RetKind {
 
 /// The calls of a body and the fields it writes through pointers; parameters and locals
 /// are told apart from functions.
-fn body_calls(fn_decl: Node, body: Node, src: &[u8]) -> (Vec<CallSite>, Vec<String>) {
+fn body_calls<'t>(
+    fn_decl: Node<'t>,
+    body: Node<'t>,
+    src: &[u8],
+    exits: Option<&mut BodyExits<'t>>,
+) -> (Vec<CallSite>, Vec<String>) {
     let mut locals: BTreeSet<String> = BTreeSet::new();
-    if let Some(params) = fn_decl.child_by_field_name("parameters") {
+    if let Some(params) = fn_decl.child_by_field_id(crate::cparse::fields().parameters) {
         collect_declared_names(params, src, &mut locals);
     }
-    let scan = scan_body(body, src, &mut locals);
+    let scan = scan_body(body, src, &mut locals, exits);
     let mut calls: Vec<CallSite> = scan
         .calls
         .iter()
@@ -386,8 +463,15 @@ struct BodyScan<'t> {
 /// One preorder walk of a body with one tree cursor (the bodies are most of the tree, and a
 /// cursor step allocates nothing). Declared names go into `locals`; calls are listed in the
 /// order a right-to-left preorder visits them, the reverse of the left-to-right postorder
-/// collected here, which is the order the call sites have always had within one line.
-fn scan_body<'t>(body: Node<'t>, src: &[u8], locals: &mut BTreeSet<String>) -> BodyScan<'t> {
+/// collected here, which is the order the call sites have always had within one line. What
+/// the error sites read (`exits`, for int and pointer bodies) is noted in the same postorder:
+/// no second walk of the body.
+fn scan_body<'t>(
+    body: Node<'t>,
+    src: &[u8],
+    locals: &mut BTreeSet<String>,
+    mut exits: Option<&mut BodyExits<'t>>,
+) -> BodyScan<'t> {
     let mut scan = BodyScan {
         calls: Vec::new(),
         field_writes: BTreeSet::new(),
@@ -395,23 +479,28 @@ fn scan_body<'t>(body: Node<'t>, src: &[u8], locals: &mut BTreeSet<String>) -> B
     let ids = body_ids();
     let mut cursor = body.walk();
     loop {
-        let n = cursor.node();
-        note_declared_name(n, src, locals);
-        if n.kind_id() == ids.assignment_expression {
-            if let Some(field) = written_field(n, src) {
-                scan.field_writes.insert(field.to_string());
-            }
-        }
         if cursor.goto_first_child() {
             continue;
         }
-        // Leaving `n` and every ancestor whose last child this was: postorder.
+        // Leaving `n` and every ancestor whose last child this was: postorder, where each
+        // node is seen once and its kind read once (what is collected is a set or sorted
+        // later, so the order of the visit does not matter but for the calls).
         loop {
             let done = cursor.node();
-            if done.kind_id() == ids.call_expression {
+            let kind = done.kind_id();
+            if kind == ids.call_expression {
                 if let Some(f) = done.child_by_field_id(ids.field_function) {
                     scan.calls.push((f, line(done)));
                 }
+            } else if kind == ids.assignment_expression {
+                if let Some(field) = written_field(done, src) {
+                    scan.field_writes.insert(field.to_string());
+                }
+            } else if ids.declares.contains(&kind) {
+                note_declared_name(done, src, locals);
+            }
+            if let Some(e) = exits.as_deref_mut() {
+                e.note(done, kind, src);
             }
             if done.id() == body.id() {
                 scan.calls.reverse();
@@ -430,9 +519,12 @@ fn scan_body<'t>(body: Node<'t>, src: &[u8], locals: &mut BTreeSet<String>) -> B
 
 /// `x->field = ...`: the field.
 fn written_field<'a>(assignment: Node, src: &'a [u8]) -> Option<&'a str> {
-    let l = assignment.child_by_field_name("left")?;
+    let l = assignment.child_by_field_id(crate::cparse::fields().left)?;
     if l.kind() == "field_expression" && text_of_op(l, src) == "->" {
-        return Some(text(l.child_by_field_name("field")?, src));
+        return Some(text(
+            l.child_by_field_id(crate::cparse::fields().field)?,
+            src,
+        ));
     }
     None
 }
@@ -456,7 +548,7 @@ fn has_error_code(body: &str) -> bool {
 
 /// Name and scalar-ness of each parameter (`(void)` has none).
 fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
-    let Some(params) = fn_decl.child_by_field_name("parameters") else {
+    let Some(params) = fn_decl.child_by_field_id(crate::cparse::fields().parameters) else {
         return Vec::new();
     };
     let mut c = params.walk();
@@ -465,9 +557,9 @@ fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
         if p.kind() != "parameter_declaration" {
             continue;
         }
-        let ty = p.child_by_field_name("type");
+        let ty = p.child_by_field_id(crate::cparse::fields().r#type);
         let ty_kind = ty.map(|t| t.kind()).unwrap_or("");
-        let mut d = p.child_by_field_name("declarator");
+        let mut d = p.child_by_field_id(crate::cparse::fields().declarator);
         let mut scalar = !matches!(ty_kind, "struct_specifier" | "union_specifier");
         let mut name = String::new();
         while let Some(n) = d {
@@ -481,7 +573,7 @@ fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
                 | "function_declarator"
                 | "abstract_pointer_declarator" => {
                     scalar = false;
-                    d = n.child_by_field_name("declarator");
+                    d = n.child_by_field_id(crate::cparse::fields().declarator);
                 }
                 _ => {
                     let mut cc = n.walk();
@@ -498,7 +590,7 @@ fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
 }
 
 fn count_params(fn_decl: Node, src: &[u8]) -> usize {
-    let Some(params) = fn_decl.child_by_field_name("parameters") else {
+    let Some(params) = fn_decl.child_by_field_id(crate::cparse::fields().parameters) else {
         return 0;
     };
     let mut c = params.walk();
@@ -546,7 +638,7 @@ fn note_declared_name(n: Node, src: &[u8], out: &mut BTreeSet<String>) {
 
 fn text_of_op<'a>(field_expr: Node, src: &'a [u8]) -> &'a str {
     field_expr
-        .child_by_field_name("operator")
+        .child_by_field_id(crate::cparse::fields().operator)
         .map(|o| text(o, src))
         .unwrap_or("")
 }
@@ -562,10 +654,12 @@ fn call_target(f: Node, src: &[u8], locals: &BTreeSet<String>) -> Option<CallTar
             }
         }
         "field_expression" => {
-            let field = text(f.child_by_field_name("field")?, src).to_string();
-            let base = f.child_by_field_name("argument")?;
+            let field = text(f.child_by_field_id(crate::cparse::fields().field)?, src).to_string();
+            let base = f.child_by_field_id(crate::cparse::fields().argument)?;
             if base.kind() == "field_expression" {
-                let base_field = base.child_by_field_name("field").map(|x| text(x, src));
+                let base_field = base
+                    .child_by_field_id(crate::cparse::fields().field)
+                    .map(|x| text(x, src));
                 if base_field == Some("ops") {
                     return Some(CallTarget::Ops(field));
                 }
@@ -589,9 +683,9 @@ fn call_target(f: Node, src: &[u8], locals: &BTreeSet<String>) -> Option<CallTar
 }
 
 fn macro_def(node: Node, src: &[u8]) -> Option<MacroDef> {
-    let name = text(node.child_by_field_name("name")?, src).to_string();
+    let name = text(node.child_by_field_id(crate::cparse::fields().name)?, src).to_string();
     let body = node
-        .child_by_field_name("value")
+        .child_by_field_id(crate::cparse::fields().value)
         .map(|v| text(v, src))
         .unwrap_or("");
     Some(MacroDef {
@@ -633,19 +727,27 @@ fn idents_before_paren(body: &str) -> Vec<String> {
 }
 
 fn ops_table(decl: Node, src: &[u8]) -> Option<OpsTable> {
-    let ty = decl.child_by_field_name("type")?;
+    let ty = decl.child_by_field_id(crate::cparse::fields().r#type)?;
     if ty.kind() != "struct_specifier" {
         return None;
     }
-    if ty.child_by_field_name("name").map(|n| text(n, src)) != Some("ib_device_ops") {
+    if ty
+        .child_by_field_id(crate::cparse::fields().name)
+        .map(|n| text(n, src))
+        != Some("ib_device_ops")
+    {
         return None;
     }
-    let init = decl.child_by_field_name("declarator")?;
+    let init = decl.child_by_field_id(crate::cparse::fields().declarator)?;
     if init.kind() != "init_declarator" {
         return None;
     }
-    let name = text(init.child_by_field_name("declarator")?, src).to_string();
-    let list = init.child_by_field_name("value")?;
+    let name = text(
+        init.child_by_field_id(crate::cparse::fields().declarator)?,
+        src,
+    )
+    .to_string();
+    let list = init.child_by_field_id(crate::cparse::fields().value)?;
     let mut members = Vec::new();
     let mut c = list.walk();
     for pair in list.named_children(&mut c) {
@@ -657,7 +759,7 @@ fn ops_table(decl: Node, src: &[u8]) -> Option<OpsTable> {
             .children_by_field_name("designator", &mut pc)
             .next()
             .map(|d| text(d, src).trim_start_matches('.').trim().to_string());
-        let value = pair.child_by_field_name("value");
+        let value = pair.child_by_field_id(crate::cparse::fields().value);
         if let (Some(member), Some(value)) = (designator, value) {
             if value.kind() == "identifier" {
                 members.push((member, text(value, src).to_string(), line(pair)));

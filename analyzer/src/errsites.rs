@@ -62,8 +62,9 @@ struct Assign {
     byte: usize,
 }
 
-/// What one pre-pass over the body collects.
-struct Body<'t> {
+/// What an error exit needs from a body, collected node by node during the one walk of the
+/// body that also finds its calls ([`crate::cparse`]), then decided by [`BodyExits::sites`].
+pub(crate) struct BodyExits<'t> {
     labels: BTreeMap<String, Node<'t>>,
     assigns: Vec<Assign>,
     ifs: Vec<Node<'t>>,
@@ -77,76 +78,144 @@ struct Body<'t> {
     err_ptrs: Vec<String>,
 }
 
-/// The error sites of a body, sorted by line, one per (line, errno, shape).
-/// `ptr`: the function returns a pointer, so a bare `return var;` is a success (its errors
-/// go through `ERR_PTR`/`ERR_CAST`).
-pub(crate) fn error_sites(body: Node, src: &[u8], ptr: bool) -> Vec<ErrorSite> {
-    let mut b = scan(body, src);
-    b.ptr = ptr;
-    let mut out: Vec<ErrorSite> = Vec::new();
-    for &i in &b.ifs {
-        if_sites(i, &b, src, &mut out);
-    }
-    for &r in &b.returns {
-        if let Some(s) = plain_return_site(r, &b, src) {
-            out.push(s);
-        }
-    }
-    out.sort_by(|a, b| (a.line, &a.errno, &a.shape).cmp(&(b.line, &b.errno, &b.shape)));
-    out.dedup_by(|a, b| a.line == b.line && a.errno == b.errno && a.shape == b.shape);
-    out
+/// The node kinds and fields the collection compares, as tree-sitter-c's ids, looked up once
+/// (it sees every node of every int or pointer body).
+struct SiteIds {
+    labeled_statement: u16,
+    if_statement: u16,
+    return_statement: u16,
+    assignment_expression: u16,
+    call_expression: u16,
+    init_declarator: u16,
+    identifier: u16,
+    field_expression: u16,
+    field_label: u16,
+    field_field: u16,
+    field_function: u16,
+    field_arguments: u16,
 }
 
-fn scan<'t>(body: Node<'t>, src: &[u8]) -> Body<'t> {
-    let mut b = Body {
-        labels: BTreeMap::new(),
-        assigns: Vec::new(),
-        ifs: Vec::new(),
-        returns: Vec::new(),
-        first_label: usize::MAX,
-        ptr: false,
-        err_ptrs: Vec::new(),
-    };
-    let mut stack = vec![body];
-    while let Some(n) = stack.pop() {
-        match n.kind() {
-            "labeled_statement" => {
-                if let Some(l) = n.child_by_field_name("label") {
-                    b.labels.insert(text(l, src).to_string(), n);
-                    b.first_label = b.first_label.min(n.start_byte());
-                }
-            }
-            "if_statement" => b.ifs.push(n),
-            "return_statement" => b.returns.push(n),
-            "assignment_expression" => note_assign(n, src, &mut b.assigns),
-            "call_expression" => {
-                if matches!(call_name(n, src), Some("IS_ERR" | "IS_ERR_OR_NULL")) {
-                    if let Some(a) = first_arg(n).map(unwrap_expr) {
-                        if a.kind() == "identifier" {
-                            b.err_ptrs.push(text(a, src).to_string());
-                        }
-                    }
-                }
-            }
-            "init_declarator" => note_init(n, src, &mut b.assigns),
-            _ => {}
+fn site_ids() -> &'static SiteIds {
+    static IDS: std::sync::OnceLock<SiteIds> = std::sync::OnceLock::new();
+    IDS.get_or_init(|| {
+        let lang: tree_sitter::Language = tree_sitter_c::LANGUAGE.into();
+        let kind = |k: &str| lang.id_for_node_kind(k, true);
+        // The grammar is compiled in: a missing field is a build error, not an input error.
+        let field = |f: &str| {
+            lang.field_id_for_name(f)
+                .expect("tree-sitter-c has the field")
+                .get()
+        };
+        SiteIds {
+            labeled_statement: kind("labeled_statement"),
+            if_statement: kind("if_statement"),
+            return_statement: kind("return_statement"),
+            assignment_expression: kind("assignment_expression"),
+            call_expression: kind("call_expression"),
+            init_declarator: kind("init_declarator"),
+            identifier: kind("identifier"),
+            field_expression: kind("field_expression"),
+            field_label: field("label"),
+            field_field: field("field"),
+            field_function: field("function"),
+            field_arguments: field("arguments"),
         }
-        let mut c = n.walk();
-        stack.extend(n.named_children(&mut c));
+    })
+}
+
+impl<'t> BodyExits<'t> {
+    /// `ptr`: the function returns a pointer, so a bare `return var;` is a success (its errors
+    /// go through `ERR_PTR`/`ERR_CAST`).
+    pub(crate) fn new(ptr: bool) -> Self {
+        Self {
+            labels: BTreeMap::new(),
+            assigns: Vec::new(),
+            ifs: Vec::new(),
+            returns: Vec::new(),
+            first_label: usize::MAX,
+            ptr,
+            err_ptrs: Vec::new(),
+        }
     }
-    b.assigns.sort_by_key(|a| a.byte);
-    b.ifs.sort_by_key(|n| n.start_byte());
-    b.returns.sort_by_key(|n| n.start_byte());
-    b
+
+    /// One node of the body (`k`: its kind id), in the walk's left-to-right postorder (every
+    /// node once). The lists are sorted by [`Self::sites`]; of two labels of one name the first
+    /// left in postorder is kept (the one the former right-to-left preorder pass saw last).
+    pub(crate) fn note(&mut self, n: Node<'t>, k: u16, src: &[u8]) {
+        let ids = site_ids();
+        if k == ids.labeled_statement {
+            if let Some(l) = n.child_by_field_id(ids.field_label) {
+                self.labels.entry(text(l, src).to_string()).or_insert(n);
+                self.first_label = self.first_label.min(n.start_byte());
+            }
+        } else if k == ids.if_statement {
+            self.ifs.push(n);
+        } else if k == ids.return_statement {
+            self.returns.push(n);
+        } else if k == ids.assignment_expression {
+            note_assign(n, src, &mut self.assigns);
+        } else if k == ids.call_expression {
+            self.note_is_err(n, src, ids);
+        } else if k == ids.init_declarator {
+            note_init(n, src, &mut self.assigns);
+        }
+    }
+
+    /// `IS_ERR(v)` / `IS_ERR_OR_NULL(v)`: `v` may hold an ERR_PTR.
+    fn note_is_err(&mut self, n: Node<'t>, src: &[u8], ids: &SiteIds) {
+        // What `call_name` reads: the function's name, or a called field's.
+        let name = n.child_by_field_id(ids.field_function).and_then(|f| {
+            if f.kind_id() == ids.identifier {
+                Some(f)
+            } else if f.kind_id() == ids.field_expression {
+                f.child_by_field_id(ids.field_field)
+            } else {
+                None
+            }
+        });
+        if !name.is_some_and(|f| matches!(text(f, src), "IS_ERR" | "IS_ERR_OR_NULL")) {
+            return;
+        }
+        let arg = n
+            .child_by_field_id(ids.field_arguments)
+            .and_then(|a| a.named_child(0))
+            .map(unwrap_expr);
+        if let Some(a) = arg.filter(|a| a.kind_id() == ids.identifier) {
+            self.err_ptrs.push(text(a, src).to_string());
+        }
+    }
+
+    /// The error sites of the body, sorted by line, one per (line, errno, shape).
+    pub(crate) fn sites(mut self, src: &[u8]) -> Vec<ErrorSite> {
+        self.assigns.sort_by_key(|a| a.byte);
+        self.ifs.sort_by_key(|n| n.start_byte());
+        self.returns.sort_by_key(|n| n.start_byte());
+        let b = &self;
+        let mut out: Vec<ErrorSite> = Vec::new();
+        for &i in &b.ifs {
+            if_sites(i, b, src, &mut out);
+        }
+        for &r in &b.returns {
+            if let Some(s) = plain_return_site(r, b, src) {
+                out.push(s);
+            }
+        }
+        out.sort_by(|a, b| (a.line, &a.errno, &a.shape).cmp(&(b.line, &b.errno, &b.shape)));
+        out.dedup_by(|a, b| a.line == b.line && a.errno == b.errno && a.shape == b.shape);
+        out
+    }
 }
 
 fn note_assign(n: Node, src: &[u8], out: &mut Vec<Assign>) {
-    if n.child_by_field_name("operator").map(|o| text(o, src)) != Some("=") {
+    if n.child_by_field_id(crate::cparse::fields().operator)
+        .map(|o| text(o, src))
+        != Some("=")
+    {
         return;
     }
     let (Some(l), Some(r)) = (
-        n.child_by_field_name("left"),
-        n.child_by_field_name("right"),
+        n.child_by_field_id(crate::cparse::fields().left),
+        n.child_by_field_id(crate::cparse::fields().right),
     ) else {
         return;
     };
@@ -164,13 +233,13 @@ fn note_assign(n: Node, src: &[u8], out: &mut Vec<Assign>) {
 
 fn note_init(n: Node, src: &[u8], out: &mut Vec<Assign>) {
     let (Some(mut d), Some(v)) = (
-        n.child_by_field_name("declarator"),
-        n.child_by_field_name("value"),
+        n.child_by_field_id(crate::cparse::fields().declarator),
+        n.child_by_field_id(crate::cparse::fields().value),
     ) else {
         return;
     };
     while d.kind() == "pointer_declarator" {
-        match d.child_by_field_name("declarator") {
+        match d.child_by_field_id(crate::cparse::fields().declarator) {
             Some(x) => d = x,
             None => return,
         }
@@ -195,7 +264,7 @@ fn unwrap_expr(mut n: Node) -> Node {
                 Some(c) => n = c,
                 None => return n,
             },
-            "cast_expression" => match n.child_by_field_name("value") {
+            "cast_expression" => match n.child_by_field_id(crate::cparse::fields().value) {
                 Some(c) => n = c,
                 None => return n,
             },
@@ -210,28 +279,34 @@ fn call_name<'a>(n: Node, src: &'a [u8]) -> Option<&'a str> {
     if n.kind() != "call_expression" {
         return None;
     }
-    let f = n.child_by_field_name("function")?;
+    let f = n.child_by_field_id(crate::cparse::fields().function)?;
     match f.kind() {
         "identifier" => Some(text(f, src)),
-        "field_expression" => Some(text(f.child_by_field_name("field")?, src)),
+        "field_expression" => Some(text(
+            f.child_by_field_id(crate::cparse::fields().field)?,
+            src,
+        )),
         _ => None,
     }
 }
 
 /// The first argument of a call.
 fn first_arg(n: Node) -> Option<Node> {
-    n.child_by_field_name("arguments")?.named_child(0)
+    n.child_by_field_id(crate::cparse::fields().arguments)?
+        .named_child(0)
 }
 
 /// `-ECONST`: the constant's name.
 fn negated_errno<'a>(n: Node, src: &'a [u8]) -> Option<&'a str> {
     let n = unwrap_expr(n);
     if n.kind() != "unary_expression"
-        || n.child_by_field_name("operator").map(|o| text(o, src)) != Some("-")
+        || n.child_by_field_id(crate::cparse::fields().operator)
+            .map(|o| text(o, src))
+            != Some("-")
     {
         return None;
     }
-    let a = unwrap_expr(n.child_by_field_name("argument")?);
+    let a = unwrap_expr(n.child_by_field_id(crate::cparse::fields().argument)?);
     let t = text(a, src);
     (a.kind() == "identifier" && is_errno_name(t)).then_some(t)
 }
@@ -256,12 +331,15 @@ fn value_of(n: Node, src: &[u8]) -> Option<Value> {
             (!matches!(t, "NULL" | "true" | "false")).then(|| Value::Var(t.to_string()))
         }
         // `ret ? ERR_PTR(ret) : umem`: the error arm
-        "conditional_expression" => ["consequence", "alternative"]
-            .iter()
-            .filter_map(|f| n.child_by_field_name(f))
-            .find_map(|a| {
-                value_of(a, src).filter(|v| !matches!(v, Value::Var(_)) || is_err_wrapped(a, src))
-            }),
+        "conditional_expression" => [
+            crate::cparse::fields().consequence,
+            crate::cparse::fields().alternative,
+        ]
+        .into_iter()
+        .filter_map(|f| n.child_by_field_id(f))
+        .find_map(|a| {
+            value_of(a, src).filter(|v| !matches!(v, Value::Var(_)) || is_err_wrapped(a, src))
+        }),
         "call_expression" => {
             let name = call_name(n, src)?;
             if matches!(name, "ERR_PTR" | "PTR_ERR" | "ERR_CAST") {
@@ -274,7 +352,7 @@ fn value_of(n: Node, src: &[u8]) -> Option<Value> {
 }
 
 /// The error value a `return` statement returns (`None`: a success, or not an error).
-fn returned(r: Node, b: &Body, src: &[u8]) -> Option<Value> {
+fn returned(r: Node, b: &BodyExits, src: &[u8]) -> Option<Value> {
     let e = r.named_child(0)?;
     let bare = unwrap_expr(e);
     if b.ptr && bare.kind() == "identifier" && !b.err_ptrs.iter().any(|v| v == text(bare, src)) {
@@ -293,7 +371,7 @@ fn is_err_wrapped(n: Node, src: &[u8]) -> bool {
 
 /// What `var` holds at byte `before`: its latest assignment there, followed through
 /// `ret = pinned` copies (a constant or a call).
-fn latest(b: &Body, var: &str, before: usize) -> Option<Value> {
+fn latest(b: &BodyExits, var: &str, before: usize) -> Option<Value> {
     let mut var = var.to_string();
     let mut before = before;
     for _ in 0..4 {
@@ -327,11 +405,15 @@ fn last_statement(n: Node) -> Option<Node> {
 }
 
 /// The error a branch exits with: its return's value, or the return its goto reaches.
-fn branch_exit(branch: Node, b: &Body, src: &[u8]) -> Option<Value> {
+fn branch_exit(branch: Node, b: &BodyExits, src: &[u8]) -> Option<Value> {
     let s = last_statement(branch)?;
     let v = match s.kind() {
         "return_statement" => returned(s, b, src)?,
-        "goto_statement" => label_exit(text(s.child_by_field_name("label")?, src), b, src)?,
+        "goto_statement" => label_exit(
+            text(s.child_by_field_id(crate::cparse::fields().label)?, src),
+            b,
+            src,
+        )?,
         _ => return None,
     };
     Some(match v {
@@ -342,7 +424,7 @@ fn branch_exit(branch: Node, b: &Body, src: &[u8]) -> Option<Value> {
 
 /// The value the first return on the label's path returns (the label's statement and its
 /// following siblings, up to 16 statements).
-fn label_exit(label: &str, b: &Body, src: &[u8]) -> Option<Value> {
+fn label_exit(label: &str, b: &BodyExits, src: &[u8]) -> Option<Value> {
     let mut n = *b.labels.get(label)?;
     for _ in 0..16 {
         let stmt = if n.kind() == "labeled_statement" {
@@ -364,13 +446,13 @@ fn label_exit(label: &str, b: &Body, src: &[u8]) -> Option<Value> {
 }
 
 /// The sites of one `if`: its branch and its `else` branch.
-fn if_sites(i: Node, b: &Body, src: &[u8], out: &mut Vec<ErrorSite>) {
-    let Some(cond) = i.child_by_field_name("condition") else {
+fn if_sites(i: Node, b: &BodyExits, src: &[u8], out: &mut Vec<ErrorSite>) {
+    let Some(cond) = i.child_by_field_id(crate::cparse::fields().condition) else {
         return;
     };
     let branches = [
-        i.child_by_field_name("consequence"),
-        i.child_by_field_name("alternative")
+        i.child_by_field_id(crate::cparse::fields().consequence),
+        i.child_by_field_id(crate::cparse::fields().alternative)
             .and_then(|e| e.named_child(0)),
     ];
     for branch in branches.into_iter().flatten() {
@@ -400,7 +482,7 @@ fn if_sites(i: Node, b: &Body, src: &[u8], out: &mut Vec<ErrorSite>) {
 /// What decides an exit whose error is the constant `errno`, from its condition: a state
 /// test, a call's result (the callee's checks, or a predicate), an exhaustion constant, else
 /// a check of the request.
-fn classify(cond: Node, errno: Option<&str>, b: &Body, src: &[u8]) -> SiteShape {
+fn classify(cond: Node, errno: Option<&str>, b: &BodyExits, src: &[u8]) -> SiteShape {
     if mentions_state(text(cond, src)) {
         return SiteShape::State;
     }
@@ -421,25 +503,31 @@ fn mentions_state(cond: &str) -> bool {
 
 /// The call whose result the condition tests: `f(...)`, `!f(...)`, `ret` (from `ret = f()`),
 /// `IS_ERR(x)`, `ret < 0`, through the transparent wrappers.
-fn tested_call(cond: Node, b: &Body, src: &[u8]) -> Option<String> {
+fn tested_call(cond: Node, b: &BodyExits, src: &[u8]) -> Option<String> {
     let mut n = unwrap_expr(cond);
     loop {
         match n.kind() {
             "unary_expression"
-                if n.child_by_field_name("operator").map(|o| text(o, src)) == Some("!") =>
+                if n.child_by_field_id(crate::cparse::fields().operator)
+                    .map(|o| text(o, src))
+                    == Some("!") =>
             {
-                n = unwrap_expr(n.child_by_field_name("argument")?);
+                n = unwrap_expr(n.child_by_field_id(crate::cparse::fields().argument)?);
             }
             "binary_expression" => {
-                let op = n.child_by_field_name("operator").map(|o| text(o, src))?;
-                let r = unwrap_expr(n.child_by_field_name("right")?);
+                let op = n
+                    .child_by_field_id(crate::cparse::fields().operator)
+                    .map(|o| text(o, src))?;
+                let r = unwrap_expr(n.child_by_field_id(crate::cparse::fields().right)?);
                 let zero = matches!(text(r, src), "0" | "NULL");
                 if !(zero && matches!(op, "<" | "!=" | "==")) {
                     return None;
                 }
-                n = unwrap_expr(n.child_by_field_name("left")?);
+                n = unwrap_expr(n.child_by_field_id(crate::cparse::fields().left)?);
             }
-            "assignment_expression" => n = unwrap_expr(n.child_by_field_name("right")?),
+            "assignment_expression" => {
+                n = unwrap_expr(n.child_by_field_id(crate::cparse::fields().right)?)
+            }
             "call_expression" => {
                 let name = call_name(n, src)?;
                 if TRANSPARENT_CALLS.contains(&name) {
@@ -461,7 +549,7 @@ fn tested_call(cond: Node, b: &Body, src: &[u8]) -> Option<String> {
 
 /// A `return <error>` not in an `if` branch: in a switch case (a value outside the cases:
 /// the request), or unconditional before the first label.
-fn plain_return_site(r: Node, b: &Body, src: &[u8]) -> Option<ErrorSite> {
+fn plain_return_site(r: Node, b: &BodyExits, src: &[u8]) -> Option<ErrorSite> {
     let mut p = r.parent()?;
     let mut in_case = false;
     loop {

@@ -85,9 +85,18 @@ pub(crate) struct FactsCache {
     packs: Vec<Pack>,
     /// Key -> where its record is, newest pack first.
     index: HashMap<String, Vec<Slot>>,
-    /// Entries parsed in this run: (key, JSON payload), written as packs by [`Self::finish`].
-    pending: Mutex<Vec<(String, Vec<u8>)>>,
+    /// Entries parsed in this run, written as packs by [`Self::finish`].
+    pending: Mutex<Vec<Pending>>,
     stats: CacheCounters,
+}
+
+/// One entry of this run's packs: its key, JSON payload and the payload's checksum (taken on
+/// the parse thread that made it, so the serial pack write only copies bytes).
+#[derive(Debug)]
+struct Pending {
+    key: String,
+    payload: Vec<u8>,
+    sum: String,
 }
 
 /// One pack opened for reading.
@@ -255,8 +264,13 @@ impl FactsCache {
     pub(crate) fn put(&self, key: &EntryKey, entry: &FileEntry) {
         self.stats.parsed.fetch_add(1, Ordering::Relaxed);
         let kept = serde_json::to_vec(entry).ok().and_then(|payload| {
+            let sum = hex(&Sha256::digest(&payload));
             let mut pending = self.pending.lock().ok()?;
-            pending.push((key.0.clone(), payload));
+            pending.push(Pending {
+                key: key.0.clone(),
+                payload,
+                sum,
+            });
             Some(())
         });
         if kept.is_none() {
@@ -367,16 +381,16 @@ fn parse_index_line(line: &str) -> Option<(String, Slot)> {
 
 /// Writes `entries` (sorted by key) as packs of at most `max_pack` bytes of payload each.
 /// Returns (entries written, entries not written).
-fn write_packs(dir: &Path, mut entries: Vec<(String, Vec<u8>)>, max_pack: u64) -> (usize, usize) {
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
+fn write_packs(dir: &Path, mut entries: Vec<Pending>, max_pack: u64) -> (usize, usize) {
+    entries.sort_by(|a, b| a.key.cmp(&b.key));
     let (mut written, mut failed) = (0, 0);
     let mut rest = entries.as_slice();
     while !rest.is_empty() {
         let mut size = 0u64;
         let n = rest
             .iter()
-            .take_while(|(_, p)| {
-                size += p.len() as u64;
+            .take_while(|e| {
+                size += e.payload.len() as u64;
                 size <= max_pack
             })
             .count()
@@ -392,12 +406,11 @@ fn write_packs(dir: &Path, mut entries: Vec<(String, Vec<u8>)>, max_pack: u64) -
 }
 
 /// One pack: built in memory, written to a temporary name, renamed into place.
-fn write_pack(dir: &Path, entries: &[(String, Vec<u8>)]) -> std::io::Result<()> {
+fn write_pack(dir: &Path, entries: &[Pending]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut index = String::new();
     let mut offset = 0usize;
-    for (key, payload) in entries {
-        let sum = hex(&Sha256::digest(payload));
+    for Pending { key, payload, sum } in entries {
         index.push_str(&format!("{key} {offset} {} {sum}\n", payload.len()));
         offset += payload.len();
     }
@@ -413,8 +426,8 @@ fn write_pack(dir: &Path, entries: &[(String, Vec<u8>)]) -> std::io::Result<()> 
         let mut f = std::io::BufWriter::new(File::create(&tmp)?);
         f.write_all(header.as_bytes())?;
         f.write_all(index.as_bytes())?;
-        for (_, payload) in entries {
-            f.write_all(payload)?;
+        for e in entries {
+            f.write_all(&e.payload)?;
         }
         f.into_inner().map_err(|e| e.into_error())?;
         std::fs::rename(&tmp, dir.join(format!("{name}.pack")))

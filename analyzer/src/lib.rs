@@ -23,6 +23,7 @@ mod model;
 mod opsdecl;
 mod preproc;
 mod source;
+mod timings;
 mod traceability;
 
 // The tree: files, config, Kbuild, the per-file facts cache.
@@ -33,9 +34,10 @@ pub use kconfig::{ConfigValue, KernelConfig};
 pub use layout::SourceLayout;
 pub use limits::MAX_NESTING;
 pub use source::{LoadOptions, SourceTree};
+pub use timings::LoadTimings;
 
 // The C front end, one file at a time (what the facts cache stores; the fuzz target's input).
-pub use cparse::{extract, new_parser, PARSE_NS};
+pub use cparse::{extract, new_parser};
 pub use model::{
     CallSite, CallTarget, ErrorSite, FileFacts, FunctionDef, MacroDef, OpsTable, Param, RetKind,
     SiteShape, UapiMethod, WriteCommand,

@@ -14,6 +14,7 @@ use crate::kbuild::{read_build_map, BuildMap};
 use crate::kconfig::KernelConfig;
 use crate::model::FileFacts;
 use crate::preproc::preprocess;
+use crate::timings::{ExtractTimes, FileTimes, LoadTimings};
 
 pub(crate) use crate::layout::SourceLayout;
 
@@ -65,10 +66,14 @@ pub struct SourceTree {
     layout: SourceLayout,
     /// What the facts cache did in this load (None without a cache).
     pub cache_stats: Option<CacheStats>,
+    /// Where the load's time went (`PROBEGEN_TIMINGS`).
+    pub timings: LoadTimings,
 }
 
 impl SourceTree {
     pub fn load(root: &Path, opts: &LoadOptions) -> Result<Self, AnalyzerError> {
+        let t0 = std::time::Instant::now();
+        let mut timings = LoadTimings::default();
         let config_path = check_tree(root, opts)?;
         let config = KernelConfig::load(&config_path)?;
         let config_name = match &opts.kconfig {
@@ -81,8 +86,14 @@ impl SourceTree {
         let mut degraded = completeness::config_gaps(root, layout, &config, &config_name);
         let (paths, skipped_unbuilt) = list_files(root, &build, opts, &mut warnings);
         let cache = opts.facts_cache.as_ref().map(FactsCache::open);
+        let t1 = std::time::Instant::now();
+        timings.setup = t1 - t0;
+        let extracted = extract_files(&paths, &config, cache.as_ref());
+        let t2 = std::time::Instant::now();
+        timings.extract = t2 - t1;
         let mut files = Vec::with_capacity(paths.len());
-        for r in extract_files(&paths, &config, cache.as_ref()) {
+        for (r, times) in extracted {
+            timings.add_file(&times);
             match r? {
                 Ok(entry) => {
                     files.push(entry.facts);
@@ -105,6 +116,11 @@ impl SourceTree {
         degraded.sort_by(|a, b| (a.kind, &a.file, a.line).cmp(&(b.kind, &b.file, b.line)));
         degraded.dedup();
         resolve_handler_names(&mut files);
+        let t3 = std::time::Instant::now();
+        timings.merge = t3 - t2;
+        let cache_stats = cache.map(|c| c.finish());
+        timings.cache_write = t3.elapsed();
+        timings.total = t0.elapsed();
         Ok(Self {
             root: root.to_path_buf(),
             version: read_version(root),
@@ -116,7 +132,8 @@ impl SourceTree {
             degraded,
             config_name,
             layout: layout.clone(),
-            cache_stats: cache.map(|c| c.finish()),
+            cache_stats,
+            timings,
         })
     }
 
@@ -251,13 +268,13 @@ fn file_role(rel: &str, build: &BuildMap, opts: &LoadOptions) -> FileRole {
     FileRole::Parsed
 }
 
-/// Per file: its facts and gaps, a warning when unreadable, or a fatal error. In parallel;
-/// through the facts cache when there is one.
+/// Per file: its facts and gaps, a warning when unreadable, or a fatal error, and where its
+/// time went. In parallel; through the facts cache when there is one.
 fn extract_files(
     paths: &[(String, PathBuf)],
     config: &KernelConfig,
     cache: Option<&FactsCache>,
-) -> Vec<FileResult> {
+) -> Vec<(FileResult, FileTimes)> {
     // Largest first, one file per task: the last file a thread takes is a small one, so the
     // threads finish together (hfi1's chip.c alone is 3% of the 6.12 tree).
     let mut order: Vec<(u64, usize)> = paths
@@ -266,16 +283,39 @@ fn extract_files(
         .map(|(i, (_, p))| (std::fs::metadata(p).map_or(0, |m| m.len()), i))
         .collect();
     order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let mut results: Vec<(usize, FileResult)> = order
+    let mut results: Vec<(usize, (FileResult, FileTimes))> = order
         .par_iter()
         .with_max_len(1)
-        .map_init(cparse::new_parser, |parser, &(_, i)| {
+        .map(|&(_, i)| {
             let (rel, path) = &paths[i];
-            (i, extract_or_reuse(parser, rel, path, config, cache))
+            let t0 = std::time::Instant::now();
+            let mut times = FileTimes {
+                thread: rayon::current_thread_index(),
+                ..FileTimes::default()
+            };
+            let r = PARSER.with(|parser| {
+                extract_or_reuse(
+                    &mut parser.borrow_mut(),
+                    rel,
+                    path,
+                    config,
+                    cache,
+                    &mut times,
+                )
+            });
+            times.total = t0.elapsed();
+            (i, (r, times))
         })
         .collect();
     results.sort_by_key(|(i, _)| *i);
     results.into_iter().map(|(_, r)| r).collect()
+}
+
+thread_local! {
+    /// One parser per thread, kept across files and loads (`map_init` would make one per
+    /// rayon job, which is one per file here).
+    static PARSER: std::cell::RefCell<tree_sitter::Parser> =
+        std::cell::RefCell::new(cparse::new_parser());
 }
 
 type FileResult = Result<Result<FileEntry, Warning>, AnalyzerError>;
@@ -287,8 +327,12 @@ fn extract_or_reuse(
     path: &Path,
     config: &KernelConfig,
     cache: Option<&FactsCache>,
+    times: &mut FileTimes,
 ) -> FileResult {
-    let bytes = match std::fs::read(path) {
+    let t0 = std::time::Instant::now();
+    let read = std::fs::read(path);
+    times.read = t0.elapsed();
+    let bytes = match read {
         Ok(b) => b,
         Err(e) => {
             return Ok(Err(Warning {
@@ -300,14 +344,19 @@ fn extract_or_reuse(
     };
     let (text, lossy) = decode_text(&bytes);
     let Some(cache) = cache else {
-        return extract_file(parser, rel, &bytes, text, lossy, config).map(Ok);
+        return extract_file(parser, rel, &bytes, text, lossy, config, times).map(Ok);
     };
+    let t1 = std::time::Instant::now();
     let key = FactsCache::key(rel, &bytes, &text, config);
-    if let Some(entry) = cache.get(&key, rel) {
+    let hit = cache.get(&key, rel);
+    times.cache_lookup = t1.elapsed();
+    if let Some(entry) = hit {
         return Ok(Ok(entry));
     }
-    let entry = extract_file(parser, rel, &bytes, text, lossy, config)?;
+    let entry = extract_file(parser, rel, &bytes, text, lossy, config, times)?;
+    let t2 = std::time::Instant::now();
     cache.put(&key, &entry);
+    times.cache_store = t2.elapsed();
     Ok(Ok(entry))
 }
 
@@ -331,7 +380,9 @@ fn extract_file(
     text: String,
     lossy: Option<usize>,
     config: &KernelConfig,
+    times: &mut FileTimes,
 ) -> Result<FileEntry, AnalyzerError> {
+    let t0 = std::time::Instant::now();
     let mut pre = preprocess(&text, config);
     drop(text);
     if let Some(line) = pre.too_deep {
@@ -352,7 +403,11 @@ fn extract_file(
     if is_header {
         crate::preproc::blank_type_bodies(&mut pre.text);
     }
-    let mut facts = cparse::extract(parser, rel, &pre.text);
+    times.preprocess = t0.elapsed();
+    let mut ext = ExtractTimes::default();
+    let mut facts = cparse::extract_timed(parser, rel, &pre.text, &mut ext);
+    (times.parse, times.facts, times.error_sites) = (ext.parse, ext.facts, ext.error_sites);
+    let t1 = std::time::Instant::now();
     facts.ops_struct = ops_struct;
     let warn = |line: usize, message: &str| Warning {
         file: rel.to_string(),
@@ -375,6 +430,7 @@ fn extract_file(
     }
     let gaps =
         completeness::file_gaps(&facts, bytes, &pre.text, &pre.unterminated, &pre.unbalanced);
+    times.gaps = t1.elapsed();
     Ok(FileEntry { facts, gaps })
 }
 

@@ -86,9 +86,10 @@ pub fn select_vendors(
     let binaries = binaries_of(opts)?;
     if timings_wanted() {
         notify(Notice::Timing(format!(
-            "load {:?} (once for {} vendors)",
-            t0.elapsed(),
-            vendors.len()
+            "{} (once for {} vendors); with the binaries {:.1} ms",
+            tree.timings,
+            vendors.len(),
+            t0.elapsed().as_secs_f64() * 1e3
         )));
     }
     let mut selected = 0;

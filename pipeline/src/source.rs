@@ -182,12 +182,9 @@ pub(crate) fn load(
     let graph = CallGraph::build(&tree, &scope);
     if timings_wanted() {
         notify(Notice::Timing(format!(
-            "load {:?} (tree-sitter parse {:?} summed over threads), graph {:?}",
-            t1,
-            std::time::Duration::from_nanos(
-                analyzer::PARSE_NS.load(std::sync::atomic::Ordering::Relaxed)
-            ),
-            t0.elapsed() - t1
+            "{}; graph {:.1} ms",
+            tree.timings,
+            (t0.elapsed() - t1).as_secs_f64() * 1e3
         )));
     }
     Ok(Loaded { tree, graph })
