@@ -24,13 +24,18 @@ step "kernel 7.2"
 PROBEGEN_KERNEL_7_2=$(bash scripts/fetch-kernel.sh 7.2 | tail -n 1)
 step "kernel 6.12, cloud flavor (mlx5 and mlx4, no Soft-RoCE)"
 PROBEGEN_KERNEL_6_12_CLOUD=$(bash scripts/fetch-kernel.sh --flavor cloud 6.12 | tail -n 1)
-export PROBEGEN_KERNEL_6_12 PROBEGEN_KERNEL_6_1 PROBEGEN_KERNEL_7_2 PROBEGEN_KERNEL_6_12_CLOUD
+step "kernel 5.10 (bullseye's newest; its modules have no BTF)"
+PROBEGEN_KERNEL_5_10=$(bash scripts/fetch-kernel.sh 5.10 | tail -n 1)
+step "kernel 7.3 (trixie-backports)"
+PROBEGEN_KERNEL_7_3=$(bash scripts/fetch-kernel.sh 7.3 | tail -n 1)
+export PROBEGEN_KERNEL_6_12 PROBEGEN_KERNEL_6_1 PROBEGEN_KERNEL_7_2 PROBEGEN_KERNEL_6_12_CLOUD \
+  PROBEGEN_KERNEL_5_10 PROBEGEN_KERNEL_7_3
 
 step "format and lint"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --release -- -D warnings
 
-step "cargo test (unit, fixtures, real 7.2, 6.12 and 6.1 trees)"
+step "cargo test (unit, fixtures, real 7.3, 7.2, 6.12, 6.1 and 5.10 trees)"
 cargo test --workspace --release --no-fail-fast
 
 step "kernel-upgrade job 6.12 -> 7.2: check, regenerate, compile, boot the stock 7.2 kernel with the collector"

@@ -686,11 +686,19 @@ fn core_helper_evidence(ctx: &Ctx, from: &WalkStep, kept_here: bool, c: FnId) ->
     let can_fail = ctx.can_fail(c, rules.failure_depth);
     let pins = ctx.pins_user_memory(cn);
     let within = from.depth < rules.helper_depth || pins.is_some();
-    if !(kept_here && can_fail && within && !cn.in_header()) {
+    // Below a kept vendor function the walk passes vendor-internal functions (not kept): a
+    // core call there that pins user memory is still that verb's failure layer (5.10's
+    // mlx5_ib_reg_user_mr -> mr_umem_get -> ib_umem_get; 6.1 calls ib_umem_get directly).
+    let through_vendor = !kept_here && pins.is_some() && ctx.layer(from.id) == Layer::Vendor;
+    if !((kept_here || through_vendor) && can_fail && within && !cn.in_header()) {
         return None;
     }
     let kept = &ctx.node(from.id).name;
     Some(match pins {
+        Some(p) if through_vendor => format!(
+            "pins user memory (`{p}`) below vendor-internal {kept}, returns {}",
+            cn.ret.as_str()
+        ),
         Some(p) if from.depth >= rules.helper_depth => format!(
             "pins user memory (`{p}`) below kept {kept}, returns {}",
             cn.ret.as_str()
