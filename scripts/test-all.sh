@@ -28,8 +28,10 @@ step "kernel 5.10 (bullseye's newest; its modules have no BTF)"
 PROBEGEN_KERNEL_5_10=$(bash scripts/fetch-kernel.sh 5.10 | tail -n 1)
 step "kernel 7.3 (trixie-backports)"
 PROBEGEN_KERNEL_7_3=$(bash scripts/fetch-kernel.sh 7.3 | tail -n 1)
+step "kernel 7.3, cloud flavor (its mlx5 set differs: CONFIG_SECURITY_INFINIBAND=y)"
+PROBEGEN_KERNEL_7_3_CLOUD=$(bash scripts/fetch-kernel.sh --flavor cloud 7.3 | tail -n 1)
 export PROBEGEN_KERNEL_6_12 PROBEGEN_KERNEL_6_1 PROBEGEN_KERNEL_7_2 PROBEGEN_KERNEL_6_12_CLOUD \
-  PROBEGEN_KERNEL_5_10 PROBEGEN_KERNEL_7_3
+  PROBEGEN_KERNEL_5_10 PROBEGEN_KERNEL_7_3 PROBEGEN_KERNEL_7_3_CLOUD
 
 step "format and lint"
 cargo fmt --all -- --check

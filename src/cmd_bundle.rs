@@ -16,9 +16,47 @@ use std::process::{Command, ExitCode};
 
 use manifest::{Layer, Manifest};
 use probegen_agent::{
-    sha256_tag, BundleIndex, BundleSet, KernelVersion, BUNDLE_INDEX, BUNDLE_SCHEMA, SET_MANIFEST,
-    SET_OBJECT,
+    sha256_tag, BundleIndex, BundleSet, KernelVersion, BUNDLE_INDEX, BUNDLE_SCHEMA, DEFAULT_FLAVOR,
+    SET_MANIFEST, SET_OBJECT,
 };
+
+/// The Debian flavor of a set from its kernel directory (`linux-6.12-cloud/mlx5` -> cloud;
+/// `linux-6.12/mlx5` -> amd64): `generated/sets.txt` names a flavor's kernel `6.12-cloud`.
+fn flavor_of_dir(rel: &str) -> String {
+    let kernel = rel.split('/').next().unwrap_or("");
+    let kernel = kernel.strip_prefix("linux-").unwrap_or(kernel);
+    match kernel.split_once('-') {
+        Some((_, flavor)) if !flavor.is_empty() => flavor.to_string(),
+        _ => DEFAULT_FLAVOR.to_string(),
+    }
+}
+
+/// `probegen bundle --list DIR`: the index of a bundle, one set a line (directory, vendor,
+/// series, flavor, the kernel release it was generated from, its driver modules), and the sets
+/// the index names whose files are missing or differ.
+pub(crate) fn list(dir: &Path) -> Result<ExitCode, String> {
+    let bundle = probegen_agent::read_bundle(dir)?;
+    println!("dir\tvendor\tseries\tflavor\tkernel\tdrivers");
+    for s in &bundle.sets {
+        println!(
+            "{}\t{}\t{}\t{}\t{}\t{}",
+            s.dir,
+            s.vendor,
+            s.series,
+            s.flavor,
+            s.kernel,
+            s.driver_modules.join(",")
+        );
+    }
+    for line in &bundle.skipped {
+        eprintln!("probegen bundle --list: {line}");
+    }
+    Ok(if bundle.skipped.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
 
 /// The probe set directories under `sets` (`linux-*/<vendor>/` with a manifest.yaml), sorted.
 fn set_dirs(sets: &Path) -> Result<Vec<PathBuf>, String> {
@@ -159,6 +197,7 @@ fn write_set(
         vendor: m.vendor.clone(),
         kernel: m.kernel.version.clone(),
         series: format!("{}.{}", v.0, v.1),
+        flavor: flavor_of_dir(rel),
         driver_modules,
         manifest_sha256: sha256_tag(text.as_bytes()),
         object_sha256: sha256_tag(&object_bytes),
@@ -256,11 +295,12 @@ pub(crate) fn bundle(sets: &Path, out: &Path) -> Result<ExitCode, String> {
     std::fs::rename(&partial, out).map_err(|e| format!("{}: {e}", out.display()))?;
     for s in &index.sets {
         println!(
-            "{} {} (kernel {}, series {}, drivers {})",
+            "{} {} (kernel {}, series {}, flavor {}, drivers {})",
             s.dir,
             s.manifest_sha256,
             s.kernel,
             s.series,
+            s.flavor,
             s.driver_modules.join(",")
         );
     }

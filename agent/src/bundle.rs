@@ -5,7 +5,9 @@
 //! for, the vendor's driver modules and the sha256 of both files. The agent reads the index,
 //! skips (and reports) every set whose files are missing or do not match their hashes, and
 //! picks, for the RDMA vendor drivers loaded here, the set of this exact kernel release, else
-//! the newest of the same series.
+//! the newest of the same series; among those, the sets of the running kernel's Debian flavor
+//! (`-cloud-amd64` in its release string), else the amd64 ones (an rt kernel's sets equal
+//! amd64's: `generated/sets.txt`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -41,6 +43,10 @@ pub struct BundleSet {
     pub kernel: String,
     /// Its series (`6.12`): the set serves any release of it whose targets match.
     pub series: String,
+    /// The Debian flavor it was generated for (`amd64`, `cloud`: `linux-6.12-cloud/mlx5`);
+    /// an index without it (before flavors) is all amd64.
+    #[serde(default = "default_flavor")]
+    pub flavor: String,
     /// The vendor's driver modules (its vendor-layer probes' modules): the set applies when
     /// one of them is loaded.
     pub driver_modules: Vec<String>,
@@ -48,6 +54,25 @@ pub struct BundleSet {
     pub manifest_sha256: String,
     /// `sha256:<hex>` of `probes.bpf.o`.
     pub object_sha256: String,
+}
+
+/// The flavor of a set or a host when none is named: Debian's generic `amd64`.
+pub const DEFAULT_FLAVOR: &str = "amd64";
+
+fn default_flavor() -> String {
+    DEFAULT_FLAVOR.to_string()
+}
+
+/// The Debian flavor in a kernel release string: `6.12.118+deb12-cloud-amd64` -> `cloud`,
+/// `7.3.4+deb13-rt-amd64` -> `rt`, `6.1.0-57-amd64` and anything else -> `amd64`.
+pub fn flavor_of_release(release: &str) -> String {
+    let Some(rest) = release.strip_suffix("-amd64") else {
+        return default_flavor();
+    };
+    match rest.rsplit_once('-') {
+        Some((_, f)) if !f.is_empty() && f.bytes().all(|b| b.is_ascii_lowercase()) => f.into(),
+        _ => default_flavor(),
+    }
 }
 
 impl BundleSet {
@@ -221,6 +246,8 @@ pub struct HostKernel {
     /// `uname -r`
     pub release: String,
     pub version: KernelVersion,
+    /// The Debian flavor its release names ([`flavor_of_release`]).
+    pub flavor: String,
     /// Driver modules of the bundle's sets that are loaded here.
     pub loaded: BTreeSet<String>,
 }
@@ -248,6 +275,7 @@ impl HostKernel {
             .cloned()
             .collect();
         Ok(HostKernel {
+            flavor: flavor_of_release(&release),
             release,
             version,
             loaded,
@@ -304,15 +332,26 @@ pub fn select(sets: &[BundleSet], host: &HostKernel) -> Selection {
     sel
 }
 
-/// `of_vendor`'s set of the host's release, else the newest of its series.
+/// `of_vendor`'s set of the host's release, else the newest of its series: of the host's
+/// flavor when the series has sets of it, else of amd64.
 fn best_of_series<'a>(
     of_vendor: &[&'a BundleSet],
     host: &HostKernel,
 ) -> Option<(&'a BundleSet, Match)> {
     let version = |s: &BundleSet| KernelVersion::parse_prefix(&s.kernel);
-    let best = of_vendor
+    let of_series: Vec<&'a BundleSet> = of_vendor
         .iter()
+        .copied()
         .filter(|s| version(s).is_some_and(|v| v.series() == host.version.series()))
+        .collect();
+    let flavor = if of_series.iter().any(|s| s.flavor == host.flavor) {
+        host.flavor.as_str()
+    } else {
+        DEFAULT_FLAVOR
+    };
+    let best = of_series
+        .into_iter()
+        .filter(|s| s.flavor == flavor)
         .max_by_key(|s| (version(s) == Some(host.version), version(s)))?;
     let how = if version(best) == Some(host.version) {
         Match::Exact
@@ -365,6 +404,7 @@ mod tests {
             vendor: vendor.into(),
             kernel: kernel.into(),
             series: format!("{}.{}", v.0, v.1),
+            flavor: DEFAULT_FLAVOR.into(),
             driver_modules: vec![module.into()],
             manifest_sha256: String::new(),
             object_sha256: String::new(),
@@ -373,6 +413,7 @@ mod tests {
 
     fn host(release: &str, loaded: &[&str]) -> HostKernel {
         HostKernel {
+            flavor: flavor_of_release(release),
             release: release.into(),
             version: KernelVersion::of_running(release, None).expect("release"),
             loaded: loaded.iter().map(|s| s.to_string()).collect(),
@@ -459,5 +500,37 @@ mod tests {
         assert!(s.chosen.is_empty());
         assert_eq!(s.uncovered, ["rxe (rdma_rxe)"]);
         assert!(select(&sets, &host("6.12.117", &[])).chosen.is_empty());
+    }
+
+    #[test]
+    fn the_flavor_of_the_release_else_amd64() {
+        assert_eq!(flavor_of_release("6.12.118+deb12-cloud-amd64"), "cloud");
+        assert_eq!(flavor_of_release("7.3.4+deb13-rt-amd64"), "rt");
+        assert_eq!(flavor_of_release("6.1.0-57-cloud-amd64"), "cloud");
+        assert_eq!(flavor_of_release("6.1.0-57-amd64"), "amd64");
+        assert_eq!(flavor_of_release("6.12.118+deb12-amd64"), "amd64");
+        assert_eq!(flavor_of_release("6.13.2"), "amd64");
+        // the set's flavor comes from its directory in these tests (`linux-6.12-cloud`)
+        let mut cloud = set("x", "mlx5", "6.12.118", "mlx5_ib");
+        cloud.dir = "linux-6.12-cloud/mlx5".into();
+        cloud.flavor = "cloud".into();
+        let sets = [set("linux-6.12/mlx5", "mlx5", "6.12.118", "mlx5_ib"), cloud];
+        let pick = |release: &str| {
+            let s = select(&sets, &host(release, &["mlx5_ib"]));
+            (s.chosen[0].set.dir.clone(), s.chosen[0].how)
+        };
+        assert_eq!(
+            pick("6.12.118+deb12-cloud-amd64"),
+            ("linux-6.12-cloud/mlx5".into(), Match::Exact)
+        );
+        assert_eq!(
+            pick("6.12.120+deb12-amd64"),
+            ("linux-6.12/mlx5".into(), Match::Series)
+        );
+        // rt has no set of its own: the amd64 one
+        assert_eq!(
+            pick("6.12.118+deb12-rt-amd64"),
+            ("linux-6.12/mlx5".into(), Match::Exact)
+        );
     }
 }

@@ -145,8 +145,17 @@ fn choose_once(
         Match::Exact => ("built for this release", "exact"),
         Match::Series => ("the newest of this series", "series"),
     };
+    // an rt kernel (or a flavor the bundle has no set of) runs the amd64 set: said
+    let flavor = if first.set.flavor == host.flavor {
+        String::new()
+    } else {
+        format!(
+            "; the {} set for this {} kernel",
+            first.set.flavor, host.flavor
+        )
+    };
     say(format!(
-        "{kernel}: set {} for {} ({how}; {})",
+        "{kernel}: set {} for {} ({how}{flavor}; {})",
         first.set.dir, first.module, first.set.manifest_sha256
     ));
     for other in &sel.chosen[1..] {

@@ -17,8 +17,9 @@ mod release;
 
 pub use baseline::{baseline_show, BaselineArgs, BaselineShowArgs};
 pub use bundle::{
-    read_bundle, select, sha256_tag, Bundle, BundleIndex, BundleSet, Chosen, HostKernel,
-    KernelVersion, Match, Selection, BUNDLE_INDEX, BUNDLE_SCHEMA, SET_MANIFEST, SET_OBJECT,
+    flavor_of_release, read_bundle, select, sha256_tag, Bundle, BundleIndex, BundleSet, Chosen,
+    HostKernel, KernelVersion, Match, Selection, BUNDLE_INDEX, BUNDLE_SCHEMA, DEFAULT_FLAVOR,
+    SET_MANIFEST, SET_OBJECT,
 };
 pub use collect::{collect, options, CollectArgs, Sinks};
 pub use config::expand_config;
