@@ -140,6 +140,13 @@ fn bundle_is_byte_identical_and_its_index_names_every_set() {
         let m = std::fs::read(dir.join("manifest.yaml")).expect("manifest");
         assert_eq!(s["manifest_sha256"].as_str(), Some(sha(&m).as_str()));
         let series = s["series"].as_str().expect("series");
+        // the flavor is the kernel directory's (`linux-6.12-cloud`), else amd64
+        let kernel_dir = s["dir"].as_str().and_then(|d| d.split('/').next());
+        let flavor = match kernel_dir.and_then(|k| k.strip_prefix(&format!("linux-{series}-"))) {
+            Some(f) => f,
+            None => "amd64",
+        };
+        assert_eq!(s["flavor"].as_str(), Some(flavor), "{s}");
         assert!(s["kernel"]
             .as_str()
             .expect("kernel")
@@ -161,6 +168,24 @@ fn bundle_is_byte_identical_and_its_index_names_every_set() {
             dir.display()
         );
     }
+    // `bundle --list` prints the index: each set's series, flavor and kernel release
+    let o = bin()
+        .arg("bundle")
+        .arg("--list")
+        .arg(&a)
+        .output()
+        .expect("run");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(listed.lines().count(), named.len() + 1, "{listed}");
+    assert!(
+        listed.contains("linux-6.12-cloud/mlx5\tmlx5\t6.12\tcloud\t6.12."),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("linux-5.10/rxe\trxe\t5.10\tamd64\t5.10."),
+        "{listed}"
+    );
     std::fs::remove_dir_all(&t).ok();
 }
 
