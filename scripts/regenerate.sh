@@ -19,8 +19,11 @@ while read -r kernel vendors rest <&3; do
   fetch=("${kernel%%-*}")
   [[ ${kernel} == *-* ]] && fetch=(--flavor "${kernel#*-}" "${kernel%%-*}")
   src=$(bash scripts/fetch-kernel.sh "${fetch[@]}" | tail -n 1)
+  # one vendor: --out is the set's own directory; several: their parent
+  out=generated/linux-${kernel}
+  [[ ${vendors} == *,* ]] || out=${out}/${vendors}
   ./target/release/probegen generate --kernel-src "${src}" --vendor "${vendors}" \
-    --out "generated/linux-${kernel}" --header-dir generated "${extra[@]}"
+    --out "${out}" --header-dir generated "${extra[@]}"
 done 3<generated/sets.txt
 ./target/release/probegen schema > generated/manifest.schema.json.tmp
 mv generated/manifest.schema.json.tmp generated/manifest.schema.json
