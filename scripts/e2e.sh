@@ -14,7 +14,12 @@
 #   E2E_TIMEOUT         qemu wall-clock limit in seconds (default 240)
 #   E2E_MEM             guest RAM in MiB (default 2048)
 #   E2E_APPEND          extra kernel command line
-#   E2E_KERNEL_PKG, E2E_KERNEL_VERSION   override the kernel package / version
+#   E2E_FLAVOR          a Debian flavor of the series (amd64 by default; cloud, rt: what
+#                       scripts/fetch-kernel.sh --list shows): its binary packages are booted
+#   E2E_KERNEL_VERSION  an exact Debian version of the series instead of its default
+#   E2E_KERNEL_PKG      .deb files (space-separated paths) booted instead of Debian's packages
+#                       of the series: a fleet's own kernel build (image, or binary + modules +
+#                       base); the series argument still names the sets' kernel
 #   E2E_MODULE_DIRS     module directories (drivers/infiniband/hw ...) whose every module is
 #                       packed with its modules.dep closure and loaded (step vendor_modules)
 #   E2E_EXTRA_MODULES   more module names loaded the same way
@@ -36,7 +41,9 @@ E2E_DIR=$REPO/scripts/e2e
 # shellcheck source=e2e/lib.sh
 . "$E2E_DIR/lib.sh"
 
-CACHE=${PROBEGEN_CACHE:-$HOME/.cache/probegen}/e2e/$E2E_VER
+# one cache per kernel booted: a flavor or own packages never reuse the series' default tree
+E2E_TAG=$E2E_VER${E2E_FLAVOR:+-$E2E_FLAVOR}${E2E_KERNEL_PKG:+-pkg}
+CACHE=${PROBEGEN_CACHE:-$HOME/.cache/probegen}/e2e/$E2E_TAG
 BUILD=$CACHE/build
 INITRAMFS=$CACHE/initramfs.cpio.gz
 OUT=${E2E_OUT:-$REPO/target/e2e/$E2E_VER}

@@ -7,20 +7,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The sets that are checked in: vendors per kernel, each kernel's vendors from one parse
-# (`generate --vendor a,b,c` writes generated/linux-<kernel>/<vendor>/). Debian's 6.1 config
-# does not build bnxt_re: that kernel's list is asked for with --not-built (tests/common
-# NOT_BUILT lists the same sets; tests/common CHECKED_IN_SETS lists every set).
-KERNELS=(7.2 6.12 6.1)
-VENDORS=mlx5,bnxt_re,irdma,rxe
-
+# The sets that are checked in: generated/sets.txt, one line per kernel (a series, or a series
+# and a flavor: 6.12-cloud), its vendors from one parse (`generate --vendor a,b,c` writes
+# generated/linux-<kernel>/<vendor>/). A vendor the config does not build (bnxt_re on 6.1) is
+# named by `not-built=` and asked for with --not-built (tests/common reads the same file).
 cargo build --release --quiet
-for ver in "${KERNELS[@]}"; do
+while read -r kernel vendors rest <&3; do
+  [[ -z ${kernel} || ${kernel} == \#* ]] && continue
   extra=()
-  [[ ${ver} == 6.1 ]] && extra=(--not-built)
-  src=$(bash scripts/fetch-kernel.sh "${ver}" | tail -n 1)
-  ./target/release/probegen generate --kernel-src "${src}" --vendor "${VENDORS}" \
-    --out "generated/linux-${ver}" --header-dir generated "${extra[@]}"
-done
+  [[ ${rest} == not-built=* ]] && extra=(--not-built)
+  fetch=("${kernel%%-*}")
+  [[ ${kernel} == *-* ]] && fetch=(--flavor "${kernel#*-}" "${kernel%%-*}")
+  src=$(bash scripts/fetch-kernel.sh "${fetch[@]}" | tail -n 1)
+  # one vendor: --out is the set's own directory; several: their parent
+  out=generated/linux-${kernel}
+  [[ ${vendors} == *,* ]] || out=${out}/${vendors}
+  ./target/release/probegen generate --kernel-src "${src}" --vendor "${vendors}" \
+    --out "${out}" --header-dir generated "${extra[@]}"
+done 3<generated/sets.txt
 ./target/release/probegen schema > generated/manifest.schema.json.tmp
 mv generated/manifest.schema.json.tmp generated/manifest.schema.json

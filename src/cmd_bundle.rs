@@ -70,17 +70,45 @@ impl Toolchain for Clang {
     }
 }
 
+/// `probegen bundle --list DIR`: the index of a bundle, one set a line (directory, vendor,
+/// series, flavor, the kernel release it was generated from, its driver modules), and the sets
+/// the index names whose files are missing or differ (exit 1).
+pub(crate) fn list(dir: &Path) -> Result<ExitCode, BundleError> {
+    let bundle = bundle::read_bundle(dir)?;
+    println!("dir\tvendor\tseries\tflavor\tkernel\tdrivers");
+    for s in &bundle.sets {
+        println!(
+            "{}\t{}\t{}\t{}\t{}\t{}",
+            s.dir,
+            s.vendor,
+            s.series,
+            s.flavor,
+            s.kernel,
+            s.driver_modules.join(",")
+        );
+    }
+    for line in &bundle.skipped {
+        eprintln!("probegen bundle --list: {line}");
+    }
+    Ok(if bundle.skipped.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
 /// Writes the bundle into `out` and prints one line per set.
 pub(crate) fn bundle(sets: &Path, out: &Path) -> Result<ExitCode, BundleError> {
     let index = bundle::write_bundle(sets, out, &Clang)?;
     let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
     for s in &index.sets {
         println!(
-            "{} {} (kernel {}, series {}, drivers {})",
+            "{} {} (kernel {}, series {}, flavor {}, drivers {})",
             s.dir,
             s.manifest_sha256,
             s.kernel,
             s.series,
+            s.flavor,
             s.driver_modules.join(",")
         );
     }

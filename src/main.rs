@@ -72,8 +72,11 @@ enum Command {
         #[arg(long, value_name = "DIR", default_value = "generated")]
         sets: PathBuf,
         /// The bundle directory (replaced when it holds a bundle)
-        #[arg(long, value_name = "DIR")]
-        out: PathBuf,
+        #[arg(long, value_name = "DIR", required_unless_present = "list")]
+        out: Option<PathBuf>,
+        /// Print the index of the bundle in DIR instead: each set's series, flavor and kernel
+        #[arg(long, value_name = "DIR", conflicts_with = "out")]
+        list: Option<PathBuf>,
     },
     /// What the rules name: --source-dirs prints the kernel source directories they read
     Rules {
@@ -245,7 +248,13 @@ fn run(command: Command) -> ExitCode {
         )),
         Command::Collect(args) => exit(cmd_collect::collect(&args)),
         Command::Schema(args) => exit(cmd_fleet::schema(&args)),
-        Command::Bundle { sets, out } => exit(cmd_bundle::bundle(&sets, &out)),
+        Command::Bundle {
+            list: Some(dir), ..
+        } => exit(cmd_bundle::list(&dir)),
+        Command::Bundle { sets, out, .. } => match out {
+            Some(out) => exit(cmd_bundle::bundle(&sets, &out)),
+            None => exit(Err("bundle: --out DIR or --list DIR")),
+        },
         Command::Rules { source_dirs, rules } => {
             exit(commands::rules(source_dirs, rules.as_deref()))
         }

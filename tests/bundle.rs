@@ -80,6 +80,37 @@ fn unions_of(singles: &[String]) -> Vec<String> {
     want
 }
 
+/// An index entry's flavor is its kernel directory's (`linux-6.12-cloud`), else amd64.
+fn assert_flavor_of_its_directory(s: &serde_json::Value) {
+    let series = s["series"].as_str().expect("series");
+    let kernel_dir = s["dir"].as_str().and_then(|d| d.split('/').next());
+    let flavor = kernel_dir
+        .and_then(|k| k.strip_prefix(&format!("linux-{series}-")))
+        .unwrap_or("amd64");
+    assert_eq!(s["flavor"].as_str(), Some(flavor), "{s}");
+}
+
+/// `bundle --list` prints the index: a header, then each set's series, flavor and kernel.
+fn assert_list_prints_the_index(bundle: &Path, sets: usize) {
+    let o = bin()
+        .arg("bundle")
+        .arg("--list")
+        .arg(bundle)
+        .output()
+        .expect("run");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let listed = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(listed.lines().count(), sets + 1, "{listed}");
+    assert!(
+        listed.contains("linux-6.12-cloud/mlx5\tmlx5\t6.12\tcloud\t6.12."),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("linux-5.10/rxe\trxe\t5.10\tamd64\t5.10."),
+        "{listed}"
+    );
+}
+
 #[test]
 fn bundle_is_byte_identical_and_its_index_names_every_set() {
     let t = tmp("twice");
@@ -140,6 +171,7 @@ fn bundle_is_byte_identical_and_its_index_names_every_set() {
         let m = std::fs::read(dir.join("manifest.yaml")).expect("manifest");
         assert_eq!(s["manifest_sha256"].as_str(), Some(sha(&m).as_str()));
         let series = s["series"].as_str().expect("series");
+        assert_flavor_of_its_directory(s);
         assert!(s["kernel"]
             .as_str()
             .expect("kernel")
@@ -161,6 +193,7 @@ fn bundle_is_byte_identical_and_its_index_names_every_set() {
             dir.display()
         );
     }
+    assert_list_prints_the_index(&a, named.len());
     std::fs::remove_dir_all(&t).ok();
 }
 

@@ -752,3 +752,62 @@ fn every_directory_the_rules_name_is_scanned() {
     assert_eq!(g.find("scan_probe_include_rdma").len(), 1);
     std::fs::remove_dir_all(&root).ok();
 }
+
+/// A module without `.BTF` (5.10's modules, out-of-tree builds) loads: its functions exist
+/// (symbols, ftrace sites) and are `no-btf`, never an error that stops the whole analysis;
+/// an ELF without `.BTF` that is no module (no `.modinfo`) is still refused.
+#[test]
+fn a_module_without_btf_gives_no_btf_verdicts() {
+    let dir = temp_dir("no-btf-module");
+    let ko = dir.join("nobtf_mod.ko");
+    let src = fixture("no-btf-module").join("nobtf_mod.c");
+    let cc = std::process::Command::new("gcc")
+        .args(["-O2", "-c", "-pg", "-mfentry", "-mrecord-mcount"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&ko)
+        .output()
+        .expect("run gcc (scripts/install-deps.sh)");
+    assert!(cc.status.success(), "{}", stderr(&cc));
+    // the base: raw BTF with no type (header, an empty type section, the empty string)
+    let mut raw = Vec::new();
+    raw.extend_from_slice(&0xeb9f_u16.to_le_bytes());
+    raw.extend_from_slice(&[1, 0]); // version, flags
+    for v in [24_u32, 0, 0, 0, 1] {
+        raw.extend_from_slice(&v.to_le_bytes()); // hdr_len, type_off/len, str_off/len
+    }
+    raw.push(0);
+    std::fs::write(dir.join("vmlinux"), &raw).expect("write vmlinux");
+    let bins = analyzer::Binaries::load_dir(&dir, &dir).unwrap_or_else(|e| panic!("{e}"));
+    let m = bins.module("nobtf_mod").expect("the module is loaded");
+    assert!(!m.has_btf());
+    assert_eq!(m.counts().btf_funcs, 0);
+    for f in ["nobtf_create_qp", "nobtf_notrace"] {
+        assert_eq!(
+            bins.verdict(Some("nobtf_mod"), f),
+            analyzer::AttachVerdict::NoBtf,
+            "{f}"
+        );
+    }
+    assert_eq!(
+        bins.verdict(Some("nobtf_mod"), "nobtf_gone"),
+        analyzer::AttachVerdict::Inlined
+    );
+    // no .modinfo: not a module, refused as before
+    let plain = dir.join("plain.ko");
+    let strip = std::process::Command::new("objcopy")
+        .args(["--remove-section", ".modinfo"])
+        .arg(&ko)
+        .arg(&plain)
+        .output()
+        .expect("run objcopy");
+    assert!(strip.status.success(), "{}", stderr(&strip));
+    std::fs::remove_file(&ko).expect("rm");
+    let err = analyzer::Binaries::load_dir(&dir, &dir)
+        .err()
+        .expect("refused");
+    assert!(
+        err.to_string().contains("plain.ko: no .BTF section"),
+        "{err}"
+    );
+}

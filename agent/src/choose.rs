@@ -140,14 +140,11 @@ fn choose_once(
         };
         return Ok(Look::NoSet(why, host.release.clone()));
     };
-    let (how, matched) = match first.how {
-        Match::Exact => ("built for this release", "exact"),
-        Match::Series => ("the newest of this series", "series"),
+    let matched = match first.how {
+        Match::Exact => "exact",
+        Match::Series => "series",
     };
-    say(format!(
-        "{kernel}: set {} for {} ({how}; {})",
-        first.set.dir, first.module, first.set.manifest_sha256
-    ));
+    say(chosen_line(&kernel, first, &host.flavor));
     for other in &sel.chosen[1..] {
         say(format!(
             "{kernel}: set {} for {} not attached: one set per run (its core probes are the first set's; its driver probes are not watched)",
@@ -162,4 +159,25 @@ fn choose_once(
             matched,
         },
     }))
+}
+
+/// The line that names the chosen set, how it matched and, when the set is of another flavor
+/// than the running kernel's (an rt kernel runs the amd64 set), that flavor.
+fn chosen_line(kernel: &str, first: &bundle::Chosen, host_flavor: &str) -> String {
+    let how = match first.how {
+        Match::Exact => "built for this release",
+        Match::Series => "the newest of this series",
+    };
+    let flavor = if first.set.flavor == host_flavor {
+        String::new()
+    } else {
+        format!(
+            "; the {} set for this {host_flavor} kernel",
+            first.set.flavor
+        )
+    };
+    format!(
+        "{kernel}: set {} for {} ({how}{flavor}; {})",
+        first.set.dir, first.module, first.set.manifest_sha256
+    )
 }

@@ -877,6 +877,10 @@ pub struct ModuleBinary {
     symbols: BTreeMap<String, SymInfo>,
     /// BTF FUNCs of the module's split BTF, by name (first one wins on duplicates).
     btf_funcs: HashMap<String, BtfSignature>,
+    /// Whether the module has a `.BTF` section at all: kernels before 5.11 (5.10) and
+    /// out-of-tree builds (DKMS, vendor OFED) ship modules without one, whose functions are
+    /// then `NoBtf` (a kprobe can still reach them; fexit cannot).
+    has_btf: bool,
     counts: BinaryCounts,
 }
 
@@ -900,16 +904,24 @@ impl ModuleBinary {
     pub fn parse(bytes: &[u8], file: &str, name: String, base: &BaseBtf) -> Result<Self, BtfError> {
         let elf = open_elf(bytes, file)?;
         let ptr_size = if elf.is_64() { 8 } else { 4 };
-        let btf_section = elf
-            .section_by_name(".BTF")
-            .ok_or_else(|| BtfError::NoBtfSection {
-                file: file.to_string(),
-            })?;
-        let btf_data = btf_section.data().map_err(|e| BtfError::BadElf {
-            file: file.to_string(),
-            detail: format!(".BTF: {e}"),
-        })?;
-        let (btf_funcs, n_btf_funcs) = split_btf_funcs(btf_data, file, base, ptr_size)?;
+        let (btf_funcs, n_btf_funcs, has_btf) = match elf.section_by_name(".BTF") {
+            Some(btf_section) => {
+                let btf_data = btf_section.data().map_err(|e| BtfError::BadElf {
+                    file: file.to_string(),
+                    detail: format!(".BTF: {e}"),
+                })?;
+                let (funcs, n) = split_btf_funcs(btf_data, file, base, ptr_size)?;
+                (funcs, n, true)
+            }
+            // A kernel module (it has `.modinfo`) built without BTF: its symbols and ftrace
+            // sites still say what exists; any other ELF without .BTF is not a module.
+            None if elf.section_by_name(".modinfo").is_some() => (HashMap::new(), 0, false),
+            None => {
+                return Err(BtfError::NoBtfSection {
+                    file: file.to_string(),
+                })
+            }
+        };
         let sites = FtraceSites::read(&elf, ptr_size);
         let (symbols, n_sym_entries) = function_symbols(&elf, &sites);
         let mut m = ModuleBinary {
@@ -925,6 +937,7 @@ impl ModuleBinary {
             },
             symbols,
             btf_funcs,
+            has_btf,
         };
         m.counts.fexit_ok = m
             .symbols
@@ -972,7 +985,13 @@ impl ModuleBinary {
             },
             symbols,
             btf_funcs,
+            has_btf: true,
         })
+    }
+
+    /// Whether the module has a `.BTF` section (false: 5.10's modules, out-of-tree builds).
+    pub fn has_btf(&self) -> bool {
+        self.has_btf
     }
 
     /// Whether (and how) `function` can be traced with fexit in this module.

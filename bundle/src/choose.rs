@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::error::BundleError;
-use crate::read::{BundleSet, KernelVersion};
+use crate::read::{flavor_of_release, BundleSet, KernelVersion, DEFAULT_FLAVOR};
 
 /// How a set was matched to the running kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +23,8 @@ pub struct HostKernel {
     /// `uname -r`
     pub release: String,
     pub version: KernelVersion,
+    /// The Debian flavor its release names ([`flavor_of_release`]).
+    pub flavor: String,
     /// Driver modules of the bundle's sets that are loaded here.
     pub loaded: BTreeSet<String>,
 }
@@ -52,6 +54,7 @@ impl HostKernel {
             .cloned()
             .collect();
         Ok(HostKernel {
+            flavor: flavor_of_release(&release),
             release,
             version,
             loaded,
@@ -108,15 +111,26 @@ pub fn select(sets: &[BundleSet], host: &HostKernel) -> Selection {
     sel
 }
 
-/// `of_vendor`'s set of the host's release, else the newest of its series.
+/// `of_vendor`'s set of the host's release, else the newest of its series: of the host's
+/// flavor when the series has sets of it, else of amd64.
 fn best_of_series<'a>(
     of_vendor: &[&'a BundleSet],
     host: &HostKernel,
 ) -> Option<(&'a BundleSet, Match)> {
     let version = |s: &BundleSet| KernelVersion::parse_prefix(&s.kernel);
-    let best = of_vendor
+    let of_series: Vec<&'a BundleSet> = of_vendor
         .iter()
+        .copied()
         .filter(|s| version(s).is_some_and(|v| v.series() == host.version.series()))
+        .collect();
+    let flavor = if of_series.iter().any(|s| s.flavor == host.flavor) {
+        host.flavor.as_str()
+    } else {
+        DEFAULT_FLAVOR
+    };
+    let best = of_series
+        .into_iter()
+        .filter(|s| s.flavor == flavor)
         .max_by_key(|s| (version(s) == Some(host.version), version(s)))?;
     let how = if version(best) == Some(host.version) {
         Match::Exact
@@ -169,6 +183,7 @@ mod tests {
             vendor: vendor.into(),
             kernel: kernel.into(),
             series: format!("{}.{}", v.0, v.1),
+            flavor: DEFAULT_FLAVOR.into(),
             driver_modules: vec![module.into()],
             manifest_sha256: String::new(),
             object_sha256: String::new(),
@@ -177,6 +192,7 @@ mod tests {
 
     fn host(release: &str, loaded: &[&str]) -> HostKernel {
         HostKernel {
+            flavor: flavor_of_release(release),
             release: release.into(),
             version: KernelVersion::of_running(release, None).expect("release"),
             loaded: loaded.iter().map(|s| s.to_string()).collect(),
@@ -238,5 +254,36 @@ mod tests {
         assert!(s.chosen.is_empty());
         assert_eq!(s.uncovered, ["rxe (rdma_rxe)"]);
         assert!(select(&sets, &host("6.12.117", &[])).chosen.is_empty());
+    }
+
+    #[test]
+    fn the_flavor_of_the_release_else_amd64() {
+        assert_eq!(flavor_of_release("6.12.118+deb12-cloud-amd64"), "cloud");
+        assert_eq!(flavor_of_release("7.3.4+deb13-rt-amd64"), "rt");
+        assert_eq!(flavor_of_release("6.1.0-57-cloud-amd64"), "cloud");
+        assert_eq!(flavor_of_release("6.1.0-57-amd64"), "amd64");
+        assert_eq!(flavor_of_release("6.12.118+deb12-amd64"), "amd64");
+        assert_eq!(flavor_of_release("6.13.2"), "amd64");
+        let mut cloud = set("x", "mlx5", "6.12.118", "mlx5_ib");
+        cloud.dir = "linux-6.12-cloud/mlx5".into();
+        cloud.flavor = "cloud".into();
+        let sets = [set("linux-6.12/mlx5", "mlx5", "6.12.118", "mlx5_ib"), cloud];
+        let pick = |release: &str| {
+            let s = select(&sets, &host(release, &["mlx5_ib"]));
+            (s.chosen[0].set.dir.clone(), s.chosen[0].how)
+        };
+        assert_eq!(
+            pick("6.12.118+deb12-cloud-amd64"),
+            ("linux-6.12-cloud/mlx5".into(), Match::Exact)
+        );
+        assert_eq!(
+            pick("6.12.120+deb12-amd64"),
+            ("linux-6.12/mlx5".into(), Match::Series)
+        );
+        // rt has no set of its own: the amd64 one
+        assert_eq!(
+            pick("6.12.118+deb12-rt-amd64"),
+            ("linux-6.12/mlx5".into(), Match::Exact)
+        );
     }
 }

@@ -13,7 +13,7 @@ mod write;
 pub use choose::{select, Chosen, HostKernel, Match, Selection};
 pub use error::BundleError;
 pub use read::{
-    read_bundle, sha256_tag, Bundle, BundleIndex, BundleSet, KernelVersion, BUNDLE_INDEX,
-    BUNDLE_SCHEMA, SET_MANIFEST, SET_OBJECT,
+    flavor_of_release, read_bundle, sha256_tag, Bundle, BundleIndex, BundleSet, KernelVersion,
+    BUNDLE_INDEX, BUNDLE_SCHEMA, DEFAULT_FLAVOR, SET_MANIFEST, SET_OBJECT,
 };
 pub use write::{write_bundle, CompileJob, Toolchain};

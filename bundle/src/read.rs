@@ -40,6 +40,10 @@ pub struct BundleSet {
     pub kernel: String,
     /// Its series (`6.12`): the set serves any release of it whose targets match.
     pub series: String,
+    /// The Debian flavor it was generated for (`amd64`, `cloud`: `linux-6.12-cloud/mlx5`);
+    /// an index without it (before flavors) is all amd64.
+    #[serde(default = "default_flavor")]
+    pub flavor: String,
     /// The vendor's driver modules (its vendor-layer probes' modules): the set applies when
     /// one of them is loaded.
     pub driver_modules: Vec<String>,
@@ -47,6 +51,36 @@ pub struct BundleSet {
     pub manifest_sha256: String,
     /// `sha256:<hex>` of `probes.bpf.o`.
     pub object_sha256: String,
+}
+
+/// The flavor of a set or a host when none is named: Debian's generic `amd64`.
+pub const DEFAULT_FLAVOR: &str = "amd64";
+
+fn default_flavor() -> String {
+    DEFAULT_FLAVOR.to_string()
+}
+
+/// The Debian flavor in a kernel release string: `6.12.118+deb12-cloud-amd64` -> `cloud`,
+/// `7.3.4+deb13-rt-amd64` -> `rt`, `6.1.0-57-amd64` and anything else -> `amd64`.
+pub fn flavor_of_release(release: &str) -> String {
+    let Some(rest) = release.strip_suffix("-amd64") else {
+        return default_flavor();
+    };
+    match rest.rsplit_once('-') {
+        Some((_, f)) if !f.is_empty() && f.bytes().all(|b| b.is_ascii_lowercase()) => f.into(),
+        _ => default_flavor(),
+    }
+}
+
+/// The Debian flavor of a set from its kernel directory (`linux-6.12-cloud/mlx5` -> cloud;
+/// `linux-6.12/mlx5` -> amd64): `generated/sets.txt` names a flavor's kernel `6.12-cloud`.
+pub(crate) fn flavor_of_dir(rel: &str) -> String {
+    let kernel = rel.split('/').next().unwrap_or("");
+    let kernel = kernel.strip_prefix("linux-").unwrap_or(kernel);
+    match kernel.split_once('-') {
+        Some((_, flavor)) if !flavor.is_empty() => flavor.to_string(),
+        _ => default_flavor(),
+    }
 }
 
 impl BundleSet {

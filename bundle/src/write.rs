@@ -146,6 +146,7 @@ fn write_set(
     driver_modules.dedup();
     Ok(BundleSet {
         dir: rel.to_string(),
+        flavor: crate::read::flavor_of_dir(rel),
         vendor: m.vendor.clone(),
         kernel: m.kernel.version.clone(),
         series: format!("{}.{}", v.0, v.1),

@@ -649,10 +649,16 @@ fn walk_callee(
     }
     match ctx.layer(c) {
         Layer::Core => {
-            let e = core_helper_evidence(ctx, from, kept_here, c)?;
+            let (e, on_ops_path) = match core_helper_evidence(ctx, from, kept_here, c) {
+                Some(e) => (e, false),
+                None => (ops_path_evidence(ctx, decided, kept_here, c)?, true),
+            };
             decided.insert(c, Decision::focus(FocusKind::Helper, object, e));
-            // A function the binary inlined does not count as a level below.
-            let depth = if ctx.is_wrapper(c) {
+            // A function the binary inlined does not count as a level below; one on the path
+            // to an ops caller counts as kept on its own (its helpers are one below it).
+            let depth = if on_ops_path {
+                0
+            } else if ctx.is_wrapper(c) {
                 from.depth
             } else {
                 from.depth + 1
@@ -686,11 +692,19 @@ fn core_helper_evidence(ctx: &Ctx, from: &WalkStep, kept_here: bool, c: FnId) ->
     let can_fail = ctx.can_fail(c, rules.failure_depth);
     let pins = ctx.pins_user_memory(cn);
     let within = from.depth < rules.helper_depth || pins.is_some();
-    if !(kept_here && can_fail && within && !cn.in_header()) {
+    // Below a kept vendor function the walk passes vendor-internal functions (not kept): a
+    // core call there that pins user memory is still that verb's failure layer (5.10's
+    // mlx5_ib_reg_user_mr -> mr_umem_get -> ib_umem_get; 6.1 calls ib_umem_get directly).
+    let through_vendor = !kept_here && pins.is_some() && ctx.layer(from.id) == Layer::Vendor;
+    if !((kept_here || through_vendor) && can_fail && within && !cn.in_header()) {
         return None;
     }
     let kept = &ctx.node(from.id).name;
     Some(match pins {
+        Some(p) if through_vendor => format!(
+            "pins user memory (`{p}`) below vendor-internal {kept}, returns {}",
+            cn.ret.as_str()
+        ),
         Some(p) if from.depth >= rules.helper_depth => format!(
             "pins user memory (`{p}`) below kept {kept}, returns {}",
             cn.ret.as_str()
@@ -701,6 +715,30 @@ fn core_helper_evidence(ctx: &Ctx, from: &WalkStep, kept_here: bool, c: FnId) ->
             cn.ret.as_str()
         ),
     })
+}
+
+/// Why core function `c`, below a kept chain but past `helper_depth`, is kept: it can fail and
+/// calls a kept ops caller, so it is that verb's path to the driver. With
+/// `CONFIG_SECURITY_INFINIBAND=y` (Debian's cloud flavor) `_ib_modify_qp` reaches
+/// `ops.modify_qp` through the real `ib_security_modify_qp` of security.c, not the header stub
+/// the other flavors inline: its own checks (`rdma_fill_sgid_attr`) stay a layer of the set.
+fn ops_path_evidence(ctx: &Ctx, decided: &Decisions, kept_here: bool, c: FnId) -> Option<String> {
+    let cn = ctx.node(c);
+    if !kept_here || cn.in_header() || !ctx.can_fail(c, ctx.rules.failure_depth) {
+        return None;
+    }
+    let callees = ctx.g.callees(c);
+    let (callee, _) = callees.iter().find(|(x, _)| {
+        ctx.layer(*x) == Layer::Core
+            && decided
+                .get(x)
+                .is_some_and(|d| d.keep && d.focus == Some(FocusKind::OpsCaller))
+    })?;
+    Some(format!(
+        "calls kept ops caller {} (its path to the driver), returns {}",
+        ctx.node(*callee).name,
+        cn.ret.as_str()
+    ))
 }
 
 /// Pass 3, inherit. Reads the decisions of the passes before and, for every undecided

@@ -46,16 +46,26 @@ ensure_packages() {
 # The kernel's binary packages come from scripts/fetch-kernel.sh --debs: the same Debian
 # version the analysis uses, from any suite (7.x from sid through probegen's own apt lists),
 # in either packaging (linux-image-*-unsigned, or linux-binary + linux-modules + linux-base).
-# E2E_KERNEL_VERSION picks an exact Debian version instead of the series' default.
+# E2E_KERNEL_VERSION picks an exact Debian version instead of the series' default, E2E_FLAVOR
+# a flavor (cloud, rt) instead of amd64, E2E_KERNEL_PKG the .deb files themselves (a fleet's
+# own build: no download).
 
 # Downloads + extracts + depmods the kernel into $CACHE (idempotent).
 # Sets KREL (uname -r), KROOT (extracted tree), KMODDIR, BZIMAGE.
 prepare_kernel() {
-	local stamp=$CACHE/kernel.env debs spec=${E2E_KERNEL_VERSION:-$E2E_VER}
-	# the binary packages fetch-kernel.sh keeps for the analysis are the ones booted here
-	mapfile -t debs < <(bash "$REPO/scripts/fetch-kernel.sh" --debs \
-		"${PROBEGEN_CACHE:-$HOME/.cache/probegen}/debs" "$spec") ||
-		die "scripts/fetch-kernel.sh --debs $spec failed"
+	local stamp=$CACHE/kernel.env debs spec=${E2E_KERNEL_VERSION:-$E2E_VER} d
+	if [ -n "${E2E_KERNEL_PKG:-}" ]; then
+		read -r -a debs <<<"$E2E_KERNEL_PKG"
+		for d in "${debs[@]}"; do
+			[ -f "$d" ] && dpkg-deb -f "$d" Package >/dev/null 2>&1 ||
+				die "E2E_KERNEL_PKG: $d is not a .deb file"
+		done
+	else
+		# the binary packages fetch-kernel.sh keeps for the analysis are the ones booted here
+		mapfile -t debs < <(bash "$REPO/scripts/fetch-kernel.sh" --debs \
+			"${PROBEGEN_CACHE:-$HOME/.cache/probegen}/debs" --flavor "${E2E_FLAVOR:-amd64}" "$spec") ||
+			die "scripts/fetch-kernel.sh --debs --flavor ${E2E_FLAVOR:-amd64} $spec failed"
+	fi
 	[ ${#debs[@]} -gt 0 ] || die "scripts/fetch-kernel.sh --debs $spec gave no packages"
 	local want
 	want=$(for d in "${debs[@]}"; do basename "$d"; done | tr '\n' ' ')

@@ -266,7 +266,7 @@ pub(crate) fn stderr(o: &std::process::Output) -> String {
 /// A probe set generated now from the real `ver` tree with `probegen generate`, once per test
 /// process (tests in one binary share it); its output directory.
 pub(crate) fn generated_set(ver: &str, vendor: &str) -> PathBuf {
-    let extra: &[&str] = if NOT_BUILT.contains(&(ver, vendor)) {
+    let extra: &[&str] = if not_built().contains(&(ver, vendor)) {
         &["--not-built"]
     } else {
         &[]
@@ -274,22 +274,88 @@ pub(crate) fn generated_set(ver: &str, vendor: &str) -> PathBuf {
     generated_set_with(ver, vendor, extra)
 }
 
-/// The checked-in sets (kernel, vendor) under `generated/`, as scripts/regenerate.sh writes
-/// them; the one list every test over the checked-in sets uses.
-pub(crate) const CHECKED_IN_SETS: &[(&str, &str)] = &[
-    ("7.2", "mlx5"),
-    ("7.2", "bnxt_re"),
-    ("7.2", "irdma"),
-    ("7.2", "rxe"),
-    ("6.12", "mlx5"),
-    ("6.12", "bnxt_re"),
-    ("6.12", "irdma"),
-    ("6.12", "rxe"),
-    ("6.1", "mlx5"),
-    ("6.1", "bnxt_re"),
-    ("6.1", "irdma"),
-    ("6.1", "rxe"),
-];
+/// One line of `generated/sets.txt`: (kernel, vendor, not built by the config) per vendor.
+fn read_sets_file() -> Vec<(&'static str, &'static str, bool)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("generated/sets.txt");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (the list of checked-in sets)", path.display()));
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let (Some(kernel), Some(vendors)) = (words.next(), words.next()) else {
+            panic!(
+                "{}:{}: expected `KERNEL VENDORS [not-built=VENDORS]`",
+                path.display(),
+                n + 1
+            );
+        };
+        let not_built: Vec<&str> = match words.next() {
+            Some(w) => w
+                .strip_prefix("not-built=")
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{}:{}: `{w}`: expected not-built=VENDORS",
+                        path.display(),
+                        n + 1
+                    )
+                })
+                .split(',')
+                .collect(),
+            None => Vec::new(),
+        };
+        let kernel: &'static str = Box::leak(kernel.to_string().into_boxed_str());
+        for v in vendors.split(',') {
+            let built = !not_built.contains(&v);
+            out.push((kernel, &*Box::leak(v.to_string().into_boxed_str()), !built));
+        }
+    }
+    out
+}
+
+fn sets_file() -> &'static [(&'static str, &'static str, bool)] {
+    static SETS: std::sync::OnceLock<Vec<(&'static str, &'static str, bool)>> =
+        std::sync::OnceLock::new();
+    SETS.get_or_init(read_sets_file)
+}
+
+/// The checked-in sets (kernel, vendor) under `generated/`, as `generated/sets.txt` lists them
+/// and scripts/regenerate.sh writes them; the one list every test over the checked-in sets
+/// uses. A kernel is a series (`7.2`) or a series and flavor (`6.12-cloud`).
+pub(crate) fn checked_in_sets() -> &'static [(&'static str, &'static str)] {
+    static PAIRS: std::sync::OnceLock<Vec<(&'static str, &'static str)>> =
+        std::sync::OnceLock::new();
+    PAIRS.get_or_init(|| sets_file().iter().map(|&(k, v, _)| (k, v)).collect())
+}
+
+/// Checked-in sets whose vendor Debian's config does not build (`not-built=` in
+/// `generated/sets.txt`): generated with `--not-built`, as scripts/regenerate.sh does, without
+/// which `generate` refuses a vendor-less set.
+pub(crate) fn not_built() -> &'static [(&'static str, &'static str)] {
+    static PAIRS: std::sync::OnceLock<Vec<(&'static str, &'static str)>> =
+        std::sync::OnceLock::new();
+    PAIRS.get_or_init(|| {
+        sets_file()
+            .iter()
+            .filter(|s| s.2)
+            .map(|&(k, v, _)| (k, v))
+            .collect()
+    })
+}
+
+/// The kernels of the checked-in sets, in the file's order, each once.
+pub(crate) fn checked_in_kernels() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for &(k, _) in checked_in_sets() {
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
+}
 
 /// The directory of a checked-in set.
 pub(crate) fn checked_in_set(ver: &str, vendor: &str) -> PathBuf {
@@ -336,10 +402,6 @@ pub(crate) fn assert_fresh(files: &[(PathBuf, Option<Vec<u8>>)]) {
         stale.join("\n\n")
     );
 }
-
-/// Checked-in sets whose vendor Debian's config does not build: generated with `--not-built`
-/// (as scripts/regenerate.sh does), without which `generate` refuses a vendor-less set.
-pub(crate) const NOT_BUILT: &[(&str, &str)] = &[("6.1", "bnxt_re")];
 
 /// [`generated_set`] with extra `generate` arguments (`--not-built` for a vendor the config
 /// does not build).
