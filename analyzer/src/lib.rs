@@ -24,6 +24,7 @@ mod opsdecl;
 mod preproc;
 mod source;
 mod traceability;
+mod valuerefs;
 
 // The tree: files, config, Kbuild, the per-file facts cache.
 pub use error::{AnalyzerError, Warning};
@@ -37,8 +38,8 @@ pub use source::{LoadOptions, SourceTree};
 // The C front end, one file at a time (what the facts cache stores; the fuzz target's input).
 pub use cparse::{extract, new_parser, PARSE_NS};
 pub use model::{
-    CallSite, CallTarget, ErrorSite, FileFacts, FunctionDef, MacroDef, OpsTable, Param, RetKind,
-    SiteShape, UapiMethod, WriteCommand,
+    CallSite, CallTarget, ErrorSite, FileFacts, FunctionDef, MacroDef, OpsTable, Param, RefSite,
+    RetKind, SiteShape, UapiMethod, ValueRef, WriteCommand,
 };
 pub use opsdecl::{ops_struct_members, struct_pointee, OpsMemberDecl};
 pub use preproc::{blank_type_bodies, preprocess, Preprocessed};
