@@ -50,7 +50,10 @@ pub(crate) fn data_plane_probes(
     let mut taken: BTreeSet<FnId> = BTreeSet::new();
     for pick in &sel.data_plane {
         let verdict = attach_of(g, bins, pick.id);
-        let (at, derived, lift) = if matches!(verdict, AttachVerdict::Fexit) {
+        // only a probe of every call moves to a caller: a filter reads the function's own
+        // argument, which its caller does not have (and a caller on a hot path would record
+        // every call: rxe_completer above 6.1's complete_ack)
+        let (at, derived, lift) = if matches!(verdict, AttachVerdict::Fexit) || pick.arg.is_some() {
             (pick.id, None, None)
         } else {
             match attachable_caller(g, bins, pick.id, sel.manifest_limits.suggest_hops) {

@@ -84,13 +84,13 @@ fn called_fields(n: &FnNode) -> impl Iterator<Item = &str> {
         .filter_map(|c| c.rsplit_once("->").map(|(_, f)| f))
 }
 
-/// Pass: event callbacks installed by reachable functions, kept when they call the queue.
-fn installed_event_handlers(
+/// Every function a reachable function installs as an event callback, with where (the first
+/// installation, in reach order).
+fn installations(
     g: &CallGraph,
     dp: &DataPlaneRule,
     reach: &BTreeMap<FnId, Option<(FnId, analyzer::CallEdge)>>,
-) -> Vec<DataPlanePick> {
-    // handler -> (installer, site) of its first installation, in reach order
+) -> BTreeMap<FnId, DataPlaneFact> {
     let mut installed: BTreeMap<FnId, DataPlaneFact> = BTreeMap::new();
     for &installer in reach.keys() {
         let n = g.node(installer);
@@ -121,6 +121,16 @@ fn installed_event_handlers(
             }
         }
     }
+    installed
+}
+
+/// Pass: event callbacks installed by reachable functions, kept when they call the queue.
+fn installed_event_handlers(
+    g: &CallGraph,
+    dp: &DataPlaneRule,
+    reach: &BTreeMap<FnId, Option<(FnId, analyzer::CallEdge)>>,
+) -> Vec<DataPlanePick> {
+    let installed = installations(g, dp, reach);
     // the queue: a callee two or more installed callbacks share
     let mut callers_of: BTreeMap<FnId, usize> = BTreeMap::new();
     for &h in installed.keys() {
@@ -223,8 +233,19 @@ fn completion_functions(
     depth: usize,
     vendor_fn: &dyn Fn(&FnNode) -> bool,
 ) -> Vec<DataPlanePick> {
-    let completes =
-        |n: &FnNode| called_fields(n).any(|f| dp.completion_callback_fields.iter().any(|c| c == f));
+    // the CQ's callback it calls: the completion callback (6.12: rxe_cq_post signals the
+    // completion itself) or the event callback (6.1: rxe_cq_post defers the signal to a
+    // tasklet and raises only the CQ's overflow itself)
+    let cq_callback = |n: &FnNode| -> Option<String> {
+        let mut fields = called_fields(n);
+        fields
+            .find(|f| {
+                dp.completion_callback_fields.iter().any(|c| c == f)
+                    || dp.event_handler_fields.iter().any(|c| c == f)
+            })
+            .map(str::to_string)
+    };
+    let completes = |n: &FnNode| cq_callback(n).is_some();
     // function -> (the status setter above it, the status, the setter's line)
     let mut found: BTreeMap<FnId, (FnId, usize, String)> = BTreeMap::new();
     for (setter, n) in g.nodes().iter().enumerate() {
@@ -259,10 +280,7 @@ fn completion_functions(
             let n = g.node(id);
             // the completion entry: the pointer argument after the CQ
             let arg = n.params.iter().skip(1).position(|p| p.ty.ends_with('*'))? + 1;
-            let field = called_fields(n)
-                .find(|f| dp.completion_callback_fields.iter().any(|c| c == f))
-                .unwrap_or_default()
-                .to_string();
+            let field = cq_callback(n).unwrap_or_default();
             let s = g.node(setter);
             Some(DataPlanePick {
                 id,
@@ -274,7 +292,7 @@ fn completion_functions(
                     file: s.file.clone(),
                     line,
                     detail: format!(
-                        "calls the CQ's `.{field}`, reached from `{}` which sets `.{}` to `{status}`",
+                        "calls the CQ's `.{field}` on the completion path: reached from `{}`, which sets `.{}` to `{status}`",
                         s.name, dp.completion_status_field
                     ),
                 }],

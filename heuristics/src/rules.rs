@@ -576,6 +576,29 @@ mod tests {
     }
 
     #[test]
+    fn the_data_plane_structure_is_data_with_its_reasons() {
+        let r = Rules::builtin().expect("builtin rules");
+        let dp = r.data_plane.as_ref().expect("data_plane section");
+        assert!(dp.event_handler_fields.iter().any(|f| f == "event_handler"));
+        assert!(dp.error_events.iter().any(|e| e == "IB_EVENT_QP_FATAL"));
+        assert!(dp.error_statuses.iter().all(|s| s != "IB_WC_SUCCESS"));
+        assert!(r.completion_depth > 0 && r.completion_depth <= MAX_DEPTH_LIMIT);
+        let blank = blank_first_quoted_reason(BUILTIN_RULES);
+        let msg = Rules::parse(&blank, "r.yaml").unwrap_err().to_string();
+        assert!(
+            msg.contains("INIT_IB_EVENT_HANDLER") && msg.contains("reason"),
+            "{msg}"
+        );
+    }
+
+    /// The rules with the first quoted reason (the registration's) emptied.
+    fn blank_first_quoted_reason(text: &str) -> String {
+        let start = text.find("reason: \"").expect("a reason");
+        let end = start + text[start..].find("\"}").expect("its end");
+        format!("{}reason: \"  {}", &text[..start], &text[end..])
+    }
+
+    #[test]
     fn unknown_object_is_rejected() {
         let text = BUILTIN_RULES.replace("ib_qp: QP", "ib_qp: QQ");
         let msg = Rules::parse(&text, "r.yaml").unwrap_err().to_string();
