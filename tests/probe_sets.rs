@@ -502,6 +502,17 @@ fn generated_bpf_compiles_with_one_program_per_probe() {
             (want_fexit, want_kret),
             "{ver} {vendor}: programs per probe"
         );
+        // the data plane's entry programs (the baseline's are `?fentry`, autoload off)
+        let want_fentry = m
+            .data_plane
+            .iter()
+            .filter(|d| d.attach.as_str() == "fexit")
+            .count();
+        assert_eq!(
+            text.matches(" fentry/").count(),
+            want_fentry,
+            "{ver} {vendor}: one entry program per data-plane probe"
+        );
         // the kprobe fallbacks of vendor probes for a module without BTF (autoload off: `?`)
         let fallback: Vec<(String, String)> =
             m.probes.iter().flat_map(|p| p.kprobe_fallback()).collect();

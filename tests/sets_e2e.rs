@@ -22,9 +22,16 @@ fn env_dir(var: &str) -> PathBuf {
 fn check_set(ver: &str, name: &str, stage: &Path, out: &Path) -> (String, Vec<String>) {
     let m = manifest::Manifest::from_yaml(&read(&stage.join("manifest.yaml")), name)
         .expect("staged manifest");
+    // the control path's programs and the data plane's entry programs
     let attachable: BTreeMap<u32, String> = m
         .attachable()
         .map(|p| (p.id, format!("{}:{}", p.module, p.function)))
+        .chain(
+            m.data_plane
+                .iter()
+                .filter(|d| d.attach == manifest::Attach::Fexit)
+                .map(|d| (d.id, format!("{}:{} (data plane)", d.module, d.function))),
+        )
         .collect();
     let mut problems = Vec::new();
     let log = std::fs::read_to_string(out.join("collect.log")).unwrap_or_default();

@@ -10,7 +10,7 @@ use crate::error::Warning;
 use crate::errsites::BodyExits;
 use crate::model::{
     CallSite, CallTarget, FileFacts, FunctionDef, MacroDef, OpsTable, RetKind, UapiMethod,
-    WriteCommand,
+    ValueRef, WriteCommand,
 };
 use crate::timings::ExtractTimes;
 
@@ -95,6 +95,7 @@ pub(crate) fn extract_timed(
 struct BodyIds {
     call_expression: u16,
     assignment_expression: u16,
+    initializer_pair: u16,
     identifier: u16,
     /// Kinds whose `declarator` field may be the declared identifier.
     declares: [u16; 4],
@@ -116,6 +117,7 @@ fn body_ids() -> &'static BodyIds {
         BodyIds {
             call_expression: kind("call_expression"),
             assignment_expression: kind("assignment_expression"),
+            initializer_pair: kind("initializer_pair"),
             identifier: kind("identifier"),
             declares: [
                 kind("parameter_declaration"),
@@ -315,7 +317,7 @@ fn function_def(node: Node, src: &[u8], sites_time: &mut Duration) -> Option<Fun
     // every int or pointer body: one without an error constant may still pass a callee's on
     let mut exits = matches!(ret, RetKind::Int | RetKind::Ptr)
         .then(|| crate::errsites::BodyExits::new(ret == RetKind::Ptr));
-    let (calls, field_writes) = body_calls(outer_fn, body, src, exits.as_mut());
+    let (calls, field_writes, value_refs) = body_calls(outer_fn, body, src, exits.as_mut());
     let body_text = text(body, src);
     let returns_error = has_error_code(body_text);
     let t0 = std::time::Instant::now();
@@ -345,6 +347,7 @@ fn function_def(node: Node, src: &[u8], sites_time: &mut Duration) -> Option<Fun
             && ["ERR_PTR(", "IS_ERR(", "ERR_CAST(", "PTR_ERR("]
                 .iter()
                 .any(|m| body_text.contains(m)),
+        value_refs,
     })
 }
 
@@ -427,14 +430,14 @@ fn ret_kind(pointer: bool, ret_type: &str) -> RetKind {
     }
 }
 
-/// The calls of a body and the fields it writes through pointers; parameters and locals
-/// are told apart from functions.
+/// The calls of a body, the fields it writes through pointers and the names it stores or
+/// passes; parameters and locals are told apart from functions.
 fn body_calls<'t>(
     fn_decl: Node<'t>,
     body: Node<'t>,
     src: &[u8],
     exits: Option<&mut BodyExits<'t>>,
-) -> (Vec<CallSite>, Vec<String>) {
+) -> (Vec<CallSite>, Vec<String>, Vec<ValueRef>) {
     let mut locals: BTreeSet<String> = BTreeSet::new();
     if let Some(params) = fn_decl.child_by_field_id(crate::cparse::fields().parameters) {
         collect_declared_names(params, src, &mut locals);
@@ -451,13 +454,30 @@ fn body_calls<'t>(
         })
         .collect();
     calls.sort_by_key(|c| c.line);
-    (calls, scan.field_writes.into_iter().collect())
+    let mut refs = Vec::new();
+    for &n in &scan.stores {
+        if n.kind_id() == body_ids().assignment_expression {
+            crate::valuerefs::of_assignment(n, src, &locals, &mut refs);
+        } else {
+            crate::valuerefs::of_initializer_pair(n, src, &locals, &mut refs);
+        }
+    }
+    for &(f, _) in &scan.calls {
+        if let Some(call) = f.parent() {
+            crate::valuerefs::of_call(call, src, &locals, &mut refs);
+        }
+    }
+    refs.sort();
+    refs.dedup();
+    (calls, scan.field_writes.into_iter().collect(), refs)
 }
 
 /// What one walk of a body finds: call sites (callee node, line) and fields written via `->`.
 struct BodyScan<'t> {
     calls: Vec<(Node<'t>, usize)>,
     field_writes: BTreeSet<String>,
+    /// Assignments and initializer pairs, for `value_refs` once every local is known.
+    stores: Vec<Node<'t>>,
 }
 
 /// One preorder walk of a body with one tree cursor (the bodies are most of the tree, and a
@@ -475,6 +495,7 @@ fn scan_body<'t>(
     let mut scan = BodyScan {
         calls: Vec::new(),
         field_writes: BTreeSet::new(),
+        stores: Vec::new(),
     };
     let ids = body_ids();
     let mut cursor = body.walk();
@@ -496,6 +517,9 @@ fn scan_body<'t>(
                 if let Some(field) = written_field(done, src) {
                     scan.field_writes.insert(field.to_string());
                 }
+                scan.stores.push(done);
+            } else if kind == ids.initializer_pair {
+                scan.stores.push(done);
             } else if ids.declares.contains(&kind) {
                 note_declared_name(done, src, locals);
             }
@@ -559,6 +583,7 @@ fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
         }
         let ty = p.child_by_field_id(crate::cparse::fields().r#type);
         let ty_kind = ty.map(|t| t.kind()).unwrap_or("");
+        let mut stars = 0usize;
         let mut d = p.child_by_field_id(crate::cparse::fields().declarator);
         let mut scalar = !matches!(ty_kind, "struct_specifier" | "union_specifier");
         let mut name = String::new();
@@ -573,6 +598,7 @@ fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
                 | "function_declarator"
                 | "abstract_pointer_declarator" => {
                     scalar = false;
+                    stars += usize::from(n.kind().contains("pointer"));
                     d = n.child_by_field_id(crate::cparse::fields().declarator);
                 }
                 _ => {
@@ -584,7 +610,14 @@ fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
         if name.is_empty() && text(p, src).trim() == "void" {
             continue;
         }
-        out.push(crate::model::Param { name, scalar });
+        let base = ty.map(|t| text(t, src)).unwrap_or("");
+        let base = base.split_whitespace().collect::<Vec<_>>().join(" ");
+        let ty = if stars > 0 {
+            format!("{base} {}", "*".repeat(stars))
+        } else {
+            base
+        };
+        out.push(crate::model::Param { name, scalar, ty });
     }
     out
 }
@@ -1094,5 +1127,63 @@ mod tests {
                 ("UVERBS_METHOD_QP_CREATE", false)
             ]
         );
+    }
+}
+
+#[cfg(test)]
+mod value_ref_tests {
+    use super::*;
+    use crate::model::{RefSite, ValueRef};
+
+    fn refs(src: &str) -> Vec<ValueRef> {
+        let f = extract(&mut new_parser(), "t.c", src);
+        f.functions[0].value_refs.clone()
+    }
+
+    fn field(field: &str, through_pointer: bool, name: &str, line: usize) -> ValueRef {
+        ValueRef {
+            site: RefSite::Field {
+                field: field.into(),
+                through_pointer,
+            },
+            name: name.into(),
+            line,
+        }
+    }
+
+    #[test]
+    fn installed_callbacks_and_constants_set() {
+        let r = refs("void f(struct ib_qp *qp, int x)\n{\n\tstruct ib_qp_init_attr attr = { .event_handler = h1 };\n\tattr.event_handler = h2;\n\tqp->attr.qp_state = IB_QPS_ERR;\n\tqp->n |= MASK;\n\tattr.cb = x;\n\tINIT_IB_EVENT_HANDLER(&qp->eh, qp->dev, h3);\n\tlocal_fn(qp, NOT_KEPT);\n}\n");
+        let want = vec![
+            field("event_handler", false, "h1", 3),
+            field("event_handler", false, "h2", 4),
+            field("qp_state", true, "IB_QPS_ERR", 5),
+            ValueRef {
+                site: RefSite::Argument {
+                    callee: "INIT_IB_EVENT_HANDLER".into(),
+                    index: 2,
+                },
+                name: "h3".into(),
+                line: 8,
+            },
+        ];
+        let mut want = want;
+        want.sort();
+        assert_eq!(r, want);
+    }
+
+    #[test]
+    fn parameter_types_keep_their_pointer_levels() {
+        let f = extract(
+            &mut new_parser(),
+            "t.c",
+            "void f(struct ib_event *event, void *ctx, const struct x **pp, int n)\n{\n}\n",
+        );
+        let t: Vec<&str> = f.functions[0]
+            .params
+            .iter()
+            .map(|p| p.ty.as_str())
+            .collect();
+        assert_eq!(t, vec!["struct ib_event *", "void *", "struct x **", "int"]);
     }
 }

@@ -106,6 +106,8 @@ pub struct FnNode {
     pub built: bool,
     /// NULL is an ordinary return, errors come back as ERR_PTR.
     pub null_ok: bool,
+    /// Names the body stores into fields or passes to calls (callbacks, constants).
+    pub value_refs: Vec<crate::model::ValueRef>,
 }
 
 impl FnNode {
@@ -381,6 +383,7 @@ fn fn_node(file: &str, module: Option<String>, built: bool, f: &FunctionDef) -> 
         error_sites: f.error_sites.clone(),
         built,
         null_ok: f.null_ok,
+        value_refs: f.value_refs.clone(),
     }
 }
 

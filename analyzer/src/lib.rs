@@ -25,6 +25,7 @@ mod preproc;
 mod source;
 mod timings;
 mod traceability;
+mod valuerefs;
 
 // The tree: files, config, Kbuild, the per-file facts cache.
 pub use error::{AnalyzerError, Warning};
@@ -39,8 +40,8 @@ pub use timings::LoadTimings;
 // The C front end, one file at a time (what the facts cache stores; the fuzz target's input).
 pub use cparse::{extract, new_parser};
 pub use model::{
-    CallSite, CallTarget, ErrorSite, FileFacts, FunctionDef, MacroDef, OpsTable, Param, RetKind,
-    SiteShape, UapiMethod, WriteCommand,
+    CallSite, CallTarget, ErrorSite, FileFacts, FunctionDef, MacroDef, OpsTable, Param, RefSite,
+    RetKind, SiteShape, UapiMethod, ValueRef, WriteCommand,
 };
 pub use opsdecl::{ops_struct_members, struct_pointee, OpsMemberDecl};
 pub use preproc::{blank_type_bodies, preprocess, Preprocessed};

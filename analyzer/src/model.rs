@@ -49,6 +49,34 @@ pub struct Param {
     /// An integer-like value (not a pointer, array or struct by value): worth recording on
     /// failure (`attr_mask`, access flags, a length).
     pub scalar: bool,
+    /// The declared type, whitespace collapsed, with a `*` per pointer level
+    /// (`struct ib_event *`): which argument holds the object a data-plane probe reads.
+    #[serde(default)]
+    pub ty: String,
+}
+
+/// Where a body stores or passes a name that is not one of its locals (`value_refs`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum RefSite {
+    /// `a->f = name`, `a.f = name`, or `.f = name` in an initializer list. `through_pointer`:
+    /// the stored-to object is reached through a pointer (`qp->attr.qp_state`), so the store
+    /// changes an object the function was handed, not a local it prepares.
+    Field {
+        field: String,
+        through_pointer: bool,
+    },
+    /// `callee(..., name, ...)`: the argument at `index` (from 0) of a call by name.
+    Argument { callee: String, index: usize },
+}
+
+/// One name stored into a field or passed to a call: a function installed as a callback
+/// (`attr.event_handler = ib_uverbs_qp_event_handler`, `INIT_IB_EVENT_HANDLER(.., f)`) or a
+/// constant set (`event.event = IB_EVENT_QP_FATAL`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ValueRef {
+    pub site: RefSite,
+    pub name: String,
+    pub line: usize,
 }
 
 /// One function definition.
@@ -81,6 +109,10 @@ pub struct FunctionDef {
     /// A pointer-returning body that both returns `NULL` and uses the ERR_PTR family: errors
     /// come back as ERR_PTR, NULL is an ordinary "none" (`rdma_lag_get_ah_roce_slave`).
     pub null_ok: bool,
+    /// Names stored into fields or passed to calls (not locals), in source order: callbacks
+    /// installed and constants set (`cparse::value_refs`).
+    #[serde(default)]
+    pub value_refs: Vec<ValueRef>,
 }
 
 /// What decides one error exit of a body, as its syntax shows (`errsites`).

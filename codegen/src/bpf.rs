@@ -84,9 +84,102 @@ struct Program {
     ret_slot: usize,
 }
 
+/// One data-plane entry program (`fentry/<function>`).
+struct DataPlaneProgram {
+    id: u32,
+    name: String,
+    section: String,
+    comment: String,
+    /// `event`, `completion`, `qp_error` or `every` (a vendor handler: every call).
+    kind: &'static str,
+    arg: usize,
+    /// (position, enumerator) of the manifest's `errors`.
+    errors: Vec<(usize, String)>,
+    /// The C test of `code` for events that name a QP (`code == 2 || ...`), a port.
+    qp_codes: String,
+    port_codes: String,
+    /// For `every`: the recorded scalar arguments.
+    argmask: String,
+}
+
+fn code_test(errors: &[String], pick: impl Fn(&str) -> bool) -> String {
+    errors
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| pick(e))
+        .map(|(i, _)| format!("code == {}", i + 1))
+        .collect::<Vec<_>>()
+        .join(" || ")
+}
+
+fn data_plane_program(d: &manifest::DataPlaneProbe) -> Result<DataPlaneProgram, askama::Error> {
+    use manifest::DataPlaneClass as C;
+    if !d
+        .function
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return Err(invalid(format!(
+            "data-plane probe {}: function `{}` is not a C identifier",
+            d.id, d.function
+        )));
+    }
+    let kind = match (d.class, d.arg) {
+        (_, None) => "every",
+        (C::AsyncEvent, Some(_)) => "event",
+        (C::Completion, Some(_)) => "completion",
+        (C::QpError, Some(_)) => "qp_error",
+    };
+    // the kernel's union `element` holds the QP for QP events, the port for port events
+    let qp_codes = code_test(&d.errors, |e| e.contains("_QP_") || e.contains("PATH_MIG"));
+    let port_codes = code_test(&d.errors, |e| e.contains("PORT"));
+    let evidence = d.evidence.first().map_or(String::new(), |e| {
+        format!("; {}:{}: {}", e.file, e.line, comment_text(&e.detail))
+    });
+    Ok(DataPlaneProgram {
+        id: d.id,
+        name: manifest::program_name(d.id),
+        section: format!("fentry/{}", d.function),
+        comment: format!(
+            "{} {}:{} ({}:{}){evidence}",
+            d.class, d.module, d.function, d.file, d.line
+        ),
+        kind,
+        arg: d.arg.unwrap_or(0),
+        errors: d.errors.iter().cloned().enumerate().collect(),
+        qp_codes,
+        port_codes,
+        argmask: "0x0".into(),
+    })
+}
+
+/// The enumerators of `class`'s probes, first seen first.
+fn enumerators(m: &Manifest, class: manifest::DataPlaneClass, first: &[&str]) -> String {
+    let mut out: Vec<String> = first.iter().map(|s| s.to_string()).collect();
+    for d in m
+        .data_plane
+        .iter()
+        .filter(|d| d.class == class && d.arg.is_some())
+    {
+        for e in &d.errors {
+            if !out.contains(e) {
+                out.push(e.clone());
+            }
+        }
+    }
+    if out.is_empty() {
+        // the type must exist for the header's `struct ib_event`; nothing compares with it
+        out.push(format!("PG_{}_NONE", class.as_str().to_ascii_uppercase()));
+    }
+    out.join(", ")
+}
+
 #[derive(Template)]
 #[template(path = "probes.bpf.c", escape = "none")]
 struct BpfTemplate {
+    data_plane: Vec<DataPlaneProgram>,
+    event_names: String,
+    status_names: String,
     kernel: String,
     config: String,
     vendor: String,
@@ -312,7 +405,9 @@ fn baseline_session(
 fn nprobes(m: &Manifest) -> usize {
     m.probes
         .iter()
-        .map(|p| p.id as usize + 1)
+        .map(|p| p.id)
+        .chain(m.data_plane.iter().map(|d| d.id))
+        .map(|id| id as usize + 1)
         .max()
         .unwrap_or(0)
         .max(m.probes.len())
@@ -328,7 +423,21 @@ pub fn render_bpf(m: &Manifest, refresh_command: &str) -> Result<String, askama:
         .map(|p| program(p, m, &handlers))
         .collect::<Result<Vec<_>, _>>()?;
     let nfexit = programs.iter().filter(|p| p.fexit).count();
+    let data_plane = m
+        .data_plane
+        .iter()
+        .filter(|d| d.attach == Attach::Fexit)
+        .map(data_plane_program)
+        .collect::<Result<Vec<_>, _>>()?;
+    let has_completion = data_plane.iter().any(|d| d.kind == "completion");
     BpfTemplate {
+        event_names: enumerators(m, manifest::DataPlaneClass::AsyncEvent, &[]),
+        status_names: if has_completion {
+            enumerators(m, manifest::DataPlaneClass::Completion, &["IB_WC_SUCCESS"])
+        } else {
+            String::new()
+        },
+        data_plane,
         kernel: comment_text(&m.kernel.version),
         config: comment_text(&m.kernel.config),
         vendor: comment_text(&m.vendor),

@@ -11,11 +11,11 @@ use manifest::{
     ReturnKind, Stats, Suggestion, SCHEMA_ID,
 };
 
-fn module_name(g: &CallGraph, id: FnId) -> String {
+pub(crate) fn module_name(g: &CallGraph, id: FnId) -> String {
     g.node(id).module.clone().unwrap_or_else(|| "inline".into())
 }
 
-fn attach_of(g: &CallGraph, bins: Option<&Binaries>, id: FnId) -> AttachVerdict {
+pub(crate) fn attach_of(g: &CallGraph, bins: Option<&Binaries>, id: FnId) -> AttachVerdict {
     let n = g.node(id);
     if !n.built {
         return AttachVerdict::NotBuilt;
@@ -167,6 +167,7 @@ pub fn build_manifest(
     }
     excluded
         .sort_by(|a, b| (&a.function, &a.module, &a.file).cmp(&(&b.function, &b.module, &b.file)));
+    let data_plane = crate::dataplane::data_plane_probes(g, sel, bins, probes.len() as u32);
     Manifest {
         schema: SCHEMA_ID.to_string(),
         kernel,
@@ -176,6 +177,7 @@ pub fn build_manifest(
         focus_ops: focus_ops_of(sel),
         probes,
         excluded,
+        data_plane,
         stats,
     }
 }
@@ -305,7 +307,7 @@ fn return_kind(r: analyzer::RetKind) -> ReturnKind {
     }
 }
 
-fn attach(v: &AttachVerdict) -> Attach {
+pub(crate) fn attach(v: &AttachVerdict) -> Attach {
     match v {
         AttachVerdict::Fexit => Attach::Fexit,
         AttachVerdict::CloneOnly { .. } => Attach::CloneOnly,

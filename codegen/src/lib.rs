@@ -5,6 +5,7 @@
 // The modules are private; this file is the crate's one face (`pub use` below).
 mod bpf;
 mod build;
+mod dataplane;
 mod output;
 mod picture;
 mod report;

@@ -43,6 +43,7 @@
 #include <asm/ptrace.h> /* struct pt_regs for PT_REGS_RC (kretprobe fallbacks) */
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 #define PG_MAX_ERRNO {{ max_errno }}
 #define PG_ERRNO_ENTRIES {{ errno_entries }}
@@ -632,5 +633,46 @@ static __always_inline int pg_exit_kretprobe(__u32 probe_id, long err, int faile
 		bpf_map_delete_elem(&saved_args, &key);
 	return 0;
 }
+
+/*
+ * Data plane (manifest `data_plane`): entry programs where a QP's death passes through the
+ * kernel. Each reads its argument through CO-RE (the kernel's own layout, relocated by libbpf
+ * at load) and compares the event type or completion status with the running kernel's values
+ * of the manifest's `errors`; a call that matches none returns after that compare and counts
+ * nothing (a good completion costs a load and a compare). A match is counted and recorded
+ * exactly like a failure (calls == failures for these probes, received + drops == failures):
+ * err is the code, the position in `errors` plus one (0: the probe records every call), and
+ * args are {QP number, port number} where the event carries them.
+ */
+#ifdef PG_DATA_PLANE
+/* A set with data-plane probes defines PG_DATA_PLANE and, before this file, `enum
+ * ib_event_type` (and `enum ib_wc_status` with completion probes) with the enumerators its
+ * filters name: their values here do not matter, bpf_core_enum_value() takes the kernel's. */
+struct ib_qp {
+	__u32 qp_num;
+} __attribute__((preserve_access_index));
+
+struct ib_event {
+	union {
+		struct ib_qp *qp;
+		__u32 port_num;
+	} element;
+	enum ib_event_type event;
+} __attribute__((preserve_access_index));
+
+/* a completion as user space reads it (both members of a software provider's entry start
+ * with the 8-byte wr_id, then the status) */
+struct ib_uverbs_wc {
+	__u32 status;
+	__u32 qp_num;
+} __attribute__((preserve_access_index));
+
+static __always_inline int pg_data_plane(__u32 probe_id, long code, __u64 qpn, __u64 port)
+{
+	struct pg_saved_args v = { .v = { qpn, port }, .n = 2 };
+
+	return pg_exit_saved(probe_id, code, 1, 0, 0, &v, 0);
+}
+#endif /* PG_DATA_PLANE */
 
 #endif /* PROBEGEN_BPF_H */

@@ -20,6 +20,14 @@
  *        -I<directory of probegen.bpf.h> -c
  */
 #define PG_NPROBES {{ nprobes }}
+{%- if !data_plane.is_empty() %}
+#define PG_DATA_PLANE 1
+/* enumerators the data-plane filters compare with (values: the running kernel's, by CO-RE) */
+enum ib_event_type { {{ event_names }} };
+{%- if !status_names.is_empty() %}
+enum ib_wc_status { {{ status_names }} };
+{%- endif %}
+{%- endif %}
 #include "probegen.bpf.h"
 {% for p in programs %}
 /* {{ p.id }}: {{ p.comment }}{% if !p.fexit %}
@@ -126,6 +134,54 @@ int {{ p.fallback_ret.0 }}(struct pt_regs *ctx)
 {%- endif %}
 }
 {%- endif %}
+{% endfor %}
+{%- for d in data_plane %}
+/* {{ d.id }}: data plane, {{ d.comment }} */
+SEC("{{ d.section }}")
+int {{ d.name }}(unsigned long long *ctx)
+{
+{%- if d.kind == "event" %}
+	struct ib_event *ev = (struct ib_event *)ctx[{{ d.arg }}];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+{% for (i, name) in d.errors %}
+	{% if i != &0 %}else {% endif %}if (t == bpf_core_enum_value(enum ib_event_type, {{ name }}))
+		code = {{ i + 1 }};
+{%- endfor %}
+	if (!code)
+		return 0;
+{%- if !d.qp_codes.is_empty() %}
+	if ({{ d.qp_codes }})
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+{%- endif %}
+{%- if !d.port_codes.is_empty() %}
+	if ({{ d.port_codes }})
+		port = BPF_CORE_READ(ev, element.port_num);
+{%- endif %}
+	return pg_data_plane({{ d.id }}, code, qpn, port);
+{%- else if d.kind == "completion" %}
+	struct ib_uverbs_wc *wc = (struct ib_uverbs_wc *)ctx[{{ d.arg }}];
+	int s = BPF_CORE_READ(wc, status);
+	long code = 0;
+
+	if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_SUCCESS))
+		return 0;
+{%- for (i, name) in d.errors %}
+	{% if i != &0 %}else {% endif %}if (s == bpf_core_enum_value(enum ib_wc_status, {{ name }}))
+		code = {{ i + 1 }};
+{%- endfor %}
+	/* a status the list does not name is still an error: code {{ d.errors.len() + 1 }} */
+	if (!code)
+		code = {{ d.errors.len() + 1 }};
+	return pg_data_plane({{ d.id }}, code, BPF_CORE_READ(wc, qp_num), 0);
+{%- else if d.kind == "qp_error" %}
+	return pg_data_plane({{ d.id }}, 1, 0, 0);
+{%- else %}
+	/* every call: a vendor handler runs only for asynchronous events */
+	return pg_exit({{ d.id }}, 0, 1, ctx, {{ d.argmask }});
+{%- endif %}
+}
 {% endfor %}
 char LICENSE[] SEC("license") = "GPL";
 

@@ -76,6 +76,7 @@ fn manifest() -> Manifest {
         probe(5, "rxe_create_qp", "rdma_rxe", "int", 3, "fexit"),
     ];
     Manifest {
+        data_plane: Vec::new(),
         focus_ops: Vec::new(),
         schema: manifest::SCHEMA_ID.into(),
         kernel: KernelInfo {

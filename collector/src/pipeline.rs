@@ -405,6 +405,14 @@ impl Pipeline {
     /// The chains this window completes (all of them when `is_final`), counted per owner.
     fn take_chains(&mut self, is_final: bool) -> ChainsOut {
         for r in &self.batch {
+            // a data-plane record is a QP's death, not a failed call: no chain of calls
+            if self
+                .table
+                .get(r.raw.probe_id)
+                .is_some_and(|p| p.data_plane_status(0).is_some())
+            {
+                continue;
+            }
             self.chains.push(&r.raw);
         }
         let mut chains = ChainsOut::new(

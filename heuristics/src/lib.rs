@@ -2,16 +2,18 @@
 //! the rules arrive as text (the built-in `rules.yaml` or a user's copy) and are parsed here.
 
 // The modules are private; this file is the crate's one face (`pub use` below).
+mod dataplane;
 mod focus_ops;
 mod rules;
 mod select;
 
 // The verdicts speak the manifest's vocabulary: codegen writes them into the manifest as they are.
+pub use dataplane::{DataPlaneFact, DataPlanePick};
 pub use focus_ops::{Derivation, FocusMember, FocusOps, FocusOpsError};
-pub use manifest::{FocusKind, Layer, Object, Rule};
+pub use manifest::{DataPlaneClass, DataPlaneVia, FocusKind, Layer, Object, Rule};
 pub use rules::{
-    FocusOpsRule, GenericRule, MemberOverride, Override, Overrides, Rules, RulesError, Vendor,
-    BUILTIN_RULES, MAX_DEPTH_LIMIT,
+    DataPlaneRule, FocusOpsRule, GenericRule, MemberOverride, Override, Overrides, Registration,
+    Rules, RulesError, Vendor, BUILTIN_RULES, MAX_DEPTH_LIMIT,
 };
 pub use select::{
     nearest_attachable, select, select_with, ManifestLimits, SelectError, Selection, Verdict,

@@ -121,6 +121,42 @@ pub struct FocusOpsRule {
     pub exclude: Vec<MemberOverride>,
 }
 
+/// A call that registers a callback passed as one of its arguments (`INIT_IB_EVENT_HANDLER`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Registration {
+    pub callee: String,
+    /// The argument (from 0) that is the callback.
+    pub argument: usize,
+    pub reason: String,
+}
+
+/// `data_plane:`: the structure the data-plane passes look for (see rules.yaml).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataPlaneRule {
+    /// Struct fields that hold an object's event callback.
+    pub event_handler_fields: Vec<String>,
+    /// Calls that register an event callback passed as an argument.
+    #[serde(default)]
+    pub event_handler_registrations: Vec<Registration>,
+    /// The struct an event callback receives (`ib_event`).
+    pub event_struct: String,
+    /// Its field that holds the event type (`event`).
+    pub event_type_field: String,
+    /// The event types that say something died: the in-kernel filter.
+    pub error_events: Vec<String>,
+    /// Struct fields that hold a CQ's completion callback.
+    pub completion_callback_fields: Vec<String>,
+    /// The field a work completion's status is stored in (`status`).
+    pub completion_status_field: String,
+    /// The completion statuses other than success.
+    pub error_statuses: Vec<String>,
+    /// The field of a QP's state and the error state stored into it.
+    pub qp_state_field: String,
+    pub qp_error_state: String,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rules {
@@ -160,6 +196,13 @@ pub struct Rules {
     /// `check`: below the former callers of a probe gone from the set, how far to look for the
     /// function that now does its job.
     pub replacement_depth: usize,
+    /// The data-plane passes' structure; absent: no data-plane probes.
+    #[serde(default)]
+    pub data_plane: Option<DataPlaneRule>,
+    /// Calls below a function that sets an error completion status, searched for the
+    /// completion function.
+    #[serde(default)]
+    pub completion_depth: usize,
     #[serde(default)]
     pub overrides: Overrides,
 }
@@ -198,7 +241,7 @@ impl Rules {
     }
 
     /// Every depth limit, by its key in the rules file.
-    pub fn depth_limits(&self) -> [(&'static str, usize); 9] {
+    pub fn depth_limits(&self) -> [(&'static str, usize); 10] {
         [
             ("evidence_depth", self.evidence_depth),
             ("failure_depth", self.failure_depth),
@@ -209,6 +252,7 @@ impl Rules {
             ("calls_depth", self.calls_depth),
             ("suggest_hops", self.suggest_hops),
             ("replacement_depth", self.replacement_depth),
+            ("completion_depth", self.completion_depth),
         ]
     }
 
@@ -278,6 +322,16 @@ impl Rules {
                     "focus_ops override of `{}`: expected a non-empty `reason`",
                     o.member
                 )));
+            }
+        }
+        if let Some(dp) = &self.data_plane {
+            for r in &dp.event_handler_registrations {
+                if r.reason.trim().is_empty() {
+                    return Err(bad(format!(
+                        "data_plane registration `{}`: expected a non-empty `reason`",
+                        r.callee
+                    )));
+                }
             }
         }
         for o in self.overrides.include.iter().chain(&self.overrides.exclude) {
@@ -519,6 +573,29 @@ mod tests {
         assert_ne!(text, BUILTIN_RULES);
         let msg = Rules::parse(&text, "r.yaml").unwrap_err().to_string();
         assert!(msg.contains("`../rdma/`"), "{msg}");
+    }
+
+    #[test]
+    fn the_data_plane_structure_is_data_with_its_reasons() {
+        let r = Rules::builtin().expect("builtin rules");
+        let dp = r.data_plane.as_ref().expect("data_plane section");
+        assert!(dp.event_handler_fields.iter().any(|f| f == "event_handler"));
+        assert!(dp.error_events.iter().any(|e| e == "IB_EVENT_QP_FATAL"));
+        assert!(dp.error_statuses.iter().all(|s| s != "IB_WC_SUCCESS"));
+        assert!(r.completion_depth > 0 && r.completion_depth <= MAX_DEPTH_LIMIT);
+        let blank = blank_first_quoted_reason(BUILTIN_RULES);
+        let msg = Rules::parse(&blank, "r.yaml").unwrap_err().to_string();
+        assert!(
+            msg.contains("INIT_IB_EVENT_HANDLER") && msg.contains("reason"),
+            "{msg}"
+        );
+    }
+
+    /// The rules with the first quoted reason (the registration's) emptied.
+    fn blank_first_quoted_reason(text: &str) -> String {
+        let start = text.find("reason: \"").expect("a reason");
+        let end = start + text[start..].find("\"}").expect("its end");
+        format!("{}reason: \"  {}", &text[..start], &text[end..])
     }
 
     #[test]

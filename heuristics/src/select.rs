@@ -56,6 +56,8 @@ pub struct Selection {
     /// The callees error sites of reachable functions name that the rules classify (hardware
     /// commands, pinning, charges, allocations): name -> (class, why).
     pub callee_classes: BTreeMap<String, (SiteClass, &'static str)>,
+    /// The data-plane functions (rules `data_plane:`), by class and name.
+    pub data_plane: Vec<crate::dataplane::DataPlanePick>,
 }
 
 /// How far the manifest looks around a kept function (rules `calls_depth`, `suggest_hops`).
@@ -378,6 +380,7 @@ pub fn select_with(
         .filter(|&id| ctx.pins_user_memory(ctx.node(id)).is_some())
         .collect();
     let callee_classes = callee_classes(&ctx);
+    let data_plane = crate::dataplane::data_plane(g, rules, vendor, &ctx.reach);
     Ok(Selection {
         vendor: vendor.name.clone(),
         entries: entries.to_vec(),
@@ -389,6 +392,7 @@ pub fn select_with(
         },
         pins_user_memory,
         callee_classes,
+        data_plane,
     })
 }
 

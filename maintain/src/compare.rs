@@ -350,6 +350,48 @@ pub struct Drift {
     /// Source files whose probes live in another module now (`umem.c`: ib_uverbs -> ib_core
     /// in 7.x), whatever became of the probes themselves.
     pub file_moves: Vec<FileMove>,
+    /// Data-plane probes only one of the sets has (a renamed event callback shows as one of
+    /// each), or whose class or attach verdict changed.
+    pub data_plane: Vec<DataPlaneChange>,
+}
+
+/// A data-plane probe of one set that the other lacks or has otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DataPlaneChange {
+    pub function: String,
+    pub module: String,
+    /// `added`, `removed`, or what changed (`class async_event -> completion`).
+    pub what: String,
+}
+
+/// The data-plane probes of `old` and `new` compared by (module, function).
+fn data_plane_drift(old: &Manifest, new: &Manifest) -> Vec<DataPlaneChange> {
+    let key = |d: &manifest::DataPlaneProbe| (d.module.clone(), d.function.clone());
+    let o: BTreeMap<_, _> = old.data_plane.iter().map(|d| (key(d), d)).collect();
+    let n: BTreeMap<_, _> = new.data_plane.iter().map(|d| (key(d), d)).collect();
+    let mut out = Vec::new();
+    for (k, d) in &o {
+        let what = match n.get(k) {
+            None => "removed".to_string(),
+            Some(e) if e.class != d.class => format!("class {} -> {}", d.class, e.class),
+            Some(e) if e.attach != d.attach => format!("attach {} -> {}", d.attach, e.attach),
+            Some(_) => continue,
+        };
+        out.push(DataPlaneChange {
+            function: k.1.clone(),
+            module: k.0.clone(),
+            what,
+        });
+    }
+    for k in n.keys().filter(|k| !o.contains_key(*k)) {
+        out.push(DataPlaneChange {
+            function: k.1.clone(),
+            module: k.0.clone(),
+            what: "added".to_string(),
+        });
+    }
+    out.sort_by(|a, b| (&a.function, &a.module).cmp(&(&b.function, &b.module)));
+    out
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -387,11 +429,16 @@ impl Drift {
             && self.removed.is_empty()
             && self.renamed.is_empty()
             && self.changed.is_empty()
+            && self.data_plane.is_empty()
     }
 
     /// Items to review.
     pub fn len(&self) -> usize {
-        self.added.len() + self.removed.len() + self.renamed.len() + self.changed.len()
+        self.added.len()
+            + self.removed.len()
+            + self.renamed.len()
+            + self.changed.len()
+            + self.data_plane.len()
     }
 }
 
@@ -620,6 +667,7 @@ pub fn drift(old: &Manifest, new: &Manifest, defined: Option<&dyn Fn(&str) -> bo
         renamed,
         changed,
         file_moves: file_moves(old, new),
+        data_plane: data_plane_drift(old, new),
     }
 }
 
@@ -879,6 +927,7 @@ mod tests {
             p.id = i as u32;
         }
         Manifest {
+            data_plane: Vec::new(),
             focus_ops: Vec::new(),
             schema: manifest::SCHEMA_ID.into(),
             kernel: KernelInfo {

@@ -18,8 +18,8 @@ pub use chart::coverage_html;
 pub use check::{rules_drift, set_of, successor};
 pub use compare::{
     apply_successors, check_markdown, coverage_diff, diff_markdown, drift, rules_drift_markdown,
-    Change, ChangeKind, Counts, CoverageDiff, Drift, Fate, FileMove, MissingName, ObjectLayer,
-    ProbeSummary, Removed, Renamed, RulesDrift, RulesNames, SetId, VerbDiff,
+    Change, ChangeKind, Counts, CoverageDiff, DataPlaneChange, Drift, Fate, FileMove, MissingName,
+    ObjectLayer, ProbeSummary, Removed, Renamed, RulesDrift, RulesNames, SetId, VerbDiff,
 };
 pub use coverage::{
     coverage, coverage_markdown, parse_failures, total_weight, CoverageReport, FailureRow,

@@ -101,6 +101,26 @@ pub struct Port {
     pub mappings: Vec<Mapping>,
     pub unmapped: Vec<Unmapped>,
     pub core: Vec<CoreProbe>,
+    /// The data-plane probes of each set (derived per vendor, not mapped through ops):
+    /// (vendor, function, module, class).
+    pub data_plane: Vec<(String, String, String, String)>,
+}
+
+impl Port {
+    /// Lists both sets' data-plane probes beside the mapping: `from`'s, then `to`'s.
+    pub fn with_data_plane(mut self, from: &manifest::Manifest, to: &manifest::Manifest) -> Self {
+        for (name, m) in [(&self.from, from), (&self.to, to)] {
+            for d in &m.data_plane {
+                self.data_plane.push((
+                    name.clone(),
+                    d.function.clone(),
+                    d.module.clone(),
+                    d.class.as_str().to_string(),
+                ));
+            }
+        }
+        self
+    }
 }
 
 /// Members `function` (defined in `file`) fills in `side`'s ops tables.
@@ -206,6 +226,7 @@ pub fn port(g: &CallGraph, from: Side, to: Side) -> Port {
         mappings: mappings.into_iter().collect(),
         unmapped,
         core,
+        data_plane: Vec::new(),
     }
 }
 

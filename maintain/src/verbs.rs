@@ -416,6 +416,7 @@ mod tests {
 
     fn manifest() -> Manifest {
         Manifest {
+            data_plane: Vec::new(),
             focus_ops: Vec::new(),
             schema: manifest::SCHEMA_ID.into(),
             kernel: KernelInfo {

@@ -34,11 +34,13 @@ pub use trace::{
     TRACE_STEPS,
 };
 pub use types::{
-    json_schema, Degraded, ErrorSite, Excluded, FocusOp, KernelInfo, Manifest, Probe, ProbeArg,
-    Stats, Suggestion, MANIFEST_WHAT, SCHEMA_ID,
+    json_schema, DataPlaneEvidence, DataPlaneProbe, Degraded, ErrorSite, Excluded, FocusOp,
+    KernelInfo, Manifest, Probe, ProbeArg, Stats, Suggestion, DATA_PLANE_KIND, MANIFEST_WHAT,
+    SCHEMA_ID,
 };
 pub use union::union;
 pub use validate::{validate, MAX_PROBE_ID};
 pub use vocab::{
-    Attach, Derivation, FocusKind, GapKind, Layer, Object, Relation, ReturnKind, Rule, SiteClass,
+    Attach, DataPlaneClass, DataPlaneVia, Derivation, FocusKind, GapKind, Layer, Object, Relation,
+    ReturnKind, Rule, SiteClass,
 };

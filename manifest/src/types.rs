@@ -7,10 +7,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::errno::Errno;
 use crate::vocab::{
-    Attach, Derivation, FocusKind, GapKind, Layer, Object, Relation, ReturnKind, Rule, SiteClass,
+    Attach, DataPlaneClass, DataPlaneVia, Derivation, FocusKind, GapKind, Layer, Object, Relation,
+    ReturnKind, Rule, SiteClass,
 };
 
 pub const SCHEMA_ID: &str = "probegen/v1";
+
+/// `kind` of every data-plane probe.
+pub const DATA_PLANE_KIND: &str = "data_plane";
 
 /// What a manifest file is, in errors (`expected a probegen manifest.yaml`).
 pub const MANIFEST_WHAT: &str = "a probegen manifest.yaml";
@@ -35,7 +39,62 @@ pub struct Manifest {
     pub probes: Vec<Probe>,
     /// Every other reachable function, sorted by (function, module, file).
     pub excluded: Vec<Excluded>,
+    /// Data-plane probes (`kind: data_plane`): entry programs with an in-kernel filter where
+    /// a QP's death is seen, derived from the call graph; ids continue after `probes`. Absent
+    /// in sets written before they existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub data_plane: Vec<DataPlaneProbe>,
     pub stats: Stats,
+}
+
+/// One data-plane probe: a function where an error event or an error completion passes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DataPlaneProbe {
+    /// Index in the BPF object's tables, after every control-path probe.
+    pub id: u32,
+    /// Always `data_plane`: what tells these probes from the control path's in a listing.
+    pub kind: String,
+    /// `async_event`, `completion` or `qp_error`.
+    pub class: DataPlaneClass,
+    pub function: String,
+    pub module: String,
+    pub file: String,
+    pub line: usize,
+    /// `core` or `vendor`.
+    pub layer: Layer,
+    /// The attach verdict of the function (`fexit` means an entry program attaches as well:
+    /// same symbol, BTF and ftrace site).
+    pub attach: Attach,
+    /// The argument (from 0) the filter and the record read: the `struct ib_event *` of an
+    /// event callback, the completion entry of a completion function, the QP of qp_error;
+    /// absent when the function is probed for every call (a vendor's event handler).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arg: Option<usize>,
+    /// What makes a record, by name (`IB_EVENT_QP_FATAL`, `IB_WC_RETRY_EXC_ERR`, `IB_QPS_ERR`):
+    /// a record's code is the position in this list plus one; empty: every call makes a
+    /// record, code 0. The program compares against the running kernel's values of these
+    /// enumerators (CO-RE), so the list is exact on any kernel that has them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+    /// The function found by the analysis when this probe is its nearest attachable caller
+    /// (the derived one is inlined or static without BTF).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub derived: Option<String>,
+    /// What chose it, first the deciding fact.
+    pub evidence: Vec<DataPlaneEvidence>,
+}
+
+/// One fact that chose a data-plane probe, with where it is in the source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DataPlaneEvidence {
+    /// `installed`, `raised`, `completes` or `qp-state`.
+    pub via: DataPlaneVia,
+    pub file: String,
+    pub line: usize,
+    /// The fact in words (`create_qp stores it into .event_handler`).
+    pub detail: String,
 }
 
 /// One gap in the input the set was generated from (`analyzer::completeness`).

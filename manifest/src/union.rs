@@ -51,6 +51,7 @@ pub fn union(sets: &[&Manifest]) -> Result<Manifest, String> {
         probes: Vec::new(),
         // a function one vendor's gate excluded may be the other vendor's probe
         excluded: Vec::new(),
+        data_plane: Vec::new(),
         stats: Stats::default(),
     };
     for m in sets {
@@ -75,9 +76,27 @@ pub fn union(sets: &[&Manifest]) -> Result<Manifest, String> {
             }
         }
     }
+    out.data_plane = union_data_plane(sets, probes.len() as u32);
     out.probes = probes;
     out.stats = stats(&out, sets);
     Ok(out)
+}
+
+/// Each data-plane `(module, function)` once (the core's event callbacks are in every
+/// vendor's set), ids after the union's probes.
+fn union_data_plane(sets: &[&Manifest], first_id: u32) -> Vec<crate::types::DataPlaneProbe> {
+    let mut out: Vec<crate::types::DataPlaneProbe> = Vec::new();
+    for d in sets.iter().flat_map(|m| &m.data_plane) {
+        if !out
+            .iter()
+            .any(|o| o.module == d.module && o.function == d.function)
+        {
+            let mut d = d.clone();
+            d.id = first_id + out.len() as u32;
+            out.push(d);
+        }
+    }
+    out
 }
 
 fn sorted_union(items: impl Iterator<Item = String>) -> Vec<String> {

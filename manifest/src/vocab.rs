@@ -120,6 +120,32 @@ impl Attach {
 }
 
 string_enum! {
+    /// What a data-plane probe sees die.
+    DataPlaneClass, "class" {
+        /// An asynchronous event with an error type (QP fatal, CQ error, port error ...).
+        AsyncEvent => "async_event",
+        /// A work completion with an error status (the kernel decides it: Soft-RoCE).
+        Completion => "completion",
+        /// A QP moved to the error state by the provider.
+        QpError => "qp_error",
+    }
+}
+
+string_enum! {
+    /// How a data-plane probe was found (its evidence's kind).
+    DataPlaneVia, "via" {
+        /// Installed as an object's event callback by a function the entries reach.
+        Installed => "installed",
+        /// A vendor function that raises an error event itself.
+        Raised => "raised",
+        /// Calls the CQ's completion callback below a function that sets an error status.
+        Completes => "completes",
+        /// Stores the error state into a QP it was handed.
+        QpState => "qp-state",
+    }
+}
+
+string_enum! {
     /// Where a function lives: the RDMA core or the vendor driver.
     Layer, "layer" {
         Core => "core",

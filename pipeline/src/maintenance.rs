@@ -277,7 +277,8 @@ pub fn port(a: &PortOptions, notify: &mut dyn FnMut(Notice)) -> Result<maintain:
             vendor: to,
             set: &ts,
         },
-    ))
+    )
+    .with_data_plane(&from_set, &to_set))
 }
 
 /// Writes a page (`--html FILE`) atomically: a failure leaves the earlier file whole.

@@ -239,13 +239,21 @@ pub fn explain(
     for &id in ids {
         let n = g.node(id);
         let module = n.module.as_deref().unwrap_or("inline");
+        let data_plane = data_plane_lines(&s, id);
         let Some(v) = s.selection.verdict_of(id) else {
-            out.lines.push(format!(
-                "{function} ({module}, {}:{}): not reachable from {}",
-                n.file,
-                n.line,
-                s.entries.join(", ")
-            ));
+            if data_plane.is_empty() {
+                out.lines.push(format!(
+                    "{function} ({module}, {}:{}): not reachable from {}",
+                    n.file,
+                    n.line,
+                    s.entries.join(", ")
+                ));
+            } else {
+                out.found = true;
+                out.lines
+                    .push(format!("{function} ({module}, {}:{})", n.file, n.line));
+                out.lines.extend(data_plane);
+            }
             continue;
         };
         out.found = true;
@@ -269,6 +277,33 @@ pub fn explain(
         out.lines.push(format!("  path      {}", path.join(" -> ")));
         let sites = codegen::error_sites_of(g, &s.selection, s.binaries.as_deref(), id);
         out.lines.extend(site_lines(&sites));
+        out.lines.extend(data_plane);
     }
     Ok(out)
+}
+
+/// `explain`'s lines for a data-plane function: its class, what the filter passes and the
+/// evidence that chose it.
+fn data_plane_lines(s: &crate::Selected, id: analyzer::FnId) -> Vec<String> {
+    let Some(p) = s.selection.data_plane.iter().find(|p| p.id == id) else {
+        return Vec::new();
+    };
+    let mut out = vec![format!("  data plane  {} (kind: data_plane)", p.class)];
+    match p.arg {
+        Some(a) if !p.errors.is_empty() => out.push(format!(
+            "  filter      argument {a}: {}",
+            p.errors.join(", ")
+        )),
+        _ => out.push("  filter      every call".to_string()),
+    }
+    for e in &p.evidence {
+        out.push(format!(
+            "  {:<11} {}:{}: {}",
+            e.via.as_str(),
+            e.file,
+            e.line,
+            e.detail
+        ));
+    }
+    out
 }

@@ -73,4 +73,7 @@ pub enum Mechanism {
     /// `fsession` on a uverbs handler with the baseline on (7.0+): one program at its entry
     /// (the baseline's sampling) and its exit (the failure probe).
     Fsession,
+    /// `fentry` on a data-plane function (manifest `data_plane`): its in-kernel filter records
+    /// only error events and error completions.
+    Fentry,
 }

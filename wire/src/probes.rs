@@ -13,6 +13,12 @@ pub enum AttachKind {
     Fexit,
     /// `kretprobe/<symbol>`: the fallback for clone-only functions.
     Kretprobe(String),
+    /// `fentry/<function>`: a data-plane probe (manifest `data_plane`), its record's `err`
+    /// a code into `errors`.
+    Fentry {
+        class: manifest::DataPlaneClass,
+        errors: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -54,7 +60,23 @@ impl ProbeInfo {
         match &self.kind {
             AttachKind::Fexit => manifest::fexit_section(&self.function),
             AttachKind::Kretprobe(sym) => manifest::kretprobe_section(sym),
+            AttachKind::Fentry { .. } => format!("fentry/{}", self.function),
         }
+    }
+
+    /// For a data-plane probe, the name of a record's code (`IB_EVENT_QP_FATAL`): the
+    /// manifest's `errors` at code - 1; `None` for other probes.
+    pub fn data_plane_status(&self, code: i32) -> Option<String> {
+        let AttachKind::Fentry { errors, .. } = &self.kind else {
+            return None;
+        };
+        Some(
+            match usize::try_from(code).ok().and_then(|c| c.checked_sub(1)) {
+                Some(i) if i < errors.len() => errors[i].clone(),
+                _ if errors.is_empty() => "call".to_string(),
+                _ => format!("other ({code})"),
+            },
+        )
     }
 
     /// `module:function` (the target libbpf >= 1.3 resolves in that module's BTF).
@@ -96,7 +118,10 @@ impl ProbeTable {
     }
 
     pub fn from_manifest(m: &Manifest) -> Result<Self, TableError> {
-        let probes: Vec<ProbeInfo> = m.attachable().map(info).collect::<Result<_, _>>()?;
+        let mut probes: Vec<ProbeInfo> = m.attachable().map(info).collect::<Result<_, _>>()?;
+        for d in m.data_plane.iter().filter(|d| d.attach == Attach::Fexit) {
+            probes.push(data_plane_info(d)?);
+        }
         let mut t = ProbeTable {
             probes,
             index: Vec::new(),
@@ -238,6 +263,34 @@ fn info(p: &Probe) -> Result<ProbeInfo, TableError> {
     })
 }
 
+/// A data-plane probe as the loader attaches it (an entry program, no return to check).
+fn data_plane_info(d: &manifest::DataPlaneProbe) -> Result<ProbeInfo, TableError> {
+    if d.id >= MAX_PROBE_ID {
+        return Err(TableError(format!(
+            "manifest: data-plane probe id {} too large",
+            d.id
+        )));
+    }
+    Ok(ProbeInfo {
+        id: d.id,
+        function: d.function.clone(),
+        module: d.module.clone(),
+        kind: AttachKind::Fentry {
+            class: d.class,
+            errors: d.errors.clone(),
+        },
+        nargs: 0,
+        returns: ReturnKind::Void,
+        ret_size: 0,
+        arg_names: vec!["qp_num".into(), "port".into()],
+        layer: d.layer,
+        focus: None,
+        pins_user_memory: false,
+        error_sites: None,
+        fallback: Vec::new(),
+    })
+}
+
 /// `sha256:<hex>` of bytes.
 pub(crate) fn manifest_hash(bytes: &[u8]) -> String {
     format!("sha256:{}", crate::decode::hex(&Sha256::digest(bytes)))
@@ -283,6 +336,7 @@ mod tests {
             match &p.kind {
                 AttachKind::Fexit => assert_eq!(p.section(), "fexit/create_qp"),
                 AttachKind::Kretprobe(s) => assert_eq!(p.section(), format!("kretprobe/{s}")),
+                AttachKind::Fentry { .. } => assert_eq!(p.section(), "fentry/create_qp"),
             }
         }
         // ids without a program are absent

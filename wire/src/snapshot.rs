@@ -207,7 +207,16 @@ impl Serialize for RecOut<'_> {
         st.serialize_field("function", p.map_or("", |p| p.function.as_str()))?;
         st.serialize_field("module", p.map_or("", |p| p.module.as_str()))?;
         st.serialize_field("errno", &err)?;
-        st.serialize_field("errno_name", &errno_label(err))?;
+        match p.and_then(|p| p.data_plane_status(r.err).map(|s| (p, s))) {
+            // a data-plane record: the code names an event or a completion status
+            Some((p, status)) => {
+                st.serialize_field("errno_name", &status)?;
+                if let crate::probes::AttachKind::Fentry { class, .. } = &p.kind {
+                    st.serialize_field("data_plane", class.as_str())?;
+                }
+            }
+            None => st.serialize_field("errno_name", &errno_label(err))?,
+        }
         st.serialize_field("pid", &r.pid)?;
         st.serialize_field("tid", &r.tid)?;
         st.serialize_field("comm", &comm_str(&r.comm))?;

@@ -211,7 +211,44 @@ fn page(
     for h in &views {
         s.push_str(&section(h));
     }
+    s.push_str(&data_plane_section(m));
     s.push_str("</body></html>\n");
+    s
+}
+
+/// The data-plane probes as a table: class, function, what the filter passes, why.
+fn data_plane_section(m: &Manifest) -> String {
+    if m.data_plane.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "<section id=\"data-plane\"><h2>Data plane <small>(entry programs, in-kernel filter)</small></h2>\n\
+         <table><tr><th>id</th><th>class</th><th>function</th><th>module</th><th>attach</th><th>records</th><th>evidence</th></tr>\n",
+    );
+    for d in &m.data_plane {
+        let records = if d.errors.is_empty() {
+            "every call".to_string()
+        } else {
+            d.errors.join(", ")
+        };
+        let evidence: Vec<String> = d
+            .evidence
+            .iter()
+            .map(|e| format!("{}:{}: {}", e.file, e.line, e.detail))
+            .collect();
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            d.id,
+            d.class,
+            esc(&d.function),
+            esc(&d.module),
+            d.attach,
+            esc(&records),
+            esc(&evidence.join("; "))
+        );
+    }
+    s.push_str("</table></section>\n");
     s
 }
 

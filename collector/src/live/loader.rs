@@ -141,7 +141,7 @@ impl KernelSymbols {
             .probes
             .iter()
             .map(|p| match &p.kind {
-                AttachKind::Fexit => p.function.clone(),
+                AttachKind::Fexit | AttachKind::Fentry { .. } => p.function.clone(),
                 AttachKind::Kretprobe(s) => clone_base(s).to_string(),
             })
             .collect();
@@ -176,7 +176,7 @@ impl KernelSymbols {
     pub(crate) fn target(&self, p: &wire::ProbeInfo) -> Target {
         match &p.kind {
             AttachKind::Kretprobe(sym) => self.clone_target(p, sym),
-            AttachKind::Fexit => {
+            AttachKind::Fexit | AttachKind::Fentry { .. } => {
                 let in_module = self.btf_dir.join(&p.module).exists();
                 let known = |m: &str| {
                     self.syms
@@ -210,6 +210,16 @@ impl KernelSymbols {
     /// `t` when `p`'s function in `module`'s BTF has the prototype the program was built
     /// for; else why not.
     fn verified(&self, p: &wire::ProbeInfo, module: &str, t: Target) -> Target {
+        if matches!(p.kind, AttachKind::Fentry { .. }) {
+            // an entry program reads its arguments by CO-RE, relocated (or refused) at load:
+            // only the function's presence matters here
+            return match self.btf.lookup(module, &p.function) {
+                Lookup::NoFunction => {
+                    Target::Missing(format!("{} is not in {module}'s BTF", p.function))
+                }
+                _ => t,
+            };
+        }
         let want = Signature {
             nargs: p.nargs,
             returns: p.returns,
@@ -520,6 +530,7 @@ fn unattached(p: &wire::ProbeInfo) -> AttachStatus {
         mechanism: Some(match p.kind {
             AttachKind::Fexit => Mechanism::Fexit,
             AttachKind::Kretprobe(_) => Mechanism::KretprobeClone,
+            AttachKind::Fentry { .. } => Mechanism::Fentry,
         }),
         symbols: Vec::new(),
     }

@@ -1,0 +1,146 @@
+//! Names a body stores into fields or passes to calls (`FunctionDef::value_refs`): the
+//! callbacks it installs (`attr.event_handler = ib_uverbs_qp_event_handler`,
+//! `INIT_IB_EVENT_HANDLER(&h, dev, ib_uverbs_event_handler)`) and the constants it sets
+//! (`event.event = IB_EVENT_QP_FATAL`, `qp->attr.qp_state = IB_QPS_ERR`). Which fields and
+//! calls matter is the rules' business (heuristics): the facts keep every one, so a cached
+//! file never depends on the rules.
+
+use std::collections::BTreeSet;
+
+use tree_sitter::Node;
+
+use crate::model::{RefSite, ValueRef};
+
+fn text<'a>(n: Node, src: &'a [u8]) -> &'a str {
+    n.utf8_text(src).unwrap_or("")
+}
+
+fn line(n: Node) -> usize {
+    n.start_position().row + 1
+}
+
+/// A bare identifier that is not a local: a function, a global or a constant.
+fn outside_name<'a>(n: Node, src: &'a [u8], locals: &BTreeSet<String>) -> Option<&'a str> {
+    let mut v = n;
+    // `&f` and `(f)` name f as well
+    while matches!(v.kind(), "parenthesized_expression" | "pointer_expression") {
+        if v.kind() == "pointer_expression"
+            && v.child_by_field_name("operator").map(|o| text(o, src)) != Some("&")
+        {
+            return None;
+        }
+        v = v
+            .child_by_field_name("argument")
+            .or_else(|| v.named_child(0))?;
+    }
+    let name = text(v, src);
+    (v.kind() == "identifier" && !locals.contains(name)).then_some(name)
+}
+
+/// `a->f = x` / `a.f = x`: (field, through a pointer).
+fn stored_field(left: Node, src: &[u8]) -> Option<(String, bool)> {
+    if left.kind() != "field_expression" {
+        return None;
+    }
+    let field = text(left.child_by_field_name("field")?, src).to_string();
+    // through a pointer when any `->` leads to the field (`qp->attr.qp_state`)
+    let through_pointer = text(left, src).contains("->");
+    Some((field, through_pointer))
+}
+
+/// The value refs of an assignment (`=` only: `|=` and friends compute, they install nothing).
+pub(crate) fn of_assignment(
+    n: Node,
+    src: &[u8],
+    locals: &BTreeSet<String>,
+    out: &mut Vec<ValueRef>,
+) {
+    if n.child_by_field_name("operator").map(|o| text(o, src)) != Some("=") {
+        return;
+    }
+    let (Some(left), Some(right)) = (
+        n.child_by_field_name("left"),
+        n.child_by_field_name("right"),
+    ) else {
+        return;
+    };
+    let (Some((field, through_pointer)), Some(name)) =
+        (stored_field(left, src), outside_name(right, src, locals))
+    else {
+        return;
+    };
+    out.push(ValueRef {
+        site: RefSite::Field {
+            field,
+            through_pointer,
+        },
+        name: name.to_string(),
+        line: line(n),
+    });
+}
+
+/// `.f = x` in an initializer list (a local's or a compound literal's: not through a pointer).
+pub(crate) fn of_initializer_pair(
+    n: Node,
+    src: &[u8],
+    locals: &BTreeSet<String>,
+    out: &mut Vec<ValueRef>,
+) {
+    let mut c = n.walk();
+    let Some(designator) = n.children_by_field_name("designator", &mut c).next() else {
+        return;
+    };
+    let Some(value) = n.child_by_field_name("value") else {
+        return;
+    };
+    let field = text(designator, src).trim_start_matches('.').trim();
+    if field.is_empty()
+        || !field
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return;
+    }
+    if let Some(name) = outside_name(value, src, locals) {
+        out.push(ValueRef {
+            site: RefSite::Field {
+                field: field.to_string(),
+                through_pointer: false,
+            },
+            name: name.to_string(),
+            line: line(n),
+        });
+    }
+}
+
+/// The arguments of a call by name that name something outside the body. Only names with a
+/// lower-case letter (functions, by the kernel's style): constants passed as arguments are
+/// too many to keep and no rule reads them.
+pub(crate) fn of_call(call: Node, src: &[u8], locals: &BTreeSet<String>, out: &mut Vec<ValueRef>) {
+    let Some(f) = call.child_by_field_name("function") else {
+        return;
+    };
+    if f.kind() != "identifier" {
+        return;
+    }
+    let callee = text(f, src);
+    let Some(args) = call.child_by_field_name("arguments") else {
+        return;
+    };
+    let mut c = args.walk();
+    for (index, a) in args.named_children(&mut c).enumerate() {
+        let Some(name) = outside_name(a, src, locals) else {
+            continue;
+        };
+        if name.bytes().any(|b| b.is_ascii_lowercase()) {
+            out.push(ValueRef {
+                site: RefSite::Argument {
+                    callee: callee.to_string(),
+                    index,
+                },
+                name: name.to_string(),
+                line: line(a),
+            });
+        }
+    }
+}
