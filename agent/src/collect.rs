@@ -280,10 +280,6 @@ impl Hooks for Printer<'_> {
                 }),
             }
             .map_err(|source| CollectError::Metrics { addr, source })?;
-            if self.sinks.fleet.endpoint.is_some() {
-                // the spool alert compares the spool's size with its limit
-                m.show_spool_limit(self.sinks.fleet.spool_bytes);
-            }
             sinks.push(Box::new(m));
         }
         Ok(sinks)

@@ -10,7 +10,7 @@ use collector::{ChainClock, CollectError, SinkError};
 use crate::flags::parse_duration;
 use sink_clickhouse::{
     ddl, read_password, upgrade, ClickhouseSink, Endpoint, SchemaOptions, ServerVersion,
-    SinkOptions,
+    SinkOptions, SpoolStatus,
 };
 
 use crate::AgentError;
@@ -123,8 +123,12 @@ impl Fleet {
 
 /// The ClickHouse line of the run's summary.
 pub fn report(s: &collector::Summary) {
-    if let Some(c) = &s.clickhouse {
-        let (peak_bytes, peak_batches) = s.spool_peak.unwrap_or_default();
+    for st in &s.sinks {
+        let Some(c) = SpoolStatus::of(st) else {
+            continue;
+        };
+        let peak_bytes = st.metric(sink_clickhouse::PEAK_BYTES).unwrap_or(0);
+        let peak_batches = st.metric(sink_clickhouse::PEAK_BATCHES).unwrap_or(0);
         eprintln!(
             "probegen collect: clickhouse: sent {} batches, {} records; spool {} batches ({} bytes) left, peak {peak_batches} batches ({peak_bytes} bytes), dropped {}; send errors {}",
             c.sent_batches,

@@ -54,7 +54,7 @@ pub use baseline::{
 };
 pub use decode::{comm_str, encode};
 pub use errno::errno_label;
-pub use error::CollectError;
+pub use error::{CollectError, ReplayError};
 pub use kernel_state::{AttachStatus, KernelTotals, Mechanism};
 // who gets the ticket for a chain whose origin is this probe (tests and tools ask it too)
 pub use owner::{decide_for as owner_by_layer, Owner};
@@ -62,11 +62,11 @@ pub use pipeline::{Pipeline, PipelineConfig};
 pub use probes::{ProbeInfo, ProbeTable};
 pub use procinfo::{ProcCache, ProcInfo, JOB_VALUE_MAX, JOB_VARS_MAX};
 pub use record::{PgErrnoKey, PgRecord, RECORD_SIZE};
-pub use replay::{read as read_replay, ReplayError};
+pub use replay::read as read_replay;
 pub use run::outputs::MAX_CHAIN_LINES;
 pub use run::{run, Event, Hooks, Options, Summary};
 pub use sinks::jsonl::JsonlSink;
-pub use sinks::{Sink, SinkError, SinkReport};
+pub use sinks::{Sink, SinkError};
 pub use sites::{decide as owner_of, owner_of_class, Candidate, OwnerDecision, NO_SITE_DATA};
 pub use stop::request_stop;
 pub use timefmt::unix_ns;
@@ -74,7 +74,8 @@ pub use warning::Warning;
 pub use wire::chains::monotonic_ns;
 pub use wire::{
     AgentCost, ChainClock, ChainView, ChainsOut, CounterOut, Drops, Errors, Invariant,
-    InvariantProbe, Link, Rec, RecordsOut, SharedPart, SinkStatus, Snapshot, Totals, Window,
+    InvariantProbe, Link, MetricKind, Rec, RecordsOut, SharedPart, SinkMetric, SinkStatus, Snapshot,
+    Totals, Window, SNAPSHOT_KEYS,
 };
 pub use wire::{
     BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, HandlerSummary,

@@ -3,14 +3,10 @@
 
 use std::fmt::Write as _;
 
+use manifest::escape_html as esc;
+
 use crate::coverage::CoverageReport;
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 const BAR: f64 = 600.0;
 const LABEL: f64 = 260.0;

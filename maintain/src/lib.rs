@@ -19,8 +19,10 @@ pub use check::{rules_drift, set_of, successor};
 pub use compare::{
     apply_successors, check_markdown, coverage_diff, diff_markdown, drift, rules_drift_markdown,
     Change, ChangeKind, Counts, CoverageDiff, Drift, Fate, FileMove, MissingName, ObjectLayer,
-    ProbeSummary, Removed, Renamed, RulesDrift, RulesNames, SetId, VerbDiff,
+    Removed, Renamed, RulesDrift, RulesNames, SetId, VerbDiff,
 };
+// the manifest's, named here too for the reports' users
+pub use manifest::ProbeSummary;
 pub use coverage::{
     coverage, coverage_markdown, parse_failures, total_weight, CoverageReport, FailureRow,
     InfiniteWeight, Malformed, VerbWeight,

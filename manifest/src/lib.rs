@@ -6,9 +6,11 @@
 // The modules are private; this file is the crate's one face (`pub use` below).
 pub mod btf_kind;
 mod errno;
+mod html;
 mod input;
 mod naming;
 mod record;
+mod summary;
 mod trace;
 mod types;
 mod union;
@@ -16,6 +18,7 @@ mod validate;
 mod vocab;
 
 pub use errno::{errno_name, errno_number, Errno};
+pub use html::escape_html;
 pub use input::{
     check_text, check_yaml_nesting, read_bounded, read_text, MAX_CSV_BYTES, MAX_MANIFEST_BYTES,
     MAX_RULES_BYTES, MAX_YAML_FLOW_DEPTH,
@@ -29,6 +32,7 @@ pub use record::{
     field_comments, record_size, PgErrnoKey, PgRecord, RecordField, ERRNO_ENTRIES, MAX_ERRNO,
     RECORD_ARGS, RECORD_FIELDS, RECORD_SIZE, RINGBUF_BYTES,
 };
+pub use summary::ProbeSummary;
 pub use trace::{
     trace_field_comments, trace_size, PgTrace, TRACE_FIELDS, TRACE_RINGBUF_BYTES, TRACE_SIZE,
     TRACE_STEPS,

@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::decode::{hex, unhex};
+use crate::error::ReplayError;
 use crate::kernel_state::KernelTotals;
 use crate::record::RECORD_SIZE;
 
@@ -142,17 +143,6 @@ struct Line {
     counters: Option<CountersJson>,
     #[serde(default)]
     replay: Option<String>,
-}
-
-/// Why a replay file cannot be read (the CLI prefixes `replay FILE: `).
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    #[error("{0}")]
-    Io(#[from] io::Error),
-    #[error("raw replay: {bytes} trailing bytes at offset {offset}")]
-    TrailingBytes { bytes: usize, offset: u64 },
-    #[error("line {line}: {reason}")]
-    Line { line: usize, reason: String },
 }
 
 /// A counters key that is not a probe id (or `probe:errno`).

@@ -11,6 +11,7 @@ use super::file::{is_raw_name, Event, Reader};
 use crate::error::CollectError;
 use crate::kernel_state::KernelTotals;
 use crate::pipeline::Pipeline;
+use crate::procinfo::ProcCache;
 use crate::source::{Source, Step};
 use crate::warning::Warning;
 
@@ -29,6 +30,7 @@ pub(crate) struct ReplaySource {
     last: Option<KernelTotals>,
     /// what the run has not yet reported
     warnings: Vec<Warning>,
+    procs: ProcCache,
 }
 
 /// How a replay is played out.
@@ -37,6 +39,8 @@ pub(crate) struct ReplayOptions {
     pub window: usize,
     pub pace: Option<Duration>,
     pub linger: Option<Duration>,
+    /// the processes of the records (`--proc-root`: a recorded job's; disabled by default)
+    pub procs: ProcCache,
 }
 
 impl ReplaySource {
@@ -58,6 +62,7 @@ impl ReplaySource {
             window: o.window,
             pace: o.pace,
             linger: o.linger,
+            procs: o.procs,
             since_window: 0,
             last: None,
             warnings: Vec::new(),
@@ -87,7 +92,8 @@ impl Source for ReplaySource {
                 Step::Continue
             }
             Some(Event::Record(b)) => {
-                pipe.ingest(b);
+                let procs = &mut self.procs;
+                pipe.ingest_with(b, |r| procs.lookup(r.pid, &r.comm, r.cgroup_id));
                 self.since_window += 1;
                 if self.last.is_none() && self.window > 0 && self.since_window >= self.window {
                     self.since_window = 0;

@@ -8,4 +8,4 @@
 pub(crate) mod jsonl;
 pub(crate) mod sink;
 
-pub use sink::{Sink, SinkError, SinkReport};
+pub use sink::{Sink, SinkError};

@@ -31,7 +31,7 @@ struct RestKey {
     seq_gaps: u64,
     errors: Errors,
     invariant: Invariant,
-    clickhouse: Option<SinkStatus>,
+    sinks: Vec<SinkStatus>,
     baseline: Option<super::BaselineOut>,
 }
 
@@ -45,7 +45,7 @@ impl RestKey {
             seq_gaps: s.seq_gaps,
             errors: s.errors.clone(),
             invariant: s.invariant.clone(),
-            clickhouse: s.clickhouse.clone(),
+            sinks: s.sinks.clone(),
             baseline: s.baseline.clone(),
         })
     }
@@ -60,7 +60,7 @@ impl RestKey {
             && self.seq_gaps == s.seq_gaps
             && self.errors == s.errors
             && self.invariant == s.invariant
-            && self.clickhouse == s.clickhouse
+            && self.sinks == s.sinks
             && self.baseline == s.baseline
     }
 }
@@ -177,8 +177,8 @@ impl LineCache {
         if let Some(b) = &s.baseline {
             field(v, "baseline", b)?;
         }
-        if let Some(c) = &s.clickhouse {
-            field(v, "clickhouse", c)?;
+        for st in &s.sinks {
+            field(v, &st.sink, st)?;
         }
         v.extend_from_slice(b"}\n");
         Ok(())
@@ -233,7 +233,17 @@ mod tests {
             }
             let mut s = p.snapshot(k, SystemTime::now(), i == 4);
             if i == 3 {
-                s.clickhouse = Some(SinkStatus::default());
+                s.sinks = vec![SinkStatus {
+                    sink: "spool".into(),
+                    sent_batches: 2,
+                    metrics: vec![crate::wire::SinkMetric {
+                        name: "spool_bytes",
+                        kind: crate::wire::MetricKind::Gauge,
+                        help: "h",
+                        value: 9,
+                    }],
+                    ..SinkStatus::default()
+                }];
             }
             if i >= 2 {
                 s.agent = Some(crate::wire::AgentCost {

@@ -17,6 +17,6 @@ pub use baseline::{
 pub use chains::{ChainClock, ChainView, ChainsOut, Link};
 pub use shared::SharedPart;
 pub use snapshot::{
-    AgentCost, CounterOut, Drops, Errors, Invariant, InvariantProbe, Rec, RecordsOut, SinkStatus,
-    Snapshot, Totals, Window,
+    AgentCost, CounterOut, Drops, Errors, Invariant, InvariantProbe, MetricKind, Rec, RecordsOut,
+    SinkMetric, SinkStatus, Snapshot, Totals, Window, SNAPSHOT_KEYS,
 };
