@@ -117,7 +117,7 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
     if let Some(dir) = &a.bundle {
         // bound before the wait: a host waiting for a set is seen as one, not as a dead target
         if let Some(addr) = a.metrics.as_deref() {
-            let addr = parse_listen(addr).map_err(AgentError::Usage)?;
+            let addr = parse_listen(addr)?;
             let m = WaitingMetrics::bind(addr)
                 .map_err(|source| collector::CollectError::Metrics { addr, source })?;
             eprintln!("probegen collect: metrics on http://{}/metrics", m.addr());
@@ -191,8 +191,7 @@ pub fn options(a: &CollectArgs) -> Result<(Options, Sinks), AgentError> {
         .metrics
         .as_deref()
         .map(parse_listen)
-        .transpose()
-        .map_err(AgentError::Usage)?;
+        .transpose()?;
     if a.interval.is_zero() {
         return Err(AgentError::Usage("--interval must be positive".into()));
     }

@@ -8,7 +8,10 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
-    /// The manifest cannot be read, or is not a probe set's manifest.
+    /// The manifest cannot be read or parsed.
+    #[error(transparent)]
+    Read(#[from] manifest::ManifestError),
+    /// The manifest is not a probe set the collector can run (its probes' table).
     #[error("{0}")]
     Manifest(String),
     /// Options that exclude each other, or neither of two that are needed.
@@ -71,9 +74,10 @@ pub enum SinkError {
     /// The line could not be written (the file, the disk, stdout).
     #[error("{0}")]
     Write(#[from] std::io::Error),
-    /// The snapshot could not be queued (a spool directory).
+    /// The snapshot could not be queued (a spool directory): the sink's own error, which the
+    /// collector shows and counts without knowing its type.
     #[error("{0}")]
-    Spool(String),
+    Spool(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl SinkError {

@@ -20,8 +20,8 @@ mod vocab;
 pub use errno::{errno_name, errno_number, Errno};
 pub use html::escape_html;
 pub use input::{
-    check_text, check_yaml_nesting, read_bounded, read_text, MAX_CSV_BYTES, MAX_MANIFEST_BYTES,
-    MAX_RULES_BYTES, MAX_YAML_FLOW_DEPTH,
+    check_text, check_yaml_nesting, read_bounded, read_text, InputError, MAX_CSV_BYTES,
+    MAX_MANIFEST_BYTES, MAX_RULES_BYTES, MAX_YAML_FLOW_DEPTH,
 };
 pub use naming::{
     baseline_entry_name, baseline_entry_section, baseline_handlers, baseline_session_name,
@@ -42,7 +42,8 @@ pub use types::{
     Stats, Suggestion, MANIFEST_WHAT, SCHEMA_ID,
 };
 pub use union::union;
-pub use validate::{validate, MAX_PROBE_ID};
+pub use validate::{validate, ManifestError, MAX_PROBE_ID};
 pub use vocab::{
     Attach, Derivation, FocusKind, GapKind, Layer, Object, Relation, ReturnKind, Rule, SiteClass,
+    UnknownValue,
 };

@@ -14,7 +14,11 @@ use crate::types::{Manifest, Probe, Stats};
 
 /// The union of `sets` (two or more vendors' manifests of one kernel), or why they cannot be
 /// joined (another kernel or schema, a vendor twice).
-pub fn union(sets: &[&Manifest]) -> Result<Manifest, String> {
+pub fn union(sets: &[&Manifest]) -> Result<Manifest, crate::ManifestError> {
+    join(sets).map_err(crate::ManifestError::Union)
+}
+
+fn join(sets: &[&Manifest]) -> Result<Manifest, String> {
     let (first, rest) = sets
         .split_first()
         .ok_or("union of no set: expected two or more")?;

@@ -5,7 +5,7 @@
 use manifest::Manifest;
 
 /// The union manifest of `sets`, validated, with its `probes.bpf.c`.
-pub fn union_set(sets: &[&Manifest]) -> Result<(Manifest, String), String> {
+pub fn union_set(sets: &[&Manifest]) -> Result<(Manifest, String), crate::Error> {
     let m = manifest::union(sets)?;
     manifest::validate(&m, &format!("the union {}", m.vendor))?;
     let vendors: Vec<&str> = sets.iter().map(|s| s.vendor.as_str()).collect();
@@ -14,6 +14,9 @@ pub fn union_set(sets: &[&Manifest]) -> Result<(Manifest, String), String> {
         vendors.join(" and "),
         m.kernel.version
     );
-    let c = codegen::render_bpf(&m, &refresh).map_err(|e| format!("{}: {e}", m.vendor))?;
+    let c = codegen::render_bpf(&m, &refresh).map_err(|source| crate::Error::UnionRender {
+        vendor: m.vendor.clone(),
+        source,
+    })?;
     Ok((m, c))
 }

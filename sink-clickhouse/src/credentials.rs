@@ -17,7 +17,11 @@ const MAX_PASSWORD_BYTES: u64 = 4096;
 
 /// The password: from `file` when given, else the systemd credential when the unit has one,
 /// else none (empty).
-pub fn read_password(file: Option<&Path>) -> Result<String, String> {
+pub fn read_password(file: Option<&Path>) -> Result<String, crate::ClickhouseError> {
+    read_password_text(file).map_err(crate::ClickhouseError::Password)
+}
+
+fn read_password_text(file: Option<&Path>) -> Result<String, String> {
     if let Some(f) = file {
         return read_secret_file(f, "--clickhouse-password-file");
     }

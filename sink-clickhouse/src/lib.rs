@@ -19,6 +19,7 @@
 //! in fact succeed collapses on merge (`FINAL` gives exact counts before).
 
 mod credentials;
+mod error;
 mod fsdir;
 mod http;
 mod log;
@@ -37,6 +38,7 @@ use std::time::{Duration, Instant};
 use collector::{ChainClock, Sink, SinkError, SinkStatus, Snapshot};
 
 pub use credentials::{read_password, PASSWORD_CREDENTIAL};
+pub use error::ClickhouseError;
 pub use http::Endpoint;
 use log::note;
 use rows::{BatchKey, PidJobs};
@@ -100,8 +102,9 @@ pub struct ClickhouseSink {
 
 impl ClickhouseSink {
     /// Opens the spool (batches of an earlier run are sent first) and starts the sender.
-    pub fn start(o: SinkOptions) -> Result<Self, String> {
-        let spool = Spool::open(&o.spool_dir, o.spool_limit_bytes)?;
+    pub fn start(o: SinkOptions) -> Result<Self, ClickhouseError> {
+        let spool =
+            Spool::open(&o.spool_dir, o.spool_limit_bytes).map_err(ClickhouseError::Spool)?;
         if spool.batches() > 0 {
             eprintln!(
                 "probegen collect: clickhouse: {} batches ({} bytes) left in {} by an earlier run: sending them first",
@@ -128,7 +131,7 @@ impl ClickhouseSink {
         let sender = std::thread::Builder::new()
             .name("probegen-clickhouse".into())
             .spawn(move || send_loop(&q2, &endpoint, min_b, max_b))
-            .map_err(|e| format!("clickhouse sender thread: {e}"))?;
+            .map_err(ClickhouseError::Thread)?;
         Ok(ClickhouseSink {
             queue,
             sender: Some(sender),
@@ -150,7 +153,7 @@ impl ClickhouseSink {
     /// An idle window (no record, chain, counter, loss or decode error; not the final one) is
     /// not a batch unless the heartbeat is due: the next row's `window_start_ns` is then the
     /// first uncovered window's start, so the rows' windows still add up to the time reported.
-    pub fn enqueue(&mut self, snap: &Snapshot) -> Result<SpoolStatus, String> {
+    pub fn enqueue(&mut self, snap: &Snapshot) -> Result<SpoolStatus, ClickhouseError> {
         let mut st = self.queue.lock();
         let end = snap.window.end_unix_ns;
         let quiet = snap.idle
@@ -284,7 +287,7 @@ impl Sink for ClickhouseSink {
         let limit = self.spool_limit_bytes;
         self.enqueue(snap)
             .map(|s| Some(s.sink_status(limit)))
-            .map_err(SinkError::Spool)
+            .map_err(|e| SinkError::Spool(Box::new(e)))
     }
 
     fn status(&self) -> Option<SinkStatus> {

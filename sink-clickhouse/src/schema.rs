@@ -287,8 +287,8 @@ fn check(o: &SchemaOptions) -> Result<(), String> {
 }
 
 /// The DDL, statements separated by `;\n\n` (feed it to `clickhouse-client --multiquery`).
-pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
-    check(o)?;
+pub fn ddl(o: &SchemaOptions) -> Result<String, crate::ClickhouseError> {
+    check(o).map_err(crate::ClickhouseError::Schema)?;
     let db = &o.database;
     let mut s = String::new();
     s.push_str(&format!(
@@ -359,7 +359,7 @@ pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
 /// then the whole DDL (its `CREATE ... IF NOT EXISTS` adds the new tables and leaves the
 /// others). The `chains` columns of the baseline go into every `chains` table there is: the
 /// one that holds the rows, and the Distributed and Buffer ones in front of it.
-pub fn upgrade(o: &SchemaOptions) -> Result<String, String> {
+pub fn upgrade(o: &SchemaOptions) -> Result<String, crate::ClickhouseError> {
     let full = ddl(o)?;
     let db = &o.database;
     let if_not = o.server.has_add_column_if_not_exists();

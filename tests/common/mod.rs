@@ -143,7 +143,7 @@ pub(crate) fn reach_from(g: &CallGraph, entries: &[&str]) -> Reach {
     let names: Vec<String> = entries.iter().map(|s| s.to_string()).collect();
     let ids = g
         .entries(&names)
-        .unwrap_or_else(|n| panic!("entry `{n}` not in the graph"));
+        .unwrap_or_else(|n| panic!("{n}"));
     g.reach(&ids)
 }
 

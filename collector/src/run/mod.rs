@@ -84,7 +84,7 @@ pub fn run(opts: &Options, hooks: &mut dyn Hooks) -> Result<Summary, CollectErro
         manifest::MAX_MANIFEST_BYTES,
         manifest::MANIFEST_WHAT,
     )
-    .map_err(CollectError::Manifest)?;
+    .map_err(manifest::ManifestError::from)?;
     let table = Arc::new(ProbeTable::from_manifest_text(
         &text,
         &opts.manifest.display().to_string(),
