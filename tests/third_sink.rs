@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use collector::{
-    ChainClock, CollectError, Hooks, MetricKind, Options, Sink, SinkError, SinkMetric,
-    SinkStatus, Snapshot,
+    ChainClock, CollectError, Hooks, MetricKind, Options, Sink, SinkError, SinkMetric, SinkStatus,
+    Snapshot,
 };
 use serde_json::Value;
 use sink_prometheus::PrometheusSink;
@@ -113,8 +113,8 @@ impl Hooks for Embedder {
             rows: 0,
             bytes: 0,
         };
-        let metrics = PrometheusSink::serve(SocketAddr::from(([127, 0, 0, 1], 0)))
-            .expect("metrics bind");
+        let metrics =
+            PrometheusSink::serve(SocketAddr::from(([127, 0, 0, 1], 0))).expect("metrics bind");
         self.metrics = Some(metrics.addr());
         let rows: Box<dyn Sink> = match self.name {
             Some(n) => Box::new(Renamed(rows, n)),
@@ -214,7 +214,10 @@ fn a_sink_the_collector_does_not_name_is_in_every_line_and_in_the_exposition() {
         format!("probegen_sink_sent_records_total{{sink=\"{NAME}\"}} {records}\n"),
         format!("probegen_sink_lost_records_total{{sink=\"{NAME}\"}} 0\n"),
         "# TYPE probegen_sink_file_bytes gauge\n".to_string(),
-        format!("probegen_sink_file_bytes{{sink=\"{NAME}\"}} {}\n", rows.len()),
+        format!(
+            "probegen_sink_file_bytes{{sink=\"{NAME}\"}} {}\n",
+            rows.len()
+        ),
     ] {
         assert!(page.contains(&want), "{want} in {page}");
     }
@@ -231,6 +234,9 @@ fn a_sink_named_like_a_snapshot_field_is_refused() {
         name: Some("records"),
     };
     let err = collector::run(&opts, &mut hooks).expect_err("refused");
-    assert!(matches!(err, CollectError::SinkName(ref n) if n == "records"), "{err}");
+    assert!(
+        matches!(err, CollectError::SinkName(ref n) if n == "records"),
+        "{err}"
+    );
     assert!(err.to_string().contains("`records`"), "{err}");
 }

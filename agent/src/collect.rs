@@ -187,11 +187,7 @@ pub struct Sinks {
 /// The collector's options from the flags, and the sinks' (kept apart: the collector knows
 /// neither ClickHouse nor Prometheus).
 pub fn options(a: &CollectArgs) -> Result<(Options, Sinks), AgentError> {
-    let metrics = a
-        .metrics
-        .as_deref()
-        .map(parse_listen)
-        .transpose()?;
+    let metrics = a.metrics.as_deref().map(parse_listen).transpose()?;
     if a.interval.is_zero() {
         return Err(AgentError::Usage("--interval must be positive".into()));
     }

@@ -5,7 +5,6 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
     /// The manifest cannot be read or parsed.

@@ -74,8 +74,8 @@ pub use warning::Warning;
 pub use wire::chains::monotonic_ns;
 pub use wire::{
     AgentCost, ChainClock, ChainView, ChainsOut, CounterOut, Drops, Errors, Invariant,
-    InvariantProbe, Link, MetricKind, Rec, RecordsOut, SharedPart, SinkMetric, SinkStatus, Snapshot,
-    Totals, Window, SNAPSHOT_KEYS,
+    InvariantProbe, Link, MetricKind, Rec, RecordsOut, SharedPart, SinkMetric, SinkStatus,
+    Snapshot, Totals, Window, SNAPSHOT_KEYS,
 };
 pub use wire::{
     BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, HandlerSummary,

@@ -638,7 +638,7 @@ pub(crate) mod tests {
                 host: "h".into(),
                 kernel: "k".into(),
                 ..Default::default()
-            }
+            },
         )
     }
 
@@ -651,7 +651,7 @@ pub(crate) mod tests {
             PipelineConfig {
                 batch_cap: 10,
                 ..Default::default()
-            }
+            },
         );
         // rec() records two arguments: 0x10 and an address.
         p.ingest(&rec(3, 14, 0, 0, 288));
@@ -755,8 +755,7 @@ pub(crate) mod tests {
             ])
             .with_calls(5, &[(1, 4), (4, 3)]),
         );
-        let mut p = Pipeline::new(t, PipelineConfig::default()
-        );
+        let mut p = Pipeline::new(t, PipelineConfig::default());
         p.ingest(&rec(3, 14, 0, 0, 288));
         p.ingest(&rec(4, 14, 0, 1, 288));
         // the window closes before the handler returned: no chain yet
@@ -997,7 +996,7 @@ pub(crate) mod tests {
                 derive_counters: true,
                 seq_from_zero: false,
                 ..Default::default()
-            }
+            },
         );
         p.ingest(&rec(1, 14, 0, 100, 1));
         p.ingest(&rec(1, 0, 0, 101, 1));

@@ -7,7 +7,6 @@ use manifest::escape_html as esc;
 
 use crate::coverage::CoverageReport;
 
-
 const BAR: f64 = 600.0;
 const LABEL: f64 = 260.0;
 const ROW: f64 = 22.0;

@@ -22,11 +22,11 @@ pub use compare::{
     Removed, Renamed, RulesDrift, RulesNames, SetId, VerbDiff,
 };
 // the manifest's, named here too for the reports' users
-pub use manifest::ProbeSummary;
 pub use coverage::{
     coverage, coverage_markdown, parse_failures, total_weight, CoverageReport, FailureRow,
     InfiniteWeight, Malformed, VerbWeight,
 };
+pub use manifest::ProbeSummary;
 pub use port::{port, CoreProbe, Mapping, Port, SetProbe, Side, Unmapped, UnmappedReason};
 pub use verbs::{
     lookup as verb, routes, routes_in_manifest, status as verb_status, statuses as verb_statuses,

@@ -510,7 +510,7 @@ mod tests {
             buffer: false,
             server: ServerVersion::DEBIAN_BOOKWORM,
         })
-        .is_err_and(|e| e.contains("19.6")));
+        .is_err_and(|e| e.to_string().contains("19.6")));
         assert_eq!(
             d.matches("TTL time + INTERVAL 90 DAY").count(),
             TABLES.len()

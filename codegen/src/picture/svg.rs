@@ -55,7 +55,6 @@ fn edge_class(kind: EdgeKind) -> String {
     format!("edge {}", kind.as_str())
 }
 
-
 /// `view` as an `<svg>` element fitted to the page's width, at 70% of its size at least.
 pub(crate) fn render(view: &View) -> String {
     let mut vg = VisualGraph::new(Orientation::TopToBottom);

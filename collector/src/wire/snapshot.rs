@@ -324,7 +324,10 @@ pub enum MetricKind {
 impl SinkStatus {
     /// The sink-specific metric `name`'s value.
     pub fn metric(&self, name: &str) -> Option<u64> {
-        self.metrics.iter().find(|m| m.name == name).map(|m| m.value)
+        self.metrics
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.value)
     }
 }
 
