@@ -228,15 +228,18 @@ mod tests {
         assert_eq!(u.stats.probes, u.probes.len());
         assert_eq!(u.stats.core + u.stats.vendor, u.probes.len());
         // the same input gives the same union
-        assert_eq!(union(&[&mlx5, &rxe]), Ok(u));
+        assert_eq!(union(&[&mlx5, &rxe]).ok(), Some(u));
     }
 
     #[test]
     fn sets_that_cannot_be_joined_are_named() {
         let (a, b) = (set("linux-6.12/mlx5"), set("linux-6.1/rxe"));
-        let e = union(&[&a, &b]).unwrap_err();
+        let e = union(&[&a, &b]).unwrap_err().to_string();
         assert!(e.contains("expected one kernel"), "{e}");
-        assert!(union(&[&a, &a]).unwrap_err().contains("vendor mlx5 twice"));
+        assert!(union(&[&a, &a])
+            .unwrap_err()
+            .to_string()
+            .contains("vendor mlx5 twice"));
         assert!(union(&[&a]).is_err());
     }
 }

@@ -146,7 +146,9 @@ mod tests {
     fn err(from: &str, to: &str) -> String {
         let text = M.replacen(from, to, 1);
         assert_ne!(text, M, "`{from}` not in the manifest");
-        Manifest::from_yaml(&text, "m.yaml").expect_err("invalid")
+        Manifest::from_yaml(&text, "m.yaml")
+            .expect_err("invalid")
+            .to_string()
     }
 
     #[test]
