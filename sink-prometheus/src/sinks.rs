@@ -9,8 +9,11 @@ use collector::{MetricKind, SinkStatus};
 
 use crate::label::esc;
 
+/// How a generic counter is read off a status.
+type Counter = fn(&SinkStatus) -> u64;
+
 /// The counters every sink has: (line key, help, value).
-const GENERIC: [(&str, &str, fn(&SinkStatus) -> u64); 4] = [
+const GENERIC: [(&str, &str, Counter); 4] = [
     (
         "sent_batches",
         "Snapshot batches the sink's destination took.",
