@@ -583,8 +583,9 @@ const NOT_LOSS: &[&str] = &[
     "probegen_records_total",
     "probegen_chains_total",
     "probegen_snapshots_total",
-    "probegen_clickhouse_batches_sent_total",
-    "probegen_clickhouse_records_sent_total",
+    // what a sink delivered (`probegen_sink_*{sink}`)
+    "probegen_sink_sent_batches_total",
+    "probegen_sink_sent_records_total",
     // the agent's own cost (live runs)
     "probegen_agent_cpu_seconds_total",
     "probegen_bpf_run_seconds_total",
@@ -636,7 +637,7 @@ fn row_12_every_loss_counter_has_an_alert() {
     let t0 = Instant::now();
     let body = loop {
         let body = scrape(addr).map_or_else(|e| e, |(_, b)| b);
-        if body.contains("probegen_clickhouse_send_errors_total")
+        if body.contains("probegen_sink_send_errors_total{sink=\"clickhouse\"}")
             && !body.contains("probegen_snapshots_total 0\n")
         {
             break body;
@@ -709,9 +710,9 @@ fn row_12_every_loss_counter_has_an_alert() {
         untested.is_empty(),
         "alerts without a promtool test: {untested:?}"
     );
-    // the spool alert's limit, from the agent's flag
+    // the spool alert's limit, from the agent's flag through the sink's status
     assert!(
-        body.contains("probegen_clickhouse_spool_limit_bytes 123456\n"),
+        body.contains("probegen_sink_spool_limit_bytes{sink=\"clickhouse\"} 123456\n"),
         "{body}"
     );
     eprintln!(

@@ -117,7 +117,7 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
     if let Some(dir) = &a.bundle {
         // bound before the wait: a host waiting for a set is seen as one, not as a dead target
         if let Some(addr) = a.metrics.as_deref() {
-            let addr = parse_listen(addr).map_err(AgentError::Usage)?;
+            let addr = parse_listen(addr)?;
             let m = WaitingMetrics::bind(addr)
                 .map_err(|source| collector::CollectError::Metrics { addr, source })?;
             eprintln!("probegen collect: metrics on http://{}/metrics", m.addr());
@@ -187,12 +187,7 @@ pub struct Sinks {
 /// The collector's options from the flags, and the sinks' (kept apart: the collector knows
 /// neither ClickHouse nor Prometheus).
 pub fn options(a: &CollectArgs) -> Result<(Options, Sinks), AgentError> {
-    let metrics = a
-        .metrics
-        .as_deref()
-        .map(parse_listen)
-        .transpose()
-        .map_err(AgentError::Usage)?;
+    let metrics = a.metrics.as_deref().map(parse_listen).transpose()?;
     if a.interval.is_zero() {
         return Err(AgentError::Usage("--interval must be positive".into()));
     }
@@ -280,10 +275,6 @@ impl Hooks for Printer<'_> {
                 }),
             }
             .map_err(|source| CollectError::Metrics { addr, source })?;
-            if self.sinks.fleet.endpoint.is_some() {
-                // the spool alert compares the spool's size with its limit
-                m.show_spool_limit(self.sinks.fleet.spool_bytes);
-            }
             sinks.push(Box::new(m));
         }
         Ok(sinks)

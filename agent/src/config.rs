@@ -134,12 +134,12 @@ fn parse_line(line: &str) -> Result<Option<(&str, &str)>, String> {
 
 fn check_value(key: &str, value: &str, kind: Value) -> Result<(), String> {
     match kind {
-        Value::Duration => parse_duration(value).map(drop),
+        Value::Duration => parse_duration(value).map(drop).map_err(|e| e.to_string()),
         Value::Count => value
             .parse::<u64>()
             .map(drop)
             .map_err(|_| format!("{key} `{value}`: expected a whole number")),
-        Value::Listen => parse_listen(value).map(drop),
+        Value::Listen => parse_listen(value).map(drop).map_err(|e| e.to_string()),
         Value::Switch if value == "true" || value == "false" => Ok(()),
         Value::Switch => Err(format!("{key} `{value}`: expected true or false")),
         Value::Text if value.is_empty() && key != "job-vars" => {

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use collector::{ChainClock, CollectError, SinkError};
 
-use crate::flags::parse_duration;
+use crate::flags::{parse_duration, FlagError};
 use sink_clickhouse::{
     ddl, read_password, upgrade, ClickhouseSink, Endpoint, SchemaOptions, ServerVersion,
-    SinkOptions,
+    SinkOptions, SpoolStatus,
 };
 
 use crate::AgentError;
@@ -76,15 +76,14 @@ impl FleetArgs {
             endpoint: self
                 .clickhouse
                 .as_deref()
-                .map(|u| {
+                .map(|u| -> Result<Endpoint, AgentError> {
                     let endpoint = Endpoint::parse(u, self.clickhouse_timeout)?;
                     let password = read_password(self.clickhouse_password_file.as_deref())?;
                     let mut endpoint = endpoint.with_password(password);
                     endpoint.buffered = self.clickhouse_buffer;
                     Ok(endpoint)
                 })
-                .transpose()
-                .map_err(AgentError::Usage)?,
+                .transpose()?,
             spool: self.clickhouse_spool.clone(),
             spool_bytes: self.clickhouse_spool_bytes,
             heartbeat: self.clickhouse_heartbeat,
@@ -116,15 +115,19 @@ impl Fleet {
             max_backoff: Duration::from_secs(5),
             heartbeat: self.heartbeat,
         })
-        .map_err(|e| CollectError::Sink(SinkError::Spool(e)))?;
+        .map_err(|e| CollectError::Sink(SinkError::Spool(Box::new(e))))?;
         Ok(Some(Box::new(sink)))
     }
 }
 
 /// The ClickHouse line of the run's summary.
 pub fn report(s: &collector::Summary) {
-    if let Some(c) = &s.clickhouse {
-        let (peak_bytes, peak_batches) = s.spool_peak.unwrap_or_default();
+    for st in &s.sinks {
+        let Some(c) = SpoolStatus::of(st) else {
+            continue;
+        };
+        let peak_bytes = st.metric(sink_clickhouse::PEAK_BYTES).unwrap_or(0);
+        let peak_batches = st.metric(sink_clickhouse::PEAK_BATCHES).unwrap_or(0);
         eprintln!(
             "probegen collect: clickhouse: sent {} batches, {} records; spool {} batches ({} bytes) left, peak {peak_batches} batches ({peak_bytes} bytes), dropped {}; send errors {}",
             c.sent_batches,
@@ -186,8 +189,8 @@ pub struct SchemaArgs {
     pub upgrade: bool,
 }
 
-fn parse_server_version(s: &str) -> Result<ServerVersion, String> {
-    ServerVersion::parse(s).ok_or_else(|| format!("`{s}`: expected MAJOR.MINOR (e.g. 18.16, 26.9)"))
+fn parse_server_version(s: &str) -> Result<ServerVersion, FlagError> {
+    ServerVersion::parse(s).ok_or_else(|| FlagError::ServerVersion(s.to_string()))
 }
 
 /// Prints the manifest's JSON Schema, or with `--clickhouse` the fleet tables' DDL.
@@ -204,6 +207,6 @@ pub fn schema(a: &SchemaArgs) -> Result<ExitCode, AgentError> {
         buffer: a.buffer,
     };
     let text = if a.upgrade { upgrade(&o) } else { ddl(&o) };
-    print!("{}", text.map_err(AgentError::Usage)?);
+    print!("{}", text?);
     Ok(ExitCode::SUCCESS)
 }

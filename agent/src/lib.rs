@@ -18,6 +18,6 @@ pub use baseline::{baseline_show, BaselineArgs, BaselineShowArgs};
 pub use collect::{collect, options, CollectArgs, Sinks};
 pub use config::expand_config;
 pub use error::AgentError;
-pub use flags::{parse_duration, parse_listen};
+pub use flags::{parse_duration, parse_listen, FlagError};
 pub use fleet::{report, schema, Fleet, FleetArgs, SchemaArgs};
 pub use release::{release, ReleaseArgs, DEFAULT_CONTROL};

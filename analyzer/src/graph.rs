@@ -840,19 +840,25 @@ impl CallGraph {
         Some(out)
     }
 
-    /// Entry ids for names; unknown names are returned as errors.
-    pub fn entries(&self, names: &[String]) -> Result<Vec<FnId>, String> {
+    /// Entry ids for names; the first unknown name is the error.
+    pub fn entries(&self, names: &[String]) -> Result<Vec<FnId>, UnknownEntry> {
         let mut ids = Vec::new();
         for n in names {
             let found = self.find(n);
             if found.is_empty() {
-                return Err(n.clone());
+                return Err(UnknownEntry(n.clone()));
             }
             ids.extend_from_slice(found);
         }
         Ok(ids)
     }
 }
+
+/// An entry name no function of the graph has (the caller says why it matters: a default
+/// entry missing from the tree, or the user's `--from`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no function `{0}` in the call graph")]
+pub struct UnknownEntry(pub String);
 
 /// The first header (in path order) that defines `struct ib_device_ops`:
 /// include/rdma/ib_verbs.h.

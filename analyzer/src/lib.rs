@@ -48,8 +48,8 @@ pub use preproc::{blank_type_bodies, preprocess, Preprocessed};
 
 // The call graph.
 pub use graph::{
-    CallEdge, CallGraph, Dispatch, EdgeKind, FnId, FnNode, GraphStats, OpsTableInfo, VendorScope,
-    DEFAULT_ENTRIES,
+    CallEdge, CallGraph, Dispatch, EdgeKind, FnId, FnNode, GraphStats, OpsTableInfo, UnknownEntry,
+    VendorScope, DEFAULT_ENTRIES,
 };
 
 // What the input lost.

@@ -14,6 +14,12 @@ pub enum BundleError {
     /// An input is not what a bundle needs (the line names the file and what was expected).
     #[error("{0}")]
     Invalid(String),
+    /// A set's manifest is not one (its line names the file:line).
+    #[error(transparent)]
+    Manifest(#[from] manifest::ManifestError),
+    /// A set's file could not be read within its bound.
+    #[error(transparent)]
+    Input(#[from] manifest::InputError),
     /// The compile step passed in (or the union's C) failed for a set.
     #[error("{0}")]
     Compile(String),

@@ -94,10 +94,8 @@ fn bundle_set(
         &manifest_path,
         manifest::MAX_MANIFEST_BYTES,
         manifest::MANIFEST_WHAT,
-    )
-    .map_err(BundleError::Invalid)?;
-    let m = Manifest::from_yaml(&text, &manifest_path.display().to_string())
-        .map_err(BundleError::Invalid)?;
+    )?;
+    let m = Manifest::from_yaml(&text, &manifest_path.display().to_string())?;
     let src = dir.join("probes.bpf.c");
     if !src.is_file() {
         return Err(BundleError::Invalid(format!(
@@ -160,8 +158,8 @@ fn write_set(
 /// manifests joined by `manifest::union`, the C rendered by the caller's toolchain as
 /// `generate` renders any set.
 fn union_set(sets: &[&Manifest], tools: &dyn Toolchain) -> Result<(Manifest, String), BundleError> {
-    let m = manifest::union(sets).map_err(BundleError::Invalid)?;
-    manifest::validate(&m, &format!("the union {}", m.vendor)).map_err(BundleError::Invalid)?;
+    let m = manifest::union(sets)?;
+    manifest::validate(&m, &format!("the union {}", m.vendor))?;
     let vendors: Vec<&str> = sets.iter().map(|s| s.vendor.as_str()).collect();
     let refresh = format!(
         "probegen bundle (the union of the {} sets of {})",

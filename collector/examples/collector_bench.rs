@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use collector::{encode, PgRecord, Pipeline, PipelineConfig, ProbeTable, ProcCache, RECORD_SIZE};
+use collector::{encode, PgRecord, Pipeline, PipelineConfig, ProbeTable, RECORD_SIZE};
 
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -80,7 +80,6 @@ fn pipeline(cap: usize) -> Pipeline {
             seq_from_zero: true,
             derive_counters: true,
         },
-        ProcCache::disabled(),
     )
 }
 

@@ -5,11 +5,12 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::replay::file::ReplayError;
-
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
-    /// The manifest cannot be read, or is not a probe set's manifest.
+    /// The manifest cannot be read or parsed.
+    #[error(transparent)]
+    Read(#[from] manifest::ManifestError),
+    /// The manifest is not a probe set the collector can run (its probes' table).
     #[error("{0}")]
     Manifest(String),
     /// Options that exclude each other, or neither of two that are needed.
@@ -60,6 +61,10 @@ pub enum CollectError {
     /// A sink the embedder adds cannot start (ClickHouse: its spool directory, its sender).
     #[error("{0}")]
     Sink(SinkError),
+    /// A sink the embedder adds is named like a field of the snapshot, where its status would
+    /// go under its name.
+    #[error("a sink may not be named `{0}`: the snapshot's line has a field of that name")]
+    SinkName(String),
 }
 
 /// Why one snapshot did not reach one sink (counted; the run goes on).
@@ -68,9 +73,10 @@ pub enum SinkError {
     /// The line could not be written (the file, the disk, stdout).
     #[error("{0}")]
     Write(#[from] std::io::Error),
-    /// The snapshot could not be queued (a spool directory).
+    /// The snapshot could not be queued (a spool directory): the sink's own error, which the
+    /// collector shows and counts without knowing its type.
     #[error("{0}")]
-    Spool(String),
+    Spool(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl SinkError {
@@ -81,4 +87,17 @@ impl SinkError {
             SinkError::Spool(_) => "spooled",
         }
     }
+}
+
+/// Why a replay file cannot be read (the CLI prefixes `replay FILE: `). Here, with the run's
+/// other errors, so that this file imports no module of the collector's: the replay reader
+/// uses it, never the other way.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("raw replay: {bytes} trailing bytes at offset {offset}")]
+    TrailingBytes { bytes: usize, offset: u64 },
+    #[error("line {line}: {reason}")]
+    Line { line: usize, reason: String },
 }

@@ -37,13 +37,14 @@ mod timings;
 mod warning;
 
 pub use error::CollectError;
+pub use error::ReplayError;
 pub use pipeline::{Pipeline, PipelineConfig};
 pub use procinfo::{ProcCache, JOB_VALUE_MAX, JOB_VARS_MAX};
-pub use replay::{read as read_replay, ReplayError};
+pub use replay::read as read_replay;
 pub use run::outputs::MAX_CHAIN_LINES;
 pub use run::{run, Event, Hooks, Options, Summary};
 pub use sinks::jsonl::JsonlSink;
-pub use sinks::{Sink, SinkError, SinkReport};
+pub use sinks::{Sink, SinkError};
 pub use stop::request_stop;
 pub use warning::Warning;
 // The stages below the collector, under the names its users have always had.
@@ -54,7 +55,8 @@ pub use wire::{
 };
 pub use wire::{
     AgentCost, ChainClock, ChainView, ChainsOut, CounterOut, Drops, Errors, Invariant,
-    InvariantProbe, Link, Rec, RecordsOut, SharedPart, SinkStatus, Snapshot, Totals, Window,
+    InvariantProbe, Link, MetricKind, Rec, RecordsOut, SharedPart, SinkMetric, SinkStatus,
+    Snapshot, Totals, Window, SNAPSHOT_KEYS,
 };
 pub use wire::{
     BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, HandlerSummary,

@@ -1,8 +1,10 @@
 //! The pure pipeline: ring-buffer samples in, one snapshot per window out.
 //!
 //! * [`Pipeline::ingest`] decodes a sample, tracks the per-CPU sequence numbers, and keeps the
-//!   record (enriched with its process's cgroup and job variables) in a batch bounded by
-//!   `batch_cap`; past the cap the record is only counted (`drops.userspace`, per probe).
+//!   record in a batch bounded by `batch_cap`; past the cap the record is only counted
+//!   (`drops.userspace`, per probe). [`Pipeline::ingest_with`] keeps it with its process's
+//!   cgroup and job variables, which the source resolves (live: `/proc`): the pipeline reads
+//!   no file.
 //! * [`Pipeline::snapshot`] takes the kernel's cumulative counters ([`KernelTotals`], per-CPU
 //!   values already summed), turns them into per-window deltas, and assembles the [`Snapshot`].
 //! * [`check_invariant`]: for every probe, records received + dropped (kernel + userspace) ==
@@ -19,12 +21,11 @@ use std::time::SystemTime;
 
 use wire::{
     decode, errno_label, rfc3339, unix_ns, AttachStatus, CounterOut, Drops, Errors, Invariant,
-    InvariantProbe, KernelTotals, Owner, ProbeTable, Rec, RecordsOut, SharedPart, Snapshot, Totals,
-    Window,
+    InvariantProbe, KernelTotals, Owner, PgRecord, ProbeTable, ProcInfo, Rec, RecordsOut,
+    SharedPart, Snapshot, Totals, Window,
 };
 
 use crate::chains::{ChainBuilder, ChainClock, ChainsOut};
-use crate::procinfo::ProcCache;
 
 /// A monotonic counter's growth; a counter that went backwards (object reloaded) restarts.
 #[inline]
@@ -114,7 +115,6 @@ impl Default for PipelineConfig {
 pub struct Pipeline {
     table: Arc<ProbeTable>,
     cfg: PipelineConfig,
-    procs: ProcCache,
     batch: Vec<Rec>,
     chains: ChainBuilder,
     /// per probe id: this window / cumulative
@@ -146,7 +146,7 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    pub fn new(table: Arc<ProbeTable>, cfg: PipelineConfig, procs: ProcCache) -> Self {
+    pub fn new(table: Arc<ProbeTable>, cfg: PipelineConfig) -> Self {
         let n = table.id_limit();
         let attached: Vec<AttachStatus> = table
             .probes
@@ -170,7 +170,6 @@ impl Pipeline {
             chains: ChainBuilder::default(),
             table,
             cfg,
-            procs,
             win_received: vec![0; n],
             win_dropped: vec![0; n],
             tot_received: vec![0; n],
@@ -301,9 +300,22 @@ impl Pipeline {
         self.batch.len()
     }
 
-    /// One ring-buffer sample. Never fails: bad samples are counted.
+    /// One ring-buffer sample, without its process's cgroup and job. Never fails: bad
+    /// samples are counted.
     #[inline]
     pub fn ingest(&mut self, bytes: &[u8]) {
+        self.ingest_with(bytes, |_| None);
+    }
+
+    /// One ring-buffer sample; `resolve` gives the process's cgroup and job of a record that
+    /// is kept (the source's: live, this host's `/proc`; a replay, the `--proc-root` it was
+    /// given). The pipeline reads no file. Never fails: bad samples are counted.
+    #[inline]
+    pub fn ingest_with(
+        &mut self,
+        bytes: &[u8],
+        resolve: impl FnOnce(&PgRecord) -> Option<Arc<ProcInfo>>,
+    ) {
         let rec = match decode(bytes) {
             Ok(r) => r,
             Err(_) => {
@@ -332,11 +344,7 @@ impl Pipeline {
             if self.batch.capacity() == 0 {
                 self.batch.reserve(self.cfg.batch_cap.min(1 << 16));
             }
-            let proc_info = if self.procs.enabled() {
-                self.procs.lookup(rec.pid, &rec.comm, rec.cgroup_id)
-            } else {
-                None
-            };
+            let proc_info = resolve(&rec);
             self.batch.push(Rec {
                 raw: rec,
                 proc_info,
@@ -483,7 +491,7 @@ impl Pipeline {
                 sink: 0,
             },
             baseline: self.baseline.as_ref().map(|b| b.render(&table)),
-            clickhouse: None,
+            sinks: Vec::new(),
             agent: None,
             idle: quiet
                 && !is_final
@@ -632,7 +640,6 @@ pub(crate) mod tests {
                 kernel: "k".into(),
                 ..Default::default()
             },
-            ProcCache::disabled(),
         )
     }
 
@@ -646,7 +653,6 @@ pub(crate) mod tests {
                 batch_cap: 10,
                 ..Default::default()
             },
-            ProcCache::disabled(),
         );
         // rec() records two arguments: 0x10 and an address.
         p.ingest(&rec(3, 14, 0, 0, 288));
@@ -750,7 +756,7 @@ pub(crate) mod tests {
             ])
             .with_calls(5, &[(1, 4), (4, 3)]),
         );
-        let mut p = Pipeline::new(t, PipelineConfig::default(), ProcCache::disabled());
+        let mut p = Pipeline::new(t, PipelineConfig::default());
         p.ingest(&rec(3, 14, 0, 0, 288));
         p.ingest(&rec(4, 14, 0, 1, 288));
         // the window closes before the handler returned: no chain yet
@@ -992,7 +998,6 @@ pub(crate) mod tests {
                 seq_from_zero: false,
                 ..Default::default()
             },
-            ProcCache::disabled(),
         );
         p.ingest(&rec(1, 14, 0, 100, 1));
         p.ingest(&rec(1, 0, 0, 101, 1));
@@ -1054,7 +1059,7 @@ pub(crate) mod tests {
             ])
             .with_calls(5, &[(1, 3)]),
         );
-        let mut p = Pipeline::new(t, PipelineConfig::default(), ProcCache::disabled());
+        let mut p = Pipeline::new(t, PipelineConfig::default());
         p.enable_baseline(Box::new(Counting {
             traces: 0,
             counts: TraceCounts::default(),

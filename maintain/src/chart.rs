@@ -3,14 +3,9 @@
 
 use std::fmt::Write as _;
 
-use crate::coverage::CoverageReport;
+use manifest::escape_html as esc;
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+use crate::coverage::CoverageReport;
 
 const BAR: f64 = 600.0;
 const LABEL: f64 = 260.0;

@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use analyzer::{CallGraph, FnId};
 use heuristics::Rules;
-use manifest::Manifest;
+use manifest::{Manifest, ProbeSummary};
 
-use crate::compare::{ProbeSummary, RulesDrift, RulesNames};
+use crate::compare::{RulesDrift, RulesNames};
 use crate::port::SetProbe;
 
 /// The rules drift of `check`: what the rules and the checked-in set name that the new tree

@@ -12,7 +12,7 @@ use askama::Template;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
-use manifest::{Attach, FocusKind, Layer, Manifest, Object, Probe, Rule};
+use manifest::{Layer, Manifest, Object, Probe, ProbeSummary, Rule};
 
 use crate::markdown::{cell, code_list, code_list_or_dash, code_or_em_dash, count};
 use crate::verbs::{self, VerbStatus};
@@ -29,47 +29,6 @@ impl SetId {
         Self {
             kernel: m.kernel.version.clone(),
             vendor: m.vendor.clone(),
-        }
-    }
-}
-
-/// The fields of a probe a reviewer needs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ProbeSummary {
-    pub function: String,
-    pub module: String,
-    pub file: String,
-    pub line: usize,
-    pub layer: Layer,
-    pub object: Object,
-    pub rule: Rule,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub focus: Option<FocusKind>,
-    pub attach: Attach,
-}
-
-impl From<&Probe> for ProbeSummary {
-    fn from(p: &Probe) -> Self {
-        Self {
-            function: p.function.clone(),
-            module: p.module.clone(),
-            file: p.file.clone(),
-            line: p.line,
-            layer: p.layer,
-            object: p.object,
-            rule: p.rule,
-            focus: p.focus,
-            attach: p.attach,
-        }
-    }
-}
-
-impl ProbeSummary {
-    /// `focus (ops-impl)`, `override`.
-    pub fn rule_text(&self) -> String {
-        match &self.focus {
-            Some(f) => format!("{} ({f})", self.rule),
-            None => self.rule.to_string(),
         }
     }
 }

@@ -19,12 +19,14 @@ pub use check::{rules_drift, set_of, successor};
 pub use compare::{
     apply_successors, check_markdown, coverage_diff, diff_markdown, drift, rules_drift_markdown,
     Change, ChangeKind, Counts, CoverageDiff, DataPlaneChange, Drift, Fate, FileMove, MissingName,
-    ObjectLayer, ProbeSummary, Removed, Renamed, RulesDrift, RulesNames, SetId, VerbDiff,
+    ObjectLayer, Removed, Renamed, RulesDrift, RulesNames, SetId, VerbDiff,
 };
+// the manifest's, named here too for the reports' users
 pub use coverage::{
     coverage, coverage_markdown, parse_failures, total_weight, CoverageReport, FailureRow,
     InfiniteWeight, Malformed, VerbWeight,
 };
+pub use manifest::ProbeSummary;
 pub use port::{port, CoreProbe, Mapping, Port, SetProbe, Side, Unmapped, UnmappedReason};
 pub use verbs::{
     lookup as verb, routes, routes_in_manifest, status as verb_status, statuses as verb_statuses,

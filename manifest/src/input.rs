@@ -20,26 +20,80 @@ pub const MAX_CSV_BYTES: u64 = 256 << 20;
 /// 200 KB file of `[` took 19 s to reject), so they are refused before parsing.
 pub const MAX_YAML_FLOW_DEPTH: usize = 32;
 
+/// Why a text input is refused before it is parsed; each displays as one line naming
+/// `file[:line[:column]]` and what was expected.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// The file cannot be opened or read.
+    #[error("{origin}: {source}")]
+    Read {
+        origin: String,
+        source: std::io::Error,
+    },
+    /// Longer than the limit for its kind.
+    #[error("{origin}: longer than {limit} bytes: expected {what}")]
+    TooLong {
+        origin: String,
+        limit: u64,
+        what: String,
+    },
+    /// Not UTF-8 from `line` on.
+    #[error("{origin}:{line}: not valid UTF-8: expected {what}")]
+    NotUtf8 {
+        origin: String,
+        line: usize,
+        what: String,
+    },
+    /// Starts with a byte-order mark.
+    #[error("{origin}:1: starts with a UTF-8 byte-order mark: expected {what} without a BOM")]
+    ByteOrderMark { origin: String, what: String },
+    /// YAML flow collections nested deeper than [`MAX_YAML_FLOW_DEPTH`].
+    #[error(
+        "{origin}:{line}:{column}: `{bracket}` nested deeper than {MAX_YAML_FLOW_DEPTH} levels: \
+         expected YAML nested at most {MAX_YAML_FLOW_DEPTH} deep"
+    )]
+    TooDeep {
+        origin: String,
+        line: usize,
+        column: usize,
+        bracket: char,
+    },
+}
+
+/// The line as a message, for callers whose errors are text.
+impl From<InputError> for String {
+    fn from(e: InputError) -> Self {
+        e.to_string()
+    }
+}
+
 /// Read at most `limit` bytes of `path`; a longer file is an error naming the limit (a
 /// manifest path given as `/dev/zero` must not exhaust the memory).
-pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, String> {
-    let origin = path.display();
-    let f = std::fs::File::open(path).map_err(|e| format!("{origin}: {e}"))?;
+pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, InputError> {
+    let origin = || path.display().to_string();
+    let f = std::fs::File::open(path).map_err(|source| InputError::Read {
+        origin: origin(),
+        source,
+    })?;
     let mut bytes = Vec::new();
     f.take(limit + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("{origin}: {e}"))?;
+        .map_err(|source| InputError::Read {
+            origin: origin(),
+            source,
+        })?;
     if bytes.len() as u64 > limit {
-        return Err(format!(
-            "{origin}: longer than {} bytes: expected {what}",
-            limit
-        ));
+        return Err(InputError::TooLong {
+            origin: origin(),
+            limit,
+            what: what.to_string(),
+        });
     }
     Ok(bytes)
 }
 
 /// [`read_bounded`] as UTF-8 text, with [`check_text`] applied.
-pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, String> {
+pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, InputError> {
     let bytes = read_bounded(path, limit, what)?;
     let origin = path.display().to_string();
     let text = match String::from_utf8(bytes) {
@@ -48,7 +102,11 @@ pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, String> 
             let valid = e.utf8_error().valid_up_to();
             let b = e.as_bytes();
             let line = b[..valid].iter().filter(|c| **c == b'\n').count() + 1;
-            return Err(format!("{origin}:{line}: not valid UTF-8: expected {what}"));
+            return Err(InputError::NotUtf8 {
+                origin,
+                line,
+                what: what.to_string(),
+            });
         }
     };
     check_text(&text, &origin, what)?;
@@ -56,11 +114,12 @@ pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, String> 
 }
 
 /// Refuse a byte-order mark by name (serde would report the first key as missing).
-pub fn check_text(text: &str, origin: &str, what: &str) -> Result<(), String> {
+pub fn check_text(text: &str, origin: &str, what: &str) -> Result<(), InputError> {
     if text.starts_with('\u{feff}') {
-        return Err(format!(
-            "{origin}:1: starts with a UTF-8 byte-order mark: expected {what} without a BOM"
-        ));
+        return Err(InputError::ByteOrderMark {
+            origin: origin.to_string(),
+            what: what.to_string(),
+        });
     }
     Ok(())
 }
@@ -68,7 +127,7 @@ pub fn check_text(text: &str, origin: &str, what: &str) -> Result<(), String> {
 /// Refuse YAML whose flow collections (`[`, `{`) nest deeper than [`MAX_YAML_FLOW_DEPTH`],
 /// naming the line and column where the limit is crossed. Quoted scalars and comments are
 /// skipped, so brackets inside strings do not count.
-pub fn check_yaml_nesting(text: &str, origin: &str) -> Result<(), String> {
+pub fn check_yaml_nesting(text: &str, origin: &str) -> Result<(), InputError> {
     let mut depth = 0usize;
     let mut quote: Option<char> = None;
     for (i, l) in text.lines().enumerate() {
@@ -94,11 +153,12 @@ pub fn check_yaml_nesting(text: &str, origin: &str) -> Result<(), String> {
                     '[' | '{' => {
                         depth += 1;
                         if depth > MAX_YAML_FLOW_DEPTH {
-                            return Err(format!(
-                                "{origin}:{}:{}: `{c}` nested deeper than {MAX_YAML_FLOW_DEPTH} levels: expected YAML nested at most {MAX_YAML_FLOW_DEPTH} deep",
-                                i + 1,
-                                col + 1
-                            ));
+                            return Err(InputError::TooDeep {
+                                origin: origin.to_string(),
+                                line: i + 1,
+                                column: col + 1,
+                                bracket: c,
+                            });
                         }
                     }
                     ']' | '}' => depth = depth.saturating_sub(1),
@@ -120,7 +180,9 @@ mod tests {
     fn deep_flow_nesting_is_refused_with_its_position() {
         let deep = format!("a: {}\n", "[".repeat(200_000));
         let t0 = std::time::Instant::now();
-        let e = check_yaml_nesting(&deep, "r.yaml").expect_err("too deep");
+        let e = check_yaml_nesting(&deep, "r.yaml")
+            .expect_err("too deep")
+            .to_string();
         assert!(
             e.starts_with("r.yaml:1:36: `[` nested deeper than 32"),
             "{e}"
@@ -133,7 +195,9 @@ mod tests {
 
     #[test]
     fn bom_is_named() {
-        let e = check_text("\u{feff}schema: x", "m.yaml", "a manifest").expect_err("bom");
+        let e = check_text("\u{feff}schema: x", "m.yaml", "a manifest")
+            .expect_err("bom")
+            .to_string();
         assert!(e.contains("byte-order mark"), "{e}");
     }
 }

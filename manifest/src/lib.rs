@@ -6,9 +6,11 @@
 // The modules are private; this file is the crate's one face (`pub use` below).
 pub mod btf_kind;
 mod errno;
+mod html;
 mod input;
 mod naming;
 mod record;
+mod summary;
 mod trace;
 mod types;
 mod union;
@@ -16,9 +18,10 @@ mod validate;
 mod vocab;
 
 pub use errno::{errno_name, errno_number, Errno};
+pub use html::escape_html;
 pub use input::{
-    check_text, check_yaml_nesting, read_bounded, read_text, MAX_CSV_BYTES, MAX_MANIFEST_BYTES,
-    MAX_RULES_BYTES, MAX_YAML_FLOW_DEPTH,
+    check_text, check_yaml_nesting, read_bounded, read_text, InputError, MAX_CSV_BYTES,
+    MAX_MANIFEST_BYTES, MAX_RULES_BYTES, MAX_YAML_FLOW_DEPTH,
 };
 pub use naming::{
     baseline_entry_name, baseline_entry_section, baseline_handlers, baseline_session_name,
@@ -29,6 +32,7 @@ pub use record::{
     field_comments, record_size, PgErrnoKey, PgRecord, RecordField, ERRNO_ENTRIES, MAX_ERRNO,
     RECORD_ARGS, RECORD_FIELDS, RECORD_SIZE, RINGBUF_BYTES,
 };
+pub use summary::ProbeSummary;
 pub use trace::{
     trace_field_comments, trace_size, PgTrace, TRACE_FIELDS, TRACE_RINGBUF_BYTES, TRACE_SIZE,
     TRACE_STEPS,
@@ -39,8 +43,8 @@ pub use types::{
     SCHEMA_ID,
 };
 pub use union::union;
-pub use validate::{validate, MAX_PROBE_ID};
+pub use validate::{validate, ManifestError, MAX_PROBE_ID};
 pub use vocab::{
     Attach, DataPlaneClass, DataPlaneVia, Derivation, FocusKind, GapKind, Layer, Object, Relation,
-    ReturnKind, Rule, SiteClass,
+    ReturnKind, Rule, SiteClass, UnknownValue,
 };

@@ -14,7 +14,11 @@ use crate::types::{Manifest, Probe, Stats};
 
 /// The union of `sets` (two or more vendors' manifests of one kernel), or why they cannot be
 /// joined (another kernel or schema, a vendor twice).
-pub fn union(sets: &[&Manifest]) -> Result<Manifest, String> {
+pub fn union(sets: &[&Manifest]) -> Result<Manifest, crate::ManifestError> {
+    join(sets).map_err(crate::ManifestError::Union)
+}
+
+fn join(sets: &[&Manifest]) -> Result<Manifest, String> {
     let (first, rest) = sets
         .split_first()
         .ok_or("union of no set: expected two or more")?;
@@ -243,15 +247,18 @@ mod tests {
         assert_eq!(u.stats.probes, u.probes.len());
         assert_eq!(u.stats.core + u.stats.vendor, u.probes.len());
         // the same input gives the same union
-        assert_eq!(union(&[&mlx5, &rxe]), Ok(u));
+        assert_eq!(union(&[&mlx5, &rxe]).ok(), Some(u));
     }
 
     #[test]
     fn sets_that_cannot_be_joined_are_named() {
         let (a, b) = (set("linux-6.12/mlx5"), set("linux-6.1/rxe"));
-        let e = union(&[&a, &b]).unwrap_err();
+        let e = union(&[&a, &b]).unwrap_err().to_string();
         assert!(e.contains("expected one kernel"), "{e}");
-        assert!(union(&[&a, &a]).unwrap_err().contains("vendor mlx5 twice"));
+        assert!(union(&[&a, &a])
+            .unwrap_err()
+            .to_string()
+            .contains("vendor mlx5 twice"));
         assert!(union(&[&a]).is_err());
     }
 }

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::input::InputError;
 use crate::types::{Manifest, MANIFEST_WHAT, SCHEMA_ID};
 use crate::vocab::{Attach, Rule};
 
@@ -25,26 +26,59 @@ fn rule_in(origin: &str, what: String, rule: Rule, allowed: &[Rule]) -> Result<(
     ))
 }
 
+/// Why a manifest (or the union of two) is refused; each displays as one line naming the
+/// origin, where in it, and what was expected.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// The text is refused before parsing (a byte-order mark, nesting too deep).
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// Not a manifest's YAML: `location` is `:line:column` where known.
+    #[error("{origin}{location}: {message}")]
+    Yaml {
+        origin: String,
+        location: String,
+        message: String,
+    },
+    /// Another schema's manifest.
+    #[error("{origin}: schema `{found}`: expected `{SCHEMA_ID}`")]
+    Schema { origin: String, found: String },
+    /// A value the shape cannot check (rules, ids, calls): the whole line.
+    #[error("{0}")]
+    Invalid(String),
+    /// Sets that cannot be joined ([`crate::union()`]): the whole line.
+    #[error("{0}")]
+    Union(String),
+}
+
+/// The line as a message, for callers whose errors are text.
+impl From<ManifestError> for String {
+    fn from(e: ManifestError) -> Self {
+        e.to_string()
+    }
+}
+
 // Reading a manifest is parsing it and then validating it: here, so that the types (types.rs)
 // do not depend on their validation while it depends on them.
 impl Manifest {
     /// Parse and validate a manifest ([`crate::validate()`]); errors name the origin, line and
     /// column, and the field or value expected.
-    pub fn from_yaml(text: &str, origin: &str) -> Result<Self, String> {
+    pub fn from_yaml(text: &str, origin: &str) -> Result<Self, ManifestError> {
         crate::input::check_text(text, origin, MANIFEST_WHAT)?;
         crate::input::check_yaml_nesting(text, origin)?;
-        let m: Manifest = serde_yaml::from_str(text).map_err(|e| {
-            let loc = e
+        let m: Manifest = serde_yaml::from_str(text).map_err(|e| ManifestError::Yaml {
+            origin: origin.to_string(),
+            location: e
                 .location()
                 .map(|l| format!(":{}:{}", l.line(), l.column()))
-                .unwrap_or_default();
-            format!("{origin}{loc}: {e}")
+                .unwrap_or_default(),
+            message: e.to_string(),
         })?;
         if m.schema != SCHEMA_ID {
-            return Err(format!(
-                "{origin}: schema `{}`: expected `{SCHEMA_ID}`",
-                m.schema
-            ));
+            return Err(ManifestError::Schema {
+                origin: origin.to_string(),
+                found: m.schema,
+            });
         }
         validate(&m, origin)?;
         Ok(m)
@@ -53,7 +87,11 @@ impl Manifest {
 
 /// Check the values of a parsed manifest; the error names the origin, the probe (by id and
 /// function) or excluded function, the field and the values expected.
-pub fn validate(m: &Manifest, origin: &str) -> Result<(), String> {
+pub fn validate(m: &Manifest, origin: &str) -> Result<(), ManifestError> {
+    check_values(m, origin).map_err(ManifestError::Invalid)
+}
+
+fn check_values(m: &Manifest, origin: &str) -> Result<(), String> {
     let mut ids = BTreeSet::new();
     for p in &m.probes {
         let what = || format!("probe {} ({})", p.id, p.function);
@@ -108,7 +146,9 @@ mod tests {
     fn err(from: &str, to: &str) -> String {
         let text = M.replacen(from, to, 1);
         assert_ne!(text, M, "`{from}` not in the manifest");
-        Manifest::from_yaml(&text, "m.yaml").expect_err("invalid")
+        Manifest::from_yaml(&text, "m.yaml")
+            .expect_err("invalid")
+            .to_string()
     }
 
     #[test]

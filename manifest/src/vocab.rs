@@ -7,6 +7,15 @@
 
 use std::fmt;
 
+/// A string that names no value of a vocabulary: the field, the value, the values expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field} `{value}`: expected one of {}", expected.join(", "))]
+pub struct UnknownValue {
+    pub field: &'static str,
+    pub value: String,
+    pub expected: &'static [&'static str],
+}
+
 /// Defines a string-valued enum: `as_str`, `ALL`, `parse`, `Display`, ordering by name,
 /// serde as the string, and a string JSON Schema.
 macro_rules! string_enum {
@@ -35,14 +44,14 @@ macro_rules! string_enum {
 
             /// The value a manifest string names; the error names the field and the values
             /// expected.
-            pub fn parse(s: &str) -> Result<Self, String> {
+            pub fn parse(s: &str) -> Result<Self, UnknownValue> {
                 match s {
                     $($text => Ok($name::$variant),)+
-                    other => Err(format!(
-                        "{} `{other}`: expected one of {}",
-                        $field,
-                        [$($text),+].join(", ")
-                    )),
+                    other => Err(UnknownValue {
+                        field: $field,
+                        value: other.to_string(),
+                        expected: &[$($text),+],
+                    }),
                 }
             }
         }
@@ -267,7 +276,7 @@ mod tests {
             assert_eq!(Attach::parse(a.as_str()), Ok(*a));
         }
         let e = Layer::parse("7").expect_err("unknown");
-        assert_eq!(e, "layer `7`: expected one of core, vendor");
+        assert_eq!(e.to_string(), "layer `7`: expected one of core, vendor");
         let y: Rule = serde_yaml::from_str("not-focus").expect("rule");
         assert_eq!(y, Rule::NotFocus);
         assert_eq!(

@@ -62,6 +62,15 @@ pub enum Error {
     /// `file[:line]` and what was expected (from the crate that read it).
     #[error("{0}")]
     Input(String),
+    /// A manifest, or the union of two, refused (`union_set`).
+    #[error(transparent)]
+    Manifest(#[from] manifest::ManifestError),
+    /// The union's BPF C cannot be rendered.
+    #[error("{vendor}: {source}")]
+    UnionRender {
+        vendor: String,
+        source: askama::Error,
+    },
     #[error(transparent)]
     Weight(#[from] maintain::InfiniteWeight),
     #[error(transparent)]

@@ -40,9 +40,9 @@ fn one_line(s: &str) -> String {
 pub fn read_manifest(path: &Path) -> Result<Manifest, Error> {
     let origin = path.display().to_string();
     let text = manifest::read_text(path, manifest::MAX_MANIFEST_BYTES, manifest::MANIFEST_WHAT)
-        .map_err(Error::Input)?;
+        .map_err(|e| Error::Input(e.to_string()))?;
     Manifest::from_yaml(&text, &origin).map_err(|e| {
-        let e = one_line(&e);
+        let e = one_line(&e.to_string());
         Error::Input(if e.contains("expected") {
             e
         } else {
@@ -320,7 +320,7 @@ pub fn coverage(
         manifest::MAX_CSV_BYTES,
         "a failure log (CSV verb,errno,weight)",
     )
-    .map_err(Error::Input)?;
+    .map_err(|e| Error::Input(e.to_string()))?;
     let (rows, bad) = maintain::parse_failures(&text);
     if !bad.is_empty() {
         for b in bad.iter().take(MALFORMED_SHOWN) {

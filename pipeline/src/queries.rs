@@ -43,7 +43,7 @@ pub fn graph(
     enforce(opts, &tree.degraded, false, notify)?;
     let ids = graph
         .entries(&names)
-        .map_err(|n| missing_entry(tree, &n, !entries.is_empty()))?;
+        .map_err(|n| missing_entry(tree, &n.0, !entries.is_empty()))?;
     let reach = graph.reach(&ids);
     let mut per_module: BTreeMap<String, usize> = BTreeMap::new();
     for id in reach.keys() {
@@ -136,7 +136,7 @@ pub fn path(
     enforce(opts, &tree.degraded, false, notify)?;
     let from_ids = graph
         .entries(&[from.to_string()])
-        .map_err(Error::UnknownFrom)?;
+        .map_err(|n| Error::UnknownFrom(n.0))?;
     let targets = graph.find(to);
     if targets.is_empty() {
         return Err(Error::UnknownTo(to.to_string()));

@@ -140,7 +140,7 @@ fn select_loaded(
     let ids = loaded
         .graph
         .entries(&entries)
-        .map_err(|n| missing_entry(&loaded.tree, &n, named_by_user))?;
+        .map_err(|n| missing_entry(&loaded.tree, &n.0, named_by_user))?;
     // A degraded tree (a truncated .config) fails on that first, unless allowed: it is the
     // cause, an unbuilt vendor only its consequence.
     if loaded.tree.degraded.is_empty() || opts.allow_degraded {

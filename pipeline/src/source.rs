@@ -37,8 +37,9 @@ pub fn load_rules(path: Option<&Path>) -> Result<heuristics::Rules, Error> {
         Some(p) => {
             let origin = p.display().to_string();
             let text = manifest::read_text(p, manifest::MAX_RULES_BYTES, "a probegen rules file")
-                .map_err(Error::Input)?;
-            manifest::check_yaml_nesting(&text, &origin).map_err(Error::Input)?;
+                .map_err(|e| Error::Input(e.to_string()))?;
+            manifest::check_yaml_nesting(&text, &origin)
+                .map_err(|e| Error::Input(e.to_string()))?;
             Ok(heuristics::Rules::parse(&text, &origin)?)
         }
     }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use collector::{
-    encode, ChainClock, JsonlSink, PgRecord, Pipeline, PipelineConfig, ProbeTable, ProcCache, Sink,
+    encode, ChainClock, JsonlSink, PgRecord, Pipeline, PipelineConfig, ProbeTable, Sink,
     RECORD_SIZE,
 };
 use sink_clickhouse::{ClickhouseSink, Endpoint, SinkOptions};
@@ -113,7 +113,6 @@ fn run(windows: usize, sink: Option<SinkOptions>, dir: &std::path::Path, flush: 
             seq_from_zero: true,
             derive_counters: true,
         },
-        ProcCache::disabled(),
     );
     let _ = std::fs::remove_dir_all(dir);
     let _ = std::fs::create_dir_all(dir);
@@ -131,7 +130,7 @@ fn run(windows: usize, sink: Option<SinkOptions>, dir: &std::path::Path, flush: 
         let k = std::sync::Arc::new(pipe.derived());
         let mut s = pipe.snapshot(&k, SystemTime::now(), w + 1 == windows);
         if let Some(c) = &mut ch {
-            s.clickhouse = Some(c.enqueue(&s).expect("spool"));
+            s.sinks = vec![c.enqueue(&s).expect("spool").sink_status(0)];
         }
         jsonl.write(&s).expect("jsonl");
         rss.push(rss_kib());

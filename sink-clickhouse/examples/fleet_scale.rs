@@ -15,9 +15,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use collector::{
-    encode, ChainClock, PgRecord, Pipeline, PipelineConfig, ProbeTable, ProcCache, RECORD_SIZE,
-};
+use collector::{encode, ChainClock, PgRecord, Pipeline, PipelineConfig, ProbeTable, RECORD_SIZE};
 use sink_clickhouse::{ClickhouseSink, Endpoint, SinkOptions};
 
 const WINDOW_S: u64 = 5;
@@ -143,7 +141,6 @@ fn start_fleet(endpoint: &Endpoint, hosts: usize, dir: &std::path::Path) -> Vec<
                     seq_from_zero: true,
                     derive_counters: true,
                 },
-                ProcCache::disabled(),
             );
             let sink = ClickhouseSink::start(SinkOptions {
                 endpoint: endpoint.clone(),

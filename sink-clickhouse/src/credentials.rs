@@ -17,7 +17,11 @@ const MAX_PASSWORD_BYTES: u64 = 4096;
 
 /// The password: from `file` when given, else the systemd credential when the unit has one,
 /// else none (empty).
-pub fn read_password(file: Option<&Path>) -> Result<String, String> {
+pub fn read_password(file: Option<&Path>) -> Result<String, crate::ClickhouseError> {
+    read_password_text(file).map_err(crate::ClickhouseError::Password)
+}
+
+fn read_password_text(file: Option<&Path>) -> Result<String, String> {
     if let Some(f) = file {
         return read_secret_file(f, "--clickhouse-password-file");
     }
@@ -101,11 +105,20 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("mkdir");
         let ok = write(&dir, "ok", b"s3cret-Mark\n", 0o600);
-        assert_eq!(read_password(Some(&ok)), Ok("s3cret-Mark".into()));
+        assert_eq!(
+            read_password(Some(&ok)).ok().as_deref(),
+            Some("s3cret-Mark")
+        );
         let crlf = write(&dir, "crlf", b"s3cret-Mark\r\n", 0o400);
-        assert_eq!(read_password(Some(&crlf)), Ok("s3cret-Mark".into()));
+        assert_eq!(
+            read_password(Some(&crlf)).ok().as_deref(),
+            Some("s3cret-Mark")
+        );
         let bare = write(&dir, "bare", b"s3cret-Mark", 0o600);
-        assert_eq!(read_password(Some(&bare)), Ok("s3cret-Mark".into()));
+        assert_eq!(
+            read_password(Some(&bare)).ok().as_deref(),
+            Some("s3cret-Mark")
+        );
         let fifo = dir.join("fifo");
         let c = std::ffi::CString::new(fifo.display().to_string()).expect("path");
         // SAFETY: a valid NUL-terminated path.
@@ -127,7 +140,9 @@ mod tests {
             (dir.clone(), "not a regular file"),
             (dir.join("missing"), "No such file"),
         ] {
-            let e = read_password(Some(&p)).expect_err(&p.display().to_string());
+            let e = read_password(Some(&p))
+                .expect_err(&p.display().to_string())
+                .to_string();
             assert!(e.contains(want), "{}: {e}", p.display());
             assert!(e.starts_with("--clickhouse-password-file "), "{e}");
             assert!(e.contains(&p.display().to_string()), "{e}");

@@ -83,17 +83,15 @@ impl Endpoint {
     /// ([`crate::read_password`]); a URL carrying one, and `$PROBEGEN_CLICKHOUSE_PASSWORD`, are
     /// refused (argv and the environment are readable by others), and no message shows the
     /// URL's userinfo.
-    pub fn parse(url: &str, timeout: Duration) -> Result<Self, String> {
+    pub fn parse(url: &str, timeout: Duration) -> Result<Self, crate::ClickhouseError> {
         if std::env::var_os(PASSWORD_ENV).is_some() {
-            return Err(format!(
-                "${PASSWORD_ENV} is set: the password is not read from the environment; put it \
-                 in --clickhouse-password-file FILE (mode 0600) or the systemd credential \
-                 `{}`, and unset the variable",
-                crate::PASSWORD_CREDENTIAL
-            ));
+            return Err(crate::ClickhouseError::PasswordInEnvironment {
+                env: PASSWORD_ENV,
+                credential: crate::PASSWORD_CREDENTIAL,
+            });
         }
         let user = std::env::var(USER_ENV).ok().filter(|v| !v.is_empty());
-        Self::parse_with(url, timeout, user, None)
+        Self::parse_with(url, timeout, user, None).map_err(crate::ClickhouseError::Url)
     }
 
     /// The password (from a file or credential, never the URL).

@@ -8,7 +8,7 @@
 //! removes a batch once every table took it; a failure leaves it first in line and the thread
 //! retries with a backoff. The collection loop never waits for the network.
 //!
-//! Loss is counted, never silent ([`SinkStatus`]): a batch dropped past the spool limit, one
+//! Loss is counted, never silent ([`SpoolStatus`]): a batch dropped past the spool limit, one
 //! set aside in the spool's quarantine (not what was spooled, or rows ClickHouse refuses while
 //! it takes the others), a snapshot the spool could not take (disk full, larger than the
 //! limit). A request has one deadline (`--clickhouse-timeout`, answer included) and a stop
@@ -19,6 +19,7 @@
 //! in fact succeed collapses on merge (`FINAL` gives exact counts before).
 
 mod credentials;
+mod error;
 mod fsdir;
 mod http;
 mod log;
@@ -26,6 +27,7 @@ mod rows;
 mod schema;
 mod sender;
 mod spool;
+mod status;
 mod version;
 
 use std::path::{Path, PathBuf};
@@ -33,15 +35,17 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use collector::{ChainClock, Sink, SinkError, SinkReport, SinkStatus, Snapshot};
+use collector::{ChainClock, Sink, SinkError, SinkStatus, Snapshot};
 
 pub use credentials::{read_password, PASSWORD_CREDENTIAL};
+pub use error::ClickhouseError;
 pub use http::Endpoint;
 use log::note;
 use rows::{BatchKey, PidJobs};
 pub use schema::{ddl, statements, upgrade, SchemaOptions};
 use sender::{send_loop, Queue, State};
 use spool::Spool;
+pub use status::{SpoolStatus, PEAK_BATCHES, PEAK_BYTES, SINK_NAME};
 pub use version::ServerVersion;
 
 #[derive(Debug, Clone)]
@@ -92,12 +96,15 @@ pub struct ClickhouseSink {
     last_row: Option<(u64, u64)>,
     /// the start of the first window no row covers yet (idle windows skipped since)
     uncovered_since: Option<u64>,
+    /// the spool's limit, shown with its status
+    spool_limit_bytes: u64,
 }
 
 impl ClickhouseSink {
     /// Opens the spool (batches of an earlier run are sent first) and starts the sender.
-    pub fn start(o: SinkOptions) -> Result<Self, String> {
-        let spool = Spool::open(&o.spool_dir, o.spool_limit_bytes)?;
+    pub fn start(o: SinkOptions) -> Result<Self, ClickhouseError> {
+        let spool =
+            Spool::open(&o.spool_dir, o.spool_limit_bytes).map_err(ClickhouseError::Spool)?;
         if spool.batches() > 0 {
             eprintln!(
                 "probegen collect: clickhouse: {} batches ({} bytes) left in {} by an earlier run: sending them first",
@@ -108,7 +115,7 @@ impl ClickhouseSink {
         }
         let mut state = State {
             spool,
-            status: SinkStatus::default(),
+            status: SpoolStatus::default(),
             stop: false,
             flush_until: None,
             last_error: None,
@@ -124,7 +131,7 @@ impl ClickhouseSink {
         let sender = std::thread::Builder::new()
             .name("probegen-clickhouse".into())
             .spawn(move || send_loop(&q2, &endpoint, min_b, max_b))
-            .map_err(|e| format!("clickhouse sender thread: {e}"))?;
+            .map_err(ClickhouseError::Thread)?;
         Ok(ClickhouseSink {
             queue,
             sender: Some(sender),
@@ -135,6 +142,7 @@ impl ClickhouseSink {
             heartbeat: o.heartbeat,
             last_row: None,
             uncovered_since: None,
+            spool_limit_bytes: o.spool_limit_bytes,
         })
     }
 
@@ -145,7 +153,7 @@ impl ClickhouseSink {
     /// An idle window (no record, chain, counter, loss or decode error; not the final one) is
     /// not a batch unless the heartbeat is due: the next row's `window_start_ns` is then the
     /// first uncovered window's start, so the rows' windows still add up to the time reported.
-    pub fn enqueue(&mut self, snap: &Snapshot) -> Result<SinkStatus, String> {
+    pub fn enqueue(&mut self, snap: &Snapshot) -> Result<SpoolStatus, ClickhouseError> {
         let mut st = self.queue.lock();
         let end = snap.window.end_unix_ns;
         let quiet = snap.idle
@@ -221,7 +229,7 @@ impl ClickhouseSink {
         Ok(status)
     }
 
-    pub fn status(&self) -> SinkStatus {
+    pub fn status(&self) -> SpoolStatus {
         self.queue.lock().status.clone()
     }
 
@@ -233,7 +241,7 @@ impl ClickhouseSink {
 
     /// Sends what is spooled for at most `flush`, then stops the sender; what is left stays
     /// in the spool for the next run. Returns the final status.
-    pub fn finish(&mut self, flush: Duration) -> SinkStatus {
+    pub fn finish(&mut self, flush: Duration) -> SpoolStatus {
         {
             let mut st = self.queue.lock();
             st.stop = true;
@@ -272,23 +280,24 @@ impl ClickhouseSink {
 
 impl Sink for ClickhouseSink {
     fn name(&self) -> &str {
-        "clickhouse"
+        SINK_NAME
     }
 
     fn write(&mut self, snap: &Snapshot) -> Result<Option<SinkStatus>, SinkError> {
-        self.enqueue(snap).map(Some).map_err(SinkError::Spool)
+        let limit = self.spool_limit_bytes;
+        self.enqueue(snap)
+            .map(|s| Some(s.sink_status(limit)))
+            .map_err(|e| SinkError::Spool(Box::new(e)))
     }
 
     fn status(&self) -> Option<SinkStatus> {
-        Some(ClickhouseSink::status(self))
+        Some(ClickhouseSink::status(self).sink_status(self.spool_limit_bytes))
     }
 
-    fn finish(&mut self, flush: Duration) -> Option<SinkReport> {
+    fn finish(&mut self, flush: Duration) -> Option<SinkStatus> {
         let peak = self.spool_peak();
-        Some(SinkReport {
-            status: ClickhouseSink::finish(self, flush),
-            peak,
-        })
+        let done = ClickhouseSink::finish(self, flush).sink_status(self.spool_limit_bytes);
+        Some(status::with_peak(done, peak))
     }
 }
 

@@ -812,7 +812,7 @@ pub(crate) fn frame_v2(seq: u64, bodies: &[Vec<u8>; TABLES_BEFORE_V3]) -> Vec<u8
 #[allow(clippy::too_many_lines)]
 mod tests {
     use super::*;
-    use collector::{KernelTotals, PgRecord, Pipeline, PipelineConfig, ProbeTable, ProcCache};
+    use collector::{KernelTotals, PgRecord, Pipeline, PipelineConfig, ProbeTable};
     use std::time::{Duration, SystemTime};
 
     fn rec(probe: u32, err: i32, ts_ns: u64, seq: u64) -> PgRecord {
@@ -846,7 +846,6 @@ mod tests {
                 seq_from_zero: false,
                 ..Default::default()
             },
-            ProcCache::disabled(),
         );
         for r in [rec(1, 14, 1_000, 0), rec(0, 14, 2_000, 1)] {
             p.ingest(&collector::encode(&r));

@@ -295,8 +295,8 @@ fn check(o: &SchemaOptions) -> Result<(), String> {
 }
 
 /// The DDL, statements separated by `;\n\n` (feed it to `clickhouse-client --multiquery`).
-pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
-    check(o)?;
+pub fn ddl(o: &SchemaOptions) -> Result<String, crate::ClickhouseError> {
+    check(o).map_err(crate::ClickhouseError::Schema)?;
     let db = &o.database;
     let mut s = String::new();
     s.push_str(&format!(
@@ -370,7 +370,7 @@ pub fn ddl(o: &SchemaOptions) -> Result<String, String> {
 /// of it), one `ALTER` per version, the newest first: on a server without `ADD COLUMN IF NOT
 /// EXISTS` a table that has some of them stops the run at the first version it already has,
 /// after the newer ones were added.
-pub fn upgrade(o: &SchemaOptions) -> Result<String, String> {
+pub fn upgrade(o: &SchemaOptions) -> Result<String, crate::ClickhouseError> {
     let full = ddl(o)?;
     let db = &o.database;
     let if_not = o.server.has_add_column_if_not_exists();
@@ -531,7 +531,7 @@ mod tests {
             buffer: false,
             server: ServerVersion::DEBIAN_BOOKWORM,
         })
-        .is_err_and(|e| e.contains("19.6")));
+        .is_err_and(|e| e.to_string().contains("19.6")));
         assert_eq!(
             d.matches("TTL time + INTERVAL 90 DAY").count(),
             TABLES.len()

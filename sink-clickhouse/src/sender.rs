@@ -13,13 +13,12 @@ use std::ops::Range;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use collector::SinkStatus;
-
 use crate::http::{Endpoint, SendError};
 use crate::log::note;
 use crate::rows;
 use crate::schema::{self, BUFFER_SUFFIX};
 use crate::spool::{Entry, Spool, ALL_TABLES};
+use crate::status::SpoolStatus;
 use crate::version::{InsertMode, ServerVersion};
 
 /// Batches sent together at most (a backlog after an outage): one insert per table for all
@@ -33,7 +32,7 @@ const VERSION_RETRY: Duration = Duration::from_secs(60);
 
 pub(crate) struct State {
     pub(crate) spool: Spool,
-    pub(crate) status: SinkStatus,
+    pub(crate) status: SpoolStatus,
     pub(crate) stop: bool,
     /// after `stop`: give up sending at this instant
     pub(crate) flush_until: Option<Instant>,

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use collector::{
-    AttachStatus, JsonlSink, KernelTotals, Pipeline, PipelineConfig, ProbeTable, ProcCache, Sink,
+    AttachStatus, JsonlSink, KernelTotals, Pipeline, PipelineConfig, ProbeTable, Sink,
 };
 use sink_prometheus::PrometheusSink;
 
@@ -34,7 +34,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             seq_from_zero: true,
             derive_counters: false,
         },
-        ProcCache::disabled(),
     );
     pipe.set_attached(
         table

@@ -8,8 +8,9 @@
 //! `probegen_probe_attached` (1/0), `probegen_records_total` (kept in snapshots),
 //! `probegen_userspace_drops_total`; unlabelled: `probegen_ring_drops_total` (kernel ring
 //! buffer full), `probegen_decode_errors_total`, `probegen_seq_gaps_total`,
-//! `probegen_sink_errors_total`, `probegen_snapshots_total`; with ClickHouse the spool's
-//! counters and gauges (`probegen_clickhouse_*`); `probegen_chains_total{owner,module,origin,errno}`
+//! `probegen_sink_errors_total`, `probegen_snapshots_total`; per sink that has a state (the
+//! ClickHouse spool, any sink the embedder adds) `probegen_sink_*{sink="NAME"}` ([`sinks`]);
+//! `probegen_chains_total{owner,module,origin,errno}`
 //! and `probegen_kernel_info{kernel}` (the tickets by spread). Every counter of something lost has an alert
 //! in `deploy/prometheus/probegen-rules.yml` (`tests/hostile_metrics.rs` holds it).
 //!
@@ -18,6 +19,7 @@
 
 mod label;
 mod server;
+mod sinks;
 mod waiting;
 
 pub use waiting::{NoSet, RunningSet};
@@ -50,10 +52,8 @@ struct MetricsInput<'a> {
     pub snapshots: u64,
     /// chains reported so far, per (owner, origin probe id, origin errno)
     pub chains: &'a std::collections::BTreeMap<(Owner, u32, u32, bool), u64>,
-    /// the ClickHouse sink (with `--clickhouse`)
-    pub clickhouse: Option<SinkStatus>,
-    /// the spool's limit (`--clickhouse-spool-bytes`), when the embedder says it
-    pub spool_limit_bytes: Option<u64>,
+    /// the sinks that have a state (the ClickHouse spool)
+    pub sinks: &'a [SinkStatus],
     /// end of the last snapshot's window (0: none yet)
     pub last_snapshot_unix_ns: u64,
     /// what the agent costs (live)
@@ -194,9 +194,7 @@ fn render(m: &MetricsInput<'_>) -> String {
         m.last_snapshot_unix_ns / 1_000_000_000,
         m.last_snapshot_unix_ns % 1_000_000_000 / 1_000_000
     );
-    if let Some(c) = &m.clickhouse {
-        render_clickhouse(&mut o, c, m.spool_limit_bytes);
-    }
+    sinks::render_sinks(&mut o, m.sinks);
     if let Some(a) = &m.agent {
         render_cost(&mut o, a);
     }
@@ -305,75 +303,6 @@ fn render_attached(o: &mut String, m: &MetricsInput<'_>, labels: &[String]) {
     }
 }
 
-fn render_clickhouse(o: &mut String, c: &SinkStatus, spool_limit_bytes: Option<u64>) {
-    for (name, kind, help, v) in [
-        (
-            "probegen_clickhouse_batches_sent_total",
-            "counter",
-            "Snapshot batches ClickHouse took.",
-            c.sent_batches,
-        ),
-        (
-            "probegen_clickhouse_records_sent_total",
-            "counter",
-            "Record rows ClickHouse took.",
-            c.sent_records,
-        ),
-        (
-            "probegen_clickhouse_send_errors_total",
-            "counter",
-            "Failed ClickHouse send attempts.",
-            c.send_errors,
-        ),
-        (
-            "probegen_clickhouse_spool_dropped_total",
-            "counter",
-            "Batches dropped, oldest first, past the spool limit.",
-            c.spool_dropped,
-        ),
-        (
-            "probegen_clickhouse_quarantined_batches_total",
-            "counter",
-            "Batches set aside unsent (unreadable, or refused by the server for good).",
-            c.quarantined_batches,
-        ),
-        (
-            "probegen_clickhouse_unspooled_batches_total",
-            "counter",
-            "Snapshots that never reached the spool (write failed).",
-            c.unspooled_batches,
-        ),
-        (
-            "probegen_clickhouse_lost_records_total",
-            "counter",
-            "Record rows ClickHouse will never hold (dropped, quarantined or unspooled batches).",
-            c.lost_records,
-        ),
-        (
-            "probegen_clickhouse_spool_batches",
-            "gauge",
-            "Batches waiting in the on-disk spool.",
-            c.spool_batches,
-        ),
-        (
-            "probegen_clickhouse_spool_bytes",
-            "gauge",
-            "Bytes waiting in the on-disk spool.",
-            c.spool_bytes,
-        ),
-    ] {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
-    }
-    if let Some(limit) = spool_limit_bytes {
-        let name = "probegen_clickhouse_spool_limit_bytes";
-        let _ = writeln!(
-            o,
-            "# HELP {name} The spool's limit: past it the oldest batches are dropped.\n\
-             # TYPE {name} gauge\n{name} {limit}"
-        );
-    }
-}
-
 /// `probegen_chains_total{owner,module,origin,errno,expected}`: failure chains by who gets the
 /// ticket, the origin's module and function, the origin's errno and whether the baseline found
 /// the failure expected (`false` without `--baseline`; one series per distinct label set; the
@@ -433,8 +362,7 @@ struct MetricsState {
     pub seq_gaps: u64,
     pub snapshots: u64,
     pub chains: Arc<std::collections::BTreeMap<(Owner, u32, u32, bool), u64>>,
-    pub clickhouse: Option<SinkStatus>,
-    pub spool_limit_bytes: Option<u64>,
+    pub sinks: Vec<SinkStatus>,
     pub last_snapshot_unix_ns: u64,
     pub agent: Option<AgentCost>,
     pub release: String,
@@ -461,7 +389,7 @@ impl MetricsState {
         self.seq_gaps += s.seq_gaps;
         self.snapshots = t.snapshots;
         self.chains = t.chains.clone();
-        self.clickhouse.clone_from(&t.fleet);
+        self.sinks.clone_from(&t.sinks);
         self.last_snapshot_unix_ns = s.window.end_unix_ns;
         self.agent.clone_from(&s.agent);
         if self.release != s.kernel {
@@ -482,8 +410,7 @@ impl MetricsState {
             seq_gaps: self.seq_gaps,
             snapshots: self.snapshots,
             chains: &self.chains,
-            clickhouse: self.clickhouse.clone(),
-            spool_limit_bytes: self.spool_limit_bytes,
+            sinks: &self.sinks,
             last_snapshot_unix_ns: self.last_snapshot_unix_ns,
             agent: self.agent.clone(),
             release: &self.release,
@@ -547,12 +474,6 @@ impl PrometheusSink {
         self.addr
     }
 
-    /// Shows the ClickHouse spool's limit (`probegen_clickhouse_spool_limit_bytes`, next to
-    /// the spool's size): the sink's status does not carry it, the embedder's flag does.
-    pub fn show_spool_limit(&self, bytes: u64) {
-        self.set(|s| s.spool_limit_bytes = Some(bytes));
-    }
-
     fn set(&self, f: impl FnOnce(&mut MetricsState)) {
         if let Ok(mut page) = self.page.lock() {
             match &mut *page {
@@ -582,12 +503,12 @@ impl Sink for PrometheusSink {
         &mut self,
         table: &Arc<ProbeTable>,
         attached: &SharedPart<Vec<AttachStatus>>,
-        fleet: Option<SinkStatus>,
+        sinks: &[SinkStatus],
     ) {
         self.set(|s| {
             s.table = table.clone();
             s.attached = attached.clone();
-            s.clickhouse = fleet;
+            s.sinks = sinks.to_vec();
         });
     }
 
@@ -683,15 +604,25 @@ mod tests {
                 ((Owner::VendorDriver, 2, 22, true), 5),
             ]
             .into(),
-            clickhouse: Some(SinkStatus {
-                spool_batches: 2,
-                spool_dropped: 1,
-                quarantined_batches: 4,
-                unspooled_batches: 5,
+            sinks: &[SinkStatus {
+                sink: "clickhouse".into(),
                 lost_records: 6,
+                metrics: vec![
+                    collector::SinkMetric {
+                        name: "spool_batches",
+                        kind: collector::MetricKind::Gauge,
+                        help: "Batches waiting.",
+                        value: 2,
+                    },
+                    collector::SinkMetric {
+                        name: "spool_limit_bytes",
+                        kind: collector::MetricKind::Setting,
+                        help: "The limit.",
+                        value: 1000,
+                    },
+                ],
                 ..Default::default()
-            }),
-            spool_limit_bytes: Some(1000),
+            }],
             last_snapshot_unix_ns: 1_700_000_000_250_000_000,
             agent: Some(AgentCost {
                 cpu_ns: 1_500_000_001,
@@ -771,13 +702,10 @@ mod tests {
         assert!(s.contains("probegen_baseline_traces_dropped_total 6\n"));
         assert!(s.contains("probegen_baseline_jobs_differing 1\n"));
         assert!(!s.contains("shape=") && !s.contains("path="));
-        assert!(s.contains("probegen_clickhouse_spool_batches 2\n"));
-        assert!(s.contains("probegen_clickhouse_spool_dropped_total 1\n"));
-        assert!(s.contains("probegen_clickhouse_quarantined_batches_total 4\n"));
-        assert!(s.contains("probegen_clickhouse_unspooled_batches_total 5\n"));
-        assert!(s.contains("probegen_clickhouse_lost_records_total 6\n"));
-        assert!(s.contains("# TYPE probegen_clickhouse_spool_limit_bytes gauge\n"));
-        assert!(s.contains("probegen_clickhouse_spool_limit_bytes 1000\n"));
+        assert!(s.contains("probegen_sink_spool_batches{sink=\"clickhouse\"} 2\n"));
+        assert!(s.contains("probegen_sink_lost_records_total{sink=\"clickhouse\"} 6\n"));
+        assert!(s.contains("# TYPE probegen_sink_spool_limit_bytes gauge\n"));
+        assert!(s.contains("probegen_sink_spool_limit_bytes{sink=\"clickhouse\"} 1000\n"));
         assert!(s.contains("probegen_decode_errors_total 3\n"));
         assert!(s.contains("probegen_seq_gaps_total 2\n"));
         assert!(s.contains("probegen_last_snapshot_timestamp_seconds 1700000000.250\n"));

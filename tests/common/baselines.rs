@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use collector::{
     BaselineOut, Bifurcation, ChainClock, ChainNote, HandlerOut, PgRecord, Pipeline,
-    PipelineConfig, ProbeTable, ProcCache, ShapeOut, TraceCounts, LOG2_BUCKETS,
+    PipelineConfig, ProbeTable, ShapeOut, TraceCounts, LOG2_BUCKETS,
 };
 use sink_clickhouse::{ClickhouseSink, Endpoint, SinkOptions};
 
@@ -134,7 +134,6 @@ fn run(endpoint: &Endpoint, spool: &Path, host: &str, first: BaselineOut, last: 
             seq_from_zero: false,
             ..Default::default()
         },
-        ProcCache::disabled(),
     );
     p.set_origin(host, "6.12.117+deb12-amd64");
     let mut sink = ClickhouseSink::start(SinkOptions {

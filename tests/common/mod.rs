@@ -141,9 +141,7 @@ pub(crate) type Reach = BTreeMap<FnId, Option<(FnId, CallEdge)>>;
 
 pub(crate) fn reach_from(g: &CallGraph, entries: &[&str]) -> Reach {
     let names: Vec<String> = entries.iter().map(|s| s.to_string()).collect();
-    let ids = g
-        .entries(&names)
-        .unwrap_or_else(|n| panic!("entry `{n}` not in the graph"));
+    let ids = g.entries(&names).unwrap_or_else(|n| panic!("{n}"));
     g.reach(&ids)
 }
 

@@ -111,7 +111,7 @@ const MAX_PROBE_ID: u32 = manifest::MAX_PROBE_ID;
 impl ProbeTable {
     /// The table of a manifest file's text.
     pub fn from_manifest_text(text: &str, origin: &str) -> Result<Self, TableError> {
-        let m = Manifest::from_yaml(text, origin).map_err(TableError)?;
+        let m = Manifest::from_yaml(text, origin).map_err(|e| TableError(e.to_string()))?;
         let mut t = Self::from_manifest(&m)?;
         t.manifest_hash = manifest_hash(text.as_bytes());
         Ok(t)

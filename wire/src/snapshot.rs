@@ -54,9 +54,10 @@ pub struct Snapshot {
     /// the trace records' counts
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<BaselineOut>,
-    /// The ClickHouse sink's spool after this snapshot was queued (with `--clickhouse`)
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub clickhouse: Option<SinkStatus>,
+    /// The state of the sinks that have one (a spool) after this snapshot was queued, each
+    /// in the line under its sink's name
+    #[serde(flatten, serialize_with = "sinks_by_name")]
+    pub sinks: Vec<SinkStatus>,
     /// Nothing happened in this window: no record, no chain, no counter moved, no decode
     /// error, and it is not the final snapshot (its line need not be synced on its own)
     #[serde(skip)]
@@ -282,33 +283,111 @@ fn is_zero(v: &u64) -> bool {
     *v == 0
 }
 
-/// A sink's state as the snapshot (`clickhouse` field) and the exposition show it: a sink
-/// that spools (ClickHouse) reports what it sent and what waits.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// A sink's state as the snapshot's line and the exposition show it, filled by the sink
+/// ([`crate::Sink::status`]): the counters every sink that delivers somewhere has, and what
+/// only this sink has (a spool's size) as named metrics. The line carries it as an object
+/// under the sink's name (`"clickhouse":{"sent_batches":..,..}`); the exposition as
+/// `probegen_sink_<metric>{sink="NAME"}`. The collector names no sink: a new one fills this
+/// and appears in both.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SinkStatus {
-    /// batches the server took, this run
+    /// the sink's name ([`crate::Sink::name`]): its key in the line, its `sink` label
+    pub sink: String,
+    /// batches (snapshots) the destination took, this run
     pub sent_batches: u64,
-    /// rows of the `records` table in those batches
+    /// records in those batches
     pub sent_records: u64,
-    /// batches waiting in the spool (including this snapshot's)
-    pub spool_batches: u64,
-    pub spool_bytes: u64,
-    /// batches dropped (oldest first) past the spool limit, this run
-    pub spool_dropped: u64,
-    /// failed send attempts, this run
+    /// failed delivery attempts, this run
     pub send_errors: u64,
-    /// batches set aside in the spool's quarantine, this run: unreadable (torn, corrupt, not
-    /// a file) or refused by the server for good; kept for a person, never resent
-    pub quarantined_batches: u64,
-    /// snapshots that never reached the spool (the write failed: disk full, I/O error), this run
-    pub unspooled_batches: u64,
-    /// rows of the `records` table in batches dropped, quarantined or never spooled, this
-    /// run, as far as they could be counted: what ClickHouse will never hold
+    /// records the destination will never hold (dropped, set aside, never queued), this run,
+    /// as far as they could be counted
     pub lost_records: u64,
+    /// what only this sink has, in the order it shows them
+    pub metrics: Vec<SinkMetric>,
+}
+
+/// One value only some sinks have (a spool's batches, bytes, limit).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkMetric {
+    /// snake_case: the key in the line; `probegen_sink_<name>` in the exposition, with
+    /// `_total` for a counter
+    pub name: &'static str,
+    pub kind: MetricKind,
+    /// the exposition's `# HELP`
+    pub help: &'static str,
+    pub value: u64,
+}
+
+/// How a [`SinkMetric`] moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    /// only grows during a run
+    Counter,
+    /// goes up and down
+    Gauge,
+    /// a configured value (a limit): shown by the exposition, not carried in the line, which
+    /// keeps what changes
+    Setting,
+}
+
+impl SinkStatus {
+    /// The sink-specific metric `name`'s value.
+    pub fn metric(&self, name: &str) -> Option<u64> {
+        self.metrics
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.value)
+    }
+}
+
+/// Keys of the snapshot's own fields: a sink of that name would shadow one in the line, so
+/// the run refuses it.
+pub const SNAPSHOT_KEYS: &[&str] = &[
+    "host",
+    "kernel",
+    "manifest_hash",
+    "snapshot",
+    "final",
+    "window",
+    "agent",
+    "records",
+    "chains",
+    "counters",
+    "drops",
+    "seq_gaps",
+    "attached",
+    "errors",
+    "invariant",
+    "baseline",
+];
+
+impl Serialize for SinkStatus {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("sent_batches", &self.sent_batches)?;
+        map.serialize_entry("sent_records", &self.sent_records)?;
+        map.serialize_entry("send_errors", &self.send_errors)?;
+        map.serialize_entry("lost_records", &self.lost_records)?;
+        for m in &self.metrics {
+            if m.kind != MetricKind::Setting {
+                map.serialize_entry(m.name, &m.value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// The sinks' statuses as members of the snapshot's object, each under its sink's name.
+fn sinks_by_name<S: Serializer>(sinks: &[SinkStatus], s: S) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(sinks.len()))?;
+    for st in sinks {
+        map.serialize_entry(&st.sink, st)?;
+    }
+    map.end()
 }
 
 /// The run's cumulative counters as of a snapshot (not serialised: the exposition shows them).
-/// The run loop fills `sink_errors`, `snapshots` and `fleet` before the exposition reads them.
+/// The run loop fills `sink_errors`, `snapshots` and `sinks` before the exposition reads them.
 #[derive(Debug, Clone, Default)]
 pub struct Totals {
     pub kernel: Arc<KernelTotals>,
@@ -322,8 +401,8 @@ pub struct Totals {
     pub sink_errors: u64,
     /// snapshots written so far, this one included
     pub snapshots: u64,
-    /// the spooling sink's status after this snapshot (with `--clickhouse`)
-    pub fleet: Option<SinkStatus>,
+    /// the sinks' statuses after this snapshot was written everywhere but the expositions
+    pub sinks: Vec<SinkStatus>,
 }
 
 #[cfg(test)]

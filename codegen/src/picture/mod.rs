@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use analyzer::{CallGraph, EdgeKind};
 use manifest::Manifest;
 
-use svg::esc;
+use manifest::escape_html as esc;
 pub use view::{ChangeMarks, RemovedProbe};
 use view::{HandlerView, MAX_COLLAPSED, MAX_FULL};
 

@@ -12,6 +12,7 @@ use layout::core::geometry::{get_size_for_str, pad_shape_scalar, Point};
 use layout::core::style::{LineStyleKind, StyleAttr};
 use layout::std_shapes::shapes::{Arrow, Element, ShapeKind};
 use layout::topo::layout::VisualGraph;
+use manifest::escape_html as esc;
 use manifest::Layer;
 
 use super::view::{Mark, Node, NodeKind, View};
@@ -52,14 +53,6 @@ fn node_class(n: &Node) -> String {
 
 fn edge_class(kind: EdgeKind) -> String {
     format!("edge {}", kind.as_str())
-}
-
-/// `s` as HTML text or attribute value.
-pub(super) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// `view` as an `<svg>` element fitted to the page's width, at 70% of its size at least.

@@ -24,6 +24,7 @@ use wire::{KernelTotals, ProbeTable};
 use crate::error::CollectError;
 use crate::live::activity::{Activity, Failing};
 use crate::pipeline::Pipeline;
+use crate::procinfo::ProcCache;
 use crate::replay::{Header, Recorder};
 use crate::source::{Source, Step};
 use crate::warning::Warning;
@@ -68,6 +69,9 @@ pub(crate) struct LiveSource {
     table: std::sync::Arc<ProbeTable>,
     recorder: Option<Recorder<File>>,
     record_errors: u64,
+    /// the records' processes: their cgroup and job, from this host's `/proc` (the pipeline
+    /// reads no file)
+    procs: ProcCache,
     timing: Timing,
     deadline: Option<Instant>,
     next_window: Instant,
@@ -271,6 +275,7 @@ impl LiveSource {
         timing: Timing,
         record: Option<(PathBuf, Header)>,
         control: Option<Control>,
+        procs: ProcCache,
     ) -> Result<Self, CollectError> {
         let recorder = match record {
             Some((p, header)) => Some(
@@ -318,6 +323,7 @@ impl LiveSource {
             modules: ModuleWatch::new(&table),
             table,
             control,
+            procs,
         })
     }
 
@@ -399,7 +405,8 @@ impl LiveSource {
                     self.held.push(sample);
                     continue;
                 }
-                pipe.ingest(sample);
+                let procs = &mut self.procs;
+                pipe.ingest_with(sample, |r| procs.lookup(r.pid, &r.comm, r.cgroup_id));
                 if let Some(r) = &mut self.recorder {
                     if r.record(sample).is_err() {
                         self.record_errors += 1;

@@ -36,6 +36,8 @@ use serde::{Deserialize, Serialize};
 
 use wire::{hex, unhex, KernelTotals, RECORD_SIZE};
 
+use crate::error::ReplayError;
+
 pub(crate) const REPLAY_SCHEMA: &str = "probegen/v1";
 
 /// Longest JSONL line read: a record line is 203 bytes, a counters line for every probe of
@@ -140,17 +142,6 @@ struct Line {
     counters: Option<CountersJson>,
     #[serde(default)]
     replay: Option<String>,
-}
-
-/// Why a replay file cannot be read (the CLI prefixes `replay FILE: `).
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    #[error("{0}")]
-    Io(#[from] io::Error),
-    #[error("raw replay: {bytes} trailing bytes at offset {offset}")]
-    TrailingBytes { bytes: usize, offset: u64 },
-    #[error("line {line}: {reason}")]
-    Line { line: usize, reason: String },
 }
 
 /// A counters key that is not a probe id (or `probe:errno`).

@@ -4,6 +4,6 @@
 pub(crate) mod file;
 pub(crate) mod source;
 
-pub use file::{read, ReplayError};
+pub use file::read;
 pub(crate) use file::{Header, Recorder, REPLAY_SCHEMA};
 pub(crate) use source::{sleep_unless_stopped, ReplayOptions, ReplaySource};

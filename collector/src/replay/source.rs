@@ -12,6 +12,7 @@ use wire::KernelTotals;
 
 use crate::error::CollectError;
 use crate::pipeline::Pipeline;
+use crate::procinfo::ProcCache;
 use crate::source::{Source, Step};
 use crate::warning::Warning;
 
@@ -30,6 +31,7 @@ pub(crate) struct ReplaySource {
     last: Option<KernelTotals>,
     /// what the run has not yet reported
     warnings: Vec<Warning>,
+    procs: ProcCache,
 }
 
 /// How a replay is played out.
@@ -38,6 +40,8 @@ pub(crate) struct ReplayOptions {
     pub window: usize,
     pub pace: Option<Duration>,
     pub linger: Option<Duration>,
+    /// the processes of the records (`--proc-root`: a recorded job's; disabled by default)
+    pub procs: ProcCache,
 }
 
 impl ReplaySource {
@@ -59,6 +63,7 @@ impl ReplaySource {
             window: o.window,
             pace: o.pace,
             linger: o.linger,
+            procs: o.procs,
             since_window: 0,
             last: None,
             warnings: Vec::new(),
@@ -88,7 +93,8 @@ impl Source for ReplaySource {
                 Step::Continue
             }
             Some(Event::Record(b)) => {
-                pipe.ingest(b);
+                let procs = &mut self.procs;
+                pipe.ingest_with(b, |r| procs.lookup(r.pid, &r.comm, r.cgroup_id));
                 self.since_window += 1;
                 if self.last.is_none() && self.window > 0 && self.since_window >= self.window {
                     self.since_window = 0;

@@ -39,10 +39,8 @@ pub struct Summary {
     pub attached: usize,
     pub probes: usize,
     pub signal: Option<i32>,
-    /// the ClickHouse sink at exit (with `--clickhouse`)
-    pub clickhouse: Option<wire::SinkStatus>,
-    /// the spool's largest size this run: (bytes, batches)
-    pub spool_peak: Option<(u64, usize)>,
+    /// the final state of each sink that has one (a spool), in the sinks' order
+    pub sinks: Vec<wire::SinkStatus>,
 }
 
 fn host_name() -> String {
@@ -64,10 +62,8 @@ fn summary(
     inv_ok: bool,
     flush: Duration,
 ) -> Summary {
-    let report = outputs.finish(flush);
     Summary {
-        spool_peak: report.as_ref().map(|r| r.peak),
-        clickhouse: report.map(|r| r.status),
+        sinks: outputs.finish(flush),
         snapshots: outputs.snapshots,
         received: pipe.received_totals().iter().sum(),
         dropped_kernel: k.drops,
@@ -88,7 +84,7 @@ pub fn run(opts: &Options, hooks: &mut dyn Hooks) -> Result<Summary, CollectErro
         manifest::MAX_MANIFEST_BYTES,
         manifest::MANIFEST_WHAT,
     )
-    .map_err(CollectError::Manifest)?;
+    .map_err(manifest::ManifestError::from)?;
     let table = Arc::new(
         ProbeTable::from_manifest_text(&text, &opts.manifest.display().to_string())
             .map_err(|e| CollectError::Manifest(e.0))?,
@@ -202,7 +198,14 @@ fn open_outputs(
     clock: ChainClock,
     hooks: &mut dyn Hooks,
 ) -> Result<Outputs, CollectError> {
-    let (expositions, fleet) = hooks.sinks(clock)?.into_iter().partition(|s| s.exposes());
+    let sinks = hooks.sinks(clock)?;
+    if let Some(s) = sinks
+        .iter()
+        .find(|s| wire::SNAPSHOT_KEYS.contains(&s.name()))
+    {
+        return Err(CollectError::SinkName(s.name().to_string()));
+    }
+    let (expositions, fleet) = sinks.into_iter().partition(|s| s.exposes());
     Ok(Outputs {
         fleet,
         jsonl,
@@ -227,6 +230,7 @@ fn run_replay(
             window: opts.replay_window,
             pace: opts.replay_pace,
             linger: opts.linger,
+            procs: proc_cache(opts, None),
         },
     )?;
     let mut pipe = Pipeline::new(
@@ -238,7 +242,6 @@ fn run_replay(
             seq_from_zero: false,
             derive_counters: true,
         },
-        proc_cache(opts, None),
     );
     pipe.set_attached(Vec::new());
     let mut outputs = open_outputs(jsonl, ChainClock::LastRecord, hooks)?;
@@ -332,7 +335,6 @@ fn run_live(
             seq_from_zero: true,
             derive_counters: false,
         },
-        proc_cache(opts, Some(PathBuf::from("/sys/fs/cgroup"))),
     );
     pipe.set_attached(loaded.attached.clone());
     for w in enable_baseline(opts, &loaded, &mut pipe) {
@@ -347,11 +349,12 @@ fn run_live(
         idle_wait: opts.idle_wait,
         duration: opts.duration,
     };
-    let mut source = LiveSource::new(loaded, table, timing, record, control)?;
+    let procs = proc_cache(opts, Some(PathBuf::from("/sys/fs/cgroup")));
+    let mut source = LiveSource::new(loaded, table, timing, record, control, procs)?;
     let mut outputs = open_outputs(jsonl, ChainClock::Monotonic, hooks)?;
-    let fleet = outputs.fleet_status();
+    let statuses = outputs.statuses();
     for s in outputs.fleet.iter_mut().chain(&mut outputs.expositions) {
-        s.start(pipe.table(), pipe.attached_shared(), fleet.clone());
+        s.start(pipe.table(), pipe.attached_shared(), &statuses);
     }
     pipe.start_window(SystemTime::now());
     collect(&mut source, &mut pipe, &mut outputs, hooks, opts.sink_flush)

@@ -1,6 +1,6 @@
-//! The run's sinks in their order: the sinks the embedder adds (a spool first: its status goes
-//! into the snapshot's line), the JSONL file, then the expositions (they show the counts after
-//! this snapshot). The loop counts the sinks' errors here.
+//! The run's sinks in their order: the sinks the embedder adds (a spool first: their statuses
+//! go into the snapshot's line), the JSONL file, then the expositions (they show the counts
+//! after this snapshot). The loop counts the sinks' errors here.
 
 use std::time::Duration;
 
@@ -8,7 +8,7 @@ use super::hooks::{Event, Hooks};
 use wire::{SinkStatus, Snapshot};
 
 use crate::sinks::jsonl::JsonlSink;
-use crate::sinks::{Sink, SinkReport};
+use crate::sinks::Sink;
 use crate::warning::Warning;
 
 /// Chains logged on stderr per snapshot (all of them are in the snapshot).
@@ -26,9 +26,12 @@ pub(crate) struct Outputs {
 }
 
 impl Outputs {
-    /// The state of the sinks the snapshot carries (the last that has one).
-    pub(crate) fn fleet_status(&self) -> Option<SinkStatus> {
-        self.fleet.iter().rev().find_map(|s| s.status())
+    /// The state of the sinks that have one, in their order.
+    pub(crate) fn statuses(&self) -> Vec<SinkStatus> {
+        self.fleet
+            .iter()
+            .filter_map(|s| named(&**s, s.status()))
+            .collect()
     }
 
     /// Writes `snap` to every sink in order; an error is counted and reported, never fatal.
@@ -43,7 +46,7 @@ impl Outputs {
             });
         }
         snap.errors.sink = self.errors;
-        let mut carried = None;
+        let mut carried = Vec::new();
         for i in 0..self.fleet.len() {
             // spooled (durable) before the JSONL line: its status names this snapshot's batch
             let status = match self.fleet[i].write(snap) {
@@ -54,11 +57,9 @@ impl Outputs {
                     self.fleet[i].status()
                 }
             };
-            carried = status.or(carried);
+            carried.extend(named(&*self.fleet[i], status));
         }
-        if !self.fleet.is_empty() {
-            snap.clickhouse = carried;
-        }
+        snap.sinks = carried;
         crate::timings::mark("log+clickhouse");
         if crate::stop::take_reopen() {
             self.jsonl.file.reopen();
@@ -76,7 +77,7 @@ impl Outputs {
         self.snapshots += 1;
         snap.totals.sink_errors = self.errors;
         snap.totals.snapshots = self.snapshots;
-        snap.totals.fleet = self.fleet_status();
+        snap.totals.sinks = self.statuses();
         for i in 0..self.expositions.len() {
             if let Err(error) = self.expositions[i].write(snap) {
                 self.errors += 1;
@@ -101,12 +102,23 @@ impl Outputs {
         });
     }
 
-    /// Ends the sinks that queue (within `flush`); the last one's final state.
-    pub(crate) fn finish(&mut self, flush: Duration) -> Option<SinkReport> {
-        let mut last = None;
+    /// Ends the sinks that queue (within `flush`); the final states of those that have one.
+    pub(crate) fn finish(&mut self, flush: Duration) -> Vec<SinkStatus> {
+        let mut done = Vec::new();
         for s in &mut self.fleet {
-            last = s.finish(flush).or(last);
+            let status = s.finish(flush);
+            done.extend(named(&**s, status));
         }
-        last
+        done
     }
+}
+
+/// `status` under its sink's name (the line's key and the label are the name the run knows).
+fn named(sink: &dyn Sink, status: Option<SinkStatus>) -> Option<SinkStatus> {
+    status.map(|mut st| {
+        if st.sink != sink.name() {
+            st.sink = sink.name().to_string();
+        }
+        st
+    })
 }

@@ -32,7 +32,7 @@ struct RestKey {
     seq_gaps: u64,
     errors: Errors,
     invariant: Invariant,
-    clickhouse: Option<SinkStatus>,
+    sinks: Vec<SinkStatus>,
     baseline: Option<BaselineOut>,
 }
 
@@ -46,7 +46,7 @@ impl RestKey {
             seq_gaps: s.seq_gaps,
             errors: s.errors.clone(),
             invariant: s.invariant.clone(),
-            clickhouse: s.clickhouse.clone(),
+            sinks: s.sinks.clone(),
             baseline: s.baseline.clone(),
         })
     }
@@ -61,7 +61,7 @@ impl RestKey {
             && self.seq_gaps == s.seq_gaps
             && self.errors == s.errors
             && self.invariant == s.invariant
-            && self.clickhouse == s.clickhouse
+            && self.sinks == s.sinks
             && self.baseline == s.baseline
     }
 }
@@ -178,8 +178,8 @@ impl LineCache {
         if let Some(b) = &s.baseline {
             field(v, "baseline", b)?;
         }
-        if let Some(c) = &s.clickhouse {
-            field(v, "clickhouse", c)?;
+        for st in &s.sinks {
+            field(v, &st.sink, st)?;
         }
         v.extend_from_slice(b"}\n");
         Ok(())
@@ -234,7 +234,17 @@ mod tests {
             }
             let mut s = p.snapshot(k, SystemTime::now(), i == 4);
             if i == 3 {
-                s.clickhouse = Some(SinkStatus::default());
+                s.sinks = vec![SinkStatus {
+                    sink: "spool".into(),
+                    sent_batches: 2,
+                    metrics: vec![wire::SinkMetric {
+                        name: "spool_bytes",
+                        kind: wire::MetricKind::Gauge,
+                        help: "h",
+                        value: 9,
+                    }],
+                    ..SinkStatus::default()
+                }];
             }
             if i >= 2 {
                 s.agent = Some(wire::AgentCost {

@@ -9,4 +9,4 @@ pub(crate) mod jsonl;
 pub(crate) mod line;
 pub(crate) mod sink;
 
-pub use sink::{Sink, SinkError, SinkReport};
+pub use sink::{Sink, SinkError};
