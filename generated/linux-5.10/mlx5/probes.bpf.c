@@ -19,7 +19,7 @@
  * Build: clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu
  *        -I<directory of probegen.bpf.h> -c
  */
-#define PG_NPROBES 69
+#define PG_NPROBES 78
 #include "probegen.bpf.h"
 
 /* 10: mlx5_ib:create_raw_packet_qp_tis (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1167)

@@ -19,7 +19,7 @@
  * Build: clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu
  *        -I<directory of probegen.bpf.h> -c
  */
-#define PG_NPROBES 54
+#define PG_NPROBES 62
 #include "probegen.bpf.h"
 
 /* 12: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1638)

@@ -19,7 +19,10 @@
  * Build: clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu
  *        -I<directory of probegen.bpf.h> -c
  */
-#define PG_NPROBES 66
+#define PG_NPROBES 75
+#define PG_DATA_PLANE 1
+/* enumerators the data-plane filters compare with (values: the running kernel's, by CO-RE) */
+enum ib_event_type { IB_EVENT_CQ_ERR, IB_EVENT_QP_FATAL, IB_EVENT_QP_REQ_ERR, IB_EVENT_QP_ACCESS_ERR, IB_EVENT_PATH_MIG_ERR, IB_EVENT_DEVICE_FATAL, IB_EVENT_PORT_ERR, IB_EVENT_SRQ_ERR, IB_EVENT_WQ_FATAL };
 #include "probegen.bpf.h"
 
 /* 0: ib_core:__ib_open_qp (ptr; drivers/infiniband/core/verbs.c:1133) */
@@ -1258,6 +1261,218 @@ int pg_65(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(65, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 66: data plane, async_event ib_uverbs:ib_uverbs_cq_event_handler (drivers/infiniband/core/uverbs_main.c:447); drivers/infiniband/core/uverbs_cmd.c:1053: `create_cq` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_cq_event_handler")
+int pg_66(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(66, code, qpn, port);
+}
+
+/* 67: data plane, async_event ib_uverbs:ib_uverbs_event_handler (drivers/infiniband/core/uverbs_main.c:471); drivers/infiniband/core/uverbs_main.c:507: `ib_uverbs_init_async_event_file` registers it with `INIT_IB_EVENT_HANDLER` */
+SEC("fentry/ib_uverbs_event_handler")
+int pg_67(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[1];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(67, code, qpn, port);
+}
+
+/* 68: data plane, async_event ib_uverbs:ib_uverbs_qp_event_handler (drivers/infiniband/core/uverbs_main.c:452); drivers/infiniband/core/uverbs_cmd.c:1411: `create_qp` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_qp_event_handler")
+int pg_68(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(68, code, qpn, port);
+}
+
+/* 69: data plane, async_event ib_uverbs:ib_uverbs_srq_event_handler (drivers/infiniband/core/uverbs_main.c:466); drivers/infiniband/core/uverbs_cmd.c:3432: `__uverbs_create_xsrq` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_srq_event_handler")
+int pg_69(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(69, code, qpn, port);
+}
+
+/* 70: data plane, async_event ib_uverbs:ib_uverbs_wq_event_handler (drivers/infiniband/core/uverbs_main.c:461); drivers/infiniband/core/uverbs_cmd.c:2940: `ib_uverbs_ex_create_wq` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_wq_event_handler")
+int pg_70(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(70, code, qpn, port);
+}
+
+/* 71: data plane, async_event mlx5_ib:mlx5_ib_cq_event (drivers/infiniband/hw/mlx5/cq.c:51); drivers/infiniband/hw/mlx5/cq.c:66: sets `.event` to `IB_EVENT_CQ_ERR` and calls the object's `.event_handler` */
+SEC("fentry/mlx5_ib_cq_event")
+int pg_71(unsigned long long *ctx)
+{
+	/* every call: a vendor handler runs only for asynchronous events */
+	return pg_exit(71, 0, 1, ctx, 0x0);
+}
+
+/* 72: data plane, async_event mlx5_ib:mlx5_ib_handle_qp_event (drivers/infiniband/hw/mlx5/qp.c:355); drivers/infiniband/hw/mlx5/qp.c:381: sets `.event` to `IB_EVENT_PATH_MIG_ERR` and calls the object's `.event_handler` */
+SEC("fentry/mlx5_ib_handle_qp_event")
+int pg_72(unsigned long long *ctx)
+{
+	/* every call: a vendor handler runs only for asynchronous events */
+	return pg_exit(72, 0, 1, ctx, 0x0);
+}
+
+/* 73: data plane, async_event mlx5_ib:mlx5_ib_srq_event (drivers/infiniband/hw/mlx5/srq.c:18); drivers/infiniband/hw/mlx5/srq.c:31: sets `.event` to `IB_EVENT_SRQ_ERR` and calls the object's `.event_handler` */
+SEC("fentry/mlx5_ib_srq_event")
+int pg_73(unsigned long long *ctx)
+{
+	/* every call: a vendor handler runs only for asynchronous events */
+	return pg_exit(73, 0, 1, ctx, 0x0);
+}
+
+/* 74: data plane, async_event mlx5_ib:mlx5_ib_wq_event (drivers/infiniband/hw/mlx5/qp.c:5159); drivers/infiniband/hw/mlx5/qp.c:5170: sets `.event` to `IB_EVENT_WQ_FATAL` and calls the object's `.event_handler` */
+SEC("fentry/mlx5_ib_wq_event")
+int pg_74(unsigned long long *ctx)
+{
+	/* every call: a vendor handler runs only for asynchronous events */
+	return pg_exit(74, 0, 1, ctx, 0x0);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -19,7 +19,10 @@
  * Build: clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu
  *        -I<directory of probegen.bpf.h> -c
  */
-#define PG_NPROBES 75
+#define PG_NPROBES 84
+#define PG_DATA_PLANE 1
+/* enumerators the data-plane filters compare with (values: the running kernel's, by CO-RE) */
+enum ib_event_type { IB_EVENT_CQ_ERR, IB_EVENT_QP_FATAL, IB_EVENT_QP_REQ_ERR, IB_EVENT_QP_ACCESS_ERR, IB_EVENT_PATH_MIG_ERR, IB_EVENT_DEVICE_FATAL, IB_EVENT_PORT_ERR, IB_EVENT_SRQ_ERR, IB_EVENT_WQ_FATAL };
 #include "probegen.bpf.h"
 
 /* 0: ib_core:__ib_open_qp (ptr; drivers/infiniband/core/verbs.c:1190) */
@@ -1413,6 +1416,218 @@ int pg_74(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(74, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 75: data plane, async_event ib_uverbs:ib_uverbs_cq_event_handler (drivers/infiniband/core/uverbs_main.c:389); drivers/infiniband/core/uverbs_cmd.c:1055: `create_cq` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_cq_event_handler")
+int pg_75(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(75, code, qpn, port);
+}
+
+/* 76: data plane, async_event ib_uverbs:ib_uverbs_event_handler (drivers/infiniband/core/uverbs_main.c:413); drivers/infiniband/core/uverbs_main.c:449: `ib_uverbs_init_async_event_file` registers it with `INIT_IB_EVENT_HANDLER` */
+SEC("fentry/ib_uverbs_event_handler")
+int pg_76(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[1];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(76, code, qpn, port);
+}
+
+/* 77: data plane, async_event ib_uverbs:ib_uverbs_qp_event_handler (drivers/infiniband/core/uverbs_main.c:394); drivers/infiniband/core/uverbs_cmd.c:1419: `create_qp` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_qp_event_handler")
+int pg_77(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(77, code, qpn, port);
+}
+
+/* 78: data plane, async_event ib_uverbs:ib_uverbs_srq_event_handler (drivers/infiniband/core/uverbs_main.c:408); drivers/infiniband/core/uverbs_cmd.c:3363: `__uverbs_create_xsrq` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_srq_event_handler")
+int pg_78(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(78, code, qpn, port);
+}
+
+/* 79: data plane, async_event ib_uverbs:ib_uverbs_wq_event_handler (drivers/infiniband/core/uverbs_main.c:403); drivers/infiniband/core/uverbs_cmd.c:2872: `ib_uverbs_ex_create_wq` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_wq_event_handler")
+int pg_79(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(79, code, qpn, port);
+}
+
+/* 80: data plane, async_event mlx5_ib:mlx5_ib_cq_event (drivers/infiniband/hw/mlx5/cq.c:51); drivers/infiniband/hw/mlx5/cq.c:66: sets `.event` to `IB_EVENT_CQ_ERR` and calls the object's `.event_handler` */
+SEC("fentry/mlx5_ib_cq_event")
+int pg_80(unsigned long long *ctx)
+{
+	/* every call: a vendor handler runs only for asynchronous events */
+	return pg_exit(80, 0, 1, ctx, 0x0);
+}
+
+/* 81: data plane, async_event mlx5_ib:mlx5_ib_handle_qp_event (drivers/infiniband/hw/mlx5/qp.c:365); drivers/infiniband/hw/mlx5/qp.c:391: sets `.event` to `IB_EVENT_PATH_MIG_ERR` and calls the object's `.event_handler` */
+SEC("fentry/mlx5_ib_handle_qp_event")
+int pg_81(unsigned long long *ctx)
+{
+	/* every call: a vendor handler runs only for asynchronous events */
+	return pg_exit(81, 0, 1, ctx, 0x0);
+}
+
+/* 82: data plane, async_event mlx5_ib:mlx5_ib_srq_event (drivers/infiniband/hw/mlx5/srq.c:21); drivers/infiniband/hw/mlx5/srq.c:34: sets `.event` to `IB_EVENT_SRQ_ERR` and calls the object's `.event_handler` */
+SEC("fentry/mlx5_ib_srq_event")
+int pg_82(unsigned long long *ctx)
+{
+	/* every call: a vendor handler runs only for asynchronous events */
+	return pg_exit(82, 0, 1, ctx, 0x0);
+}
+
+/* 83: data plane, async_event mlx5_ib:mlx5_ib_wq_event (drivers/infiniband/hw/mlx5/qp.c:5332); drivers/infiniband/hw/mlx5/qp.c:5343: sets `.event` to `IB_EVENT_WQ_FATAL` and calls the object's `.event_handler` */
+SEC("fentry/mlx5_ib_wq_event")
+int pg_83(unsigned long long *ctx)
+{
+	/* every call: a vendor handler runs only for asynchronous events */
+	return pg_exit(83, 0, 1, ctx, 0x0);
 }
 
 char LICENSE[] SEC("license") = "GPL";

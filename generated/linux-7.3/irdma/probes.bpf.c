@@ -19,7 +19,10 @@
  * Build: clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu
  *        -I<directory of probegen.bpf.h> -c
  */
-#define PG_NPROBES 60
+#define PG_NPROBES 67
+#define PG_DATA_PLANE 1
+/* enumerators the data-plane filters compare with (values: the running kernel's, by CO-RE) */
+enum ib_event_type { IB_EVENT_CQ_ERR, IB_EVENT_QP_FATAL, IB_EVENT_QP_REQ_ERR, IB_EVENT_QP_ACCESS_ERR, IB_EVENT_PATH_MIG_ERR, IB_EVENT_DEVICE_FATAL, IB_EVENT_PORT_ERR, IB_EVENT_SRQ_ERR, IB_EVENT_WQ_FATAL };
 #include "probegen.bpf.h"
 
 /* 0: ib_core:__ib_open_qp (ptr; drivers/infiniband/core/verbs.c:1190) */
@@ -1146,6 +1149,202 @@ int pg_59(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(59, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 60: data plane, async_event ib_uverbs:ib_uverbs_cq_event_handler (drivers/infiniband/core/uverbs_main.c:389); drivers/infiniband/core/uverbs_cmd.c:1055: `create_cq` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_cq_event_handler")
+int pg_60(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(60, code, qpn, port);
+}
+
+/* 61: data plane, async_event ib_uverbs:ib_uverbs_event_handler (drivers/infiniband/core/uverbs_main.c:413); drivers/infiniband/core/uverbs_main.c:449: `ib_uverbs_init_async_event_file` registers it with `INIT_IB_EVENT_HANDLER` */
+SEC("fentry/ib_uverbs_event_handler")
+int pg_61(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[1];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(61, code, qpn, port);
+}
+
+/* 62: data plane, async_event ib_uverbs:ib_uverbs_qp_event_handler (drivers/infiniband/core/uverbs_main.c:394); drivers/infiniband/core/uverbs_cmd.c:1419: `create_qp` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_qp_event_handler")
+int pg_62(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(62, code, qpn, port);
+}
+
+/* 63: data plane, async_event ib_uverbs:ib_uverbs_srq_event_handler (drivers/infiniband/core/uverbs_main.c:408); drivers/infiniband/core/uverbs_cmd.c:3363: `__uverbs_create_xsrq` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_srq_event_handler")
+int pg_63(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(63, code, qpn, port);
+}
+
+/* 64: data plane, async_event ib_uverbs:ib_uverbs_wq_event_handler (drivers/infiniband/core/uverbs_main.c:403); drivers/infiniband/core/uverbs_cmd.c:2872: `ib_uverbs_ex_create_wq` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_wq_event_handler")
+int pg_64(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(64, code, qpn, port);
+}
+
+/* 65: data plane, async_event irdma:irdma_ib_qp_event (drivers/infiniband/hw/irdma/utils.c:2337); drivers/infiniband/hw/irdma/utils.c:2349: sets `.event` to `IB_EVENT_QP_ACCESS_ERR` and calls the object's `.event_handler` */
+SEC("fentry/irdma_ib_qp_event")
+int pg_65(unsigned long long *ctx)
+{
+	/* every call: a vendor handler runs only for asynchronous events */
+	return pg_exit(65, 0, 1, ctx, 0x0);
+}
+
+/* 66: data plane, async_event irdma:irdma_dpc (drivers/infiniband/hw/irdma/hw.c:535); drivers/infiniband/hw/irdma/hw.c:431: sets `.event` to `IB_EVENT_CQ_ERR` and calls the object's `.event_handler` */
+SEC("fentry/irdma_dpc")
+int pg_66(unsigned long long *ctx)
+{
+	/* every call: a vendor handler runs only for asynchronous events */
+	return pg_exit(66, 0, 1, ctx, 0x0);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -19,7 +19,11 @@
  * Build: clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu
  *        -I<directory of probegen.bpf.h> -c
  */
-#define PG_NPROBES 58
+#define PG_NPROBES 65
+#define PG_DATA_PLANE 1
+/* enumerators the data-plane filters compare with (values: the running kernel's, by CO-RE) */
+enum ib_event_type { IB_EVENT_CQ_ERR, IB_EVENT_QP_FATAL, IB_EVENT_QP_REQ_ERR, IB_EVENT_QP_ACCESS_ERR, IB_EVENT_PATH_MIG_ERR, IB_EVENT_DEVICE_FATAL, IB_EVENT_PORT_ERR, IB_EVENT_SRQ_ERR, IB_EVENT_WQ_FATAL };
+enum ib_wc_status { IB_WC_SUCCESS, IB_WC_LOC_LEN_ERR, IB_WC_LOC_QP_OP_ERR, IB_WC_LOC_EEC_OP_ERR, IB_WC_LOC_PROT_ERR, IB_WC_WR_FLUSH_ERR, IB_WC_MW_BIND_ERR, IB_WC_BAD_RESP_ERR, IB_WC_LOC_ACCESS_ERR, IB_WC_REM_INV_REQ_ERR, IB_WC_REM_ACCESS_ERR, IB_WC_REM_OP_ERR, IB_WC_RETRY_EXC_ERR, IB_WC_RNR_RETRY_EXC_ERR, IB_WC_LOC_RDD_VIOL_ERR, IB_WC_REM_INV_RD_REQ_ERR, IB_WC_REM_ABORT_ERR, IB_WC_INV_EECN_ERR, IB_WC_INV_EEC_STATE_ERR, IB_WC_FATAL_ERR, IB_WC_RESP_TIMEOUT_ERR, IB_WC_GENERAL_ERR };
 #include "probegen.bpf.h"
 
 /* 0: ib_core:__ib_open_qp (ptr; drivers/infiniband/core/verbs.c:1190) */
@@ -1150,6 +1154,251 @@ int pg_57_ret(struct pt_regs *ctx)
 	long ret = (int)PT_REGS_RC(ctx);
 
 	return pg_exit_kretprobe(57, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 58: data plane, async_event ib_uverbs:ib_uverbs_cq_event_handler (drivers/infiniband/core/uverbs_main.c:389); drivers/infiniband/core/uverbs_cmd.c:1055: `create_cq` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_cq_event_handler")
+int pg_58(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(58, code, qpn, port);
+}
+
+/* 59: data plane, async_event ib_uverbs:ib_uverbs_event_handler (drivers/infiniband/core/uverbs_main.c:413); drivers/infiniband/core/uverbs_main.c:449: `ib_uverbs_init_async_event_file` registers it with `INIT_IB_EVENT_HANDLER` */
+SEC("fentry/ib_uverbs_event_handler")
+int pg_59(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[1];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(59, code, qpn, port);
+}
+
+/* 60: data plane, async_event ib_uverbs:ib_uverbs_qp_event_handler (drivers/infiniband/core/uverbs_main.c:394); drivers/infiniband/core/uverbs_cmd.c:1419: `create_qp` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_qp_event_handler")
+int pg_60(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(60, code, qpn, port);
+}
+
+/* 61: data plane, async_event ib_uverbs:ib_uverbs_srq_event_handler (drivers/infiniband/core/uverbs_main.c:408); drivers/infiniband/core/uverbs_cmd.c:3363: `__uverbs_create_xsrq` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_srq_event_handler")
+int pg_61(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(61, code, qpn, port);
+}
+
+/* 62: data plane, async_event ib_uverbs:ib_uverbs_wq_event_handler (drivers/infiniband/core/uverbs_main.c:403); drivers/infiniband/core/uverbs_cmd.c:2872: `ib_uverbs_ex_create_wq` stores it into `.event_handler` */
+SEC("fentry/ib_uverbs_wq_event_handler")
+int pg_62(unsigned long long *ctx)
+{
+	struct ib_event *ev = (struct ib_event *)ctx[0];
+	int t = BPF_CORE_READ(ev, event);
+	long code = 0;
+	__u64 qpn = 0, port = 0;
+
+	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
+		code = 1;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_FATAL))
+		code = 2;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_REQ_ERR))
+		code = 3;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_QP_ACCESS_ERR))
+		code = 4;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PATH_MIG_ERR))
+		code = 5;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_DEVICE_FATAL))
+		code = 6;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_PORT_ERR))
+		code = 7;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_SRQ_ERR))
+		code = 8;
+	else if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_WQ_FATAL))
+		code = 9;
+	if (!code)
+		return 0;
+	if (code == 2 || code == 3 || code == 4 || code == 5)
+		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+	if (code == 7)
+		port = BPF_CORE_READ(ev, element.port_num);
+	return pg_data_plane(62, code, qpn, port);
+}
+
+/* 63: data plane, completion rdma_rxe:rxe_cq_post (drivers/infiniband/sw/rxe/rxe_cq.c:54); drivers/infiniband/sw/rxe/rxe_comp.c:569: calls the CQ's `.comp_handler` on the completion path: reached from `flush_send_wqe`, which sets `.status` to `IB_WC_WR_FLUSH_ERR` */
+SEC("fentry/rxe_cq_post")
+int pg_63(unsigned long long *ctx)
+{
+	struct ib_uverbs_wc *wc = (struct ib_uverbs_wc *)ctx[1];
+	int s = BPF_CORE_READ(wc, status);
+	long code = 0;
+
+	if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_SUCCESS))
+		return 0;
+	if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_LOC_LEN_ERR))
+		code = 1;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_LOC_QP_OP_ERR))
+		code = 2;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_LOC_EEC_OP_ERR))
+		code = 3;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_LOC_PROT_ERR))
+		code = 4;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_WR_FLUSH_ERR))
+		code = 5;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_MW_BIND_ERR))
+		code = 6;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_BAD_RESP_ERR))
+		code = 7;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_LOC_ACCESS_ERR))
+		code = 8;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_REM_INV_REQ_ERR))
+		code = 9;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_REM_ACCESS_ERR))
+		code = 10;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_REM_OP_ERR))
+		code = 11;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_RETRY_EXC_ERR))
+		code = 12;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_RNR_RETRY_EXC_ERR))
+		code = 13;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_LOC_RDD_VIOL_ERR))
+		code = 14;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_REM_INV_RD_REQ_ERR))
+		code = 15;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_REM_ABORT_ERR))
+		code = 16;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_INV_EECN_ERR))
+		code = 17;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_INV_EEC_STATE_ERR))
+		code = 18;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_FATAL_ERR))
+		code = 19;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_RESP_TIMEOUT_ERR))
+		code = 20;
+	else if (s == bpf_core_enum_value(enum ib_wc_status, IB_WC_GENERAL_ERR))
+		code = 21;
+	/* a status the list does not name is still an error: code 22 */
+	if (!code)
+		code = 22;
+	return pg_data_plane(63, code, BPF_CORE_READ(wc, qp_num), 0);
+}
+
+/* 64: data plane, qp_error rdma_rxe:rxe_qp_error (drivers/infiniband/sw/rxe/rxe_qp.c:603); drivers/infiniband/sw/rxe/rxe_qp.c:608: stores `IB_QPS_ERR` into `->...qp_state` of an object it was handed */
+SEC("fentry/rxe_qp_error")
+int pg_64(unsigned long long *ctx)
+{
+	return pg_data_plane(64, 1, 0, 0);
 }
 
 char LICENSE[] SEC("license") = "GPL";
