@@ -4,7 +4,8 @@
 //! `collector/tests/data/rxe-6.12.replay.jsonl`) through `Hooks::sinks`, beside the Prometheus
 //! exposition. Its status appears in every snapshot's line under its name and in `/metrics`
 //! as `probegen_sink_*{sink="rows-file"}`, and the run's summary ends with it: adding a sink
-//! touches no file of the collector or of the exposition (the recipe in docs).
+//! touches no file of the collector or of the exposition (the recipe "Add a sink" in
+//! docs/recipes.md, which this test follows).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -131,62 +131,6 @@ fn body_ids() -> &'static BodyIds {
     })
 }
 
-/// tree-sitter-c's field ids, looked up once: `child_by_field_name` searches the grammar's
-/// field names (a string compare per name) on every call, and the walks call it per node.
-pub(crate) struct FieldIds {
-    pub alternative: u16,
-    pub argument: u16,
-    pub arguments: u16,
-    pub body: u16,
-    pub condition: u16,
-    pub consequence: u16,
-    pub declarator: u16,
-    pub field: u16,
-    pub function: u16,
-    pub left: u16,
-    pub name: u16,
-    pub operator: u16,
-    pub parameters: u16,
-    pub path: u16,
-    pub right: u16,
-    pub r#type: u16,
-    pub value: u16,
-    pub label: u16,
-}
-
-pub(crate) fn fields() -> &'static FieldIds {
-    static IDS: std::sync::OnceLock<FieldIds> = std::sync::OnceLock::new();
-    IDS.get_or_init(|| {
-        let lang: tree_sitter::Language = tree_sitter_c::LANGUAGE.into();
-        // The grammar is compiled in: a missing field is a build error, not an input error.
-        let field = |f: &str| {
-            lang.field_id_for_name(f)
-                .expect("tree-sitter-c has the field")
-                .get()
-        };
-        FieldIds {
-            alternative: field("alternative"),
-            argument: field("argument"),
-            arguments: field("arguments"),
-            body: field("body"),
-            condition: field("condition"),
-            consequence: field("consequence"),
-            declarator: field("declarator"),
-            field: field("field"),
-            function: field("function"),
-            left: field("left"),
-            name: field("name"),
-            operator: field("operator"),
-            parameters: field("parameters"),
-            path: field("path"),
-            right: field("right"),
-            r#type: field("type"),
-            value: field("value"),
-            label: field("label"),
-        }
-    })
-}
-
 fn text<'a>(n: Node, src: &'a [u8]) -> &'a str {
     n.utf8_text(src).unwrap_or("")
 }
@@ -250,16 +194,16 @@ fn walk_top(root: Node, src: &[u8], facts: &mut FileFacts, sites_time: &mut Dura
             }
             "preproc_def" => {
                 let name = child
-                    .child_by_field_id(crate::cparse::fields().name)
+                    .child_by_field_id(crate::cfields::fields().name)
                     .map(|n| text(n, src));
                 if name == Some("UVERBS_MODULE_NAME") {
-                    if let Some(v) = child.child_by_field_id(crate::cparse::fields().value) {
+                    if let Some(v) = child.child_by_field_id(crate::cfields::fields().value) {
                         facts.uverbs_module_name = Some(text(v, src).trim().to_string());
                     }
                 }
             }
             "preproc_include" => {
-                if let Some(p) = child.child_by_field_id(crate::cparse::fields().path) {
+                if let Some(p) = child.child_by_field_id(crate::cfields::fields().path) {
                     if p.kind() == "string_literal" {
                         let t = text(p, src).trim_matches('"');
                         facts.local_includes.push(t.to_string());
@@ -304,11 +248,11 @@ struct DeclaredName<'t> {
 }
 
 fn function_def(node: Node, src: &[u8], sites_time: &mut Duration) -> Option<FunctionDef> {
-    let declarator = node.child_by_field_id(crate::cparse::fields().declarator)?;
-    let body = node.child_by_field_id(crate::cparse::fields().body)?;
+    let declarator = node.child_by_field_id(crate::cfields::fields().declarator)?;
+    let body = node.child_by_field_id(crate::cfields::fields().body)?;
     let (is_static, is_inline) = specifiers(node, src);
     let ret_type = node
-        .child_by_field_id(crate::cparse::fields().r#type)
+        .child_by_field_id(crate::cfields::fields().r#type)
         .map(|t| text(t, src).trim().to_string())
         .unwrap_or_default();
     let declared = declared_name(declarator, src)?;
@@ -380,10 +324,10 @@ fn declared_name<'t>(declarator: Node<'t>, src: &[u8]) -> Option<DeclaredName<'t
                 if outer_fn.is_none() {
                     pointer = true;
                 }
-                d = d.child_by_field_id(crate::cparse::fields().declarator)?;
+                d = d.child_by_field_id(crate::cfields::fields().declarator)?;
             }
             "function_declarator" => {
-                let inner = d.child_by_field_id(crate::cparse::fields().declarator)?;
+                let inner = d.child_by_field_id(crate::cfields::fields().declarator)?;
                 if outer_fn.is_none() {
                     outer_fn = Some(d);
                     d = inner;
@@ -391,7 +335,7 @@ fn declared_name<'t>(declarator: Node<'t>, src: &[u8]) -> Option<DeclaredName<'t
                     // `UVERBS_HANDLER(X)(args)`: the inner "function declarator" is the
                     // token-pasting macro; its single "parameter" is the method id.
                     let macro_name = text(inner, src);
-                    let params = d.child_by_field_id(crate::cparse::fields().parameters)?;
+                    let params = d.child_by_field_id(crate::cfields::fields().parameters)?;
                     let id = text(params, src)
                         .trim_matches(|c| c == '(' || c == ')')
                         .trim()
@@ -439,7 +383,7 @@ fn body_calls<'t>(
     exits: Option<&mut BodyExits<'t>>,
 ) -> (Vec<CallSite>, Vec<String>, Vec<ValueRef>) {
     let mut locals: BTreeSet<String> = BTreeSet::new();
-    if let Some(params) = fn_decl.child_by_field_id(crate::cparse::fields().parameters) {
+    if let Some(params) = fn_decl.child_by_field_id(crate::cfields::fields().parameters) {
         collect_declared_names(params, src, &mut locals);
     }
     let scan = scan_body(body, src, &mut locals, exits);
@@ -543,10 +487,10 @@ fn scan_body<'t>(
 
 /// `x->field = ...`: the field.
 fn written_field<'a>(assignment: Node, src: &'a [u8]) -> Option<&'a str> {
-    let l = assignment.child_by_field_id(crate::cparse::fields().left)?;
+    let l = assignment.child_by_field_id(crate::cfields::fields().left)?;
     if l.kind() == "field_expression" && text_of_op(l, src) == "->" {
         return Some(text(
-            l.child_by_field_id(crate::cparse::fields().field)?,
+            l.child_by_field_id(crate::cfields::fields().field)?,
             src,
         ));
     }
@@ -572,7 +516,7 @@ fn has_error_code(body: &str) -> bool {
 
 /// Name and scalar-ness of each parameter (`(void)` has none).
 fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
-    let Some(params) = fn_decl.child_by_field_id(crate::cparse::fields().parameters) else {
+    let Some(params) = fn_decl.child_by_field_id(crate::cfields::fields().parameters) else {
         return Vec::new();
     };
     let mut c = params.walk();
@@ -581,10 +525,10 @@ fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
         if p.kind() != "parameter_declaration" {
             continue;
         }
-        let ty = p.child_by_field_id(crate::cparse::fields().r#type);
+        let ty = p.child_by_field_id(crate::cfields::fields().r#type);
         let ty_kind = ty.map(|t| t.kind()).unwrap_or("");
         let mut stars = 0usize;
-        let mut d = p.child_by_field_id(crate::cparse::fields().declarator);
+        let mut d = p.child_by_field_id(crate::cfields::fields().declarator);
         let mut scalar = !matches!(ty_kind, "struct_specifier" | "union_specifier");
         let mut name = String::new();
         while let Some(n) = d {
@@ -599,7 +543,7 @@ fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
                 | "abstract_pointer_declarator" => {
                     scalar = false;
                     stars += usize::from(n.kind().contains("pointer"));
-                    d = n.child_by_field_id(crate::cparse::fields().declarator);
+                    d = n.child_by_field_id(crate::cfields::fields().declarator);
                 }
                 _ => {
                     let mut cc = n.walk();
@@ -623,7 +567,7 @@ fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
 }
 
 fn count_params(fn_decl: Node, src: &[u8]) -> usize {
-    let Some(params) = fn_decl.child_by_field_id(crate::cparse::fields().parameters) else {
+    let Some(params) = fn_decl.child_by_field_id(crate::cfields::fields().parameters) else {
         return 0;
     };
     let mut c = params.walk();
@@ -671,7 +615,7 @@ fn note_declared_name(n: Node, src: &[u8], out: &mut BTreeSet<String>) {
 
 fn text_of_op<'a>(field_expr: Node, src: &'a [u8]) -> &'a str {
     field_expr
-        .child_by_field_id(crate::cparse::fields().operator)
+        .child_by_field_id(crate::cfields::fields().operator)
         .map(|o| text(o, src))
         .unwrap_or("")
 }
@@ -687,11 +631,11 @@ fn call_target(f: Node, src: &[u8], locals: &BTreeSet<String>) -> Option<CallTar
             }
         }
         "field_expression" => {
-            let field = text(f.child_by_field_id(crate::cparse::fields().field)?, src).to_string();
-            let base = f.child_by_field_id(crate::cparse::fields().argument)?;
+            let field = text(f.child_by_field_id(crate::cfields::fields().field)?, src).to_string();
+            let base = f.child_by_field_id(crate::cfields::fields().argument)?;
             if base.kind() == "field_expression" {
                 let base_field = base
-                    .child_by_field_id(crate::cparse::fields().field)
+                    .child_by_field_id(crate::cfields::fields().field)
                     .map(|x| text(x, src));
                 if base_field == Some("ops") {
                     return Some(CallTarget::Ops(field));
@@ -716,9 +660,9 @@ fn call_target(f: Node, src: &[u8], locals: &BTreeSet<String>) -> Option<CallTar
 }
 
 fn macro_def(node: Node, src: &[u8]) -> Option<MacroDef> {
-    let name = text(node.child_by_field_id(crate::cparse::fields().name)?, src).to_string();
+    let name = text(node.child_by_field_id(crate::cfields::fields().name)?, src).to_string();
     let body = node
-        .child_by_field_id(crate::cparse::fields().value)
+        .child_by_field_id(crate::cfields::fields().value)
         .map(|v| text(v, src))
         .unwrap_or("");
     Some(MacroDef {
@@ -760,27 +704,27 @@ fn idents_before_paren(body: &str) -> Vec<String> {
 }
 
 fn ops_table(decl: Node, src: &[u8]) -> Option<OpsTable> {
-    let ty = decl.child_by_field_id(crate::cparse::fields().r#type)?;
+    let ty = decl.child_by_field_id(crate::cfields::fields().r#type)?;
     if ty.kind() != "struct_specifier" {
         return None;
     }
     if ty
-        .child_by_field_id(crate::cparse::fields().name)
+        .child_by_field_id(crate::cfields::fields().name)
         .map(|n| text(n, src))
         != Some("ib_device_ops")
     {
         return None;
     }
-    let init = decl.child_by_field_id(crate::cparse::fields().declarator)?;
+    let init = decl.child_by_field_id(crate::cfields::fields().declarator)?;
     if init.kind() != "init_declarator" {
         return None;
     }
     let name = text(
-        init.child_by_field_id(crate::cparse::fields().declarator)?,
+        init.child_by_field_id(crate::cfields::fields().declarator)?,
         src,
     )
     .to_string();
-    let list = init.child_by_field_id(crate::cparse::fields().value)?;
+    let list = init.child_by_field_id(crate::cfields::fields().value)?;
     let mut members = Vec::new();
     let mut c = list.walk();
     for pair in list.named_children(&mut c) {
@@ -792,7 +736,7 @@ fn ops_table(decl: Node, src: &[u8]) -> Option<OpsTable> {
             .children_by_field_name("designator", &mut pc)
             .next()
             .map(|d| text(d, src).trim_start_matches('.').trim().to_string());
-        let value = pair.child_by_field_id(crate::cparse::fields().value);
+        let value = pair.child_by_field_id(crate::cfields::fields().value);
         if let (Some(member), Some(value)) = (designator, value) {
             if value.kind() == "identifier" {
                 members.push((member, text(value, src).to_string(), line(pair)));

@@ -207,15 +207,15 @@ impl<'t> BodyExits<'t> {
 }
 
 fn note_assign(n: Node, src: &[u8], out: &mut Vec<Assign>) {
-    if n.child_by_field_id(crate::cparse::fields().operator)
+    if n.child_by_field_id(crate::cfields::fields().operator)
         .map(|o| text(o, src))
         != Some("=")
     {
         return;
     }
     let (Some(l), Some(r)) = (
-        n.child_by_field_id(crate::cparse::fields().left),
-        n.child_by_field_id(crate::cparse::fields().right),
+        n.child_by_field_id(crate::cfields::fields().left),
+        n.child_by_field_id(crate::cfields::fields().right),
     ) else {
         return;
     };
@@ -233,13 +233,13 @@ fn note_assign(n: Node, src: &[u8], out: &mut Vec<Assign>) {
 
 fn note_init(n: Node, src: &[u8], out: &mut Vec<Assign>) {
     let (Some(mut d), Some(v)) = (
-        n.child_by_field_id(crate::cparse::fields().declarator),
-        n.child_by_field_id(crate::cparse::fields().value),
+        n.child_by_field_id(crate::cfields::fields().declarator),
+        n.child_by_field_id(crate::cfields::fields().value),
     ) else {
         return;
     };
     while d.kind() == "pointer_declarator" {
-        match d.child_by_field_id(crate::cparse::fields().declarator) {
+        match d.child_by_field_id(crate::cfields::fields().declarator) {
             Some(x) => d = x,
             None => return,
         }
@@ -264,7 +264,7 @@ fn unwrap_expr(mut n: Node) -> Node {
                 Some(c) => n = c,
                 None => return n,
             },
-            "cast_expression" => match n.child_by_field_id(crate::cparse::fields().value) {
+            "cast_expression" => match n.child_by_field_id(crate::cfields::fields().value) {
                 Some(c) => n = c,
                 None => return n,
             },
@@ -279,11 +279,11 @@ fn call_name<'a>(n: Node, src: &'a [u8]) -> Option<&'a str> {
     if n.kind() != "call_expression" {
         return None;
     }
-    let f = n.child_by_field_id(crate::cparse::fields().function)?;
+    let f = n.child_by_field_id(crate::cfields::fields().function)?;
     match f.kind() {
         "identifier" => Some(text(f, src)),
         "field_expression" => Some(text(
-            f.child_by_field_id(crate::cparse::fields().field)?,
+            f.child_by_field_id(crate::cfields::fields().field)?,
             src,
         )),
         _ => None,
@@ -292,7 +292,7 @@ fn call_name<'a>(n: Node, src: &'a [u8]) -> Option<&'a str> {
 
 /// The first argument of a call.
 fn first_arg(n: Node) -> Option<Node> {
-    n.child_by_field_id(crate::cparse::fields().arguments)?
+    n.child_by_field_id(crate::cfields::fields().arguments)?
         .named_child(0)
 }
 
@@ -300,13 +300,13 @@ fn first_arg(n: Node) -> Option<Node> {
 fn negated_errno<'a>(n: Node, src: &'a [u8]) -> Option<&'a str> {
     let n = unwrap_expr(n);
     if n.kind() != "unary_expression"
-        || n.child_by_field_id(crate::cparse::fields().operator)
+        || n.child_by_field_id(crate::cfields::fields().operator)
             .map(|o| text(o, src))
             != Some("-")
     {
         return None;
     }
-    let a = unwrap_expr(n.child_by_field_id(crate::cparse::fields().argument)?);
+    let a = unwrap_expr(n.child_by_field_id(crate::cfields::fields().argument)?);
     let t = text(a, src);
     (a.kind() == "identifier" && is_errno_name(t)).then_some(t)
 }
@@ -332,8 +332,8 @@ fn value_of(n: Node, src: &[u8]) -> Option<Value> {
         }
         // `ret ? ERR_PTR(ret) : umem`: the error arm
         "conditional_expression" => [
-            crate::cparse::fields().consequence,
-            crate::cparse::fields().alternative,
+            crate::cfields::fields().consequence,
+            crate::cfields::fields().alternative,
         ]
         .into_iter()
         .filter_map(|f| n.child_by_field_id(f))
@@ -410,7 +410,7 @@ fn branch_exit(branch: Node, b: &BodyExits, src: &[u8]) -> Option<Value> {
     let v = match s.kind() {
         "return_statement" => returned(s, b, src)?,
         "goto_statement" => label_exit(
-            text(s.child_by_field_id(crate::cparse::fields().label)?, src),
+            text(s.child_by_field_id(crate::cfields::fields().label)?, src),
             b,
             src,
         )?,
@@ -447,12 +447,12 @@ fn label_exit(label: &str, b: &BodyExits, src: &[u8]) -> Option<Value> {
 
 /// The sites of one `if`: its branch and its `else` branch.
 fn if_sites(i: Node, b: &BodyExits, src: &[u8], out: &mut Vec<ErrorSite>) {
-    let Some(cond) = i.child_by_field_id(crate::cparse::fields().condition) else {
+    let Some(cond) = i.child_by_field_id(crate::cfields::fields().condition) else {
         return;
     };
     let branches = [
-        i.child_by_field_id(crate::cparse::fields().consequence),
-        i.child_by_field_id(crate::cparse::fields().alternative)
+        i.child_by_field_id(crate::cfields::fields().consequence),
+        i.child_by_field_id(crate::cfields::fields().alternative)
             .and_then(|e| e.named_child(0)),
     ];
     for branch in branches.into_iter().flatten() {
@@ -508,25 +508,25 @@ fn tested_call(cond: Node, b: &BodyExits, src: &[u8]) -> Option<String> {
     loop {
         match n.kind() {
             "unary_expression"
-                if n.child_by_field_id(crate::cparse::fields().operator)
+                if n.child_by_field_id(crate::cfields::fields().operator)
                     .map(|o| text(o, src))
                     == Some("!") =>
             {
-                n = unwrap_expr(n.child_by_field_id(crate::cparse::fields().argument)?);
+                n = unwrap_expr(n.child_by_field_id(crate::cfields::fields().argument)?);
             }
             "binary_expression" => {
                 let op = n
-                    .child_by_field_id(crate::cparse::fields().operator)
+                    .child_by_field_id(crate::cfields::fields().operator)
                     .map(|o| text(o, src))?;
-                let r = unwrap_expr(n.child_by_field_id(crate::cparse::fields().right)?);
+                let r = unwrap_expr(n.child_by_field_id(crate::cfields::fields().right)?);
                 let zero = matches!(text(r, src), "0" | "NULL");
                 if !(zero && matches!(op, "<" | "!=" | "==")) {
                     return None;
                 }
-                n = unwrap_expr(n.child_by_field_id(crate::cparse::fields().left)?);
+                n = unwrap_expr(n.child_by_field_id(crate::cfields::fields().left)?);
             }
             "assignment_expression" => {
-                n = unwrap_expr(n.child_by_field_id(crate::cparse::fields().right)?)
+                n = unwrap_expr(n.child_by_field_id(crate::cfields::fields().right)?)
             }
             "call_expression" => {
                 let name = call_name(n, src)?;

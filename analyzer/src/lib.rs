@@ -8,6 +8,7 @@
 
 // The modules are private; this file is the crate's one face (`pub use` below).
 mod btf;
+mod cfields;
 mod completeness;
 mod cparse;
 mod error;

@@ -6,27 +6,11 @@ use analyzer::{AttachVerdict, Binaries};
 use analyzer::{CallGraph, EdgeKind, FnId};
 use heuristics::{nearest_attachable, ManifestLimits, Selection, Verdict};
 
+use crate::attach::{attach, attach_of, module_name};
 use manifest::{
-    Attach, Derivation, Excluded, FocusOp, GapKind, KernelInfo, Layer, Manifest, Probe, ProbeArg,
+    Derivation, Excluded, FocusOp, GapKind, KernelInfo, Layer, Manifest, Probe, ProbeArg,
     ReturnKind, Stats, Suggestion, SCHEMA_ID,
 };
-
-pub(crate) fn module_name(g: &CallGraph, id: FnId) -> String {
-    g.node(id).module.clone().unwrap_or_else(|| "inline".into())
-}
-
-pub(crate) fn attach_of(g: &CallGraph, bins: Option<&Binaries>, id: FnId) -> AttachVerdict {
-    let n = g.node(id);
-    if !n.built {
-        return AttachVerdict::NotBuilt;
-    }
-    match bins {
-        Some(b) => b.verdict(n.module.as_deref(), &n.name),
-        None if n.module.is_none() => AttachVerdict::Inlined,
-        // No binaries to check against: the source says it is a real function.
-        None => AttachVerdict::Fexit,
-    }
-}
 
 /// A probe whose source and binary disagree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -304,18 +288,6 @@ fn return_kind(r: analyzer::RetKind) -> ReturnKind {
         analyzer::RetKind::Ptr => ReturnKind::Ptr,
         analyzer::RetKind::Bool => ReturnKind::Bool,
         analyzer::RetKind::Void => ReturnKind::Void,
-    }
-}
-
-pub(crate) fn attach(v: &AttachVerdict) -> Attach {
-    match v {
-        AttachVerdict::Fexit => Attach::Fexit,
-        AttachVerdict::CloneOnly { .. } => Attach::CloneOnly,
-        AttachVerdict::Inlined => Attach::Inlined,
-        AttachVerdict::NotBuilt => Attach::NotBuilt,
-        AttachVerdict::NoBtf => Attach::NoBtf,
-        AttachVerdict::NoFtrace => Attach::NoFtrace,
-        AttachVerdict::TooManyArgs { .. } => Attach::TooManyArgs,
     }
 }
 

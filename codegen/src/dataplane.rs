@@ -8,7 +8,7 @@ use analyzer::{AttachVerdict, Binaries, CallGraph, FnId};
 use heuristics::{DataPlanePick, Selection};
 use manifest::{Attach, DataPlaneEvidence, DataPlaneProbe, DataPlaneVia, Layer, DATA_PLANE_KIND};
 
-use crate::build::{attach as attach_verdict, attach_of, module_name};
+use crate::attach::{attach as attach_verdict, attach_of, module_name};
 
 /// The nearest caller (breadth-first, in the same module, up to `hops` calls up) that an
 /// entry program attaches to by name, with the path's call site.

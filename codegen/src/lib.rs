@@ -3,6 +3,7 @@
 //! atomically and byte-for-byte deterministic.
 
 // The modules are private; this file is the crate's one face (`pub use` below).
+mod attach;
 mod bpf;
 mod build;
 mod dataplane;

@@ -1,0 +1,58 @@
+//! A leaf the C walks share (`cparse`'s facts walk, `errsites`' exits): tree-sitter-c's field
+//! ids.
+
+/// tree-sitter-c's field ids, looked up once: `child_by_field_name` searches the grammar's
+/// field names (a string compare per name) on every call, and the walks call it per node.
+pub(crate) struct FieldIds {
+    pub alternative: u16,
+    pub argument: u16,
+    pub arguments: u16,
+    pub body: u16,
+    pub condition: u16,
+    pub consequence: u16,
+    pub declarator: u16,
+    pub field: u16,
+    pub function: u16,
+    pub left: u16,
+    pub name: u16,
+    pub operator: u16,
+    pub parameters: u16,
+    pub path: u16,
+    pub right: u16,
+    pub r#type: u16,
+    pub value: u16,
+    pub label: u16,
+}
+
+pub(crate) fn fields() -> &'static FieldIds {
+    static IDS: std::sync::OnceLock<FieldIds> = std::sync::OnceLock::new();
+    IDS.get_or_init(|| {
+        let lang: tree_sitter::Language = tree_sitter_c::LANGUAGE.into();
+        // The grammar is compiled in: a missing field is a build error, not an input error.
+        let field = |f: &str| {
+            lang.field_id_for_name(f)
+                .expect("tree-sitter-c has the field")
+                .get()
+        };
+        FieldIds {
+            alternative: field("alternative"),
+            argument: field("argument"),
+            arguments: field("arguments"),
+            body: field("body"),
+            condition: field("condition"),
+            consequence: field("consequence"),
+            declarator: field("declarator"),
+            field: field("field"),
+            function: field("function"),
+            left: field("left"),
+            name: field("name"),
+            operator: field("operator"),
+            parameters: field("parameters"),
+            path: field("path"),
+            right: field("right"),
+            r#type: field("type"),
+            value: field("value"),
+            label: field("label"),
+        }
+    })
+}
