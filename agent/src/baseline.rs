@@ -112,7 +112,7 @@ fn pins(expected: &[String], not_expected: &[String]) -> Result<Vec<Pinned>, Age
         .map(|s| Pinned::parse(s));
     not.chain(yes)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(AgentError::Usage)
+        .map_err(|e| AgentError::Usage(e.to_string()))
 }
 
 /// `probegen-agent baseline show`: what a baseline state file holds.

@@ -42,42 +42,55 @@ pub struct Pinned {
 
 impl Pinned {
     /// `handler:origin:ERRNO` (an errno name such as `EINVAL`, or a number), pinned expected.
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, BaselineError> {
+        Self::parse_as(s, "--baseline-expected", true)
+    }
+
+    /// The same, pinned not expected (`--baseline-not-expected`).
+    pub fn parse_not_expected(s: &str) -> Result<Self, BaselineError> {
+        Self::parse_as(s, "--baseline-not-expected", false)
+    }
+
+    fn parse_as(s: &str, flag: &'static str, expected: bool) -> Result<Self, BaselineError> {
+        let bad = |why: String| BaselineError::Pin {
+            flag,
+            value: s.to_string(),
+            why,
+        };
         let parts: Vec<&str> = s.split(':').collect();
         let [handler, origin, errno] = parts[..] else {
-            return Err(format!(
-                "--baseline-expected `{s}`: expected handler:origin:ERRNO"
-            ));
+            return Err(bad("expected handler:origin:ERRNO".into()));
         };
         let errno = errno
             .parse::<u32>()
             .ok()
             .or_else(|| (1..=4095).find(|&n| wire::errno_name(n) == Some(errno)))
-            .ok_or_else(|| {
-                format!("--baseline-expected `{s}`: `{errno}` is not an errno name or number")
-            })?;
+            .ok_or_else(|| bad(format!("`{errno}` is not an errno name or number")))?;
         if handler.is_empty() || origin.is_empty() {
-            return Err(format!(
-                "--baseline-expected `{s}`: expected handler:origin:ERRNO"
-            ));
+            return Err(bad("expected handler:origin:ERRNO".into()));
         }
         Ok(Pinned {
             handler: handler.to_string(),
             origin: origin.to_string(),
             errno,
-            expected: true,
+            expected,
         })
     }
+}
 
-    /// The same, pinned not expected (`--baseline-not-expected`).
-    pub fn parse_not_expected(s: &str) -> Result<Self, String> {
-        Self::parse(s)
-            .map(|p| Pinned {
-                expected: false,
-                ..p
-            })
-            .map_err(|e| e.replace("--baseline-expected", "--baseline-not-expected"))
-    }
+/// Why a pin or a state file cannot be read: one line each (the agent prints it, exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    /// A pin is not `handler:origin:ERRNO`.
+    #[error("{flag} `{value}`: {why}")]
+    Pin {
+        flag: &'static str,
+        value: String,
+        why: String,
+    },
+    /// A state file that is damaged or of another probe set.
+    #[error("{0}")]
+    State(String),
 }
 
 /// The verdict on one pattern.
@@ -262,8 +275,8 @@ mod tests {
             "{v:?}"
         );
         assert!(Pinned::parse_not_expected("a:b")
-            .is_err_and(|e| e.starts_with("--baseline-not-expected")));
-        assert_eq!(Pinned::parse("a:b:22").map(|p| p.errno), Ok(22));
+            .is_err_and(|e| e.to_string().starts_with("--baseline-not-expected")));
+        assert_eq!(Pinned::parse("a:b:22").map(|p| p.errno).ok(), Some(22));
         assert!(Pinned::parse("a:b").is_err());
         assert!(Pinned::parse("a:b:ENOPE").is_err());
     }

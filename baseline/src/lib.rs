@@ -30,7 +30,7 @@ use wire::{
     HandlerSummary, ShapeOut, StateView, TraceCounts,
 };
 
-pub use expected::Pinned;
+pub use expected::{BaselineError, Pinned};
 use trace::{token, Trace};
 
 /// What the collector's pipeline calls, and all it calls: traces in, a note per chain, the
@@ -434,9 +434,9 @@ fn expected_table(e: &expected::Expected, name: &dyn Fn(u32) -> String) -> Vec<E
 }
 
 /// What a state file's bytes hold, with `pinned` applied to its table (any probe set).
-pub fn state_view(bytes: &[u8], pinned: Vec<Pinned>) -> Result<StateView, String> {
+pub fn state_view(bytes: &[u8], pinned: Vec<Pinned>) -> Result<StateView, BaselineError> {
     let mut st = persist::decode(bytes, None).map_err(|a| match a {
-        persist::Aside::Damaged(why) | persist::Aside::OtherSet(why) => why,
+        persist::Aside::Damaged(why) | persist::Aside::OtherSet(why) => BaselineError::State(why),
     })?;
     st.expected.pinned = pinned;
     let f = |id: u32| {
