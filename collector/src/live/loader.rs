@@ -192,6 +192,15 @@ impl KernelSymbols {
                     self.verified(p, &p.module.clone(), t)
                 } else if !in_module && !p.fallback.is_empty() && listed(&p.module) {
                     Target::Kprobe(None)
+                } else if !in_module
+                    && listed(&p.module)
+                    && matches!(p.kind, AttachKind::Fentry { .. })
+                {
+                    // a module loaded without BTF (DKMS, OFED): an entry program needs it
+                    Target::Missing(format!(
+                        "{} has no BTF: a data-plane entry program needs it",
+                        p.module
+                    ))
                 } else if known("vmlinux") && self.syms.is_some() {
                     // built into this kernel: resolve in vmlinux BTF by name
                     self.verified(p, "vmlinux", Target::Attach(Some(p.function.clone())))
