@@ -159,10 +159,11 @@ fn check(ver: &str) {
     }
     println!("{ver}: attached by (module, mechanism): {by_mechanism:?}");
     println!(
-        "{ver}: attached {n_att}/{} (manifest: {} probes, {} not attachable with their verdicts)",
+        "{ver}: attached {n_att}/{} (manifest: {} probes and {} data-plane probes, {} not attachable with their verdicts)",
         attachable.len(),
         m.probes.len(),
-        m.probes.len() - attachable.len()
+        data_plane.len(),
+        m.probes.len() - m.attachable().count()
     );
 
     // all records, all counters summed over the windows
