@@ -76,7 +76,9 @@ fn start(
 ) -> (usize, std::sync::mpsc::Receiver<String>) {
     let replay = g.dir.join(format!("{}-{n}.replay.jsonl", r.host));
     write_calls(&replay, r.kernel, r.calls, &manifest());
-    let proc_root = g.dir.join(format!("proc-{}", r.job));
+    // one /proc per run: two hosts of one job started together must not share it (the
+    // second run's rewrite of `environ` truncates it while the first collector reads it)
+    let proc_root = g.dir.join(format!("proc-{}-{n}", r.job));
     write_proc_root(&proc_root, r.job);
     let out = g.dir.join(format!("{}-{n}.jsonl", r.host));
     let args = [
