@@ -100,6 +100,9 @@ struct BodyIds {
     identifier: u16,
     /// Kinds whose `declarator` field may be the declared identifier.
     declares: [u16; 4],
+    /// Kinds whose children the walk need not visit: literals, whose parts (quotes, contents,
+    /// escapes) are never a call, a store, a declaration or an exit.
+    opaque: [u16; 3],
     field_function: u16,
     field_declarator: u16,
 }
@@ -125,6 +128,11 @@ fn body_ids() -> &'static BodyIds {
                 kind("declaration"),
                 kind("init_declarator"),
                 kind("pointer_declarator"),
+            ],
+            opaque: [
+                kind("string_literal"),
+                kind("concatenated_string"),
+                kind("char_literal"),
             ],
             field_function: field("function"),
             field_declarator: field("declarator"),
@@ -452,7 +460,7 @@ fn scan_body<'t>(
     loop {
         let n = cursor.node();
         let children = n.child_count();
-        if children > 0 && cursor.goto_first_child() {
+        if children > 0 && !ids.opaque.contains(&n.kind_id()) && cursor.goto_first_child() {
             following.push(children - 1);
             continue;
         }
