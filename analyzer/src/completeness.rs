@@ -207,15 +207,18 @@ pub fn file_gaps(
 /// config compiles) that start no definition the parser found: definitions lost to parse
 /// errors.
 fn lost_definitions(facts: &FileFacts, preprocessed: &str) -> Vec<usize> {
-    let bodies: BTreeSet<usize> = facts
-        .functions
-        .iter()
-        .flat_map(|f| f.line..=f.line + 8)
-        .collect();
+    // The definitions' first lines, sorted: a `{` line is a found body when one of them is at
+    // most 8 lines before it (a binary search per `{` line, not a set of every nearby line).
+    let mut starts: Vec<usize> = facts.functions.iter().map(|f| f.line).collect();
+    starts.sort_unstable();
+    let found = |line: usize| {
+        let i = starts.partition_point(|&s| s < line.saturating_sub(8));
+        starts.get(i).is_some_and(|&s| s <= line)
+    };
     preprocessed
         .lines()
         .enumerate()
-        .filter(|(i, l)| *l == "{" && !bodies.contains(&(i + 1)))
+        .filter(|(i, l)| *l == "{" && !found(i + 1))
         .map(|(i, _)| i + 1)
         .collect()
 }

@@ -51,13 +51,14 @@ pub(crate) fn extract_timed(
         path: path.to_string(),
         ..FileFacts::default()
     };
-    let src = text.as_bytes();
+    let src = text;
+    let bytes = text.as_bytes();
     let t0 = std::time::Instant::now();
     // Checked by tree-sitter every ~100 parser operations (milliseconds apart at worst).
-    let limit = parse_time_limit(src.len());
+    let limit = parse_time_limit(bytes.len());
     let mut progress = |_: &tree_sitter::ParseState| t0.elapsed() > limit;
     let parsed = parser.parse_with_options(
-        &mut |i, _| src.get(i..).unwrap_or(&[]),
+        &mut |i, _| bytes.get(i..).unwrap_or(&[]),
         None,
         Some(tree_sitter::ParseOptions::new().progress_callback(&mut progress)),
     );
@@ -99,6 +100,9 @@ struct BodyIds {
     identifier: u16,
     /// Kinds whose `declarator` field may be the declared identifier.
     declares: [u16; 4],
+    /// Kinds whose children the walk need not visit: literals, whose parts (quotes, contents,
+    /// escapes) are never a call, a store, a declaration or an exit.
+    opaque: [u16; 3],
     field_function: u16,
     field_declarator: u16,
 }
@@ -125,14 +129,21 @@ fn body_ids() -> &'static BodyIds {
                 kind("init_declarator"),
                 kind("pointer_declarator"),
             ],
+            opaque: [
+                kind("string_literal"),
+                kind("concatenated_string"),
+                kind("char_literal"),
+            ],
             field_function: field("function"),
             field_declarator: field("declarator"),
         }
     })
 }
 
-fn text<'a>(n: Node, src: &'a [u8]) -> &'a str {
-    n.utf8_text(src).unwrap_or("")
+/// The node's text: a slice of the (already valid UTF-8) source, no re-validation
+/// (`Node::utf8_text` checks every byte of a body again).
+fn text<'a>(n: Node, src: &'a str) -> &'a str {
+    src.get(n.start_byte()..n.end_byte()).unwrap_or("")
 }
 
 fn line(n: Node) -> usize {
@@ -173,7 +184,7 @@ fn collect_errors(root: Node, path: &str, facts: &mut FileFacts) {
 /// macros at file scope (`DECLARE_UVERBS_NAMED_METHOD(...)`) sometimes swallow the functions
 /// after them into an error range. Iterative, with one tree cursor, in source order: damaged
 /// input can nest ERROR nodes as deep as it nests brackets.
-fn walk_top(root: Node, src: &[u8], facts: &mut FileFacts, sites_time: &mut Duration) {
+fn walk_top(root: Node, src: &str, facts: &mut FileFacts, sites_time: &mut Duration) {
     let mut cursor = root.walk();
     if !cursor.goto_first_child() {
         return;
@@ -247,7 +258,7 @@ struct DeclaredName<'t> {
     fn_declarator: Node<'t>,
 }
 
-fn function_def(node: Node, src: &[u8], sites_time: &mut Duration) -> Option<FunctionDef> {
+fn function_def(node: Node, src: &str, sites_time: &mut Duration) -> Option<FunctionDef> {
     let declarator = node.child_by_field_id(crate::cfields::fields().declarator)?;
     let body = node.child_by_field_id(crate::cfields::fields().body)?;
     let (is_static, is_inline) = specifiers(node, src);
@@ -296,7 +307,7 @@ fn function_def(node: Node, src: &[u8], sites_time: &mut Duration) -> Option<Fun
 }
 
 /// `static` and `inline` among a definition's specifiers.
-fn specifiers(node: Node, src: &[u8]) -> (bool, bool) {
+fn specifiers(node: Node, src: &str) -> (bool, bool) {
     let mut is_static = false;
     let mut is_inline = false;
     let mut cursor = node.walk();
@@ -314,7 +325,7 @@ fn specifiers(node: Node, src: &[u8]) -> (bool, bool) {
 
 /// Walk the declarator chain down to the name, noting pointer levels on the way. `None` for
 /// a declarator that does not declare a function.
-fn declared_name<'t>(declarator: Node<'t>, src: &[u8]) -> Option<DeclaredName<'t>> {
+fn declared_name<'t>(declarator: Node<'t>, src: &str) -> Option<DeclaredName<'t>> {
     let mut pointer = false;
     let mut d = declarator;
     let mut outer_fn: Option<Node> = None;
@@ -379,7 +390,7 @@ fn ret_kind(pointer: bool, ret_type: &str) -> RetKind {
 fn body_calls<'t>(
     fn_decl: Node<'t>,
     body: Node<'t>,
-    src: &[u8],
+    src: &str,
     exits: Option<&mut BodyExits<'t>>,
 ) -> (Vec<CallSite>, Vec<String>, Vec<ValueRef>) {
     let mut locals: BTreeSet<String> = BTreeSet::new();
@@ -390,7 +401,7 @@ fn body_calls<'t>(
     let mut calls: Vec<CallSite> = scan
         .calls
         .iter()
-        .filter_map(|&(f, line)| {
+        .filter_map(|&(_, f, line)| {
             Some(CallSite {
                 target: call_target(f, src, &locals)?,
                 line,
@@ -406,19 +417,18 @@ fn body_calls<'t>(
             crate::valuerefs::of_initializer_pair(n, src, &locals, &mut refs);
         }
     }
-    for &(f, _) in &scan.calls {
-        if let Some(call) = f.parent() {
-            crate::valuerefs::of_call(call, src, &locals, &mut refs);
-        }
+    for &(call, _, _) in &scan.calls {
+        crate::valuerefs::of_call(call, src, &locals, &mut refs);
     }
     refs.sort();
     refs.dedup();
     (calls, scan.field_writes.into_iter().collect(), refs)
 }
 
-/// What one walk of a body finds: call sites (callee node, line) and fields written via `->`.
+/// What one walk of a body finds: call sites (call node, callee node, line) and fields
+/// written via `->`. The call node is kept: `Node::parent` searches down from the root.
 struct BodyScan<'t> {
-    calls: Vec<(Node<'t>, usize)>,
+    calls: Vec<(Node<'t>, Node<'t>, usize)>,
     field_writes: BTreeSet<String>,
     /// Assignments and initializer pairs, for `value_refs` once every local is known.
     stores: Vec<Node<'t>>,
@@ -432,7 +442,7 @@ struct BodyScan<'t> {
 /// no second walk of the body.
 fn scan_body<'t>(
     body: Node<'t>,
-    src: &[u8],
+    src: &str,
     locals: &mut BTreeSet<String>,
     mut exits: Option<&mut BodyExits<'t>>,
 ) -> BodyScan<'t> {
@@ -443,8 +453,15 @@ fn scan_body<'t>(
     };
     let ids = body_ids();
     let mut cursor = body.walk();
+    // How many siblings follow each node on the cursor's path: a step to a next sibling that
+    // does not exist costs tree-sitter twice a step that does (it searches the parent's hidden
+    // children), and a leaf needs no step down.
+    let mut following: Vec<usize> = vec![0];
     loop {
-        if cursor.goto_first_child() {
+        let n = cursor.node();
+        let children = n.child_count();
+        if children > 0 && !ids.opaque.contains(&n.kind_id()) && cursor.goto_first_child() {
+            following.push(children - 1);
             continue;
         }
         // Leaving `n` and every ancestor whose last child this was: postorder, where each
@@ -455,7 +472,7 @@ fn scan_body<'t>(
             let kind = done.kind_id();
             if kind == ids.call_expression {
                 if let Some(f) = done.child_by_field_id(ids.field_function) {
-                    scan.calls.push((f, line(done)));
+                    scan.calls.push((done, f, line(done)));
                 }
             } else if kind == ids.assignment_expression {
                 if let Some(field) = written_field(done, src) {
@@ -470,13 +487,19 @@ fn scan_body<'t>(
             if let Some(e) = exits.as_deref_mut() {
                 e.note(done, kind, src);
             }
+            let Some(left) = following.last_mut() else {
+                scan.calls.reverse();
+                return scan;
+            };
             if done.id() == body.id() {
                 scan.calls.reverse();
                 return scan;
             }
-            if cursor.goto_next_sibling() {
+            if *left > 0 && cursor.goto_next_sibling() {
+                *left -= 1;
                 break;
             }
+            following.pop();
             if !cursor.goto_parent() {
                 scan.calls.reverse();
                 return scan;
@@ -486,7 +509,7 @@ fn scan_body<'t>(
 }
 
 /// `x->field = ...`: the field.
-fn written_field<'a>(assignment: Node, src: &'a [u8]) -> Option<&'a str> {
+fn written_field<'a>(assignment: Node, src: &'a str) -> Option<&'a str> {
     let l = assignment.child_by_field_id(crate::cfields::fields().left)?;
     if l.kind() == "field_expression" && text_of_op(l, src) == "->" {
         return Some(text(
@@ -515,7 +538,7 @@ fn has_error_code(body: &str) -> bool {
 }
 
 /// Name and scalar-ness of each parameter (`(void)` has none).
-fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
+fn param_facts(fn_decl: Node, src: &str) -> Vec<crate::model::Param> {
     let Some(params) = fn_decl.child_by_field_id(crate::cfields::fields().parameters) else {
         return Vec::new();
     };
@@ -566,7 +589,7 @@ fn param_facts(fn_decl: Node, src: &[u8]) -> Vec<crate::model::Param> {
     out
 }
 
-fn count_params(fn_decl: Node, src: &[u8]) -> usize {
+fn count_params(fn_decl: Node, src: &str) -> usize {
     let Some(params) = fn_decl.child_by_field_id(crate::cfields::fields().parameters) else {
         return 0;
     };
@@ -583,7 +606,7 @@ fn count_params(fn_decl: Node, src: &[u8]) -> usize {
 
 /// Names declared as parameters or local variables (to tell `handler(x)` through a local
 /// function pointer from a call of a function named `handler`).
-fn collect_declared_names(node: Node, src: &[u8], out: &mut BTreeSet<String>) {
+fn collect_declared_names(node: Node, src: &str, out: &mut BTreeSet<String>) {
     let mut cursor = node.walk();
     loop {
         note_declared_name(cursor.node(), src, out);
@@ -599,7 +622,7 @@ fn collect_declared_names(node: Node, src: &[u8], out: &mut BTreeSet<String>) {
 }
 
 /// The identifier `n` declares, when it is a declaration, parameter or declarator of one.
-fn note_declared_name(n: Node, src: &[u8], out: &mut BTreeSet<String>) {
+fn note_declared_name(n: Node, src: &str, out: &mut BTreeSet<String>) {
     let ids = body_ids();
     if ids.declares.contains(&n.kind_id()) {
         if let Some(d) = n.child_by_field_id(ids.field_declarator) {
@@ -613,14 +636,14 @@ fn note_declared_name(n: Node, src: &[u8], out: &mut BTreeSet<String>) {
     }
 }
 
-fn text_of_op<'a>(field_expr: Node, src: &'a [u8]) -> &'a str {
+fn text_of_op<'a>(field_expr: Node, src: &'a str) -> &'a str {
     field_expr
         .child_by_field_id(crate::cfields::fields().operator)
         .map(|o| text(o, src))
         .unwrap_or("")
 }
 
-fn call_target(f: Node, src: &[u8], locals: &BTreeSet<String>) -> Option<CallTarget> {
+fn call_target(f: Node, src: &str, locals: &BTreeSet<String>) -> Option<CallTarget> {
     match f.kind() {
         "identifier" => {
             let name = text(f, src).to_string();
@@ -659,7 +682,7 @@ fn call_target(f: Node, src: &[u8], locals: &BTreeSet<String>) -> Option<CallTar
     }
 }
 
-fn macro_def(node: Node, src: &[u8]) -> Option<MacroDef> {
+fn macro_def(node: Node, src: &str) -> Option<MacroDef> {
     let name = text(node.child_by_field_id(crate::cfields::fields().name)?, src).to_string();
     let body = node
         .child_by_field_id(crate::cfields::fields().value)
@@ -703,7 +726,7 @@ fn idents_before_paren(body: &str) -> Vec<String> {
     out
 }
 
-fn ops_table(decl: Node, src: &[u8]) -> Option<OpsTable> {
+fn ops_table(decl: Node, src: &str) -> Option<OpsTable> {
     let ty = decl.child_by_field_id(crate::cfields::fields().r#type)?;
     if ty.kind() != "struct_specifier" {
         return None;
@@ -731,10 +754,8 @@ fn ops_table(decl: Node, src: &[u8]) -> Option<OpsTable> {
         if pair.kind() != "initializer_pair" {
             continue;
         }
-        let mut pc = pair.walk();
         let designator = pair
-            .children_by_field_name("designator", &mut pc)
-            .next()
+            .child_by_field_id(crate::cfields::fields().designator)
             .map(|d| text(d, src).trim_start_matches('.').trim().to_string());
         let value = pair.child_by_field_id(crate::cfields::fields().value);
         if let (Some(member), Some(value)) = (designator, value) {

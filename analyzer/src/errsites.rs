@@ -39,8 +39,10 @@ const TRANSPARENT_CALLS: [&str; 8] = [
     "ERR_CAST",
 ];
 
-fn text<'a>(n: Node, src: &'a [u8]) -> &'a str {
-    n.utf8_text(src).unwrap_or("")
+/// The node's text: a slice of the (already valid UTF-8) source, no re-validation
+/// (`Node::utf8_text` checks every byte of a body again).
+fn text<'a>(n: Node, src: &'a str) -> &'a str {
+    src.get(n.start_byte()..n.end_byte()).unwrap_or("")
 }
 
 fn line(n: Node) -> usize {
@@ -141,7 +143,7 @@ impl<'t> BodyExits<'t> {
     /// One node of the body (`k`: its kind id), in the walk's left-to-right postorder (every
     /// node once). The lists are sorted by [`Self::sites`]; of two labels of one name the first
     /// left in postorder is kept (the one the former right-to-left preorder pass saw last).
-    pub(crate) fn note(&mut self, n: Node<'t>, k: u16, src: &[u8]) {
+    pub(crate) fn note(&mut self, n: Node<'t>, k: u16, src: &str) {
         let ids = site_ids();
         if k == ids.labeled_statement {
             if let Some(l) = n.child_by_field_id(ids.field_label) {
@@ -162,7 +164,7 @@ impl<'t> BodyExits<'t> {
     }
 
     /// `IS_ERR(v)` / `IS_ERR_OR_NULL(v)`: `v` may hold an ERR_PTR.
-    fn note_is_err(&mut self, n: Node<'t>, src: &[u8], ids: &SiteIds) {
+    fn note_is_err(&mut self, n: Node<'t>, src: &str, ids: &SiteIds) {
         // What `call_name` reads: the function's name, or a called field's.
         let name = n.child_by_field_id(ids.field_function).and_then(|f| {
             if f.kind_id() == ids.identifier {
@@ -186,7 +188,7 @@ impl<'t> BodyExits<'t> {
     }
 
     /// The error sites of the body, sorted by line, one per (line, errno, shape).
-    pub(crate) fn sites(mut self, src: &[u8]) -> Vec<ErrorSite> {
+    pub(crate) fn sites(mut self, src: &str) -> Vec<ErrorSite> {
         self.assigns.sort_by_key(|a| a.byte);
         self.ifs.sort_by_key(|n| n.start_byte());
         self.returns.sort_by_key(|n| n.start_byte());
@@ -206,7 +208,7 @@ impl<'t> BodyExits<'t> {
     }
 }
 
-fn note_assign(n: Node, src: &[u8], out: &mut Vec<Assign>) {
+fn note_assign(n: Node, src: &str, out: &mut Vec<Assign>) {
     if n.child_by_field_id(crate::cfields::fields().operator)
         .map(|o| text(o, src))
         != Some("=")
@@ -231,7 +233,7 @@ fn note_assign(n: Node, src: &[u8], out: &mut Vec<Assign>) {
     }
 }
 
-fn note_init(n: Node, src: &[u8], out: &mut Vec<Assign>) {
+fn note_init(n: Node, src: &str, out: &mut Vec<Assign>) {
     let (Some(mut d), Some(v)) = (
         n.child_by_field_id(crate::cfields::fields().declarator),
         n.child_by_field_id(crate::cfields::fields().value),
@@ -275,7 +277,7 @@ fn unwrap_expr(mut n: Node) -> Node {
 
 /// The called name of a call expression: `f` of `f(...)`, the member of a dispatch through
 /// a function pointer field (`alloc_pd` of `dev->ops.alloc_pd(...)`).
-fn call_name<'a>(n: Node, src: &'a [u8]) -> Option<&'a str> {
+fn call_name<'a>(n: Node, src: &'a str) -> Option<&'a str> {
     if n.kind() != "call_expression" {
         return None;
     }
@@ -297,7 +299,7 @@ fn first_arg(n: Node) -> Option<Node> {
 }
 
 /// `-ECONST`: the constant's name.
-fn negated_errno<'a>(n: Node, src: &'a [u8]) -> Option<&'a str> {
+fn negated_errno<'a>(n: Node, src: &'a str) -> Option<&'a str> {
     let n = unwrap_expr(n);
     if n.kind() != "unary_expression"
         || n.child_by_field_id(crate::cfields::fields().operator)
@@ -320,7 +322,7 @@ fn is_errno_name(t: &str) -> bool {
 
 /// What an error value expression is: a constant, a variable, a call (through `ERR_PTR`,
 /// `PTR_ERR`, `ERR_CAST`); `None` for anything else (0, NULL, an expression).
-fn value_of(n: Node, src: &[u8]) -> Option<Value> {
+fn value_of(n: Node, src: &str) -> Option<Value> {
     let n = unwrap_expr(n);
     if let Some(e) = negated_errno(n, src) {
         return Some(Value::Const(e.to_string()));
@@ -352,7 +354,7 @@ fn value_of(n: Node, src: &[u8]) -> Option<Value> {
 }
 
 /// The error value a `return` statement returns (`None`: a success, or not an error).
-fn returned(r: Node, b: &BodyExits, src: &[u8]) -> Option<Value> {
+fn returned(r: Node, b: &BodyExits, src: &str) -> Option<Value> {
     let e = r.named_child(0)?;
     let bare = unwrap_expr(e);
     if b.ptr && bare.kind() == "identifier" && !b.err_ptrs.iter().any(|v| v == text(bare, src)) {
@@ -362,7 +364,7 @@ fn returned(r: Node, b: &BodyExits, src: &[u8]) -> Option<Value> {
 }
 
 /// `ERR_PTR(x)`, `ERR_CAST(x)`, `PTR_ERR(x)`: a variable that is an error there.
-fn is_err_wrapped(n: Node, src: &[u8]) -> bool {
+fn is_err_wrapped(n: Node, src: &str) -> bool {
     matches!(
         call_name(unwrap_expr(n), src),
         Some("ERR_PTR" | "PTR_ERR" | "ERR_CAST")
@@ -405,7 +407,7 @@ fn last_statement(n: Node) -> Option<Node> {
 }
 
 /// The error a branch exits with: its return's value, or the return its goto reaches.
-fn branch_exit(branch: Node, b: &BodyExits, src: &[u8]) -> Option<Value> {
+fn branch_exit(branch: Node, b: &BodyExits, src: &str) -> Option<Value> {
     let s = last_statement(branch)?;
     let v = match s.kind() {
         "return_statement" => returned(s, b, src)?,
@@ -424,7 +426,7 @@ fn branch_exit(branch: Node, b: &BodyExits, src: &[u8]) -> Option<Value> {
 
 /// The value the first return on the label's path returns (the label's statement and its
 /// following siblings, up to 16 statements).
-fn label_exit(label: &str, b: &BodyExits, src: &[u8]) -> Option<Value> {
+fn label_exit(label: &str, b: &BodyExits, src: &str) -> Option<Value> {
     let mut n = *b.labels.get(label)?;
     for _ in 0..16 {
         let stmt = if n.kind() == "labeled_statement" {
@@ -446,7 +448,7 @@ fn label_exit(label: &str, b: &BodyExits, src: &[u8]) -> Option<Value> {
 }
 
 /// The sites of one `if`: its branch and its `else` branch.
-fn if_sites(i: Node, b: &BodyExits, src: &[u8], out: &mut Vec<ErrorSite>) {
+fn if_sites(i: Node, b: &BodyExits, src: &str, out: &mut Vec<ErrorSite>) {
     let Some(cond) = i.child_by_field_id(crate::cfields::fields().condition) else {
         return;
     };
@@ -482,7 +484,7 @@ fn if_sites(i: Node, b: &BodyExits, src: &[u8], out: &mut Vec<ErrorSite>) {
 /// What decides an exit whose error is the constant `errno`, from its condition: a state
 /// test, a call's result (the callee's checks, or a predicate), an exhaustion constant, else
 /// a check of the request.
-fn classify(cond: Node, errno: Option<&str>, b: &BodyExits, src: &[u8]) -> SiteShape {
+fn classify(cond: Node, errno: Option<&str>, b: &BodyExits, src: &str) -> SiteShape {
     if mentions_state(text(cond, src)) {
         return SiteShape::State;
     }
@@ -503,7 +505,7 @@ fn mentions_state(cond: &str) -> bool {
 
 /// The call whose result the condition tests: `f(...)`, `!f(...)`, `ret` (from `ret = f()`),
 /// `IS_ERR(x)`, `ret < 0`, through the transparent wrappers.
-fn tested_call(cond: Node, b: &BodyExits, src: &[u8]) -> Option<String> {
+fn tested_call(cond: Node, b: &BodyExits, src: &str) -> Option<String> {
     let mut n = unwrap_expr(cond);
     loop {
         match n.kind() {
@@ -549,7 +551,7 @@ fn tested_call(cond: Node, b: &BodyExits, src: &[u8]) -> Option<String> {
 
 /// A `return <error>` not in an `if` branch: in a switch case (a value outside the cases:
 /// the request), or unconditional before the first label.
-fn plain_return_site(r: Node, b: &BodyExits, src: &[u8]) -> Option<ErrorSite> {
+fn plain_return_site(r: Node, b: &BodyExits, src: &str) -> Option<ErrorSite> {
     let mut p = r.parent()?;
     let mut in_case = false;
     loop {
@@ -589,7 +591,7 @@ fn plain_return_site(r: Node, b: &BodyExits, src: &[u8]) -> Option<ErrorSite> {
 }
 
 /// The condition as written, whitespace collapsed, at most [`MAX_CHECK_CHARS`] characters.
-fn check_text(cond: Node, src: &[u8]) -> String {
+fn check_text(cond: Node, src: &str) -> String {
     let t = text(unwrap_expr(cond), src);
     let mut s = t.split_whitespace().collect::<Vec<_>>().join(" ");
     if s.chars().count() > MAX_CHECK_CHARS {

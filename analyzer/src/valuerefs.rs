@@ -9,10 +9,13 @@ use std::collections::BTreeSet;
 
 use tree_sitter::Node;
 
+use crate::cfields::fields;
 use crate::model::{RefSite, ValueRef};
 
-fn text<'a>(n: Node, src: &'a [u8]) -> &'a str {
-    n.utf8_text(src).unwrap_or("")
+/// The node's text: a slice of the (already valid UTF-8) source, no re-validation
+/// (`Node::utf8_text` checks every byte of a body again).
+fn text<'a>(n: Node, src: &'a str) -> &'a str {
+    src.get(n.start_byte()..n.end_byte()).unwrap_or("")
 }
 
 fn line(n: Node) -> usize {
@@ -20,17 +23,17 @@ fn line(n: Node) -> usize {
 }
 
 /// A bare identifier that is not a local: a function, a global or a constant.
-fn outside_name<'a>(n: Node, src: &'a [u8], locals: &BTreeSet<String>) -> Option<&'a str> {
+fn outside_name<'a>(n: Node, src: &'a str, locals: &BTreeSet<String>) -> Option<&'a str> {
     let mut v = n;
     // `&f` and `(f)` name f as well
     while matches!(v.kind(), "parenthesized_expression" | "pointer_expression") {
         if v.kind() == "pointer_expression"
-            && v.child_by_field_name("operator").map(|o| text(o, src)) != Some("&")
+            && v.child_by_field_id(fields().operator).map(|o| text(o, src)) != Some("&")
         {
             return None;
         }
         v = v
-            .child_by_field_name("argument")
+            .child_by_field_id(fields().argument)
             .or_else(|| v.named_child(0))?;
     }
     let name = text(v, src);
@@ -38,11 +41,11 @@ fn outside_name<'a>(n: Node, src: &'a [u8], locals: &BTreeSet<String>) -> Option
 }
 
 /// `a->f = x` / `a.f = x`: (field, through a pointer).
-fn stored_field(left: Node, src: &[u8]) -> Option<(String, bool)> {
+fn stored_field(left: Node, src: &str) -> Option<(String, bool)> {
     if left.kind() != "field_expression" {
         return None;
     }
-    let field = text(left.child_by_field_name("field")?, src).to_string();
+    let field = text(left.child_by_field_id(fields().field)?, src).to_string();
     // through a pointer when any `->` leads to the field (`qp->attr.qp_state`)
     let through_pointer = text(left, src).contains("->");
     Some((field, through_pointer))
@@ -51,16 +54,16 @@ fn stored_field(left: Node, src: &[u8]) -> Option<(String, bool)> {
 /// The value refs of an assignment (`=` only: `|=` and friends compute, they install nothing).
 pub(crate) fn of_assignment(
     n: Node,
-    src: &[u8],
+    src: &str,
     locals: &BTreeSet<String>,
     out: &mut Vec<ValueRef>,
 ) {
-    if n.child_by_field_name("operator").map(|o| text(o, src)) != Some("=") {
+    if n.child_by_field_id(fields().operator).map(|o| text(o, src)) != Some("=") {
         return;
     }
     let (Some(left), Some(right)) = (
-        n.child_by_field_name("left"),
-        n.child_by_field_name("right"),
+        n.child_by_field_id(fields().left),
+        n.child_by_field_id(fields().right),
     ) else {
         return;
     };
@@ -82,15 +85,15 @@ pub(crate) fn of_assignment(
 /// `.f = x` in an initializer list (a local's or a compound literal's: not through a pointer).
 pub(crate) fn of_initializer_pair(
     n: Node,
-    src: &[u8],
+    src: &str,
     locals: &BTreeSet<String>,
     out: &mut Vec<ValueRef>,
 ) {
-    let mut c = n.walk();
-    let Some(designator) = n.children_by_field_name("designator", &mut c).next() else {
+    // the first designator (`.a.b = x`: `.a`)
+    let Some(designator) = n.child_by_field_id(fields().designator) else {
         return;
     };
-    let Some(value) = n.child_by_field_name("value") else {
+    let Some(value) = n.child_by_field_id(fields().value) else {
         return;
     };
     let field = text(designator, src).trim_start_matches('.').trim();
@@ -116,19 +119,23 @@ pub(crate) fn of_initializer_pair(
 /// The arguments of a call by name that name something outside the body. Only names with a
 /// lower-case letter (functions, by the kernel's style): constants passed as arguments are
 /// too many to keep and no rule reads them.
-pub(crate) fn of_call(call: Node, src: &[u8], locals: &BTreeSet<String>, out: &mut Vec<ValueRef>) {
-    let Some(f) = call.child_by_field_name("function") else {
+pub(crate) fn of_call(call: Node, src: &str, locals: &BTreeSet<String>, out: &mut Vec<ValueRef>) {
+    let Some(f) = call.child_by_field_id(fields().function) else {
         return;
     };
     if f.kind() != "identifier" {
         return;
     }
     let callee = text(f, src);
-    let Some(args) = call.child_by_field_name("arguments") else {
+    let Some(args) = call.child_by_field_id(fields().arguments) else {
         return;
     };
-    let mut c = args.walk();
-    for (index, a) in args.named_children(&mut c).enumerate() {
+    // By index, not with a cursor: an argument list is short, and a cursor's step to the next
+    // sibling costs hundreds of instructions in tree-sitter.
+    for index in 0..args.named_child_count() {
+        let Some(a) = args.named_child(index) else {
+            continue;
+        };
         let Some(name) = outside_name(a, src, locals) else {
             continue;
         };

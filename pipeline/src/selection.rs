@@ -56,8 +56,8 @@ pub type EachSelection<'a> = dyn FnMut(Selected, &mut dyn FnMut(Notice)) -> Resu
 /// Several vendors from one parse of the tree and one read of the binaries, each selection
 /// the same as a single-vendor run's. `all` keeps only the vendors whose driver the config
 /// builds (and reads no unbuilt directory); the others are skipped with a notice. Each
-/// selection goes to `each` as soon as it is made (one vendor's graph alive at a time);
-/// returns how many there were.
+/// selection goes to `each` in the list's order while the next one is made (two vendors'
+/// graphs alive at a time); returns how many there were.
 pub fn select_vendors(
     opts: &SourceOptions,
     rules: &heuristics::Rules,
@@ -92,38 +92,78 @@ pub fn select_vendors(
             t0.elapsed().as_secs_f64() * 1e3
         )));
     }
+    // One vendor's graph and selection are made on a second thread while the previous one
+    // goes to `each` (rendered and written): two graphs alive at most, and the per-vendor
+    // work of a list overlaps on two cores. Notices and errors come in the list's order.
+    let prepare = |(name, vendor): &(&String, &heuristics::Vendor)| {
+        prepare_vendor(opts, rules, &tree, &binaries, name, vendor, all, entries)
+    };
     let mut selected = 0;
-    for (name, vendor) in resolved {
-        let built = tree.files.iter().any(|f| {
-            vendor.dirs.iter().any(|d| f.path.starts_with(d.as_str()))
-                && tree.build.module_of(&f.path).is_some()
-        });
-        if all && !built {
-            notify(Notice::Line(format!(
-                "{name}: not built by this config, skipped (--vendor all)"
-            )));
-            continue;
+    std::thread::scope(|scope| -> Result<(), Error> {
+        let mut next = resolved.first().map(prepare);
+        for i in 0..resolved.len() {
+            let current = next.take();
+            let ahead = resolved.get(i + 1).map(|v| scope.spawn(move || prepare(v)));
+            match current {
+                Some(Ok(Prepared::Ready(s))) => {
+                    each(*s, notify)?;
+                    selected += 1;
+                }
+                Some(Ok(Prepared::Skipped(line))) => notify(Notice::Line(line)),
+                Some(Err(e)) => return Err(e),
+                None => {}
+            }
+            next = ahead.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
         }
-        let loaded = Loaded {
-            tree: tree.clone(),
-            graph: CallGraph::build(&tree, &rules.scope_of(&vendor.dirs)),
-        };
-        let one = SourceOptions {
-            vendor: Some(name.clone()),
-            ..opts.clone()
-        };
-        let s = select_loaded(
-            &one,
-            rules.clone(),
-            loaded,
-            binaries.clone(),
-            vendor,
-            entries,
-        )?;
-        each(s, notify)?;
-        selected += 1;
-    }
+        Ok(())
+    })?;
     Ok(selected)
+}
+
+/// One vendor of a multi-vendor run: its selection, or why `all` skips it.
+enum Prepared {
+    Ready(Box<Selected>),
+    Skipped(String),
+}
+
+/// The graph and the selection of one vendor of [`select_vendors`] over the shared tree.
+#[allow(clippy::too_many_arguments)]
+fn prepare_vendor(
+    opts: &SourceOptions,
+    rules: &heuristics::Rules,
+    tree: &Arc<analyzer::SourceTree>,
+    binaries: &Option<Arc<Binaries>>,
+    name: &str,
+    vendor: &heuristics::Vendor,
+    all: bool,
+    entries: &[String],
+) -> Result<Prepared, Error> {
+    let built = tree.files.iter().any(|f| {
+        vendor.dirs.iter().any(|d| f.path.starts_with(d.as_str()))
+            && tree.build.module_of(&f.path).is_some()
+    });
+    if all && !built {
+        return Ok(Prepared::Skipped(format!(
+            "{name}: not built by this config, skipped (--vendor all)"
+        )));
+    }
+    let loaded = Loaded {
+        tree: tree.clone(),
+        graph: CallGraph::build(tree, &rules.scope_of(&vendor.dirs)),
+    };
+    let one = SourceOptions {
+        vendor: Some(name.to_string()),
+        ..opts.clone()
+    };
+    let s = select_loaded(
+        &one,
+        rules.clone(),
+        loaded,
+        binaries.clone(),
+        vendor,
+        entries,
+    )?;
+    Ok(Prepared::Ready(Box::new(s)))
 }
 
 /// The selection of `vendor` on a tree already loaded (and binaries already read).
