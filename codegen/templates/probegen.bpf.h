@@ -321,8 +321,47 @@ static __always_inline void pg_inc(void *map, const void *key)
  * The counting of pg_exit: the call; on failure the failure, its errno and its record (or
  * its drop).
  */
+/*
+ * The kernel's task, as far as a record reads it (CO-RE: the running kernel's offsets): the
+ * owner of a data-plane record, whose job the collector looks up by its pid.
+ */
+struct kernfs_node {
+	__u64 id;
+} __attribute__((preserve_access_index));
+
+struct cgroup {
+	struct kernfs_node *kn;
+} __attribute__((preserve_access_index));
+
+struct css_set {
+	struct cgroup *dfl_cgrp;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	int pid;
+	int tgid;
+	char comm[16];
+	struct css_set *cgroups;
+} __attribute__((preserve_access_index));
+
+/* A record's task fields from `owner` instead of the current task (the cgroup id is the
+ * cgroup v2 one, as bpf_get_current_cgroup_id() reads it). */
+static __always_inline void pg_owner(struct pg_record *rec, struct task_struct *owner)
+{
+	rec->pid = BPF_CORE_READ(owner, tgid);
+	rec->tid = BPF_CORE_READ(owner, pid);
+	rec->cgroup_id = BPF_CORE_READ(owner, cgroups, dfl_cgrp, kn, id);
+	BPF_CORE_READ_STR_INTO(&rec->comm, owner, comm);
+}
+
+/*
+ * owner: the task a data-plane record belongs to (the creator of its QP or CQ), 0 for the
+ * current task: a completion is posted by whatever task runs the provider's work (Soft-RoCE:
+ * a kworker), not by the job whose QP it is.
+ */
 static __always_inline void pg_count(__u32 probe_id, long err, int failed, void *ctx,
-				     __u32 argmask, const struct pg_saved_args *saved)
+				     __u32 argmask, const struct pg_saved_args *saved,
+				     struct task_struct *owner)
 {
 	struct pg_errno_key key = {};
 	struct pg_record *rec;
@@ -382,6 +421,8 @@ static __always_inline void pg_count(__u32 probe_id, long err, int failed, void 
 	}
 	rec->nargs = n;
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+	if (owner)
+		pg_owner(rec, owner);
 
 	/* 0: the kernel wakes the consumer when this record is the only one pending */
 	flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_threshold ?
@@ -518,15 +559,16 @@ static __always_inline void pg_bl_step(__u32 probe_id, long err, int failed,
  * seq lies below the `seq` it read (those are all in the ring), and later records wait for
  * the next read. A successful call pays one branch for it.
  */
-static __always_inline int pg_exit_saved(__u32 probe_id, long err, int failed, void *ctx,
-					 __u32 argmask, const struct pg_saved_args *saved, int bl)
+static __always_inline int pg_exit_owned(__u32 probe_id, long err, int failed, void *ctx,
+					 __u32 argmask, const struct pg_saved_args *saved, int bl,
+					 struct task_struct *owner)
 {
 	__u32 slot = bpf_get_smp_processor_id() & (PG_ACTIVITY_SLOTS - 1);
 	struct pg_activity *a = bpf_map_lookup_elem(&activity, &slot);
 
 	if (failed && a)
 		__sync_fetch_and_add(&a->failing, 1);
-	pg_count(probe_id, err, failed, ctx, argmask, saved);
+	pg_count(probe_id, err, failed, ctx, argmask, saved, owner);
 	if (!a)
 		return 0;
 	if (failed)
@@ -538,6 +580,12 @@ static __always_inline int pg_exit_saved(__u32 probe_id, long err, int failed, v
 	/* last: one more program ended in this CPU's slot, after all of its counting */
 	__sync_fetch_and_add(&a->ended, 1);
 	return 0;
+}
+
+static __always_inline int pg_exit_saved(__u32 probe_id, long err, int failed, void *ctx,
+					 __u32 argmask, const struct pg_saved_args *saved, int bl)
+{
+	return pg_exit_owned(probe_id, err, failed, ctx, argmask, saved, bl, 0);
 }
 
 static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *ctx,
@@ -648,12 +696,31 @@ static __always_inline int pg_exit_kretprobe(__u32 probe_id, long err, int faile
 /* A set with data-plane probes defines PG_DATA_PLANE and, before this file, `enum
  * ib_event_type` (and `enum ib_wc_status` with completion probes) with the enumerators its
  * filters name: their values here do not matter, bpf_core_enum_value() takes the kernel's. */
+/* the creator of a user verbs object (the restrack entry holds a reference to it; 0 for a
+ * kernel consumer's object) */
+struct rdma_restrack_entry {
+	struct task_struct *task;
+} __attribute__((preserve_access_index));
+
+struct ib_cq {
+	struct rdma_restrack_entry res;
+} __attribute__((preserve_access_index));
+
 struct ib_qp {
 	__u32 qp_num;
+	struct rdma_restrack_entry res;
 } __attribute__((preserve_access_index));
+
+/*
+ * The creator of the core object a driver's `obj` embeds as `member` (ibcq, ibqp); 0 where
+ * the running kernel's struct has no such member: the record then names the current task.
+ */
+#define PG_OWNER(obj, member)                                                         \
+	(bpf_core_field_exists((obj)->member) ? BPF_CORE_READ(obj, member.res.task) : 0)
 
 struct ib_event {
 	union {
+		struct ib_cq *cq;
 		struct ib_qp *qp;
 		__u32 port_num;
 	} element;
@@ -667,11 +734,13 @@ struct ib_uverbs_wc {
 	__u32 qp_num;
 } __attribute__((preserve_access_index));
 
-static __always_inline int pg_data_plane(__u32 probe_id, long code, __u64 qpn, __u64 port)
+/* owner: the task the record belongs to (the QP's or CQ's creator), 0: the current task */
+static __always_inline int pg_data_plane(__u32 probe_id, long code, __u64 qpn, __u64 port,
+					 struct task_struct *owner)
 {
 	struct pg_saved_args v = { .v = { qpn, port }, .n = 2 };
 
-	return pg_exit_saved(probe_id, code, 1, 0, 0, &v, 0);
+	return pg_exit_owned(probe_id, code, 1, 0, 0, &v, 0, owner);
 }
 #endif /* PG_DATA_PLANE */
 

@@ -38,7 +38,7 @@ pub use trace::{
     TRACE_STEPS,
 };
 pub use types::{
-    json_schema, DataPlaneEvidence, DataPlaneProbe, Degraded, ErrorSite, Excluded, FocusOp,
+    json_schema, DataPlaneEvidence, DataPlaneOwner, DataPlaneProbe, Degraded, OwnerObject, ErrorSite, Excluded, FocusOp,
     KernelInfo, Manifest, Probe, ProbeArg, Stats, Suggestion, DATA_PLANE_KIND, MANIFEST_WHAT,
     SCHEMA_ID,
 };
