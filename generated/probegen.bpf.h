@@ -755,12 +755,82 @@ struct ib_uverbs_wc {
 	__u32 qp_num;
 } __attribute__((preserve_access_index));
 
+/*
+ * Per QP, the first error and a count of the rest: a QP that dies floods its flush
+ * completions (one per outstanding work request), so the first error of a (probe, QP, owner)
+ * is a record and later ones only count in its entry here. An LRU map keeps memory bounded
+ * however many QPs die at once: an entry the kernel evicts (the collector counts them:
+ * entries made - entries present) makes that QP's next error a record again.
+ */
+#define PG_QP_ERRORS 4096
+
+struct pg_qp_key {
+	__u32 probe_id;
+	__u32 qpn;
+	__u32 pid; /* the owner's: a QP number another process reuses is another QP */
+	__u32 pad;
+};
+
+struct pg_qp_val {
+	__u64 first_ts_ns; /* the first error (its record's ts within the program's run) */
+	__u64 repeats;     /* errors after the first: counted, not recorded */
+	__s32 code;        /* the first error's code */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, PG_QP_ERRORS);
+	__type(key, struct pg_qp_key);
+	__type(value, struct pg_qp_val);
+} qp_errors SEC(".maps");
+
+/* entries made in qp_errors, per probe */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PG_NPROBES);
+	__type(key, __u32);
+	__type(value, __u64);
+} qp_firsts SEC(".maps");
+
+/* errors counted in an entry instead of recorded, per probe (calls - failures of the probe) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PG_NPROBES);
+	__type(key, __u32);
+	__type(value, __u64);
+} qp_repeats SEC(".maps");
+
 /* owner: the task the record belongs to (the QP's or CQ's creator), 0: the current task */
 static __always_inline int pg_data_plane(__u32 probe_id, long code, __u64 qpn, __u64 port,
 					 struct task_struct *owner)
 {
 	struct pg_saved_args v = { .v = { qpn, port }, .n = 2 };
+	struct pg_qp_key k = { .probe_id = probe_id, .qpn = qpn };
+	struct pg_qp_val first = { .code = code };
+	struct pg_qp_val *e;
 
+	if (qpn) {
+		k.pid = owner ? BPF_CORE_READ(owner, tgid) : bpf_get_current_pid_tgid() >> 32;
+		e = bpf_map_lookup_elem(&qp_errors, &k);
+		if (e) {
+			/* not a failure: the invariant is over records, this is in the entry; the
+			 * program ended (the collector reads the maps again once `ended` moved) */
+			__u32 slot = bpf_get_smp_processor_id() & (PG_ACTIVITY_SLOTS - 1);
+			struct pg_activity *a = bpf_map_lookup_elem(&activity, &slot);
+
+			__sync_fetch_and_add(&e->repeats, 1);
+			pg_inc(&calls, &probe_id);
+			pg_inc(&qp_repeats, &probe_id);
+			if (a)
+				__sync_fetch_and_add(&a->ended, 1);
+			return 0;
+		}
+		first.first_ts_ns = bpf_ktime_get_ns();
+		/* two CPUs racing on a QP's first error both record it: none is lost */
+		if (!bpf_map_update_elem(&qp_errors, &k, &first, BPF_NOEXIST))
+			pg_inc(&qp_firsts, &probe_id);
+	}
 	return pg_exit_owned(probe_id, code, 1, 0, 0, &v, 0, owner);
 }
 #endif /* PG_DATA_PLANE */

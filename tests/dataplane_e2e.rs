@@ -6,12 +6,16 @@
 //! What it holds the run to (issue 34's proof, on Soft-RoCE):
 //! * each induced class arrives as a data-plane record with its status name, the QP number
 //!   the program printed and the job it ran in (SLURM_JOB_ID of its own cgroup): a remote
-//!   access error (bad rkey), a local protection error (bad lkey), RNR retry exceeded, flushed
+//!   access error (bad rkey), a bad lkey (Soft-RoCE flushes the failed request: the program
+//!   prints the status it polled, the record must say the same), RNR retry exceeded, flushed
 //!   posts after an error, retry exceeded (the peer process killed), the CQ error event of an
 //!   overflowed one-entry CQ;
 //! * the record belongs to the job although the provider posts the completion from a kworker:
 //!   the owner is the QP's or CQ's creator, read in the kernel;
 //! * the QP's death (`rxe_qp_error`) names the QP and the job as well;
+//! * per QP, the first error and a count of the rest: the flush job's QP dies of a bad rkey
+//!   (one record), its 20 flushed posts only count in its `qp_errors` entry (count 21, the
+//!   owner's pid, first_ts), and they are neither failures nor drops;
 //! * the healthy job (thousands of good completions) has no data-plane record;
 //! * received + dropped == produced in every snapshot.
 
@@ -27,8 +31,12 @@ fn out_dir() -> PathBuf {
 }
 
 fn read(path: &Path) -> String {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e} (did scripts/e2e-dataplane.sh run?)", path.display()))
+    std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (did scripts/e2e-dataplane.sh run?)",
+            path.display()
+        )
+    })
 }
 
 fn snapshots(path: &Path) -> Vec<Value> {
@@ -48,6 +56,7 @@ struct Induced {
     qpn: String,
     status: String,
     count: u64,
+    pid: u64,
 }
 
 fn induced(log: &str) -> BTreeMap<String, Induced> {
@@ -56,7 +65,8 @@ fn induced(log: &str) -> BTreeMap<String, Induced> {
         let mut w = l.split_whitespace().skip(1);
         let Some(mode) = w.next() else { continue };
         let kv: BTreeMap<&str, &str> = w.filter_map(|f| f.split_once('=')).collect();
-        let (Some(qpn), Some(status), Some(count)) = (kv.get("qpn"), kv.get("status"), kv.get("count"))
+        let (Some(qpn), Some(status), Some(count)) =
+            (kv.get("qpn"), kv.get("status"), kv.get("count"))
         else {
             continue;
         };
@@ -66,6 +76,7 @@ fn induced(log: &str) -> BTreeMap<String, Induced> {
                 qpn: qpn.to_string(),
                 status: status.to_string(),
                 count: count.parse().unwrap_or(0),
+                pid: kv.get("pid").and_then(|p| p.parse().ok()).unwrap_or(0),
             },
         );
     }
@@ -83,7 +94,10 @@ fn induced_errors_arrive_with_qp_and_job() {
     let ver = std::env::var("PROBEGEN_E2E_SERIES").unwrap_or_default();
     let log = read(&out.join("vd.log"));
     for l in log.lines().filter(|l| l.starts_with("VD-RC ")) {
-        assert!(l.ends_with(" 0"), "{ver}: verbs_dataplane failed: {l}\n{log}");
+        assert!(
+            l.ends_with(" 0"),
+            "{ver}: verbs_dataplane failed: {l}\n{log}"
+        );
     }
     let jobs: BTreeMap<String, String> = read(&out.join("jobs.txt"))
         .lines()
@@ -96,10 +110,18 @@ fn induced_errors_arrive_with_qp_and_job() {
 
     // the invariant in every snapshot
     for (i, s) in snaps.iter().enumerate() {
-        assert_eq!(s["invariant"]["ok"], true, "{ver}: snapshot {i}: {}", s["invariant"]);
+        assert_eq!(
+            s["invariant"]["ok"], true,
+            "{ver}: snapshot {i}: {}",
+            s["invariant"]
+        );
     }
     let last = snaps.last().expect("a snapshot");
-    assert_eq!(last["invariant"]["exact"], true, "{ver}: final {}", last["invariant"]);
+    assert_eq!(
+        last["invariant"]["exact"], true,
+        "{ver}: final {}",
+        last["invariant"]
+    );
 
     let dp: Vec<&Value> = snaps
         .iter()
@@ -110,8 +132,13 @@ fn induced_errors_arrive_with_qp_and_job() {
     for r in &dp {
         println!(
             "{ver}:   {} {} {} qp_num={} job={} pid={} comm={}",
-            r["data_plane"], r["function"], r["errno_name"], r["args"]["qp_num"], job_of(r),
-            r["pid"], r["comm"]
+            r["data_plane"],
+            r["function"],
+            r["errno_name"],
+            r["args"]["qp_num"],
+            job_of(r),
+            r["pid"],
+            r["comm"]
         );
     }
 
@@ -120,32 +147,42 @@ fn induced_errors_arrive_with_qp_and_job() {
     assert!(healthy.count >= 2000, "{ver}: healthy {healthy:?}");
     let hjob = jobs.get("healthy").expect("jobs.txt: healthy");
     let noisy: Vec<_> = dp.iter().filter(|r| job_of(r) == hjob).collect();
-    assert!(noisy.is_empty(), "{ver}: the healthy job has data-plane records: {noisy:?}");
+    assert!(
+        noisy.is_empty(),
+        "{ver}: the healthy job has data-plane records: {noisy:?}"
+    );
 
     // each induced completion error: its status, its QP and its job; the QP's death too
     for mode in ["rkey", "lkey", "rnr", "flush", "retry"] {
-        let v = vd.get(mode).unwrap_or_else(|| panic!("{ver}: no VD line for {mode}:\n{log}"));
+        let v = vd
+            .get(mode)
+            .unwrap_or_else(|| panic!("{ver}: no VD line for {mode}:\n{log}"));
         let job = jobs.get(mode).expect("jobs.txt names every mode");
         let of_qp = |class: &str| -> Vec<&&Value> {
             dp.iter()
                 .filter(|r| r["data_plane"] == class && r["args"]["qp_num"] == v.qpn.as_str())
                 .collect()
         };
+        // the flush job's QP died of a bad rkey first: that is its record
+        let first = if mode == "flush" {
+            "IB_WC_REM_ACCESS_ERR"
+        } else {
+            v.status.as_str()
+        };
         let completions: Vec<_> = of_qp("completion")
             .into_iter()
-            .filter(|r| r["errno_name"] == v.status.as_str())
+            .filter(|r| r["errno_name"] == first)
             .collect();
         assert!(
             !completions.is_empty(),
-            "{ver}: {mode}: no completion record {} for QP {}",
-            v.status,
+            "{ver}: {mode}: no completion record {first} for QP {}",
             v.qpn
         );
         for r in &completions {
             assert_eq!(job_of(r), job, "{ver}: {mode}: the record's job: {r}");
         }
         if mode == "flush" {
-            assert_eq!(completions.len() as u64, v.count, "{ver}: flushed posts");
+            check_flush(&ver, v, &of_qp("completion"), last);
         }
         let died = of_qp("qp_error");
         assert!(
@@ -154,9 +191,8 @@ fn induced_errors_arrive_with_qp_and_job() {
             v.qpn
         );
         println!(
-            "{ver}: {mode}: {} x {} on QP {} in job {job}",
+            "{ver}: {mode}: {} x {first} on QP {} in job {job}",
             completions.len(),
-            v.status,
             v.qpn
         );
     }
@@ -172,5 +208,44 @@ fn induced_errors_arrive_with_qp_and_job() {
         ev.iter().all(|r| job_of(r) == job),
         "{ver}: IB_EVENT_CQ_ERR outside job {job}: {ev:?}"
     );
-    println!("{ver}: cqoverflow: {} x IB_EVENT_CQ_ERR in job {job}", ev.len());
+    println!(
+        "{ver}: cqoverflow: {} x IB_EVENT_CQ_ERR in job {job}",
+        ev.len()
+    );
+}
+
+/// The flush job: one completion record for its QP (the bad rkey), the flushed posts counted
+/// in the final snapshot's `qp_errors` entry of that QP, not recorded.
+fn check_flush(ver: &str, v: &Induced, records: &[&&Value], last: &Value) {
+    assert_eq!(
+        records.len(),
+        1,
+        "{ver}: flush: one record for the QP, got {records:?}"
+    );
+    let q = &last["qp_errors"];
+    println!(
+        "{ver}: qp_errors: firsts {} repeats {} evicted {} capacity {}",
+        q["firsts"], q["repeats"], q["evicted"], q["capacity"]
+    );
+    let qpn = u64::from_str_radix(v.qpn.trim_start_matches("0x"), 16).expect("a hex QP number");
+    let entry = q["qps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["qpn"] == qpn && e["function"] == records[0]["function"])
+        .unwrap_or_else(|| panic!("{ver}: flush: no qp_errors entry for QP {}: {q}", v.qpn));
+    println!("{ver}: flush: {entry}");
+    assert_eq!(entry["status"], "IB_WC_REM_ACCESS_ERR", "{ver}: {entry}");
+    assert_eq!(entry["count"].as_u64(), Some(1 + v.count), "{ver}: {entry}");
+    assert_eq!(
+        entry["pid"].as_u64(),
+        Some(v.pid),
+        "{ver}: the owner: {entry}"
+    );
+    assert!(
+        entry["first_ts_ns"].as_u64().unwrap_or(0) > 0,
+        "{ver}: {entry}"
+    );
+    assert!(q["repeats"].as_u64().unwrap_or(0) >= v.count, "{ver}: {q}");
+    assert_eq!(q["evicted"], 0, "{ver}: {q}");
 }

@@ -166,7 +166,9 @@ fn data_plane_program(d: &manifest::DataPlaneProbe) -> Result<DataPlaneProgram, 
 
 /// The object of a data-plane owner argument as C (`(struct rxe_cq *)ctx[0]`), checked to be
 /// a C identifier.
-fn owner_object(d: &manifest::DataPlaneProbe) -> Result<Option<(String, &manifest::DataPlaneOwner)>, askama::Error> {
+fn owner_object(
+    d: &manifest::DataPlaneProbe,
+) -> Result<Option<(String, &manifest::DataPlaneOwner)>, askama::Error> {
     let Some(o) = &d.owner else {
         return Ok(None);
     };

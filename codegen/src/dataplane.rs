@@ -159,9 +159,10 @@ fn owner(params: &[analyzer::Param], pick: &DataPlanePick) -> Option<DataPlaneOw
         (name.ends_with(suffix) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
             .then(|| name.to_string())
     };
-    params.iter().enumerate().find_map(|(arg, p)| {
-        struct_of(&p.ty).map(|ty| DataPlaneOwner { arg, ty, object })
-    })
+    params
+        .iter()
+        .enumerate()
+        .find_map(|(arg, p)| struct_of(&p.ty).map(|ty| DataPlaneOwner { arg, ty, object }))
 }
 
 /// Whether a data-plane probe has an entry program.

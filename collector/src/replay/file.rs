@@ -122,6 +122,8 @@ impl CountersJson {
             drops_by_probe: m(&self.drops_by_probe)?,
             fenced: self.fenced,
             in_flight: self.in_flight,
+            // a recording keeps the records (each QP's first error), not the table
+            qp: None,
         })
     }
 }
