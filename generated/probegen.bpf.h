@@ -342,8 +342,47 @@ static __always_inline void pg_inc(void *map, const void *key)
  * The counting of pg_exit: the call; on failure the failure, its errno and its record (or
  * its drop).
  */
+/*
+ * The kernel's task, as far as a record reads it (CO-RE: the running kernel's offsets): the
+ * owner of a data-plane record, whose job the collector looks up by its pid.
+ */
+struct kernfs_node {
+	__u64 id;
+} __attribute__((preserve_access_index));
+
+struct cgroup {
+	struct kernfs_node *kn;
+} __attribute__((preserve_access_index));
+
+struct css_set {
+	struct cgroup *dfl_cgrp;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	int pid;
+	int tgid;
+	char comm[16];
+	struct css_set *cgroups;
+} __attribute__((preserve_access_index));
+
+/* A record's task fields from `owner` instead of the current task (the cgroup id is the
+ * cgroup v2 one, as bpf_get_current_cgroup_id() reads it). */
+static __always_inline void pg_owner(struct pg_record *rec, struct task_struct *owner)
+{
+	rec->pid = BPF_CORE_READ(owner, tgid);
+	rec->tid = BPF_CORE_READ(owner, pid);
+	rec->cgroup_id = BPF_CORE_READ(owner, cgroups, dfl_cgrp, kn, id);
+	BPF_CORE_READ_STR_INTO(&rec->comm, owner, comm);
+}
+
+/*
+ * owner: the task a data-plane record belongs to (the creator of its QP or CQ), 0 for the
+ * current task: a completion is posted by whatever task runs the provider's work (Soft-RoCE:
+ * a kworker), not by the job whose QP it is.
+ */
 static __always_inline void pg_count(__u32 probe_id, long err, int failed, void *ctx,
-				     __u32 argmask, const struct pg_saved_args *saved)
+				     __u32 argmask, const struct pg_saved_args *saved,
+				     struct task_struct *owner)
 {
 	struct pg_errno_key key = {};
 	struct pg_record *rec;
@@ -403,6 +442,8 @@ static __always_inline void pg_count(__u32 probe_id, long err, int failed, void 
 	}
 	rec->nargs = n;
 	bpf_get_current_comm(rec->comm, sizeof(rec->comm));
+	if (owner)
+		pg_owner(rec, owner);
 
 	/* 0: the kernel wakes the consumer when this record is the only one pending */
 	flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_threshold ?
@@ -539,15 +580,16 @@ static __always_inline void pg_bl_step(__u32 probe_id, long err, int failed,
  * seq lies below the `seq` it read (those are all in the ring), and later records wait for
  * the next read. A successful call pays one branch for it.
  */
-static __always_inline int pg_exit_saved(__u32 probe_id, long err, int failed, void *ctx,
-					 __u32 argmask, const struct pg_saved_args *saved, int bl)
+static __always_inline int pg_exit_owned(__u32 probe_id, long err, int failed, void *ctx,
+					 __u32 argmask, const struct pg_saved_args *saved, int bl,
+					 struct task_struct *owner)
 {
 	__u32 slot = bpf_get_smp_processor_id() & (PG_ACTIVITY_SLOTS - 1);
 	struct pg_activity *a = bpf_map_lookup_elem(&activity, &slot);
 
 	if (failed && a)
 		__sync_fetch_and_add(&a->failing, 1);
-	pg_count(probe_id, err, failed, ctx, argmask, saved);
+	pg_count(probe_id, err, failed, ctx, argmask, saved, owner);
 	if (!a)
 		return 0;
 	if (failed)
@@ -559,6 +601,12 @@ static __always_inline int pg_exit_saved(__u32 probe_id, long err, int failed, v
 	/* last: one more program ended in this CPU's slot, after all of its counting */
 	__sync_fetch_and_add(&a->ended, 1);
 	return 0;
+}
+
+static __always_inline int pg_exit_saved(__u32 probe_id, long err, int failed, void *ctx,
+					 __u32 argmask, const struct pg_saved_args *saved, int bl)
+{
+	return pg_exit_owned(probe_id, err, failed, ctx, argmask, saved, bl, 0);
 }
 
 static __always_inline int pg_exit(__u32 probe_id, long err, int failed, void *ctx,
@@ -669,12 +717,31 @@ static __always_inline int pg_exit_kretprobe(__u32 probe_id, long err, int faile
 /* A set with data-plane probes defines PG_DATA_PLANE and, before this file, `enum
  * ib_event_type` (and `enum ib_wc_status` with completion probes) with the enumerators its
  * filters name: their values here do not matter, bpf_core_enum_value() takes the kernel's. */
+/* the creator of a user verbs object (the restrack entry holds a reference to it; 0 for a
+ * kernel consumer's object) */
+struct rdma_restrack_entry {
+	struct task_struct *task;
+} __attribute__((preserve_access_index));
+
+struct ib_cq {
+	struct rdma_restrack_entry res;
+} __attribute__((preserve_access_index));
+
 struct ib_qp {
 	__u32 qp_num;
+	struct rdma_restrack_entry res;
 } __attribute__((preserve_access_index));
+
+/*
+ * The creator of the core object a driver's `obj` embeds as `member` (ibcq, ibqp); 0 where
+ * the running kernel's struct has no such member: the record then names the current task.
+ */
+#define PG_OWNER(obj, member)                                                         \
+	(bpf_core_field_exists((obj)->member) ? BPF_CORE_READ(obj, member.res.task) : 0)
 
 struct ib_event {
 	union {
+		struct ib_cq *cq;
 		struct ib_qp *qp;
 		__u32 port_num;
 	} element;
@@ -688,11 +755,83 @@ struct ib_uverbs_wc {
 	__u32 qp_num;
 } __attribute__((preserve_access_index));
 
-static __always_inline int pg_data_plane(__u32 probe_id, long code, __u64 qpn, __u64 port)
+/*
+ * Per QP, the first error and a count of the rest: a QP that dies floods its flush
+ * completions (one per outstanding work request), so the first error of a (probe, QP, owner)
+ * is a record and later ones only count in its entry here. An LRU map keeps memory bounded
+ * however many QPs die at once: an entry the kernel evicts (the collector counts them:
+ * entries made - entries present) makes that QP's next error a record again.
+ */
+#define PG_QP_ERRORS 4096
+
+struct pg_qp_key {
+	__u32 probe_id;
+	__u32 qpn;
+	__u32 pid; /* the owner's: a QP number another process reuses is another QP */
+	__u32 pad;
+};
+
+struct pg_qp_val {
+	__u64 first_ts_ns; /* the first error (its record's ts within the program's run) */
+	__u64 repeats;     /* errors after the first: counted, not recorded */
+	__s32 code;        /* the first error's code */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, PG_QP_ERRORS);
+	__type(key, struct pg_qp_key);
+	__type(value, struct pg_qp_val);
+} qp_errors SEC(".maps");
+
+/* entries made in qp_errors, per probe */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PG_NPROBES);
+	__type(key, __u32);
+	__type(value, __u64);
+} qp_firsts SEC(".maps");
+
+/* errors counted in an entry instead of recorded, per probe (calls - failures of the probe) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PG_NPROBES);
+	__type(key, __u32);
+	__type(value, __u64);
+} qp_repeats SEC(".maps");
+
+/* owner: the task the record belongs to (the QP's or CQ's creator), 0: the current task */
+static __always_inline int pg_data_plane(__u32 probe_id, long code, __u64 qpn, __u64 port,
+					 struct task_struct *owner)
 {
 	struct pg_saved_args v = { .v = { qpn, port }, .n = 2 };
+	struct pg_qp_key k = { .probe_id = probe_id, .qpn = qpn };
+	struct pg_qp_val first = { .code = code };
+	struct pg_qp_val *e;
 
-	return pg_exit_saved(probe_id, code, 1, 0, 0, &v, 0);
+	if (qpn) {
+		k.pid = owner ? BPF_CORE_READ(owner, tgid) : bpf_get_current_pid_tgid() >> 32;
+		e = bpf_map_lookup_elem(&qp_errors, &k);
+		if (e) {
+			/* not a failure: the invariant is over records, this is in the entry; the
+			 * program ended (the collector reads the maps again once `ended` moved) */
+			__u32 slot = bpf_get_smp_processor_id() & (PG_ACTIVITY_SLOTS - 1);
+			struct pg_activity *a = bpf_map_lookup_elem(&activity, &slot);
+
+			__sync_fetch_and_add(&e->repeats, 1);
+			pg_inc(&calls, &probe_id);
+			pg_inc(&qp_repeats, &probe_id);
+			if (a)
+				__sync_fetch_and_add(&a->ended, 1);
+			return 0;
+		}
+		first.first_ts_ns = bpf_ktime_get_ns();
+		/* two CPUs racing on a QP's first error both record it: none is lost */
+		if (!bpf_map_update_elem(&qp_errors, &k, &first, BPF_NOEXIST))
+			pg_inc(&qp_firsts, &probe_id);
+	}
+	return pg_exit_owned(probe_id, code, 1, 0, 0, &v, 0, owner);
 }
 #endif /* PG_DATA_PLANE */
 

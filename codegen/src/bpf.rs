@@ -98,6 +98,12 @@ struct DataPlaneProgram {
     /// The C test of `code` for events that name a QP (`code == 2 || ...`), a port.
     qp_codes: String,
     port_codes: String,
+    /// The C test of `code` for events that name a CQ (its creator owns the record).
+    cq_codes: String,
+    /// The C expression of the record's owner (`struct task_struct *`, "0": the current
+    /// task) and, for qp_error, of the QP number ("0" without an owner argument).
+    owner: String,
+    qp_num: String,
     /// For `every`: the recorded scalar arguments.
     argmask: String,
 }
@@ -133,6 +139,8 @@ fn data_plane_program(d: &manifest::DataPlaneProbe) -> Result<DataPlaneProgram, 
     // the kernel's union `element` holds the QP for QP events, the port for port events
     let qp_codes = code_test(&d.errors, |e| e.contains("_QP_") || e.contains("PATH_MIG"));
     let port_codes = code_test(&d.errors, |e| e.contains("PORT"));
+    let cq_codes = code_test(&d.errors, |e| e.contains("_CQ_"));
+    let (owner, qp_num) = owner_expr(d)?;
     let evidence = d.evidence.first().map_or(String::new(), |e| {
         format!("; {}:{}: {}", e.file, e.line, comment_text(&e.detail))
     });
@@ -149,8 +157,67 @@ fn data_plane_program(d: &manifest::DataPlaneProbe) -> Result<DataPlaneProgram, 
         errors: d.errors.iter().cloned().enumerate().collect(),
         qp_codes,
         port_codes,
+        cq_codes,
+        owner,
+        qp_num,
         argmask: "0x0".into(),
     })
+}
+
+/// The object of a data-plane owner argument as C (`(struct rxe_cq *)ctx[0]`), checked to be
+/// a C identifier.
+fn owner_object(
+    d: &manifest::DataPlaneProbe,
+) -> Result<Option<(String, &manifest::DataPlaneOwner)>, askama::Error> {
+    let Some(o) = &d.owner else {
+        return Ok(None);
+    };
+    if o.ty.is_empty() || !o.ty.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(invalid(format!(
+            "data-plane probe {}: owner type `{}` is not a C identifier",
+            d.id, o.ty
+        )));
+    }
+    Ok(Some((format!("(struct {} *)ctx[{}]", o.ty, o.arg), o)))
+}
+
+/// (owner, QP number) of a completion or qp_error program, as C expressions.
+fn owner_expr(d: &manifest::DataPlaneProbe) -> Result<(String, String), askama::Error> {
+    let Some((obj, o)) = owner_object(d)? else {
+        return Ok(("0".into(), "0".into()));
+    };
+    let (core, member) = o.object.core();
+    if o.ty == core {
+        let qpn = match o.object {
+            manifest::OwnerObject::Qp => format!("BPF_CORE_READ({obj}, qp_num)"),
+            manifest::OwnerObject::Cq => "0".into(),
+        };
+        return Ok((format!("BPF_CORE_READ({obj}, res.task)"), qpn));
+    }
+    let qpn = match o.object {
+        manifest::OwnerObject::Qp => format!("BPF_CORE_READ({obj}, {member}.qp_num)"),
+        manifest::OwnerObject::Cq => "0".into(),
+    };
+    Ok((format!("PG_OWNER({obj}, {member})"), qpn))
+}
+
+/// The drivers' structs the owners embed core objects in: (struct, core struct, member), each
+/// once, sorted.
+fn owner_structs(m: &Manifest) -> Vec<(String, String, String)> {
+    let mut out: Vec<(String, String, String)> = m
+        .data_plane
+        .iter()
+        .filter(|d| d.attach == Attach::Fexit)
+        .filter_map(|d| d.owner.as_ref())
+        .filter(|o| o.ty != o.object.core().0)
+        .map(|o| {
+            let (core, member) = o.object.core();
+            (o.ty.clone(), core.to_string(), member.to_string())
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The enumerators of `class`'s probes, first seen first.
@@ -178,6 +245,7 @@ fn enumerators(m: &Manifest, class: manifest::DataPlaneClass, first: &[&str]) ->
 #[template(path = "probes.bpf.c", escape = "none")]
 struct BpfTemplate {
     data_plane: Vec<DataPlaneProgram>,
+    owner_structs: Vec<(String, String, String)>,
     event_names: String,
     status_names: String,
     kernel: String,
@@ -431,6 +499,7 @@ pub fn render_bpf(m: &Manifest, refresh_command: &str) -> Result<String, askama:
         .collect::<Result<Vec<_>, _>>()?;
     let has_completion = data_plane.iter().any(|d| d.kind == "completion");
     BpfTemplate {
+        owner_structs: owner_structs(m),
         event_names: enumerators(m, manifest::DataPlaneClass::AsyncEvent, &[]),
         status_names: if has_completion {
             enumerators(m, manifest::DataPlaneClass::Completion, &["IB_WC_SUCCESS"])

@@ -6,7 +6,10 @@ use std::collections::{BTreeSet, VecDeque};
 
 use analyzer::{AttachVerdict, Binaries, CallGraph, FnId};
 use heuristics::{DataPlanePick, Selection};
-use manifest::{Attach, DataPlaneEvidence, DataPlaneProbe, DataPlaneVia, Layer, DATA_PLANE_KIND};
+use manifest::{
+    Attach, DataPlaneClass, DataPlaneEvidence, DataPlaneOwner, DataPlaneProbe, DataPlaneVia, Layer,
+    OwnerObject, DATA_PLANE_KIND,
+};
 
 use crate::attach::{attach as attach_verdict, attach_of, module_name};
 
@@ -132,9 +135,34 @@ fn entry(
         } else {
             pick.errors.clone()
         },
+        owner: if derived.is_some() {
+            None
+        } else {
+            owner(&n.params, pick)
+        },
         derived,
         evidence,
     }
+}
+
+/// The argument whose object's creator owns a record: a completion function's CQ (the
+/// parameter `struct <x>_cq *`), qp_error's QP (its own argument, `struct <x>_qp *`). Events
+/// carry their object in the event itself.
+fn owner(params: &[analyzer::Param], pick: &DataPlanePick) -> Option<DataPlaneOwner> {
+    let (object, suffix) = match pick.class {
+        DataPlaneClass::Completion => (OwnerObject::Cq, "_cq"),
+        DataPlaneClass::QpError => (OwnerObject::Qp, "_qp"),
+        DataPlaneClass::AsyncEvent => return None,
+    };
+    let struct_of = |ty: &str| {
+        let name = ty.strip_prefix("struct ")?.strip_suffix(" *")?;
+        (name.ends_with(suffix) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+            .then(|| name.to_string())
+    };
+    params
+        .iter()
+        .enumerate()
+        .find_map(|(arg, p)| struct_of(&p.ty).map(|ty| DataPlaneOwner { arg, ty, object }))
 }
 
 /// Whether a data-plane probe has an entry program.

@@ -29,6 +29,13 @@ enum ib_wc_status { {{ status_names }} };
 {%- endif %}
 {%- endif %}
 #include "probegen.bpf.h"
+{%- for (ty, core, member) in owner_structs %}
+
+/* a driver's object embedding the core's `{{ core }}` (a data-plane record's owner) */
+struct {{ ty }} {
+	struct {{ core }} {{ member }};
+} __attribute__((preserve_access_index));
+{%- endfor %}
 {% for p in programs %}
 /* {{ p.id }}: {{ p.comment }}{% if !p.fexit %}
  * FALLBACK: {{ p.function }} exists only as a compiler clone, so fexit by name cannot attach;
@@ -145,6 +152,7 @@ int {{ d.name }}(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 {% for (i, name) in d.errors %}
 	{% if i != &0 %}else {% endif %}if (t == bpf_core_enum_value(enum ib_event_type, {{ name }}))
 		code = {{ i + 1 }};
@@ -152,14 +160,20 @@ int {{ d.name }}(unsigned long long *ctx)
 	if (!code)
 		return 0;
 {%- if !d.qp_codes.is_empty() %}
-	if ({{ d.qp_codes }})
+	if ({{ d.qp_codes }}) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+{%- endif %}
+{%- if !d.cq_codes.is_empty() %}
+	if ({{ d.cq_codes }})
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 {%- endif %}
 {%- if !d.port_codes.is_empty() %}
 	if ({{ d.port_codes }})
 		port = BPF_CORE_READ(ev, element.port_num);
 {%- endif %}
-	return pg_data_plane({{ d.id }}, code, qpn, port);
+	return pg_data_plane({{ d.id }}, code, qpn, port, owner);
 {%- else if d.kind == "completion" %}
 	struct ib_uverbs_wc *wc = (struct ib_uverbs_wc *)ctx[{{ d.arg }}];
 	int s = BPF_CORE_READ(wc, status);
@@ -174,9 +188,9 @@ int {{ d.name }}(unsigned long long *ctx)
 	/* a status the list does not name is still an error: code {{ d.errors.len() + 1 }} */
 	if (!code)
 		code = {{ d.errors.len() + 1 }};
-	return pg_data_plane({{ d.id }}, code, BPF_CORE_READ(wc, qp_num), 0);
+	return pg_data_plane({{ d.id }}, code, BPF_CORE_READ(wc, qp_num), 0, {{ d.owner }});
 {%- else if d.kind == "qp_error" %}
-	return pg_data_plane({{ d.id }}, 1, 0, 0);
+	return pg_data_plane({{ d.id }}, 1, {{ d.qp_num }}, 0, {{ d.owner }});
 {%- else %}
 	/* every call: a vendor handler runs only for asynchronous events */
 	return pg_exit({{ d.id }}, 0, 1, ctx, {{ d.argmask }});

@@ -58,6 +58,9 @@ pub use wire::{
     InvariantProbe, Link, MetricKind, Rec, RecordsOut, SharedPart, SinkMetric, SinkStatus,
     Snapshot, Totals, Window, SNAPSHOT_KEYS,
 };
+// the data plane: a probe's kind and class, the per-QP table
+pub use manifest::DataPlaneClass;
+pub use wire::{AttachKind, QpError, QpErrors};
 pub use wire::{
     BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, HandlerSummary,
     JobMixOut, ShapeOut, StateView, TraceCounts, VerbMixOut, LOG2_BUCKETS,

@@ -502,6 +502,7 @@ impl Pipeline {
                 && gaps == self.seq_gaps_prev
                 && invariant.ok,
             invariant,
+            qp_errors: k.qp.clone(),
             chains,
             totals: Totals {
                 kernel: k.clone(),

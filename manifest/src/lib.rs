@@ -38,9 +38,9 @@ pub use trace::{
     TRACE_STEPS,
 };
 pub use types::{
-    json_schema, DataPlaneEvidence, DataPlaneProbe, Degraded, ErrorSite, Excluded, FocusOp,
-    KernelInfo, Manifest, Probe, ProbeArg, Stats, Suggestion, DATA_PLANE_KIND, MANIFEST_WHAT,
-    SCHEMA_ID,
+    json_schema, DataPlaneEvidence, DataPlaneOwner, DataPlaneProbe, Degraded, ErrorSite, Excluded,
+    FocusOp, KernelInfo, Manifest, OwnerObject, Probe, ProbeArg, Stats, Suggestion,
+    DATA_PLANE_KIND, MANIFEST_WHAT, SCHEMA_ID,
 };
 pub use union::union;
 pub use validate::{validate, ManifestError, MAX_PROBE_ID};

@@ -81,8 +81,45 @@ pub struct DataPlaneProbe {
     /// (the derived one is inlined or static without BTF).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub derived: Option<String>,
+    /// The argument whose object's creator a record belongs to (the CQ of a completion
+    /// function, the QP of qp_error): a provider posts completions from whatever task runs
+    /// its work, not from the job's. Absent: the event's own object, or the current task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<DataPlaneOwner>,
     /// What chose it, first the deciding fact.
     pub evidence: Vec<DataPlaneEvidence>,
+}
+
+/// The argument of a data-plane function that holds a verbs object (a CQ or a QP) whose
+/// creator owns the record (`rdma_restrack_entry.task` of the embedded `ib_cq` / `ib_qp`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DataPlaneOwner {
+    /// Its position, from 0.
+    pub arg: usize,
+    /// The struct it points to (`rxe_cq`, or the core's own `ib_cq`).
+    pub ty: String,
+    /// `cq` or `qp`: which core object it is or embeds.
+    pub object: OwnerObject,
+}
+
+/// The verbs object a data-plane owner is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OwnerObject {
+    Cq,
+    Qp,
+}
+
+impl OwnerObject {
+    /// The core's struct (`ib_cq`) and the member a driver's struct embeds it as (`ibcq`,
+    /// the drivers' convention: rxe, mlx5, bnxt_re, irdma).
+    pub fn core(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Cq => ("ib_cq", "ibcq"),
+            Self::Qp => ("ib_qp", "ibqp"),
+        }
+    }
 }
 
 /// One fact that chose a data-plane probe, with where it is in the source.

@@ -5,6 +5,7 @@
 //!
 //! Metrics, labelled `function` and `module` (the probe):
 //! `probegen_calls_total`, `probegen_failures_total`, `probegen_errno_total{errno="EFAULT"}`,
+//! `probegen_data_plane_errors_total{status="IB_WC_RETRY_EXC_ERR"}` (data-plane probes),
 //! `probegen_probe_attached` (1/0), `probegen_records_total` (kept in snapshots),
 //! `probegen_userspace_drops_total`, `probegen_runs_missed_total` (runs the kernel skipped); unlabelled: `probegen_ring_drops_total` (kernel ring
 //! buffer full), `probegen_decode_errors_total`, `probegen_seq_gaps_total`,
@@ -286,7 +287,11 @@ fn render_errnos(o: &mut String, m: &MetricsInput<'_>, labels: &[String]) {
         o,
         "# HELP probegen_errno_total Failures by errno.\n# TYPE probegen_errno_total counter"
     );
+    // a data-plane probe's codes are statuses, not errnos: probegen_data_plane_errors_total
     for (p, l) in m.table.probes.iter().zip(labels) {
+        if p.data_plane_status(0).is_some() {
+            continue;
+        }
         // several kernel errnos may share a label only if unnamed; sum them
         let mut by_label: std::collections::BTreeMap<String, u64> = Default::default();
         for (&(_, err), &v) in m.kernel.errnos.range((p.id, 0)..=(p.id, u32::MAX)) {
@@ -294,6 +299,34 @@ fn render_errnos(o: &mut String, m: &MetricsInput<'_>, labels: &[String]) {
         }
         for (e, v) in by_label {
             let _ = writeln!(o, "probegen_errno_total{{{l},errno=\"{}\"}} {v}", esc(&e));
+        }
+    }
+    render_data_plane(o, m, labels);
+}
+
+/// Data-plane errors by status (`IB_WC_RETRY_EXC_ERR`, `IB_EVENT_CQ_ERR`): each QP's first
+/// error at a probe, the one that is recorded; the rest of a dying QP's errors are that
+/// probe's `probegen_calls_total - probegen_failures_total` (counted per QP, not recorded).
+fn render_data_plane(o: &mut String, m: &MetricsInput<'_>, labels: &[String]) {
+    let mut header = false;
+    for (p, l) in m.table.probes.iter().zip(labels) {
+        if p.data_plane_status(0).is_none() {
+            continue;
+        }
+        if !header {
+            let _ = writeln!(
+                o,
+                "# HELP probegen_data_plane_errors_total Data-plane errors by status (per QP the first).\n# TYPE probegen_data_plane_errors_total counter"
+            );
+            header = true;
+        }
+        for (&(_, code), &v) in m.kernel.errnos.range((p.id, 0)..=(p.id, u32::MAX)) {
+            let status = p.data_plane_status(code as i32).unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "probegen_data_plane_errors_total{{{l},status=\"{}\"}} {v}",
+                esc(&status)
+            );
         }
     }
 }
@@ -577,11 +610,20 @@ mod tests {
     use super::*;
 
     fn input_text() -> String {
-        let t = ProbeTable::from_triples(&[(1, "ib_uverbs_reg_mr", "ib_uverbs"), (2, "x", "m")]);
+        let mut t = ProbeTable::from_triples(&[
+            (1, "ib_uverbs_reg_mr", "ib_uverbs"),
+            (2, "x", "m"),
+            (3, "rxe_cq_post", "rdma_rxe"),
+        ]);
+        // a data-plane probe: its codes name completion statuses
+        t.probes[2].kind = collector::AttachKind::Fentry {
+            class: collector::DataPlaneClass::Completion,
+            errors: vec!["IB_WC_LOC_PROT_ERR".into(), "IB_WC_WR_FLUSH_ERR".into()],
+        };
         let k = KernelTotals {
-            calls: [(1, 10), (2, 3)].into(),
-            failures: [(1, 2)].into(),
-            errnos: [((1, 14), 1), ((1, 524), 1)].into(),
+            calls: [(1, 10), (2, 3), (3, 22)].into(),
+            failures: [(1, 2), (3, 2)].into(),
+            errnos: [((1, 14), 1), ((1, 524), 1), ((3, 1), 1), ((3, 2), 1)].into(),
             drops: 4,
             ..KernelTotals::default()
         };
@@ -597,8 +639,8 @@ mod tests {
         render(&MetricsInput {
             table: &t,
             kernel: &k,
-            received: &[0, 2, 0],
-            dropped_userspace: &[0, 0, 0],
+            received: &[0, 2, 0, 2],
+            dropped_userspace: &[0, 0, 0, 0],
             attached: &attached,
             sink_errors: 0,
             decode_errors: 3,
@@ -688,6 +730,18 @@ mod tests {
             "probegen_errno_total{{{l},errno=\"ENOTSUPP\"}} 1\n"
         )));
         assert!(s.contains(&format!("probegen_probe_attached{{{l}}} 1\n")));
+        // data-plane probes: by status, never as errnos
+        let d = "function=\"rxe_cq_post\",module=\"rdma_rxe\"";
+        assert!(s.contains("# TYPE probegen_data_plane_errors_total counter\n"));
+        for status in ["IB_WC_LOC_PROT_ERR", "IB_WC_WR_FLUSH_ERR"] {
+            assert!(
+                s.contains(&format!(
+                    "probegen_data_plane_errors_total{{{d},status=\"{status}\"}} 1\n"
+                )),
+                "{s}"
+            );
+        }
+        assert!(!s.contains(&format!("probegen_errno_total{{{d}")), "{s}");
         assert!(s.contains("probegen_probe_attached{function=\"x\",module=\"m\"} 0\n"));
         assert!(s.contains("probegen_ring_drops_total 4\n"));
         assert!(s.contains("# TYPE probegen_failures_total counter\n"));

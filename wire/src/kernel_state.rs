@@ -30,6 +30,43 @@ pub struct KernelTotals {
     /// went unseen and uncounted. Failures the invariant cannot see; reported beside it. Live
     /// runs only (a recording carries none).
     pub missed: BTreeMap<u32, u64>,
+    /// The data plane's per-QP table (`qp_errors`), read with the counters; `None` for an
+    /// object without one, or while no QP has had an error.
+    pub qp: Option<QpErrors>,
+}
+
+/// Per QP, the first error and a count of the rest (`qp_errors` in probegen.bpf.h): the first
+/// error of a (probe, QP, owner) is a record, every later one only counts in its entry, so a
+/// dying QP's flush completions cost one record. Cumulative over the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct QpErrors {
+    /// The entries the kernel holds now, by (probe, QP number, owner pid).
+    pub qps: Vec<QpError>,
+    /// Entries made (first errors, each also a record).
+    pub firsts: u64,
+    /// Errors counted in their QP's entry instead of recorded: not failures, so the record
+    /// accounting (received + dropped == failures) stays exact.
+    pub repeats: u64,
+    /// Entries the kernel's LRU evicted (made - held): that QP's next error is a record again.
+    pub evicted: u64,
+    /// The table's size: memory stays bounded however many QPs die.
+    pub capacity: u64,
+}
+
+/// One QP's errors at one data-plane probe.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QpError {
+    pub probe: u32,
+    pub function: String,
+    pub qpn: u32,
+    /// The owner's pid (the QP's or CQ's creator).
+    pub pid: u32,
+    /// The first error's name (`IB_WC_LOC_PROT_ERR`).
+    pub status: String,
+    /// bpf_ktime_get_ns() of the first error (the records' clock).
+    pub first_ts_ns: u64,
+    /// Errors at this probe on this QP: the first and the repeats.
+    pub count: u64,
 }
 
 impl KernelTotals {

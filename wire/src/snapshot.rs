@@ -50,6 +50,10 @@ pub struct Snapshot {
     pub attached: SharedPart<Vec<AttachStatus>>,
     pub errors: Errors,
     pub invariant: Invariant,
+    /// The data plane's per-QP table: each QP's first error (a record) and the count of the
+    /// rest; absent while no QP has had one
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qp_errors: Option<crate::QpErrors>,
     /// With `collect --baseline`: the success shapes per handler, the expected failures and
     /// the trace records' counts
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -367,6 +371,7 @@ pub const SNAPSHOT_KEYS: &[&str] = &[
     "attached",
     "errors",
     "invariant",
+    "qp_errors",
     "baseline",
 ];
 

@@ -10,7 +10,9 @@ use std::path::Path;
 use libbpf_rs::{Link, MapCore, MapFlags, Object, ObjectBuilder, OpenObject};
 
 use super::btf::{clone_base, clones_of, mismatch, HostBtf, Lookup, Signature};
-use wire::{AttachKind, AttachStatus, KernelTotals, Mechanism, PgErrnoKey, ProbeTable};
+use wire::{
+    AttachKind, AttachStatus, KernelTotals, Mechanism, PgErrnoKey, ProbeTable, QpError, QpErrors,
+};
 
 use crate::error::CollectError;
 use crate::warning::Warning;
@@ -23,6 +25,27 @@ const MAPS: &[(&str, u32, u32)] = &[
     ("seq", 4, 8),
     ("drops", 4, 8),
 ];
+
+/// One `qp_errors` entry: key {probe_id, qpn, pid, pad} (4 x u32), value {first_ts_ns u64,
+/// repeats u64, code s32, pad} (probegen.bpf.h `pg_qp_key`, `pg_qp_val`).
+fn qp_error(table: &ProbeTable, key: &[u8], val: &[u8]) -> Option<QpError> {
+    let u32_at = |b: &[u8], o: usize| b.get(o..o + 4)?.try_into().ok().map(u32::from_ne_bytes);
+    let u64_at = |b: &[u8], o: usize| b.get(o..o + 8)?.try_into().ok().map(u64::from_ne_bytes);
+    let probe = u32_at(key, 0)?;
+    let code = u32_at(val, 16)? as i32;
+    let p = table.get(probe);
+    Some(QpError {
+        probe,
+        function: p.map_or_else(String::new, |p| p.function.clone()),
+        qpn: u32_at(key, 4)?,
+        pid: u32_at(key, 8)?,
+        status: p
+            .and_then(|p| p.data_plane_status(code))
+            .unwrap_or_else(|| format!("other ({code})")),
+        first_ts_ns: u64_at(val, 0)?,
+        count: u64_at(val, 8)?.saturating_add(1),
+    })
+}
 
 /// Every difference between an object's program table and a manifest's probes.
 #[derive(Debug, PartialEq, Eq)]
@@ -1079,7 +1102,38 @@ impl Loaded {
             k.calls.insert(p.id, calls.get(i).copied().unwrap_or(0));
             k.failures.insert(p.id, failures[i]);
         }
+        // with the calls: a repeat counted in its QP's entry moves `calls`, not `failures`
+        k.qp = self.read_qp_errors(table)?;
         Ok(k)
+    }
+
+    /// The data plane's per-QP table (`qp_errors`, `qp_firsts`, `qp_repeats`); `None` for an
+    /// object without it or while it is empty.
+    fn read_qp_errors(&self, table: &ProbeTable) -> Result<Option<QpErrors>, CollectError> {
+        let Ok(m) = self.map("qp_errors") else {
+            return Ok(None);
+        };
+        let firsts: u64 = self.by_id(table, "qp_firsts")?.iter().sum();
+        if firsts == 0 {
+            return Ok(None);
+        }
+        let mut q = QpErrors {
+            firsts,
+            repeats: self.by_id(table, "qp_repeats")?.iter().sum(),
+            capacity: u64::from(m.max_entries()),
+            ..QpErrors::default()
+        };
+        for key in m.keys() {
+            let Ok(Some(val)) = m.lookup(&key, MapFlags::ANY) else {
+                continue; // evicted between the two calls
+            };
+            if let Some(e) = qp_error(table, &key, &val) {
+                q.qps.push(e);
+            }
+        }
+        q.qps.sort_by_key(|e| (e.probe, e.qpn, e.pid));
+        q.evicted = firsts.saturating_sub(q.qps.len() as u64);
+        Ok(Some(q))
     }
 
     /// Adds `drops` and `errnos` to counters from [`Loaded::read_calls_failures`] (read after

@@ -127,6 +127,8 @@ impl CountersJson {
             fenced: self.fenced,
             in_flight: self.in_flight,
             missed: m(&self.missed)?,
+            // a recording keeps the records (each QP's first error), not the table
+            qp: None,
         })
     }
 }

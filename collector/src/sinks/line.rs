@@ -13,8 +13,8 @@ use std::io::Write;
 use serde::Serialize;
 
 use wire::{
-    AttachStatus, BaselineOut, CounterOut, Drops, Errors, Invariant, SharedPart, SinkStatus,
-    Snapshot,
+    AttachStatus, BaselineOut, CounterOut, Drops, Errors, Invariant, QpErrors, SharedPart,
+    SinkStatus, Snapshot,
 };
 
 /// One part's last value and its JSON.
@@ -32,6 +32,7 @@ struct RestKey {
     seq_gaps: u64,
     errors: Errors,
     invariant: Invariant,
+    qp_errors: Option<QpErrors>,
     sinks: Vec<SinkStatus>,
     baseline: Option<BaselineOut>,
 }
@@ -46,6 +47,7 @@ impl RestKey {
             seq_gaps: s.seq_gaps,
             errors: s.errors.clone(),
             invariant: s.invariant.clone(),
+            qp_errors: s.qp_errors.clone(),
             sinks: s.sinks.clone(),
             baseline: s.baseline.clone(),
         })
@@ -61,6 +63,7 @@ impl RestKey {
             && self.seq_gaps == s.seq_gaps
             && self.errors == s.errors
             && self.invariant == s.invariant
+            && self.qp_errors == s.qp_errors
             && self.sinks == s.sinks
             && self.baseline == s.baseline
     }
@@ -175,6 +178,9 @@ impl LineCache {
         field(v, "attached", &erased::Raw(attached))?;
         field(v, "errors", &s.errors)?;
         field(v, "invariant", &s.invariant)?;
+        if let Some(q) = &s.qp_errors {
+            field(v, "qp_errors", q)?;
+        }
         if let Some(b) = &s.baseline {
             field(v, "baseline", b)?;
         }

@@ -694,6 +694,7 @@ int pg_48(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -715,11 +716,15 @@ int pg_48(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(48, code, qpn, port);
+	return pg_data_plane(48, code, qpn, port, owner);
 }
 
 /* 49: data plane, async_event ib_uverbs:ib_uverbs_event_handler (drivers/infiniband/core/uverbs_main.c:460); drivers/infiniband/core/uverbs_main.c:496: `ib_uverbs_init_async_event_file` registers it with `INIT_IB_EVENT_HANDLER` */
@@ -730,6 +735,7 @@ int pg_49(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -751,11 +757,15 @@ int pg_49(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(49, code, qpn, port);
+	return pg_data_plane(49, code, qpn, port, owner);
 }
 
 /* 50: data plane, async_event ib_uverbs:ib_uverbs_qp_event_handler (drivers/infiniband/core/uverbs_main.c:441); drivers/infiniband/core/uverbs_cmd.c:1411: `create_qp` stores it into `.event_handler` */
@@ -766,6 +776,7 @@ int pg_50(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -787,11 +798,15 @@ int pg_50(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(50, code, qpn, port);
+	return pg_data_plane(50, code, qpn, port, owner);
 }
 
 /* 51: data plane, async_event ib_uverbs:ib_uverbs_srq_event_handler (drivers/infiniband/core/uverbs_main.c:455); drivers/infiniband/core/uverbs_cmd.c:3432: `__uverbs_create_xsrq` stores it into `.event_handler` */
@@ -802,6 +817,7 @@ int pg_51(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -823,11 +839,15 @@ int pg_51(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(51, code, qpn, port);
+	return pg_data_plane(51, code, qpn, port, owner);
 }
 
 /* 52: data plane, async_event ib_uverbs:ib_uverbs_wq_event_handler (drivers/infiniband/core/uverbs_main.c:450); drivers/infiniband/core/uverbs_cmd.c:2940: `ib_uverbs_ex_create_wq` stores it into `.event_handler` */
@@ -838,6 +858,7 @@ int pg_52(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -859,11 +880,15 @@ int pg_52(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(52, code, qpn, port);
+	return pg_data_plane(52, code, qpn, port, owner);
 }
 
 char LICENSE[] SEC("license") = "GPL";

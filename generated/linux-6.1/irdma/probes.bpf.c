@@ -979,6 +979,7 @@ int pg_49(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1000,11 +1001,15 @@ int pg_49(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(49, code, qpn, port);
+	return pg_data_plane(49, code, qpn, port, owner);
 }
 
 /* 50: data plane, async_event ib_uverbs:ib_uverbs_event_handler (drivers/infiniband/core/uverbs_main.c:460); drivers/infiniband/core/uverbs_main.c:496: `ib_uverbs_init_async_event_file` registers it with `INIT_IB_EVENT_HANDLER` */
@@ -1015,6 +1020,7 @@ int pg_50(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1036,11 +1042,15 @@ int pg_50(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(50, code, qpn, port);
+	return pg_data_plane(50, code, qpn, port, owner);
 }
 
 /* 51: data plane, async_event ib_uverbs:ib_uverbs_qp_event_handler (drivers/infiniband/core/uverbs_main.c:441); drivers/infiniband/core/uverbs_cmd.c:1411: `create_qp` stores it into `.event_handler` */
@@ -1051,6 +1061,7 @@ int pg_51(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1072,11 +1083,15 @@ int pg_51(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(51, code, qpn, port);
+	return pg_data_plane(51, code, qpn, port, owner);
 }
 
 /* 52: data plane, async_event ib_uverbs:ib_uverbs_srq_event_handler (drivers/infiniband/core/uverbs_main.c:455); drivers/infiniband/core/uverbs_cmd.c:3432: `__uverbs_create_xsrq` stores it into `.event_handler` */
@@ -1087,6 +1102,7 @@ int pg_52(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1108,11 +1124,15 @@ int pg_52(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(52, code, qpn, port);
+	return pg_data_plane(52, code, qpn, port, owner);
 }
 
 /* 53: data plane, async_event ib_uverbs:ib_uverbs_wq_event_handler (drivers/infiniband/core/uverbs_main.c:450); drivers/infiniband/core/uverbs_cmd.c:2940: `ib_uverbs_ex_create_wq` stores it into `.event_handler` */
@@ -1123,6 +1143,7 @@ int pg_53(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1144,11 +1165,15 @@ int pg_53(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(53, code, qpn, port);
+	return pg_data_plane(53, code, qpn, port, owner);
 }
 
 /* 54: data plane, async_event irdma:irdma_ib_qp_event (drivers/infiniband/hw/irdma/utils.c:2465); drivers/infiniband/hw/irdma/utils.c:2477: sets `.event` to `IB_EVENT_QP_ACCESS_ERR` and calls the object's `.event_handler` */

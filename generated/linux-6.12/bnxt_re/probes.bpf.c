@@ -1062,6 +1062,7 @@ int pg_52(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1083,11 +1084,15 @@ int pg_52(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(52, code, qpn, port);
+	return pg_data_plane(52, code, qpn, port, owner);
 }
 
 /* 53: data plane, async_event ib_uverbs:ib_uverbs_event_handler (drivers/infiniband/core/uverbs_main.c:471); drivers/infiniband/core/uverbs_main.c:507: `ib_uverbs_init_async_event_file` registers it with `INIT_IB_EVENT_HANDLER` */
@@ -1098,6 +1103,7 @@ int pg_53(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1119,11 +1125,15 @@ int pg_53(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(53, code, qpn, port);
+	return pg_data_plane(53, code, qpn, port, owner);
 }
 
 /* 54: data plane, async_event ib_uverbs:ib_uverbs_qp_event_handler (drivers/infiniband/core/uverbs_main.c:452); drivers/infiniband/core/uverbs_cmd.c:1411: `create_qp` stores it into `.event_handler` */
@@ -1134,6 +1144,7 @@ int pg_54(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1155,11 +1166,15 @@ int pg_54(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(54, code, qpn, port);
+	return pg_data_plane(54, code, qpn, port, owner);
 }
 
 /* 55: data plane, async_event ib_uverbs:ib_uverbs_srq_event_handler (drivers/infiniband/core/uverbs_main.c:466); drivers/infiniband/core/uverbs_cmd.c:3432: `__uverbs_create_xsrq` stores it into `.event_handler` */
@@ -1170,6 +1185,7 @@ int pg_55(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1191,11 +1207,15 @@ int pg_55(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(55, code, qpn, port);
+	return pg_data_plane(55, code, qpn, port, owner);
 }
 
 /* 56: data plane, async_event ib_uverbs:ib_uverbs_wq_event_handler (drivers/infiniband/core/uverbs_main.c:461); drivers/infiniband/core/uverbs_cmd.c:2940: `ib_uverbs_ex_create_wq` stores it into `.event_handler` */
@@ -1206,6 +1226,7 @@ int pg_56(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1227,11 +1248,15 @@ int pg_56(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(56, code, qpn, port);
+	return pg_data_plane(56, code, qpn, port, owner);
 }
 
 char LICENSE[] SEC("license") = "GPL";

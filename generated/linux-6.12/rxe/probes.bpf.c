@@ -26,6 +26,16 @@ enum ib_event_type { IB_EVENT_CQ_ERR, IB_EVENT_QP_FATAL, IB_EVENT_QP_REQ_ERR, IB
 enum ib_wc_status { IB_WC_SUCCESS, IB_WC_LOC_LEN_ERR, IB_WC_LOC_QP_OP_ERR, IB_WC_LOC_EEC_OP_ERR, IB_WC_LOC_PROT_ERR, IB_WC_WR_FLUSH_ERR, IB_WC_MW_BIND_ERR, IB_WC_BAD_RESP_ERR, IB_WC_LOC_ACCESS_ERR, IB_WC_REM_INV_REQ_ERR, IB_WC_REM_ACCESS_ERR, IB_WC_REM_OP_ERR, IB_WC_RETRY_EXC_ERR, IB_WC_RNR_RETRY_EXC_ERR, IB_WC_LOC_RDD_VIOL_ERR, IB_WC_REM_INV_RD_REQ_ERR, IB_WC_REM_ABORT_ERR, IB_WC_INV_EECN_ERR, IB_WC_INV_EEC_STATE_ERR, IB_WC_FATAL_ERR, IB_WC_RESP_TIMEOUT_ERR, IB_WC_GENERAL_ERR };
 #include "probegen.bpf.h"
 
+/* a driver's object embedding the core's `ib_cq` (a data-plane record's owner) */
+struct rxe_cq {
+	struct ib_cq ibcq;
+} __attribute__((preserve_access_index));
+
+/* a driver's object embedding the core's `ib_qp` (a data-plane record's owner) */
+struct rxe_qp {
+	struct ib_qp ibqp;
+} __attribute__((preserve_access_index));
+
 /* 0: ib_core:__ib_open_qp (ptr; drivers/infiniband/core/verbs.c:1133) */
 SEC("fexit/__ib_open_qp")
 int pg_0(unsigned long long *ctx)
@@ -1076,6 +1086,7 @@ int pg_51(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1097,11 +1108,15 @@ int pg_51(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(51, code, qpn, port);
+	return pg_data_plane(51, code, qpn, port, owner);
 }
 
 /* 52: data plane, async_event ib_uverbs:ib_uverbs_event_handler (drivers/infiniband/core/uverbs_main.c:471); drivers/infiniband/core/uverbs_main.c:507: `ib_uverbs_init_async_event_file` registers it with `INIT_IB_EVENT_HANDLER` */
@@ -1112,6 +1127,7 @@ int pg_52(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1133,11 +1149,15 @@ int pg_52(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(52, code, qpn, port);
+	return pg_data_plane(52, code, qpn, port, owner);
 }
 
 /* 53: data plane, async_event ib_uverbs:ib_uverbs_qp_event_handler (drivers/infiniband/core/uverbs_main.c:452); drivers/infiniband/core/uverbs_cmd.c:1411: `create_qp` stores it into `.event_handler` */
@@ -1148,6 +1168,7 @@ int pg_53(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1169,11 +1190,15 @@ int pg_53(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(53, code, qpn, port);
+	return pg_data_plane(53, code, qpn, port, owner);
 }
 
 /* 54: data plane, async_event ib_uverbs:ib_uverbs_srq_event_handler (drivers/infiniband/core/uverbs_main.c:466); drivers/infiniband/core/uverbs_cmd.c:3432: `__uverbs_create_xsrq` stores it into `.event_handler` */
@@ -1184,6 +1209,7 @@ int pg_54(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1205,11 +1231,15 @@ int pg_54(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(54, code, qpn, port);
+	return pg_data_plane(54, code, qpn, port, owner);
 }
 
 /* 55: data plane, async_event ib_uverbs:ib_uverbs_wq_event_handler (drivers/infiniband/core/uverbs_main.c:461); drivers/infiniband/core/uverbs_cmd.c:2940: `ib_uverbs_ex_create_wq` stores it into `.event_handler` */
@@ -1220,6 +1250,7 @@ int pg_55(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1241,11 +1272,15 @@ int pg_55(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(55, code, qpn, port);
+	return pg_data_plane(55, code, qpn, port, owner);
 }
 
 /* 56: data plane, completion rdma_rxe:rxe_cq_post (drivers/infiniband/sw/rxe/rxe_cq.c:85); drivers/infiniband/sw/rxe/rxe_comp.c:569: calls the CQ's `.comp_handler` on the completion path: reached from `flush_send_wqe`, which sets `.status` to `IB_WC_WR_FLUSH_ERR` */
@@ -1303,14 +1338,14 @@ int pg_56(unsigned long long *ctx)
 	/* a status the list does not name is still an error: code 22 */
 	if (!code)
 		code = 22;
-	return pg_data_plane(56, code, BPF_CORE_READ(wc, qp_num), 0);
+	return pg_data_plane(56, code, BPF_CORE_READ(wc, qp_num), 0, PG_OWNER((struct rxe_cq *)ctx[0], ibcq));
 }
 
 /* 57: data plane, qp_error rdma_rxe:rxe_qp_error (drivers/infiniband/sw/rxe/rxe_qp.c:554); drivers/infiniband/sw/rxe/rxe_qp.c:559: stores `IB_QPS_ERR` into `->...qp_state` of an object it was handed */
 SEC("fentry/rxe_qp_error")
 int pg_57(unsigned long long *ctx)
 {
-	return pg_data_plane(57, 1, 0, 0);
+	return pg_data_plane(57, 1, BPF_CORE_READ((struct rxe_qp *)ctx[0], ibqp.qp_num), 0, PG_OWNER((struct rxe_qp *)ctx[0], ibqp));
 }
 
 char LICENSE[] SEC("license") = "GPL";

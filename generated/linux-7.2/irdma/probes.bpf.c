@@ -1127,6 +1127,7 @@ int pg_59(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1148,11 +1149,15 @@ int pg_59(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(59, code, qpn, port);
+	return pg_data_plane(59, code, qpn, port, owner);
 }
 
 /* 60: data plane, async_event ib_uverbs:ib_uverbs_event_handler (drivers/infiniband/core/uverbs_main.c:413); drivers/infiniband/core/uverbs_main.c:449: `ib_uverbs_init_async_event_file` registers it with `INIT_IB_EVENT_HANDLER` */
@@ -1163,6 +1168,7 @@ int pg_60(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1184,11 +1190,15 @@ int pg_60(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(60, code, qpn, port);
+	return pg_data_plane(60, code, qpn, port, owner);
 }
 
 /* 61: data plane, async_event ib_uverbs:ib_uverbs_qp_event_handler (drivers/infiniband/core/uverbs_main.c:394); drivers/infiniband/core/uverbs_cmd.c:1419: `create_qp` stores it into `.event_handler` */
@@ -1199,6 +1209,7 @@ int pg_61(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1220,11 +1231,15 @@ int pg_61(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(61, code, qpn, port);
+	return pg_data_plane(61, code, qpn, port, owner);
 }
 
 /* 62: data plane, async_event ib_uverbs:ib_uverbs_srq_event_handler (drivers/infiniband/core/uverbs_main.c:408); drivers/infiniband/core/uverbs_cmd.c:3363: `__uverbs_create_xsrq` stores it into `.event_handler` */
@@ -1235,6 +1250,7 @@ int pg_62(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1256,11 +1272,15 @@ int pg_62(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(62, code, qpn, port);
+	return pg_data_plane(62, code, qpn, port, owner);
 }
 
 /* 63: data plane, async_event ib_uverbs:ib_uverbs_wq_event_handler (drivers/infiniband/core/uverbs_main.c:403); drivers/infiniband/core/uverbs_cmd.c:2872: `ib_uverbs_ex_create_wq` stores it into `.event_handler` */
@@ -1271,6 +1291,7 @@ int pg_63(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1292,11 +1313,15 @@ int pg_63(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(63, code, qpn, port);
+	return pg_data_plane(63, code, qpn, port, owner);
 }
 
 /* 64: data plane, async_event irdma:irdma_ib_qp_event (drivers/infiniband/hw/irdma/utils.c:2337); drivers/infiniband/hw/irdma/utils.c:2349: sets `.event` to `IB_EVENT_QP_ACCESS_ERR` and calls the object's `.event_handler` */

@@ -26,6 +26,16 @@ enum ib_event_type { IB_EVENT_CQ_ERR, IB_EVENT_QP_FATAL, IB_EVENT_QP_REQ_ERR, IB
 enum ib_wc_status { IB_WC_SUCCESS, IB_WC_LOC_LEN_ERR, IB_WC_LOC_QP_OP_ERR, IB_WC_LOC_EEC_OP_ERR, IB_WC_LOC_PROT_ERR, IB_WC_WR_FLUSH_ERR, IB_WC_MW_BIND_ERR, IB_WC_BAD_RESP_ERR, IB_WC_LOC_ACCESS_ERR, IB_WC_REM_INV_REQ_ERR, IB_WC_REM_ACCESS_ERR, IB_WC_REM_OP_ERR, IB_WC_RETRY_EXC_ERR, IB_WC_RNR_RETRY_EXC_ERR, IB_WC_LOC_RDD_VIOL_ERR, IB_WC_REM_INV_RD_REQ_ERR, IB_WC_REM_ABORT_ERR, IB_WC_INV_EECN_ERR, IB_WC_INV_EEC_STATE_ERR, IB_WC_FATAL_ERR, IB_WC_RESP_TIMEOUT_ERR, IB_WC_GENERAL_ERR };
 #include "probegen.bpf.h"
 
+/* a driver's object embedding the core's `ib_cq` (a data-plane record's owner) */
+struct rxe_cq {
+	struct ib_cq ibcq;
+} __attribute__((preserve_access_index));
+
+/* a driver's object embedding the core's `ib_qp` (a data-plane record's owner) */
+struct rxe_qp {
+	struct ib_qp ibqp;
+} __attribute__((preserve_access_index));
+
 /* 0: ib_core:__ib_open_qp (ptr; drivers/infiniband/core/verbs.c:1190) */
 SEC("fexit/__ib_open_qp")
 int pg_0(unsigned long long *ctx)
@@ -1164,6 +1174,7 @@ int pg_58(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1185,11 +1196,15 @@ int pg_58(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(58, code, qpn, port);
+	return pg_data_plane(58, code, qpn, port, owner);
 }
 
 /* 59: data plane, async_event ib_uverbs:ib_uverbs_event_handler (drivers/infiniband/core/uverbs_main.c:413); drivers/infiniband/core/uverbs_main.c:449: `ib_uverbs_init_async_event_file` registers it with `INIT_IB_EVENT_HANDLER` */
@@ -1200,6 +1215,7 @@ int pg_59(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1221,11 +1237,15 @@ int pg_59(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(59, code, qpn, port);
+	return pg_data_plane(59, code, qpn, port, owner);
 }
 
 /* 60: data plane, async_event ib_uverbs:ib_uverbs_qp_event_handler (drivers/infiniband/core/uverbs_main.c:394); drivers/infiniband/core/uverbs_cmd.c:1419: `create_qp` stores it into `.event_handler` */
@@ -1236,6 +1256,7 @@ int pg_60(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1257,11 +1278,15 @@ int pg_60(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(60, code, qpn, port);
+	return pg_data_plane(60, code, qpn, port, owner);
 }
 
 /* 61: data plane, async_event ib_uverbs:ib_uverbs_srq_event_handler (drivers/infiniband/core/uverbs_main.c:408); drivers/infiniband/core/uverbs_cmd.c:3363: `__uverbs_create_xsrq` stores it into `.event_handler` */
@@ -1272,6 +1297,7 @@ int pg_61(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1293,11 +1319,15 @@ int pg_61(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(61, code, qpn, port);
+	return pg_data_plane(61, code, qpn, port, owner);
 }
 
 /* 62: data plane, async_event ib_uverbs:ib_uverbs_wq_event_handler (drivers/infiniband/core/uverbs_main.c:403); drivers/infiniband/core/uverbs_cmd.c:2872: `ib_uverbs_ex_create_wq` stores it into `.event_handler` */
@@ -1308,6 +1338,7 @@ int pg_62(unsigned long long *ctx)
 	int t = BPF_CORE_READ(ev, event);
 	long code = 0;
 	__u64 qpn = 0, port = 0;
+	struct task_struct *owner = 0;
 
 	if (t == bpf_core_enum_value(enum ib_event_type, IB_EVENT_CQ_ERR))
 		code = 1;
@@ -1329,11 +1360,15 @@ int pg_62(unsigned long long *ctx)
 		code = 9;
 	if (!code)
 		return 0;
-	if (code == 2 || code == 3 || code == 4 || code == 5)
+	if (code == 2 || code == 3 || code == 4 || code == 5) {
 		qpn = BPF_CORE_READ(ev, element.qp, qp_num);
+		owner = BPF_CORE_READ(ev, element.qp, res.task);
+	}
+	if (code == 1)
+		owner = BPF_CORE_READ(ev, element.cq, res.task);
 	if (code == 7)
 		port = BPF_CORE_READ(ev, element.port_num);
-	return pg_data_plane(62, code, qpn, port);
+	return pg_data_plane(62, code, qpn, port, owner);
 }
 
 /* 63: data plane, completion rdma_rxe:rxe_cq_post (drivers/infiniband/sw/rxe/rxe_cq.c:54); drivers/infiniband/sw/rxe/rxe_comp.c:569: calls the CQ's `.comp_handler` on the completion path: reached from `flush_send_wqe`, which sets `.status` to `IB_WC_WR_FLUSH_ERR` */
@@ -1391,14 +1426,14 @@ int pg_63(unsigned long long *ctx)
 	/* a status the list does not name is still an error: code 22 */
 	if (!code)
 		code = 22;
-	return pg_data_plane(63, code, BPF_CORE_READ(wc, qp_num), 0);
+	return pg_data_plane(63, code, BPF_CORE_READ(wc, qp_num), 0, PG_OWNER((struct rxe_cq *)ctx[0], ibcq));
 }
 
 /* 64: data plane, qp_error rdma_rxe:rxe_qp_error (drivers/infiniband/sw/rxe/rxe_qp.c:603); drivers/infiniband/sw/rxe/rxe_qp.c:608: stores `IB_QPS_ERR` into `->...qp_state` of an object it was handed */
 SEC("fentry/rxe_qp_error")
 int pg_64(unsigned long long *ctx)
 {
-	return pg_data_plane(64, 1, 0, 0);
+	return pg_data_plane(64, 1, BPF_CORE_READ((struct rxe_qp *)ctx[0], ibqp.qp_num), 0, PG_OWNER((struct rxe_qp *)ctx[0], ibqp));
 }
 
 char LICENSE[] SEC("license") = "GPL";
