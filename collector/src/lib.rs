@@ -27,6 +27,7 @@ mod chains;
 mod error;
 mod live;
 mod pipeline;
+mod ports;
 mod procinfo;
 mod replay;
 mod run;
@@ -62,3 +63,4 @@ pub use wire::{
     BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, HandlerSummary,
     JobMixOut, ShapeOut, StateView, TraceCounts, VerbMixOut, LOG2_BUCKETS,
 };
+pub use wire::{CounterReset, PortCounterKey, PortCounterOut, PORT_ERROR_COUNTERS};
