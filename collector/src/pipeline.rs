@@ -405,6 +405,7 @@ impl Pipeline {
                 errno,
                 received: self.win_received[i],
                 dropped_userspace: self.win_dropped[i],
+                missed: counter_delta(get(&self.prev.missed), get(&k.missed)),
             });
         }
         counters
@@ -484,6 +485,7 @@ impl Pipeline {
             drops: Drops {
                 kernel: counter_delta(self.prev.drops, k.drops),
                 userspace: self.win_dropped.iter().sum(),
+                missed: counter_delta(self.prev.missed.values().sum(), k.missed.values().sum()),
             },
             seq_gaps: gaps.saturating_sub(self.seq_gaps_prev),
             attached: self.attached.clone(),
@@ -726,7 +728,10 @@ pub(crate) mod tests {
         ] {
             assert!(r0.get(key).is_some(), "{key}");
         }
-        assert_eq!(v["drops"], serde_json::json!({"kernel": 0, "userspace": 0}));
+        assert_eq!(
+            v["drops"],
+            serde_json::json!({"kernel": 0, "userspace": 0, "missed": 0})
+        );
         // second window: only the growth
         p.ingest(&rec(1, 22, 1, 1, 300));
         let k2 = Arc::new(totals(
@@ -796,6 +801,25 @@ pub(crate) mod tests {
             c["summary"],
             "EFAULT origin ib_umem_get (ib_uverbs) <- rxe_reg_user_mr <- ib_uverbs_reg_mr"
         );
+    }
+
+    #[test]
+    fn runs_the_kernel_skipped_are_reported_per_window_and_probe() {
+        let mut p = pipe(100);
+        p.ingest(&rec(3, 14, 0, 0, 288));
+        let mut k = totals(&[(3, 1)], &[((3, 14), 1)], 0);
+        k.missed = [(3, 2)].into();
+        let s = p.snapshot(&Arc::new(k.clone()), SystemTime::now(), false);
+        assert_eq!(s.drops.missed, 2);
+        assert_eq!(s.counters[1].missed, 2);
+        // the invariant compares what was counted: the skipped runs are beside it
+        assert!(s.invariant.ok);
+        // the next window: only the growth; a probe without any shows none in its line
+        k.missed = [(3, 5)].into();
+        let s = p.snapshot(&Arc::new(k), SystemTime::now(), false);
+        assert_eq!((s.drops.missed, s.counters[1].missed), (3, 3));
+        let line = String::from_utf8(s.to_line()).expect("utf-8");
+        assert_eq!(line.matches("\"missed\":").count(), 2, "{line}");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! Metrics, labelled `function` and `module` (the probe):
 //! `probegen_calls_total`, `probegen_failures_total`, `probegen_errno_total{errno="EFAULT"}`,
 //! `probegen_probe_attached` (1/0), `probegen_records_total` (kept in snapshots),
-//! `probegen_userspace_drops_total`; unlabelled: `probegen_ring_drops_total` (kernel ring
+//! `probegen_userspace_drops_total`, `probegen_runs_missed_total` (runs the kernel skipped); unlabelled: `probegen_ring_drops_total` (kernel ring
 //! buffer full), `probegen_decode_errors_total`, `probegen_seq_gaps_total`,
 //! `probegen_sink_errors_total`, `probegen_snapshots_total`; per sink that has a state (the
 //! ClickHouse spool, any sink the embedder adds) `probegen_sink_*{sink="NAME"}` ([`sinks`]);
@@ -298,6 +298,12 @@ fn render_per_probe(o: &mut String, m: &MetricsInput<'_>, labels: &[String]) {
         "probegen_userspace_drops_total",
         "Failure records dropped by the collector (batch cap).",
         &|id| at(m.dropped_userspace, id),
+    );
+    per_probe(
+        o,
+        "probegen_runs_missed_total",
+        "Returns the kernel did not run the probe's program for (it was already running on that CPU): failures neither counted nor recorded.",
+        &|id| m.kernel.missed.get(&id).copied().unwrap_or(0),
     );
 }
 

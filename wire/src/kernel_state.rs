@@ -24,6 +24,12 @@ pub struct KernelTotals {
     /// Failing programs half counted while the maps were read (the fence never closed): the
     /// counters and the records may differ by at most this many, a loss or not.
     pub in_flight: u64,
+    /// Runs of a probe's exit (or data-plane entry) programs that the kernel skipped, by
+    /// probe id (`recursion_misses` of `bpf_prog_info`, 5.12+): the program was already
+    /// running on that CPU (a task preempted inside it, on a preemptible kernel), so a return
+    /// went unseen and uncounted. Failures the invariant cannot see; reported beside it. Live
+    /// runs only (a recording carries none).
+    pub missed: BTreeMap<u32, u64>,
 }
 
 impl KernelTotals {

@@ -118,12 +118,21 @@ pub struct CounterOut {
     pub received: u64,
     /// records of this probe read from the ring but not kept (batch cap)
     pub dropped_userspace: u64,
+    /// runs of this probe's exit program the kernel skipped (see `Drops::missed`); absent
+    /// when none
+    #[serde(skip_serializing_if = "is_zero")]
+    pub missed: u64,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Drops {
     pub kernel: u64,
     pub userspace: u64,
+    /// Runs of the probes' exit programs the kernel skipped this window (`recursion_misses`:
+    /// the program was already running on that CPU, a task preempted inside it). Each is a
+    /// return never seen, so a failure neither counted nor recorded: outside the invariant,
+    /// which compares what was counted, and stated here so that the loss is not silent.
+    pub missed: u64,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

@@ -51,25 +51,59 @@ pub(crate) fn bpf_stats_enabled() -> bool {
 /// (run time in ns, runs) of the loaded programs of `obj`.
 pub(crate) fn bpf_run(obj: &libbpf_rs::Object) -> (u64, u64) {
     let (mut ns, mut runs) = (0u64, 0u64);
-    for p in obj.progs() {
+    for (_, info) in prog_infos(obj) {
+        ns = ns.wrapping_add(info.run_time_ns);
+        runs = runs.wrapping_add(info.run_cnt);
+    }
+    (ns, runs)
+}
+
+/// Adds to `into` the runs the kernel skipped of `obj`'s programs that see a probe's return
+/// or data-plane event (`pg_<id>`, `pg_<id>_bs`, `pg_<id>_ret`), by probe id. Counted by the
+/// kernel whatever `bpf_stats_enabled` says; a kernel before 5.12 reports 0.
+pub(crate) fn missed_runs(
+    obj: &libbpf_rs::Object,
+    into: &mut std::collections::BTreeMap<u32, u64>,
+) {
+    for (name, info) in prog_infos(obj) {
+        if let Some(id) = sees_return(&name) {
+            if info.recursion_misses > 0 {
+                *into.entry(id).or_default() += info.recursion_misses;
+            }
+        }
+    }
+}
+
+/// The probe id of a program that sees its probe's return (or a data-plane event), from the
+/// names codegen gives them; `None` for entry programs (baseline entries, kprobe argument
+/// savers), whose skipped runs lose no failure.
+fn sees_return(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("pg_")?;
+    let (id, suffix) = match rest.find('_') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    matches!(suffix, "" | "_bs" | "_ret")
+        .then(|| id.parse().ok())
+        .flatten()
+}
+
+/// (name, `bpf_prog_info`) of each loaded program of `obj`.
+fn prog_infos(
+    obj: &libbpf_rs::Object,
+) -> impl Iterator<Item = (String, libbpf_rs::libbpf_sys::bpf_prog_info)> + '_ {
+    obj.progs().filter(|p| p.autoload()).filter_map(|p| {
+        let fd = p.as_fd().as_raw_fd();
+        if fd < 0 {
+            return None; // not loaded
+        }
         // SAFETY: info is a zeroed bpf_prog_info of the size passed; the fd is open.
         let mut info: libbpf_rs::libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
         let mut len = std::mem::size_of_val(&info) as u32;
-        if !p.autoload() {
-            continue;
-        }
-        let fd = p.as_fd().as_raw_fd();
-        if fd < 0 {
-            continue; // not loaded (autoload off)
-        }
         // SAFETY: as above.
         let rc = unsafe { libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
-        if rc == 0 {
-            ns = ns.wrapping_add(info.run_time_ns);
-            runs = runs.wrapping_add(info.run_cnt);
-        }
-    }
-    (ns, runs)
+        (rc == 0).then(|| (p.name().to_string_lossy().into_owned(), info))
+    })
 }
 
 #[cfg(test)]
@@ -89,5 +123,16 @@ mod tests {
         }
         std::hint::black_box(x);
         assert!(process().expect("again").cpu_ns > c.cpu_ns);
+    }
+
+    #[test]
+    fn the_programs_that_see_a_return() {
+        assert_eq!(sees_return("pg_12"), Some(12));
+        assert_eq!(sees_return("pg_7_bs"), Some(7));
+        assert_eq!(sees_return("pg_36_ret"), Some(36));
+        assert_eq!(sees_return("pg_14_bl"), None);
+        assert_eq!(sees_return("pg_37_entry"), None);
+        assert_eq!(sees_return("pg_x"), None);
+        assert_eq!(sees_return("other_1"), None);
     }
 }

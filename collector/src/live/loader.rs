@@ -346,6 +346,8 @@ pub(crate) struct Loaded {
     modules: BTreeMap<String, ModulePrograms>,
     /// run time and runs of the programs closed so far (detached modules)
     retired_run: (u64, u64),
+    /// skipped runs of those programs, by probe id (their counts outlive them)
+    retired_missed: BTreeMap<u32, u64>,
     pub attached: Vec<AttachStatus>,
     /// What loading skipped or could not attach, for the run to report.
     pub warnings: Vec<Warning>,
@@ -660,6 +662,7 @@ pub(crate) fn load(
         strict: opts.strict,
         modules: BTreeMap::new(),
         retired_run: (0, 0),
+        retired_missed: BTreeMap::new(),
         attached: table.probes.iter().map(unattached).collect(),
         warnings: Vec::new(),
         baseline_cfg: opts.baseline.clone(),
@@ -804,6 +807,7 @@ impl Loaded {
             let (ns, runs) = crate::live::cost::bpf_run(&m.obj);
             self.retired_run.0 += ns;
             self.retired_run.1 += runs;
+            crate::live::cost::missed_runs(&m.obj, &mut self.retired_missed);
         }
         let n = st_attached(&self.attached, module);
         for s in self.attached.iter_mut().filter(|s| s.module == module) {
@@ -821,6 +825,15 @@ impl Loaded {
             .values()
             .map(|m| crate::live::cost::bpf_run(&m.obj))
             .fold(self.retired_run, |(a, b), (c, d)| (a + c, b + d))
+    }
+
+    /// Runs the kernel skipped of every exit program loaded this run, by probe id.
+    pub(crate) fn missed_runs(&self) -> BTreeMap<u32, u64> {
+        let mut m = self.retired_missed.clone();
+        for p in self.modules.values() {
+            crate::live::cost::missed_runs(&p.obj, &mut m);
+        }
+        m
     }
 
     /// Whether programs of `module` are attached.
@@ -956,6 +969,10 @@ fn batch_sums(map: &libbpf_rs::Map<'_>) -> Option<PercpuSums> {
 impl Loaded {
     /// Detaches every program (the links are destroyed, the programs closed).
     pub(crate) fn detach(&mut self) {
+        // their skipped runs stay counted for the final read
+        for m in self.modules.values() {
+            crate::live::cost::missed_runs(&m.obj, &mut self.retired_missed);
+        }
         self.modules.clear();
     }
 

@@ -9,6 +9,7 @@
 //! once per window, not every `--idle-wait`.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -453,6 +454,7 @@ impl LiveSource {
         let maps = LoadedMaps(&self.loaded, &self.table, self.activity.as_ref());
         let k = match self.reads.read(&maps) {
             Ok(k) => {
+                let k = with_missed(k, self.loaded.missed_runs());
                 crate::timings::mark("counters");
                 let fence = self.reads.fence.take();
                 self.drain(pipe, fence.as_deref());
@@ -474,6 +476,17 @@ impl LiveSource {
         }
         k
     }
+}
+
+/// `k` with the runs the kernel skipped (`missed`): the same allocation while there are none,
+/// so a quiet window stays recognisably quiet.
+fn with_missed(k: Arc<KernelTotals>, missed: BTreeMap<u32, u64>) -> Arc<KernelTotals> {
+    if missed == k.missed {
+        return k;
+    }
+    let mut with = (*k).clone();
+    with.missed = missed;
+    Arc::new(with)
 }
 
 /// Adds `fd` to the ring buffer's epoll set, so that the idle poll ends when it is readable
@@ -560,7 +573,7 @@ impl Source for LiveSource {
         self.drain_traces(pipe, false);
         self.drain_traces(pipe, true);
         let k = match self.loaded.read_counters(&self.table) {
-            Ok(k) => Arc::new(k),
+            Ok(k) => with_missed(Arc::new(k), self.loaded.missed_runs()),
             Err(e) => {
                 self.warnings.push(Warning::Counters(e.to_string()));
                 self.reads.last_k.clone()

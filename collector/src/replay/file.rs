@@ -75,6 +75,9 @@ pub(crate) struct CountersJson {
     pub fenced: bool,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub in_flight: u64,
+    /// Runs the kernel skipped per probe id (absent when none, and in older recordings).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub missed: BTreeMap<String, u64>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -96,6 +99,7 @@ impl CountersJson {
             drops_by_probe: m(&k.drops_by_probe),
             fenced: k.fenced,
             in_flight: k.in_flight,
+            missed: m(&k.missed),
         }
     }
 
@@ -122,6 +126,7 @@ impl CountersJson {
             drops_by_probe: m(&self.drops_by_probe)?,
             fenced: self.fenced,
             in_flight: self.in_flight,
+            missed: m(&self.missed)?,
         })
     }
 }
