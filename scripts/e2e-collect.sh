@@ -32,6 +32,8 @@ mkdir -p "$STAGE"
 stage_agent "$STAGE"
 stage_set "$SET" "$STAGE"
 install -m 755 scripts/e2e/collect-hook.sh "$STAGE/guest-hook.sh"
+# the port error counter's inducer (the hook runs it from /extra)
+gcc -O2 -Wall -Wextra -o "$STAGE/port_rnr" tests/e2e/port_rnr.c -libverbs
 {
 	printf 'INTERVAL=%s\n' "${PROBEGEN_E2E_INTERVAL:-1s}"
 	printf 'TIMINGS=%s\n' "${PROBEGEN_COLLECT_TIMINGS:-}"

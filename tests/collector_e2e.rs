@@ -515,6 +515,8 @@ fn check(ver: &str) {
     }
     // 9. the labeled set: owner accuracy of the chains of tests/e2e/owner_fail.c
     owner_accuracy(ver, &out, &snaps, &manifest_text, &mut problems);
+    // 10. the ports' error counters where only the NIC knows
+    port_counters(ver, &out, &snaps, &mut problems);
 
     // the idle windows read the programs' `activity` from memory (no counter map read)
     if log.contains("no mmapable `activity` map") {
@@ -522,6 +524,145 @@ fn check(ver: &str) {
     }
 
     assert!(problems.is_empty(), "{ver}: {}", problems.join("\n"));
+}
+
+/// A port counter: (device, port, counter file name).
+type PortKey = (String, u64, String);
+
+/// The error counters of a `ports_dump` (scripts/e2e/collect-hook.sh: `dev port dir/name
+/// value` lines), a name in `hw_counters/` before one in `counters/`, as the collector reads.
+fn port_readings(text: &str) -> BTreeMap<PortKey, u64> {
+    let mut m = BTreeMap::new();
+    for l in text.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let [dev, port, path, v] = f[..] else {
+            continue;
+        };
+        let Some((dir, name)) = path.split_once('/') else {
+            continue;
+        };
+        let (Ok(port), Ok(v)) = (port.parse::<u64>(), v.parse::<u64>()) else {
+            continue;
+        };
+        if !collector::PORT_ERROR_COUNTERS
+            .iter()
+            .any(|(n, _)| *n == name)
+        {
+            continue;
+        }
+        let key = (dev.to_string(), port, name.to_string());
+        if dir == "hw_counters" {
+            m.insert(key, v);
+        } else {
+            m.entry(key).or_insert(v);
+        }
+    }
+    m
+}
+
+/// Step 10, `port_counters`: the deltas of every snapshot, summed per counter, are what sysfs moved
+/// between the hook's readings before the collector started and after it exited (no reset:
+/// nothing reloads a driver here); port_rnr's RNR retry exceeded moved
+/// `retry_rnr_exceeded_err` by exactly one in sysfs; the idle windows report none; the
+/// exposition scraped after it shows the counter at its sysfs value.
+fn port_counters(ver: &str, out: &Path, snaps: &[Value], problems: &mut Vec<String>) {
+    let start = port_readings(&read(&out.join("ports-start.txt")));
+    let end = port_readings(&read(&out.join("ports-end.txt")));
+    let rnr_key = ("rxe0".to_string(), 1, "retry_rnr_exceeded_err".to_string());
+    if !start.contains_key(&rnr_key) {
+        problems.push(format!("ports-start.txt has no {rnr_key:?}: {start:?}"));
+        return;
+    }
+    let mut summed: BTreeMap<PortKey, u64> = BTreeMap::new();
+    let mut windows_with = 0;
+    for s in snaps {
+        let Some(list) = s.get("port_counters").and_then(Value::as_array) else {
+            continue;
+        };
+        windows_with += 1;
+        for c in list {
+            if c.get("reset").is_some() {
+                problems.push(format!(
+                    "snapshot {}: a port counter reset: {c}",
+                    s["snapshot"]
+                ));
+            }
+            let key = (
+                c["device"].as_str().unwrap_or("?").to_string(),
+                c["port"].as_u64().unwrap_or(0),
+                c["counter"].as_str().unwrap_or("?").to_string(),
+            );
+            *summed.entry(key).or_default() += c["delta"].as_u64().unwrap_or(0);
+        }
+    }
+    let keys: BTreeSet<&PortKey> = start
+        .keys()
+        .chain(end.keys())
+        .chain(summed.keys())
+        .collect();
+    let mut moved = Vec::new();
+    for k in keys {
+        let (a, b) = (start.get(k).copied(), end.get(k).copied());
+        let want = b.unwrap_or(0).checked_sub(a.unwrap_or(0));
+        let got = summed.get(k).copied().unwrap_or(0);
+        if want != Some(got) {
+            problems.push(format!(
+                "port counter {k:?}: the snapshots' deltas sum to {got}, sysfs moved {a:?} -> {b:?}"
+            ));
+        }
+        if got > 0 {
+            moved.push(format!("{}/{}/{} +{got}", k.0, k.1, k.2));
+        }
+    }
+    println!(
+        "{ver}: port counters moved over the run (snapshots = sysfs): {} in {windows_with} windows",
+        moved.join(", ")
+    );
+    // the induced RNR retry exceeded
+    let rnr_log = read(&out.join("port-rnr.log"));
+    let before = port_readings(&read(&out.join("ports-rnr-before.txt")));
+    let after = port_readings(&read(&out.join("ports-rnr-after.txt")));
+    let step = |k: &PortKey| {
+        after.get(k).copied().unwrap_or(0) as i64 - before.get(k).copied().unwrap_or(0) as i64
+    };
+    println!(
+        "{ver}: port_rnr: {} retry_rnr_exceeded_err {:+} rcvd_rnr_err {:+} send_rnr_err {:+}",
+        rnr_log.trim(),
+        step(&rnr_key),
+        step(&("rxe0".into(), 1, "rcvd_rnr_err".into())),
+        step(&("rxe0".into(), 1, "send_rnr_err".into()))
+    );
+    if !rnr_log.contains("status=RNR retry counter exceeded") || step(&rnr_key) != 1 {
+        problems.push(format!(
+            "port_rnr: `{}`, retry_rnr_exceeded_err moved {:+} (want the RNR error and +1)",
+            rnr_log.trim(),
+            step(&rnr_key)
+        ));
+    }
+    if summed.get(&rnr_key).copied().unwrap_or(0) < 1 {
+        problems.push("no snapshot reports the RNR retry exceeded in port_counters".into());
+    }
+    // a healthy window shows no delta: the idle period's (the last windows before the final)
+    let idle: Vec<&Value> = snaps.iter().rev().skip(1).take(5).collect();
+    if let Some(s) = idle.iter().find(|s| s.get("port_counters").is_some()) {
+        problems.push(format!(
+            "idle window {} reports port counters: {}",
+            s["snapshot"], s["port_counters"]
+        ));
+    }
+    // the exposition, scraped after port_rnr: the device's value
+    let metrics = read(&out.join("metrics.txt"));
+    let series = "probegen_port_counter_total{device=\"rxe0\",port=\"1\",counter=\"retry_rnr_exceeded_err\"}";
+    let shown = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if shown != after.get(&rnr_key).copied() {
+        problems.push(format!(
+            "metrics: {series} {shown:?}, sysfs after port_rnr {:?}",
+            after.get(&rnr_key)
+        ));
+    }
 }
 
 /// The lowest owner accuracy on the labeled set a run may show (measured: see docs/operations.md,

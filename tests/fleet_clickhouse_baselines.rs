@@ -196,6 +196,14 @@ fn baselines_on_an_upgraded_18_16_fleet() {
     }
 
     baselines::send(&endpoint, &g.dir);
+    // the ports' error counters, in the table the upgrade's DDL added
+    let ports = ch
+        .query(
+            "SELECT host, device, port, counter, delta, total, reset \
+             FROM probegen.port_counters FINAL ORDER BY host",
+        )
+        .expect("port_counters");
+    assert_eq!(ports.lines().collect::<Vec<_>>(), baselines::PORT_ROWS);
     // the notes as columns: the expected chain and the new one with its bifurcation
     let chains = ch
         .query(
@@ -292,6 +300,11 @@ fn baselines_on_current_clickhouse() {
         schema(&["--server-version", "26.9"])
     );
     let answers = chdb_answers(&g.dir, &ddl, &inserts);
+    let counts = tsv(&answers.join("counts.tsv"));
+    assert!(
+        counts.contains(&vec!["port_counters".to_string(), "3".to_string()]),
+        "{counts:?}"
+    );
     baselines::check_baselines(&tsv(&answers.join("baselines.tsv")));
     baselines::check_questions(&|name| tsv(&answers.join(format!("{name}.tsv"))));
 }

@@ -27,6 +27,7 @@ mod chains;
 mod error;
 mod live;
 mod pipeline;
+mod ports;
 mod procinfo;
 mod replay;
 mod run;
@@ -65,3 +66,4 @@ pub use wire::{
     BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, HandlerSummary,
     JobMixOut, ShapeOut, StateView, TraceCounts, VerbMixOut, LOG2_BUCKETS,
 };
+pub use wire::{CounterReset, PortCounterKey, PortCounterOut, PORT_ERROR_COUNTERS};

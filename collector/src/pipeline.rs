@@ -480,6 +480,8 @@ impl Pipeline {
                 table: table.clone(),
             },
             counters,
+            // the run's port stage fills them in (live runs)
+            port_counters: Vec::new(),
             drops: Drops {
                 kernel: counter_delta(self.prev.drops, k.drops),
                 userspace: self.win_dropped.iter().sum(),

@@ -4,12 +4,15 @@
 #
 #   start: probegen-agent collect --object /extra/probes.bpf.o in the background; waits until it
 #          reports its attach line (the pingpong must run with the probes attached)
-#   stop:  one more verbs_fail inside a cgroup with job variables (job correlation), a scrape
-#          of /metrics, 10 s idle (measured), then SIGTERM; the collector writes its final
-#          snapshot and exits 0.
+#   stop:  one more verbs_fail inside a cgroup with job variables (job correlation), the
+#          labeled owner set, an RNR retry exceeded (port_rnr: a port error counter moves), a
+#          scrape of /metrics, 10 s idle (measured), then SIGTERM; the collector writes its
+#          final snapshot and exits 0.
 # Everything lands in /out (-> target/e2e/<ver>/): snapshots.jsonl, replay.jsonl,
 # collect.log, collect.rc, metrics.txt, vf.log, vf-job.log, owner-fail.log, idle.txt,
-# idle-threads.txt.
+# idle-threads.txt, port-rnr.log and the ports' counters (`dev port dir/name value` lines):
+# ports-start.txt (before the collector), ports-rnr-before.txt, ports-rnr-after.txt,
+# ports-end.txt (after it exited).
 X=/extra
 PIDF=/tmp/probegen-collect.pid
 mkdir -p /out
@@ -20,10 +23,22 @@ TIMINGS=
 [ -r $X/hook.env ] && . $X/hook.env
 [ -n "$TIMINGS" ] && export PROBEGEN_COLLECT_TIMINGS=$TIMINGS
 
+# every port counter file as `dev port dir/name value` (what the collector reads)
+ports_dump() {
+	for f in /sys/class/infiniband/*/ports/*/hw_counters/* /sys/class/infiniband/*/ports/*/counters/*; do
+		[ -f "$f" ] || continue
+		v=$(cat "$f" 2>/dev/null) || continue
+		r=${f#/sys/class/infiniband/}
+		p=${r#*/ports/}
+		echo "${r%%/*} ${p%%/*} ${p#*/} $v"
+	done
+}
+
 case "$1" in
 start)
 	[ -x $X/probegen-agent ] || { echo "collect-hook: $X/probegen-agent missing"; exit 1; }
 	rm -f /out/collect.rc $PIDF
+	ports_dump >/out/ports-start.txt
 	# a background subshell waits for the collector and keeps its exit code
 	# cgroup v2, as on a job host: the collector resolves cgroup ids of exited processes here
 	mkdir -p /sys/fs/cgroup
@@ -66,6 +81,11 @@ stop)
 	# the labeled set: one child process per induced failure, each line with its owner label
 	# (tests/e2e/owner_fail.c; owner accuracy in tests/collector_e2e.rs)
 	/usr/bin/owner_fail rxe0 >/out/owner-fail.log 2>/out/owner-fail.err
+	# a port error counter that only the NIC knows: SEND without a posted receive, rnr_retry 0
+	# (tests/e2e/port_rnr.c); the snapshots' port_counters deltas must be these readings'
+	ports_dump >/out/ports-rnr-before.txt
+	$X/port_rnr rxe0 >/out/port-rnr.log 2>&1
+	ports_dump >/out/ports-rnr-after.txt
 	# two snapshots written since the job ended, whatever the --interval: the job's records
 	# (and its chains, complete one window later) are in the collector and in the metrics, and
 	# the idle period below starts after the traffic's snapshots (the second also re-reads the
@@ -121,6 +141,7 @@ stop)
 	i=0
 	while [ ! -s /out/collect.rc ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 	rc=$(cat /out/collect.rc 2>/dev/null)
+	ports_dump >/out/ports-end.txt
 	tail -n 5 /out/collect.log
 	[ "$rc" = 0 ]
 	;;

@@ -1,16 +1,17 @@
 //! One snapshot as one batch: `JSONEachRow` bodies for the tables of [`super::schema`], framed
 //! in one byte string (the spool file's content).
 //!
-//! Frame (v4): one header line that says what the batch must contain, then the bodies:
-//! `probegen-batch/v4 <seq> records=<rows>:<bytes> chains=.. counters=.. snapshots=..
-//! baselines=.. fnv=<hex>` (`fnv`: FNV-1a 64 of everything after the header line). A batch
-//! torn, cut at a part boundary or with one byte flipped does not match its header: it is
-//! quarantined, never sent in part. Batches of earlier versions (in a host's spool across a
-//! package upgrade) are still read whole: v3 (the same header; its success shapes and the
-//! chains' bifurcation columns were in return order: [`return_order_set_aside`] leaves them
-//! out, never merged with shapes in call order), v2 (the same header without `baselines=`)
-//! and v1 (`probegen-batch/v1 <seq>\n`, then per table `<name> <bytes>\n<body>`, the first
-//! four tables), with no `baselines` rows.
+//! Frame (v5): one header line that says what the batch must contain, then the bodies:
+//! `probegen-batch/v5 <seq> records=<rows>:<bytes> chains=.. counters=.. snapshots=..
+//! baselines=.. port_counters=.. fnv=<hex>` (`fnv`: FNV-1a 64 of everything after the header
+//! line). A batch torn, cut at a part boundary or with one byte flipped does not match its
+//! header: it is quarantined, never sent in part. Batches of earlier versions (in a host's
+//! spool across a package upgrade) are still read whole: v4 (the same header without
+//! `port_counters=`), v3 (as v4; its success shapes and the chains' bifurcation columns were in
+//! return order: [`return_order_set_aside`] leaves them out, never merged with shapes in call
+//! order), v2 (the same header without `baselines=` either) and v1 (`probegen-batch/v1
+//! <seq>\n`, then per table `<name> <bytes>\n<body>`, the first four tables), with no rows for
+//! the tables their version lacked.
 //!
 //! Times: `time_ns` is wall-clock ns. A record's `ts_ns` is the kernel's CLOCK_MONOTONIC, so
 //! its wall time is `ts_ns` + (window end - "now" on the records' clock): live, "now" is this
@@ -26,13 +27,17 @@ use collector::{comm_str, errno_label, monotonic_ns, ChainClock, ProcInfo, Snaps
 
 use crate::schema::{Table, TABLES};
 
-pub(crate) const BATCH_MAGIC: &str = "probegen-batch/v4";
+pub(crate) const BATCH_MAGIC: &str = "probegen-batch/v5";
+/// v4: every table but `port_counters`
+const BATCH_MAGIC_V4: &str = "probegen-batch/v4";
 /// v3: the tables of v4, shapes and bifurcations in return order
 const BATCH_MAGIC_V3: &str = "probegen-batch/v3";
 const BATCH_MAGIC_V2: &str = "probegen-batch/v2";
 const BATCH_MAGIC_V1: &str = "probegen-batch/v1";
 /// The tables of a v1 or v2 batch (every table but `baselines`), in [`TABLES`] order.
 const TABLES_BEFORE_V3: usize = 4;
+/// The tables of a v3 or v4 batch (every table but `port_counters`).
+const TABLES_BEFORE_V5: usize = 5;
 
 /// One value per table of [`TABLES`].
 pub(crate) type PerTable<T> = [T; TABLES.len()];
@@ -306,6 +311,7 @@ pub(crate) fn batch(
     counter_rows(&mut bodies[2], key, snap);
     snapshot_row(&mut bodies[3], key, snap, spool_dropped, covered_from);
     baseline_rows(&mut bodies[4], key, snap);
+    port_counter_rows(&mut bodies[5], key, snap);
     frame(key.seq, &bodies)
 }
 
@@ -316,7 +322,7 @@ pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The v4 frame of the tables' bodies (in [`TABLES`] order).
+/// The v5 frame of the tables' bodies (in [`TABLES`] order).
 pub(crate) fn frame(seq: u64, bodies: &PerTable<Vec<u8>>) -> Vec<u8> {
     frame_as(BATCH_MAGIC, seq, &TABLES, bodies)
 }
@@ -450,6 +456,32 @@ fn counter_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot) {
                 },
             },
         );
+    }
+}
+
+#[derive(Serialize)]
+struct PortCounterRow<'a> {
+    device: &'a str,
+    port: u32,
+    counter: &'a str,
+    delta: u64,
+    total: u64,
+    reset: &'a str,
+}
+
+/// A row per port error counter that moved or reset in the window.
+fn port_counter_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot) {
+    for c in &snap.port_counters {
+        let row = PortCounterRow {
+            device: &c.device,
+            port: c.port,
+            counter: &c.counter,
+            delta: c.delta,
+            total: c.total.unwrap_or(0),
+            reset: c.reset.map_or("", collector::CounterReset::as_str),
+        };
+        let time_ns = snap.window.end_unix_ns;
+        push_row(body, &Row { key, time_ns, row });
     }
 }
 
@@ -605,7 +637,8 @@ fn parse_counted_head(
 fn counted_version(line: &str) -> Option<(&'static str, usize, &str)> {
     [
         (BATCH_MAGIC, TABLES.len()),
-        (BATCH_MAGIC_V3, TABLES.len()),
+        (BATCH_MAGIC_V4, TABLES_BEFORE_V5),
+        (BATCH_MAGIC_V3, TABLES_BEFORE_V5),
         (BATCH_MAGIC_V2, TABLES_BEFORE_V3),
     ]
     .into_iter()
@@ -796,8 +829,15 @@ pub(crate) fn return_order_set_aside(bytes: &[u8], seq: u64) -> Option<(Vec<u8>,
 /// A batch framed as v3 (shapes in return order), for the tests of reading a spool across an
 /// upgrade.
 #[cfg(test)]
-pub(crate) fn frame_v3(seq: u64, bodies: &PerTable<Vec<u8>>) -> Vec<u8> {
-    frame_as(BATCH_MAGIC_V3, seq, &TABLES, bodies)
+pub(crate) fn frame_v3(seq: u64, bodies: &[Vec<u8>; TABLES_BEFORE_V5]) -> Vec<u8> {
+    frame_as(BATCH_MAGIC_V3, seq, &TABLES[..TABLES_BEFORE_V5], bodies)
+}
+
+/// A batch framed as the previous version (v4: every table but `port_counters`) did, for the
+/// tests of reading a spool across an upgrade.
+#[cfg(test)]
+pub(crate) fn frame_v4(seq: u64, bodies: &[Vec<u8>; TABLES_BEFORE_V5]) -> Vec<u8> {
+    frame_as(BATCH_MAGIC_V4, seq, &TABLES[..TABLES_BEFORE_V5], bodies)
 }
 
 /// A batch framed as the previous version (v2: every table but `baselines`) did, for the
@@ -813,6 +853,7 @@ pub(crate) fn frame_v2(seq: u64, bodies: &[Vec<u8>; TABLES_BEFORE_V3]) -> Vec<u8
 mod tests {
     use super::*;
     use collector::{KernelTotals, PgRecord, Pipeline, PipelineConfig, ProbeTable};
+    use serde_json::json;
     use std::time::{Duration, SystemTime};
 
     fn rec(probe: u32, err: i32, ts_ns: u64, seq: u64) -> PgRecord {
@@ -854,6 +895,24 @@ mod tests {
         let end = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         let mut snap = p.snapshot(&k, end, true);
         snap.baseline = Some(test_baseline());
+        snap.port_counters = vec![
+            collector::PortCounterOut {
+                device: "rxe0".into(),
+                port: 1,
+                counter: "retry_exceeded_err".into(),
+                delta: 1,
+                total: Some(4),
+                reset: None,
+            },
+            collector::PortCounterOut {
+                device: "rxe0".into(),
+                port: 1,
+                counter: "send_err".into(),
+                delta: 0,
+                total: None,
+                reset: Some(collector::CounterReset::Absent),
+            },
+        ];
         snap.chains.set_notes(vec![collector::ChainNote {
             bifurcation: Ok(collector::Bifurcation {
                 after: "ib_uverbs_reg_mr".into(),
@@ -892,7 +951,7 @@ mod tests {
         let head = parse_head(&b).expect("head");
         assert_eq!(
             (head.rows, head.len),
-            ([2, 1, 2, 1, 2], Some(b.len() as u64))
+            ([2, 1, 2, 1, 2, 2], Some(b.len() as u64))
         );
         let mut rows_per_table = Vec::new();
         for ((body, rows), t) in parts.iter().zip(super::super::schema::TABLES) {
@@ -919,8 +978,38 @@ mod tests {
             rows_per_table.push(n);
         }
         // two records, one chain of two, two counters rows (derived), one snapshot row, two
-        // baseline shapes
-        assert_eq!(rows_per_table, [2, 1, 2, 1, 2]);
+        // baseline shapes, two port counters (a rise, a reset)
+        assert_eq!(rows_per_table, [2, 1, 2, 1, 2, 2]);
+        let ports: Vec<serde_json::Value> = std::str::from_utf8(parts[5].0)
+            .expect("utf8")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("port row"))
+            .collect();
+        let brief = |v: &serde_json::Value| {
+            (
+                v["counter"].clone(),
+                v["delta"].clone(),
+                v["total"].clone(),
+                v["reset"].clone(),
+            )
+        };
+        assert_eq!(
+            brief(&ports[0]),
+            (json!("retry_exceeded_err"), json!(1), json!(4), json!(""))
+        );
+        assert_eq!(
+            brief(&ports[1]),
+            (json!("send_err"), json!(0), json!(0), json!("absent"))
+        );
+        // the same batch as the previous version framed it (v4: no port_counters): read whole
+        let v4 = frame_v4(42, &std::array::from_fn(|i| parts[i].0.to_vec()));
+        let back = parse_batch(&v4, 42).expect("v4");
+        assert_eq!(back.map(|p| p.1), [2, 1, 2, 1, 2, 0]);
+        assert_eq!(parse_head(&v4).map(|h| h.rows), Ok([2, 1, 2, 1, 2, 0]));
+        assert!(
+            return_order_set_aside(&v4, 42).is_none(),
+            "a v4 batch goes as it is"
+        );
         let chain: serde_json::Value =
             serde_json::from_str(std::str::from_utf8(parts[1].0).expect("utf8").trim())
                 .expect("chain row");
@@ -963,8 +1052,7 @@ mod tests {
         );
         // the same batch as an earlier version framed it (v3: its shapes and bifurcations in
         // return order): read, those parts left out, never sent beside the call order's
-        let bodies: PerTable<Vec<u8>> = std::array::from_fn(|i| parts[i].0.to_vec());
-        let v3 = frame_v3(42, &bodies);
+        let v3 = frame_v3(42, &std::array::from_fn(|i| parts[i].0.to_vec()));
         assert!(
             return_order_set_aside(&b, 42).is_none(),
             "a v4 batch goes as it is"
@@ -976,7 +1064,7 @@ mod tests {
             "{line}"
         );
         let back = parse_batch(&v4, 42).expect("framed as v4");
-        assert_eq!(back.map(|p| p.1), [2, 1, 2, 1, 0]);
+        assert_eq!(back.map(|p| p.1), [2, 1, 2, 1, 0, 0]);
         for t in [0, 2, 3] {
             assert_eq!(back[t].0, parts[t].0, "{}", TABLES[t].name);
         }
@@ -1108,13 +1196,13 @@ mod tests {
         assert!(v2.starts_with(b"probegen-batch/v2 9 records=2:"));
         let parts = parse_batch(&v2, 9).expect("v2");
         // every part whole, in its table's place; no baselines
-        assert_eq!(parts.map(|p| p.1), [2, 1, 0, 1, 0]);
+        assert_eq!(parts.map(|p| p.1), [2, 1, 0, 1, 0, 0]);
         assert_eq!(parts[0].0, &bodies[0][..]);
         assert_eq!(parts[3].0, b"{}\n");
         let head = parse_head(&v2).expect("head");
         assert_eq!(
             (head.rows, head.len),
-            ([2, 1, 0, 1, 0], Some(v2.len() as u64))
+            ([2, 1, 0, 1, 0, 0], Some(v2.len() as u64))
         );
         // checked as a v4 batch is: cut, flipped, other seq
         assert!(matches!(
@@ -1160,7 +1248,7 @@ mod tests {
             v1.extend_from_slice(format!("{t} {}\n{body}", body.len()).as_bytes());
         }
         let parts = parse_batch(&v1, 7).expect("v1");
-        assert_eq!(parts.map(|p| p.1), [2, 0, 1, 1, 0]);
+        assert_eq!(parts.map(|p| p.1), [2, 0, 1, 1, 0, 0]);
         assert_eq!(parse_head(&v1).map(|h| (h.seq, h.len)), Ok((7, None)));
         // cut at the part boundary before `snapshots`: refused, not sent in part
         let cut = v1.len() - "snapshots 3\n{}\n".len();

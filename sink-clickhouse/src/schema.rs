@@ -184,19 +184,46 @@ pub(crate) const BASELINES: Table = Table {
     key: "host, boot_id, run_id, seq, handler, shape",
 };
 
+/// One row per RDMA port error counter that moved or reset in the snapshot's window (the
+/// snapshot's `port_counters`: a healthy host writes none). `delta` never negative; `reset`
+/// empty, or why the counter's deltas start again (`backwards`: a driver reload, its delta is
+/// its value; `absent`, `unreadable`: no value, `total` 0; `returned`: a new base, no delta).
+pub(crate) const PORT_COUNTERS: Table = Table {
+    name: "port_counters",
+    columns: with_batch![
+        ("device", "String"),
+        ("port", "UInt32"),
+        ("counter", "String"),
+        ("delta", "UInt64"),
+        ("total", "UInt64"),
+        ("reset", "String"),
+    ],
+    key: "host, boot_id, run_id, seq, device, port, counter",
+};
+
 /// The tables of a batch: the order of its frame's bodies and of the bits of the tables that
 /// took it (a spool file's name), so a table keeps its place across versions: `baselines`,
-/// added later, is last.
-pub(crate) const TABLES: [&Table; 5] = [&RECORDS, &CHAINS, &COUNTERS, &SNAPSHOTS, &BASELINES];
+/// then `port_counters`, added later, are last.
+pub(crate) const TABLES: [&Table; 6] = [
+    &RECORDS,
+    &CHAINS,
+    &COUNTERS,
+    &SNAPSHOTS,
+    &BASELINES,
+    &PORT_COUNTERS,
+];
 
 /// The order a batch's tables are inserted in, indices in [`TABLES`]: `snapshots` last, so a
 /// batch with its `snapshots` row is complete.
-pub(crate) const INSERT_ORDER: [usize; 5] = [0, 1, 2, 4, 3];
+pub(crate) const INSERT_ORDER: [usize; 6] = [0, 1, 2, 4, 5, 3];
 
 /// Columns whose values are few names repeated across rows (a fleet has a few kernels, a
 /// manifest's few hundred functions, a few errno names): dictionary-encoded.
-const LOW_CARDINALITY: [&str; 20] = [
+const LOW_CARDINALITY: [&str; 23] = [
     "host",
+    "device",
+    "counter",
+    "reset",
     "kernel",
     "manifest_hash",
     "function",

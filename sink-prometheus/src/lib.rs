@@ -12,7 +12,9 @@
 //! `probegen_sink_errors_total`, `probegen_snapshots_total`; per sink that has a state (the
 //! ClickHouse spool, any sink the embedder adds) `probegen_sink_*{sink="NAME"}` ([`sinks`]);
 //! `probegen_chains_total{owner,module,origin,errno}`
-//! and `probegen_kernel_info{kernel}` (the tickets by spread). Every counter of something lost has an alert
+//! and `probegen_kernel_info{kernel}` (the tickets by spread);
+//! `probegen_port_counter_total{device,port,counter}`, each RDMA port error counter's value
+//! as the NIC reports it (a driver reload drops it: Prometheus sees the reset). Every counter of something lost has an alert
 //! in `deploy/prometheus/probegen-rules.yml` (`tests/hostile_metrics.rs` holds it).
 //!
 //! A `collector::Sink` that the embedder adds (`--metrics`); it reads the snapshot and its
@@ -34,8 +36,8 @@ use label::esc;
 use server::Server;
 
 use collector::{
-    errno_label, AgentCost, AttachStatus, BaselineOut, KernelTotals, Owner, ProbeTable, SharedPart,
-    Sink, SinkError, SinkStatus, Snapshot, TraceCounts,
+    errno_label, AgentCost, AttachStatus, BaselineOut, KernelTotals, Owner, PortCounterKey,
+    ProbeTable, SharedPart, Sink, SinkError, SinkStatus, Snapshot, TraceCounts,
 };
 
 /// Everything the exposition shows.
@@ -63,6 +65,8 @@ struct MetricsInput<'a> {
     pub release: &'a str,
     /// with `--baseline`: the last snapshot's
     pub baseline: Option<&'a BaselineMetrics>,
+    /// the RDMA ports' error counters as last read (live)
+    pub ports: &'a [(PortCounterKey, u64)],
 }
 
 /// What the exposition shows of the baseline: per handler its distinct success shapes and
@@ -202,7 +206,29 @@ fn render(m: &MetricsInput<'_>) -> String {
     if let Some(b) = m.baseline {
         render_baseline(&mut o, b);
     }
+    render_ports(&mut o, m.ports);
     o
+}
+
+/// The ports' error counters as the NIC counts them: the hardware's value, not the run's
+/// sum, so an agent restart is no reset and a driver reload (the value drops) is one.
+fn render_ports(o: &mut String, ports: &[(PortCounterKey, u64)]) {
+    if ports.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "# HELP probegen_port_counter_total An RDMA port's error counter (hw_counters/, counters/) as the device reports it.\n\
+         # TYPE probegen_port_counter_total counter"
+    );
+    for ((device, port, counter), v) in ports {
+        let _ = writeln!(
+            o,
+            "probegen_port_counter_total{{device=\"{}\",port=\"{port}\",counter=\"{}\"}} {v}",
+            esc(device),
+            esc(counter)
+        );
+    }
 }
 
 /// The agent's own cost: CPU, memory, and (with `kernel.bpf_stats_enabled`) its programs'.
@@ -408,6 +434,7 @@ struct MetricsState {
     /// the bundle's set this run was chosen from (`--bundle`)
     pub set: Option<RunningSet>,
     pub baseline: Option<BaselineMetrics>,
+    pub ports: Arc<Vec<(PortCounterKey, u64)>>,
 }
 
 impl MetricsState {
@@ -435,6 +462,7 @@ impl MetricsState {
             self.release.clone_from(&s.kernel);
         }
         self.baseline = s.baseline.as_ref().map(BaselineMetrics::of);
+        self.ports = t.ports.clone();
     }
 
     pub(crate) fn input(&self) -> MetricsInput<'_> {
@@ -454,6 +482,7 @@ impl MetricsState {
             agent: self.agent.clone(),
             release: &self.release,
             baseline: self.baseline.as_ref(),
+            ports: &self.ports,
         }
     }
 }
@@ -609,6 +638,29 @@ mod tests {
 
     use super::*;
 
+    /// A ClickHouse-like sink's status: a gauge and a setting.
+    fn spool_status() -> SinkStatus {
+        SinkStatus {
+            sink: "clickhouse".into(),
+            lost_records: 6,
+            metrics: vec![
+                collector::SinkMetric {
+                    name: "spool_batches",
+                    kind: collector::MetricKind::Gauge,
+                    help: "Batches waiting.",
+                    value: 2,
+                },
+                collector::SinkMetric {
+                    name: "spool_limit_bytes",
+                    kind: collector::MetricKind::Setting,
+                    help: "The limit.",
+                    value: 1000,
+                },
+            ],
+            ..Default::default()
+        }
+    }
+
     fn input_text() -> String {
         let mut t = ProbeTable::from_triples(&[
             (1, "ib_uverbs_reg_mr", "ib_uverbs"),
@@ -652,25 +704,7 @@ mod tests {
                 ((Owner::VendorDriver, 2, 22, true), 5),
             ]
             .into(),
-            sinks: &[SinkStatus {
-                sink: "clickhouse".into(),
-                lost_records: 6,
-                metrics: vec![
-                    collector::SinkMetric {
-                        name: "spool_batches",
-                        kind: collector::MetricKind::Gauge,
-                        help: "Batches waiting.",
-                        value: 2,
-                    },
-                    collector::SinkMetric {
-                        name: "spool_limit_bytes",
-                        kind: collector::MetricKind::Setting,
-                        help: "The limit.",
-                        value: 1000,
-                    },
-                ],
-                ..Default::default()
-            }],
+            sinks: &[spool_status()],
             last_snapshot_unix_ns: 1_700_000_000_250_000_000,
             agent: Some(AgentCost {
                 cpu_ns: 1_500_000_001,
@@ -689,7 +723,32 @@ mod tests {
                 },
                 jobs_differing: 1,
             }),
+            ports: &[
+                (
+                    ("mlx5_0".into(), 1, "req_transport_retries_exceeded".into()),
+                    12,
+                ),
+                (("rxe0".into(), 1, "retry_exceeded_err".into()), 3),
+            ],
         })
+    }
+
+    #[test]
+    fn the_ports_error_counters_as_the_device_counts_them() {
+        let s = input_text();
+        assert!(
+            s.contains("# TYPE probegen_port_counter_total counter\n"),
+            "{s}"
+        );
+        for line in [
+            "probegen_port_counter_total{device=\"mlx5_0\",port=\"1\",counter=\"req_transport_retries_exceeded\"} 12\n",
+            "probegen_port_counter_total{device=\"rxe0\",port=\"1\",counter=\"retry_exceeded_err\"} 3\n",
+        ] {
+            assert!(s.contains(line), "{line} in {s}");
+        }
+        let mut none = String::new();
+        render_ports(&mut none, &[]);
+        assert!(none.is_empty(), "no RDMA port: no family");
     }
 
     #[test]

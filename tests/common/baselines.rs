@@ -169,6 +169,15 @@ fn run(endpoint: &Endpoint, spool: &Path, host: &str, first: BaselineOut, last: 
     assert_eq!(notes.len(), 2, "two chains in the final snapshot");
     snap.chains.set_notes(notes);
     snap.baseline = Some(last);
+    // the NIC's count of requesters that gave up, this window (the port_counters table)
+    snap.port_counters = vec![collector::PortCounterOut {
+        device: "mlx5_0".into(),
+        port: 1,
+        counter: "req_transport_retries_exceeded".into(),
+        delta: 2,
+        total: Some(9),
+        reset: None,
+    }];
     sink.enqueue(&snap).expect("enqueue");
     let st = sink.finish(Duration::from_secs(30));
     assert_eq!(
@@ -177,6 +186,14 @@ fn run(endpoint: &Endpoint, spool: &Path, host: &str, first: BaselineOut, last: 
         "{host}: every batch sent: {st:?}"
     );
 }
+
+/// The `port_counters` rows the scenario sends: one per collector run, `host device port
+/// counter delta total reset`, by host.
+pub(crate) const PORT_ROWS: [&str; 3] = [
+    "bl-01\tmlx5_0\t1\treq_transport_retries_exceeded\t2\t9\t",
+    "bl-01\tmlx5_0\t1\treq_transport_retries_exceeded\t2\t9\t",
+    "bl-02\tmlx5_0\t1\treq_transport_retries_exceeded\t2\t9\t",
+];
 
 /// The scenario (see the module doc) sent to `endpoint`; spools under `dir`.
 pub(crate) fn send(endpoint: &Endpoint, dir: &Path) {

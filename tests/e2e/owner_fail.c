@@ -341,6 +341,40 @@ static int modify_qp_timeout_over_limit(struct env *e)
 	return modify_err(qp, &a, IBV_QP_TIMEOUT);
 }
 
+/* INIT -> RTR with a source GID index that names no GID (index 200 of the port's table of
+ * 1024, nothing behind it): rdma_get_gid_attr's ENODATA through rdma_fill_sgid_attr, the
+ * NCCL_IB_GID_INDEX mistake. The caller's configuration. */
+static int modify_qp_rtr_gid_index_unset(struct env *e)
+{
+	struct ibv_qp *qp = rc_qp(e);
+	struct ibv_qp_attr a;
+
+	if (!qp)
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				      IBV_QP_ACCESS_FLAGS)) {
+		ibv_destroy_qp(qp);
+		return -1;
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = qp->qp_num;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.sgid_index = 200;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.port_num = 1;
+	return modify_err(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					  IBV_QP_MIN_RNR_TIMER);
+}
+
 /* --- resources ------------------------------------------------------------------------ */
 
 /* No CAP_IPC_LOCK (uid nobody) and a small RLIMIT_MEMLOCK: a job's ulimit. */
@@ -456,6 +490,7 @@ static const struct ocase cases[] = {
 	{ "modify_qp_init_bad_port", "application", modify_qp_init_bad_port, NULL, 0 },
 	{ "modify_qp_init_missing_attrs", "application", modify_qp_init_missing_attrs, NULL, 0 },
 	{ "modify_qp_timeout_over_limit", "application", modify_qp_timeout_over_limit, NULL, 0 },
+	{ "modify_qp_rtr_gid_index_unset", "application", modify_qp_rtr_gid_index_unset, NULL, 0 },
 	{ "reg_mr_over_memlock", "resources", reg_mr_over_memlock, memlock_64k_as_nobody, 0 },
 	{ "reg_mr_memlock_zero", "resources", reg_mr_over_memlock, memlock_zero_as_nobody, 0 },
 	{ "alloc_pd_over_rdma_cgroup", "resources", alloc_pd_over_rdma_cgroup, join_rdma_cgroup, 1 },

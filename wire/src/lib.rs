@@ -15,6 +15,7 @@ mod job;
 mod kernel_state;
 mod outfile;
 mod owner;
+mod ports;
 mod probes;
 mod record;
 mod relation;
@@ -35,6 +36,10 @@ pub use kernel_state::{AttachStatus, KernelTotals, Mechanism, QpError, QpErrors}
 pub use outfile::{is_device, is_refused, lock_output, open_output, suffixed, OutputKind};
 // who gets the ticket for a chain whose origin is this probe (tests and tools ask it too)
 pub use owner::{decide_for as owner_by_layer, Owner};
+pub use ports::{
+    is_port_error_counter, CounterReset, PortCounterKey, PortCounterOut, PortCounters, PortReading,
+    PORT_ERROR_COUNTERS,
+};
 pub use probes::{AttachKind, ProbeInfo, ProbeTable, TableError};
 pub use record::{PgErrnoKey, PgRecord, RECORD_SIZE};
 pub use relation::CallRelation;

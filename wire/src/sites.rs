@@ -83,6 +83,10 @@ pub fn decide(p: Option<&ProbeInfo>, errno: u32) -> OwnerDecision {
         return OwnerDecision::one(by_layer(Some(p), errno), NO_SITE_DATA.into(), String::new());
     };
     let ranked = rank(sites, errno, p.layer);
+    if ranked.is_empty() && errno == ENODATA && sites.iter().any(|s| s.class == SiteClass::Request)
+    {
+        return OwnerDecision::one(Owner::Application, lookup_reason(p), String::new());
+    }
     if ranked.is_empty() {
         let owner = layer_owner(p.layer);
         let reason = format!(
@@ -104,6 +108,26 @@ pub fn decide(p: Option<&ProbeInfo>, errno: u32) -> OwnerDecision {
             })
             .collect(),
     }
+}
+
+/// ENODATA: "no data available", what the verbs core returns when a lookup by what the caller
+/// named finds no entry. No site writes it where it is an initial value returned when the
+/// entry is missing (`rdma_get_gid_attr`'s `attr = ERR_PTR(-ENODATA)`, reached through
+/// `rdma_fill_sgid_attr` at an RTR): the classifier sees no return of it. An origin that
+/// checks what the caller asked for (a `request` site) and fails with it was given a key
+/// that names nothing: a GID index with no GID behind it (`NCCL_IB_GID_INDEX`,
+/// `ibv_modify_qp`'s `ah_attr.grh.sgid_index`) is the application's configuration, not a
+/// bug of the core.
+const ENODATA: u32 = 61;
+
+fn lookup_reason(p: &ProbeInfo) -> String {
+    format!(
+        "ENODATA at {}: the entry the caller named does not exist (a GID index with no GID \
+         behind it: NCCL_IB_GID_INDEX, ah_attr.grh.sgid_index; the port's GIDs are in \
+         /sys/class/infiniband/<dev>/ports/<n>/gids/); it checks the caller's request and no \
+         site of it returns ENODATA but a lookup's initial value",
+        p.function
+    )
 }
 
 fn layer_owner(l: Layer) -> Owner {
@@ -347,6 +371,36 @@ mod tests {
         let d = decide(Some(origin(&t, "rxe_qp_chk_attr")), 5);
         assert_eq!(d.owner(), Owner::VendorDriver);
         assert!(d.reason().contains("no error site"), "{}", d.reason());
+    }
+
+    #[test]
+    fn a_gid_index_that_names_no_gid_is_the_application_s_configuration() {
+        let t = rxe();
+        // modify_qp to RTR with sgid_index 200 on a table of 16: rdma_get_gid_attr's ENODATA,
+        // returned through rdma_fill_sgid_attr (the NCCL_IB_GID_INDEX class of mistake)
+        let d = decide(Some(origin(&t, "rdma_fill_sgid_attr")), ENODATA);
+        assert_eq!(d.owner(), Owner::Application, "{d:?}");
+        assert!(
+            d.reason().starts_with("ENODATA at rdma_fill_sgid_attr: ")
+                && d.reason().contains("NCCL_IB_GID_INDEX"),
+            "{}",
+            d.reason()
+        );
+        // not any errno no site returns: EIO there stays the layer's
+        let d = decide(Some(origin(&t, "rdma_fill_sgid_attr")), 5);
+        assert_eq!(d.owner(), Owner::VerbsCore, "{d:?}");
+        // nor ENODATA where nothing checks what the caller asked for
+        let vendor = t
+            .probes
+            .iter()
+            .find(|p| {
+                p.error_sites.as_ref().is_some_and(|s| {
+                    !s.is_empty() && s.iter().all(|s| s.class != SiteClass::Request)
+                })
+            })
+            .expect("an origin without request sites");
+        let d = decide(Some(vendor), ENODATA);
+        assert_ne!(d.owner(), Owner::Application, "{d:?}");
     }
 
     /// docs/collector.md's owner table is this module's `owner_of_class`, row by row.

@@ -14,6 +14,7 @@ use crate::errno::errno_label;
 use crate::job::ProcInfo;
 use crate::kernel_state::{AttachStatus, KernelTotals};
 use crate::owner::Owner;
+use crate::ports::{PortCounterKey, PortCounterOut};
 use crate::probes::ProbeTable;
 use crate::record::PgRecord;
 use crate::shared::SharedPart;
@@ -45,6 +46,9 @@ pub struct Snapshot {
     /// failure chains completed in this window (their records may be in earlier windows)
     pub chains: ChainsOut,
     pub counters: SharedPart<Vec<CounterOut>>,
+    /// the RDMA ports' error counters that moved or reset in this window (none: left out)
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub port_counters: Vec<PortCounterOut>,
     pub drops: Drops,
     pub seq_gaps: u64,
     pub attached: SharedPart<Vec<AttachStatus>>,
@@ -366,6 +370,7 @@ pub const SNAPSHOT_KEYS: &[&str] = &[
     "records",
     "chains",
     "counters",
+    "port_counters",
     "drops",
     "seq_gaps",
     "attached",
@@ -417,6 +422,8 @@ pub struct Totals {
     pub snapshots: u64,
     /// the sinks' statuses after this snapshot was written everywhere but the expositions
     pub sinks: Vec<SinkStatus>,
+    /// every RDMA port error counter's value as last read (live runs)
+    pub ports: Arc<Vec<(PortCounterKey, u64)>>,
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use crate::chains::ChainClock;
 use crate::error::CollectError;
 use crate::live::{LiveSource, Timing};
 use crate::pipeline::{Pipeline, PipelineConfig};
+use crate::ports::{PortStage, SYSFS_INFINIBAND};
 use crate::procinfo::ProcCache;
 use crate::replay::{sleep_unless_stopped, Header, ReplayOptions, ReplaySource, REPLAY_SCHEMA};
 use crate::sinks::jsonl::JsonlSink;
@@ -120,7 +121,7 @@ fn collect(
     pipe: &mut Pipeline,
     outputs: &mut Outputs,
     hooks: &mut dyn Hooks,
-    flush: Duration,
+    (flush, mut ports): (Duration, Option<PortStage>),
 ) -> Result<Summary, CollectError> {
     let mut ended = Ok(());
     while !stop_requested() {
@@ -132,6 +133,9 @@ fn collect(
                 crate::timings::mark("source");
                 let mut s = pipe.snapshot(&k, SystemTime::now(), false);
                 s.agent = source.cost();
+                if let Some(p) = &mut ports {
+                    p.window(&mut s);
+                }
                 crate::timings::mark("snapshot");
                 outputs.emit(&mut s, hooks);
                 let window = s.snapshot;
@@ -154,6 +158,9 @@ fn collect(
     report_warnings(source, hooks);
     let mut s = pipe.snapshot(&k, SystemTime::now(), true);
     s.agent = source.cost();
+    if let Some(p) = &mut ports {
+        p.window(&mut s);
+    }
     let ok = s.invariant.ok;
     if !ok {
         hooks.event(Event::InvariantViolated(&s.invariant));
@@ -246,7 +253,14 @@ fn run_replay(
     pipe.set_attached(Vec::new());
     let mut outputs = open_outputs(jsonl, ChainClock::LastRecord, hooks)?;
     pipe.start_window(SystemTime::now());
-    collect(&mut source, &mut pipe, &mut outputs, hooks, opts.sink_flush)
+    // a replay has no ports of its own: the host it runs on is not the one recorded
+    collect(
+        &mut source,
+        &mut pipe,
+        &mut outputs,
+        hooks,
+        (opts.sink_flush, None),
+    )
 }
 
 /// `--baseline`: the pipeline's baseline, with the line that says how calls are traced (or
@@ -357,5 +371,9 @@ fn run_live(
         s.start(pipe.table(), pipe.attached_shared(), &statuses);
     }
     pipe.start_window(SystemTime::now());
-    collect(&mut source, &mut pipe, &mut outputs, hooks, opts.sink_flush)
+    let stage = (
+        opts.sink_flush,
+        Some(PortStage::new(PathBuf::from(SYSFS_INFINIBAND))),
+    );
+    collect(&mut source, &mut pipe, &mut outputs, hooks, stage)
 }

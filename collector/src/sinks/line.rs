@@ -13,8 +13,8 @@ use std::io::Write;
 use serde::Serialize;
 
 use wire::{
-    AttachStatus, BaselineOut, CounterOut, Drops, Errors, Invariant, QpErrors, SharedPart,
-    SinkStatus, Snapshot,
+    AttachStatus, BaselineOut, CounterOut, Drops, Errors, Invariant, PortCounterOut, QpErrors,
+    SharedPart, SinkStatus, Snapshot,
 };
 
 /// One part's last value and its JSON.
@@ -26,6 +26,7 @@ struct Cached<T> {
 /// What a line's rest (everything after `window`) was written from, when its window had no
 /// records and no chains: the next line with the same values has the same rest.
 struct RestKey {
+    port_counters: Vec<PortCounterOut>,
     counters: SharedPart<Vec<CounterOut>>,
     attached: SharedPart<Vec<AttachStatus>>,
     drops: Drops,
@@ -41,6 +42,7 @@ impl RestKey {
     /// `s`'s key, or `None` when it has records or chains (those are not kept).
     fn of(s: &Snapshot) -> Option<Self> {
         (s.records.is_empty() && s.chains.is_empty()).then(|| RestKey {
+            port_counters: s.port_counters.clone(),
             counters: s.counters.clone(),
             attached: s.attached.clone(),
             drops: s.drops.clone(),
@@ -58,6 +60,7 @@ impl RestKey {
         s.records.is_empty()
             && s.chains.is_empty()
             && SharedPart::same(&self.counters, &s.counters)
+            && self.port_counters == s.port_counters
             && SharedPart::same(&self.attached, &s.attached)
             && self.drops == s.drops
             && self.seq_gaps == s.seq_gaps
@@ -172,6 +175,9 @@ impl LineCache {
         field(v, "chains", &s.chains)?;
         let counters = cached(&mut self.counters, &s.counters)?;
         field(v, "counters", &erased::Raw(counters))?;
+        if !s.port_counters.is_empty() {
+            field(v, "port_counters", &s.port_counters)?;
+        }
         field(v, "drops", &s.drops)?;
         field(v, "seq_gaps", &s.seq_gaps)?;
         let attached = cached(&mut self.attached, &s.attached)?;
