@@ -58,6 +58,7 @@ pub use wire::{
     InvariantProbe, Link, MetricKind, Rec, RecordsOut, SharedPart, SinkMetric, SinkStatus,
     Snapshot, Totals, Window, SNAPSHOT_KEYS,
 };
+pub use wire::{AttachedByLayer, LayerAttached, RunningSet, SetMatch, SetOut};
 pub use wire::{
     BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, HandlerSummary,
     JobMixOut, ShapeOut, StateView, TraceCounts, VerbMixOut, LOG2_BUCKETS,

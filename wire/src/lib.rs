@@ -18,6 +18,7 @@ mod owner;
 mod probes;
 mod record;
 mod relation;
+mod running_set;
 mod shared;
 mod sites;
 mod snapshot;
@@ -38,6 +39,7 @@ pub use owner::{decide_for as owner_by_layer, Owner};
 pub use probes::{AttachKind, ProbeInfo, ProbeTable, TableError};
 pub use record::{PgErrnoKey, PgRecord, RECORD_SIZE};
 pub use relation::CallRelation;
+pub use running_set::{AttachedByLayer, LayerAttached, RunningSet, SetMatch, SetOut};
 pub use shared::SharedPart;
 pub use sites::{decide as owner_of, owner_of_class, Candidate, OwnerDecision, NO_SITE_DATA};
 pub use snapshot::{
