@@ -37,6 +37,8 @@ pub(crate) struct BundleQuery<'a> {
     /// whether a host without a set of its series takes the nearest series' set
     pub(crate) fallback: Fallback,
     pub(crate) strict: bool,
+    /// live (not a replay): the host's BTF and kallsyms are judged for the chosen set
+    pub(crate) live: bool,
     pub(crate) interval: Duration,
     pub(crate) duration: Option<Duration>,
 }
@@ -121,28 +123,13 @@ fn choose_once(
             sel.uncovered.join(", ")
         )
     });
-    let nothing = sel.chosen.is_empty().then(|| {
-        if host.loaded.is_empty() {
-            let names: Vec<&str> = modules.iter().map(String::as_str).collect();
-            format!(
-                "{kernel}: no driver of its usable sets loaded ({})",
-                names.join(", ")
-            )
-        } else if a.fallback == Fallback::SeriesOnly {
-            format!("{kernel}: no set of this series for the loaded drivers, and nearest-set = false takes no other")
-        } else {
-            format!("{kernel}: no set for the loaded drivers")
-        }
-    });
-    let nearest = sel.chosen.first().filter(|c| c.how == Match::Nearest);
+    let nothing = sel
+        .chosen
+        .is_empty()
+        .then(|| no_set(&host, &modules, a.fallback, &kernel));
     if a.strict {
-        let refused = nearest.map(|c| {
-            format!(
-                "{kernel}: no set of this series; --strict takes no nearest set ({})",
-                c.set.dir
-            )
-        });
-        if let Some(line) = uncovered.as_ref().or(nothing.as_ref()).or(refused.as_ref()) {
+        let nothing = nothing.as_ref().map(|(_, line)| line.as_str());
+        if let Some(line) = strict_refusal(&sel, uncovered.as_deref(), nothing, &kernel) {
             return Err(AgentError::Usage(format!(
                 "bundle {}: {line}",
                 dir.display()
@@ -153,15 +140,8 @@ fn choose_once(
         say(line);
     }
     let Some(first) = sel.chosen.first() else {
-        let line = nothing.unwrap_or_default();
+        let (why, line) = nothing.unwrap_or((NoSet::NoSetForKernel, String::new()));
         say(format!("{line}; rechecking every {:?}", a.interval));
-        let why = if host.loaded.is_empty() {
-            NoSet::NoDriverLoaded
-        } else if a.fallback == Fallback::SeriesOnly {
-            NoSet::NoExactSet
-        } else {
-            NoSet::NoSetForKernel
-        };
         return Ok(Look::NoSet(why, host.release.clone()));
     };
     say(chosen_line(&kernel, first, &host.flavor));
@@ -172,17 +152,12 @@ fn choose_once(
         ));
     }
     let manifest = first.set.manifest(dir);
-    let text = std::fs::read_to_string(&manifest).map_err(|source| bundle::BundleError::Io {
-        path: manifest.clone(),
-        source,
-    })?;
-    let m = manifest::Manifest::from_yaml(&text, &manifest.display().to_string())
-        .map_err(bundle::BundleError::from)?;
-    match judge(
-        &HostInputs::read(a.sys_root),
-        &first.set.dir,
-        SetProbes::of(&m),
-    ) {
+    let verdict = if a.live {
+        inputs_verdict(a.sys_root, &manifest, &first.set.dir)?
+    } else {
+        Verdict::Attach(Vec::new())
+    };
+    match verdict {
         Verdict::Attach(lines) => lines.into_iter().for_each(&mut *say),
         Verdict::Nothing(why, line) => {
             say(format!(
@@ -200,6 +175,58 @@ fn choose_once(
             matched: set_match(first.how),
         },
     }))
+}
+
+/// With `--strict`, what refuses the choice: a driver without a set, no set at all, or a
+/// nearest set (its probes may not all attach, and strict fails rather than skips).
+fn strict_refusal(
+    sel: &bundle::Selection,
+    uncovered: Option<&str>,
+    nothing: Option<&str>,
+    kernel: &str,
+) -> Option<String> {
+    let nearest = sel.chosen.first().filter(|c| c.how == Match::Nearest);
+    let refused = nearest.map(|c| {
+        format!(
+            "{kernel}: no set of this series; --strict takes no nearest set ({})",
+            c.set.dir
+        )
+    });
+    uncovered.or(nothing).map(str::to_string).or(refused)
+}
+
+/// Why no set runs when the selection chose none, and the line that says it.
+fn no_set(
+    host: &HostKernel,
+    modules: &BTreeSet<String>,
+    fallback: Fallback,
+    kernel: &str,
+) -> (NoSet, String) {
+    if host.loaded.is_empty() {
+        let names: Vec<&str> = modules.iter().map(String::as_str).collect();
+        let line = format!(
+            "{kernel}: no driver of its usable sets loaded ({})",
+            names.join(", ")
+        );
+        (NoSet::NoDriverLoaded, line)
+    } else if fallback == Fallback::SeriesOnly {
+        let line = format!("{kernel}: no set of this series for the loaded drivers, and nearest-set = false takes no other");
+        (NoSet::NoExactSet, line)
+    } else {
+        let line = format!("{kernel}: no set for the loaded drivers");
+        (NoSet::NoSetForKernel, line)
+    }
+}
+
+/// What the host's BTF and kallsyms allow of the set whose manifest is `manifest`.
+fn inputs_verdict(sys_root: &Path, manifest: &Path, dir: &str) -> Result<Verdict, AgentError> {
+    let text = std::fs::read_to_string(manifest).map_err(|source| bundle::BundleError::Io {
+        path: manifest.to_path_buf(),
+        source,
+    })?;
+    let m = manifest::Manifest::from_yaml(&text, &manifest.display().to_string())
+        .map_err(bundle::BundleError::from)?;
+    Ok(judge(&HostInputs::read(sys_root), dir, SetProbes::of(&m)))
 }
 
 /// A release the agent cannot read: one line, no set (`probegen_no_set{reason="unknown_release"}`),

@@ -142,6 +142,7 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
                 bundle::Fallback::SeriesOnly
             },
             strict: a.strict,
+            live: a.replay.is_none(),
             interval: a.interval,
             duration: a.duration,
         };

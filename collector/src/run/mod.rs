@@ -244,6 +244,7 @@ fn run_replay(
         },
     );
     pipe.set_attached(Vec::new());
+    pipe.set_running_set(opts.set.clone());
     let mut outputs = open_outputs(jsonl, ChainClock::LastRecord, hooks)?;
     pipe.start_window(SystemTime::now());
     collect(&mut source, &mut pipe, &mut outputs, hooks, opts.sink_flush)
