@@ -206,13 +206,15 @@ fn series_index((major, minor): (u32, u32)) -> u64 {
 
 /// The set of the nearest series for a host whose series has none. The rules, in order:
 /// 1. the same vendor (the caller's `of_vendor`: a vendor's set watches its driver);
-/// 2. the nearest series, counted in releases (6.19 -> 7.0 is one); of two at the same
-///    distance the older, whose functions this newer kernel more often still has (a kernel
-///    removes and renames functions the older set names less often than it adds new ones a
-///    newer set would name and the host lacks);
-/// 3. within that series, the host's flavor when the series has a set of it, else amd64
+/// 2. the nearest series, counted in releases (6.19 -> 7.0 is one);
+/// 3. of two at the same distance, the one whose set attaches more probes on its own kernel
+///    (`attachable`: a set generated where modules had no BTF, 5.10's, attaches few), then
+///    the older, whose functions this newer kernel more often still has (a kernel removes and
+///    renames functions an older set names less often than it adds new ones a newer set
+///    would name and the host lacks);
+/// 4. within that series, the host's flavor when the series has a set of it, else amd64
 ///    (else another: the series may have been built for one flavor only);
-/// 4. the newest release of those (as [`best_of_series`] takes).
+/// 5. the newest release of those (as [`best_of_series`] takes).
 ///
 /// Series before flavor: a flavor changes which modules are built, a set's module either is
 /// here or is reported not loaded, while the distance between series is what changes the
@@ -220,22 +222,35 @@ fn series_index((major, minor): (u32, u32)) -> u64 {
 pub fn nearest<'a>(of_vendor: &[&'a BundleSet], host: &HostKernel) -> Option<&'a BundleSet> {
     let here = series_index(host.version.series());
     let version = |s: &BundleSet| KernelVersion::parse_prefix(&s.kernel);
-    let series = of_vendor
+    let series: BTreeSet<(u32, u32)> = of_vendor
         .iter()
         .filter_map(|s| version(s).map(|v| v.series()))
-        // nearest first, the older of two at the same distance
-        .min_by_key(|&sr| (series_index(sr).abs_diff(here), series_index(sr) > here))?;
-    of_vendor
-        .iter()
-        .copied()
-        .filter(|s| version(s).is_some_and(|v| v.series() == series))
-        .max_by_key(|s| {
+        .collect();
+    // each series' set for this host (rules 4 and 5), then the nearest of those (2 and 3)
+    series
+        .into_iter()
+        .filter_map(|sr| {
+            of_vendor
+                .iter()
+                .copied()
+                .filter(|s| version(s).is_some_and(|v| v.series() == sr))
+                .max_by_key(|s| {
+                    (
+                        s.flavor == host.flavor,
+                        s.flavor == DEFAULT_FLAVOR,
+                        version(s),
+                    )
+                })
+                .map(|s| (series_index(sr), s))
+        })
+        .min_by_key(|&(at, s)| {
             (
-                s.flavor == host.flavor,
-                s.flavor == DEFAULT_FLAVOR,
-                version(s),
+                at.abs_diff(here),
+                std::cmp::Reverse(s.attachable),
+                at > here,
             )
         })
+        .map(|(_, s)| s)
 }
 
 /// One set per loaded vendor (union sets aside).
@@ -285,6 +300,7 @@ mod tests {
             driver_modules: vec![module.into()],
             manifest_sha256: String::new(),
             object_sha256: String::new(),
+            attachable: 50,
         }
     }
 
@@ -418,6 +434,23 @@ mod tests {
         assert_eq!(pick("6.18.3", &["rdma_rxe"]), nearest("linux-7.2/rxe"));
         // 6.16: four either way: the older
         assert_eq!(pick("6.16.1", &["rdma_rxe"]), nearest("linux-6.12/rxe"));
+        // 6.1's set gone: 5.10 and 6.12 are both eleven away; 5.10's (built without module
+        // BTF) attaches fewer of its probes, so 6.12's
+        let mut tie = vec![
+            set("linux-5.10/rxe", "rxe", "5.10.240", "rdma_rxe"),
+            sets[1].clone(),
+        ];
+        let on_61 = |sets: &[BundleSet]| {
+            let s = select(
+                sets,
+                &host("6.1.0-57-amd64", &["rdma_rxe"]),
+                Fallback::Nearest,
+            );
+            s.chosen[0].set.dir.clone()
+        };
+        assert_eq!(on_61(&tie), "linux-5.10/rxe", "as many probes: the older");
+        tie[0].attachable = 2;
+        assert_eq!(on_61(&tie), "linux-6.12/rxe");
         // older than every set, newer than every set
         assert_eq!(pick("5.10.240", &["rdma_rxe"]), nearest("linux-6.1/rxe"));
         assert_eq!(pick("7.5.0", &["rdma_rxe"]), nearest("linux-7.2/rxe"));
