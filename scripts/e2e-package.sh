@@ -16,7 +16,15 @@
 #       two vendor drivers loaded: the bundle's union set of the pair, both drivers' probes
 #       attached and the verbs core probed once
 #
-# E2E_PACKAGE_MATCH (exact|series): how the chosen set must match the booted release.
+#   E2E_PACKAGE_MATCH=nearest scripts/e2e-package.sh 6.1
+#       a kernel whose series has no set: the staged bundle loses every set of the booted
+#       series (index and directories), so the agent must take the nearest series' set
+#       (bundle::nearest), check each probe against this kernel's BTF and kallsyms, attach
+#       those that match and say so: match="nearest" in its line, the per-layer counts of the
+#       attached line summing to what attached, and the snapshots' `set` counting the same
+#       probes as their `attached` list (checked here, on the host, in unit.jsonl)
+#
+# E2E_PACKAGE_MATCH (exact|series|nearest): how the chosen set must match the booted release.
 # E2E_PACKAGE_SET (a vendor or a union `a+b`): the set the agent must choose.
 #
 # PROBEGEN_E2E_RELOAD=1: drivers that come and go. Only Soft-RoCE is loaded (no
@@ -50,7 +58,24 @@ cp "$STAGE/pkg/etc/probegen/probegen.conf" "$STAGE/probegen.conf"
 cp "$STAGE/pkg/lib/modprobe.d/probegen.conf" "$STAGE/modprobe-probegen.conf"
 # kmod's modprobe reads the modprobe.d rule (busybox's, the guest's own, does not)
 cp /usr/bin/kmod "$STAGE/kmod"
-printf 'RELOAD=%s\n' "$RELOAD" >"$STAGE/hook.env"
+if [ "${E2E_PACKAGE_MATCH:-}" = nearest ]; then
+	# a bundle without the booted series' sets: what a host of a series nobody built has
+	python3 - "$STAGE/bundle" "$VER" <<'PY'
+import json, shutil, sys
+bundle, series = sys.argv[1], sys.argv[2]
+path = bundle + "/index.json"
+index = json.load(open(path))
+gone = [s for s in index["sets"] if s["series"] == series]
+if not gone:
+    sys.exit(f"{path}: no set of series {series} to remove")
+for s in gone:
+    shutil.rmtree(f"{bundle}/{s['dir']}")
+index["sets"] = [s for s in index["sets"] if s["series"] != series]
+json.dump(index, open(path, "w"), indent=2)
+print(f"removed {len(gone)} sets of {series}; {len(index['sets'])} left", file=sys.stderr)
+PY
+fi
+printf 'RELOAD=%s\nMATCH=%s\n' "$RELOAD" "${E2E_PACKAGE_MATCH:-}" >"$STAGE/hook.env"
 rm -rf "$STAGE/pkg"
 cp /usr/bin/setpriv "$STAGE/setpriv"
 install -m 755 scripts/e2e/package-hook.sh "$STAGE/guest-hook.sh"
@@ -72,7 +97,8 @@ case ${E2E_PACKAGE_MATCH:-} in
 '') ;;
 exact) want='built for this release' ;;
 series) want='the newest of this series' ;;
-*) log "E2E_PACKAGE_MATCH=$E2E_PACKAGE_MATCH: expected exact or series"; exit 2 ;;
+nearest) want='match="nearest"' ;;
+*) log "E2E_PACKAGE_MATCH=$E2E_PACKAGE_MATCH: expected exact, series or nearest"; exit 2 ;;
 esac
 if [ -n "${want:-}" ] && ! printf '%s\n' "$steps" | grep 'package_unit_caps PASS' | grep -q "$want"; then
 	log "the chosen set is not \"$want\""
@@ -81,6 +107,27 @@ fi
 if [ -n "${E2E_PACKAGE_SET:-}" ] &&
 	! printf '%s\n' "$steps" | grep 'package_unit_caps PASS' | grep -q "linux-$VER/$E2E_PACKAGE_SET for "; then
 	log "the chosen set is not linux-$VER/$E2E_PACKAGE_SET"
+	exit 1
+fi
+if [ "${E2E_PACKAGE_MATCH:-}" = nearest ] && ! python3 - "$OUT/package/unit.jsonl" <<'PY'
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+if not lines:
+    sys.exit(f"{sys.argv[1]}: no snapshot")
+for s in lines:
+    st = s.get("set") or sys.exit(f"snapshot {s['snapshot']}: no set")
+    by = st["attached"]
+    attached = sum(1 for a in s["attached"] if a["attached"])
+    counted = sum(by[l]["attached"] for l in ("core", "vendor", "data_plane"))
+    probes = sum(by[l]["probes"] for l in ("core", "vendor", "data_plane"))
+    if st["match"] != "nearest" or counted != attached or probes != len(s["attached"]):
+        sys.exit(f"snapshot {s['snapshot']}: set {st}, attached {attached}/{len(s['attached'])}")
+print(f"unit.jsonl: {len(lines)} snapshots, set {st['dir']} match={st['match']}, attached "
+      + ", ".join(f"{l} {by[l]['attached']}/{by[l]['probes']}" for l in ("core", "vendor", "data_plane"))
+      + f" = {attached}/{len(s['attached'])} of the attached list", file=sys.stderr)
+PY
+then
+	log "the snapshots' set does not count what attached"
 	exit 1
 fi
 [ $rc -eq 0 ] && [ "$(printf '%s\n' "$steps" | grep -c ' PASS')" -eq $WANT ]

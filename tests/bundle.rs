@@ -308,7 +308,13 @@ fn collect_bundle_with_no_set_stays_up_and_exits_2_only_when_strict() {
         &b,
         &root,
         "6.13.2-amd64",
-        &["--interval", "200ms", "--duration", "1s"],
+        &[
+            "--interval",
+            "200ms",
+            "--duration",
+            "1s",
+            "--nearest-set=false",
+        ],
     );
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{e}");
@@ -321,7 +327,13 @@ fn collect_bundle_with_no_set_stays_up_and_exits_2_only_when_strict() {
     );
     assert!(e.contains("no set attached within --duration"), "{e}");
     assert!(!t.join("out.jsonl").exists());
-    let o = collect(&t, &b, &root, "6.13.2-amd64", &["--strict"]);
+    let o = collect(
+        &t,
+        &b,
+        &root,
+        "6.13.2-amd64",
+        &["--strict", "--nearest-set=false"],
+    );
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert_eq!(e.lines().count(), 1, "{e}");
@@ -333,6 +345,59 @@ fn collect_bundle_with_no_set_stays_up_and_exits_2_only_when_strict() {
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(
         e.contains("no driver of its usable sets loaded (mlx5_ib, rdma_rxe)"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&t).ok();
+}
+
+#[test]
+fn collect_bundle_takes_the_nearest_series_set_and_says_so() {
+    let t = tmp("nearest");
+    let (b, root) = small_bundle(&t, &["rdma_rxe"]);
+    // 6.13 has no set: 6.12's newest (one release away) runs, named as the nearest
+    let o = collect(&t, &b, &root, "6.13.2-amd64", &[]);
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    assert!(
+        e.contains("kernel 6.13.2 (6.13.2-amd64): set linux-6.12/rxe for rdma_rxe (no set of this series: the nearest series' set, each probe checked against this kernel's BTF and kallsyms; match=\"nearest\""),
+        "{e}"
+    );
+    let out = std::fs::read_to_string(t.join("out.jsonl")).expect("snapshots");
+    for line in out.lines() {
+        let s: serde_json::Value = serde_json::from_str(line).expect("json");
+        assert_eq!(s["set"]["dir"], "linux-6.12/rxe", "{line}");
+        assert_eq!(s["set"]["match"], "nearest", "{line}");
+        for layer in ["core", "vendor", "data_plane"] {
+            assert!(s["set"]["attached"][layer]["probes"].is_u64(), "{line}");
+        }
+    }
+    // --strict fails rather than skips a probe: it takes no nearest set
+    let o = collect(&t, &b, &root, "6.13.2-amd64", &["--strict"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains("kernel 6.13.2 (6.13.2-amd64): no set of this series; --strict takes no nearest set (linux-6.12/rxe)"),
+        "{e}"
+    );
+    // a release the agent cannot read: one line, nothing attached, the service up
+    let o = collect(
+        &t,
+        &b,
+        &root,
+        "banana",
+        &["--interval", "200ms", "--duration", "1s"],
+    );
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert_eq!(
+        e.matches("kernel release `banana`: expected X.Y[.Z]")
+            .count(),
+        1,
+        "said once: {e}"
+    );
+    assert!(
+        e.contains("no series to choose a set by: nothing attached; rechecking every 200ms"),
         "{e}"
     );
     std::fs::remove_dir_all(&t).ok();
@@ -437,11 +502,37 @@ fn collect_bundle_serves_metrics_while_no_set_runs_and_names_the_set_once_one_do
     let (b, root) = small_bundle(&g.dir, &["rdma_rxe"]);
     // the driver is loaded but this kernel's series has no set: the port says so while the
     // agent waits (a host without probes, not a dead target)
+    // (nearest-set = false: only sets of the series)
     let waiting = ["--interval", "200ms", "--duration", "20s"];
-    let want = "probegen_no_set{reason=\"no_set_for_kernel\",kernel=\"6.13.2-amd64\"} 1\n";
-    let page = bundle_page(&mut g, &b, &root, "6.13.2-amd64", &waiting, want);
+    let exact_only = [&waiting[..], &["--nearest-set=false"]].concat();
+    let want = "probegen_no_set{reason=\"no_exact_set\",kernel=\"6.13.2-amd64\"} 1\n";
+    let page = bundle_page(&mut g, &b, &root, "6.13.2-amd64", &exact_only, want);
     assert!(page.contains(want), "{page}");
     assert!(page.contains("probegen_set_running 0\n"), "{page}");
+    // a release the agent cannot read
+    let want = "probegen_no_set{reason=\"unknown_release\",kernel=\"banana\"} 1\n";
+    let page = bundle_page(&mut g, &b, &root, "banana", &waiting, want);
+    assert!(page.contains(want), "{page}");
+    // with the nearest series' set: named as such, its probes counted per layer
+    let want = "probegen_calls_total{";
+    let page = bundle_page(
+        &mut g,
+        &b,
+        &root,
+        "6.13.2-amd64",
+        &["--linger", "60s"],
+        want,
+    );
+    let set = "probegen_set_info{set=\"linux-6.12/rxe\",match=\"nearest\"} 1\n";
+    assert!(page.contains(set), "{page}");
+    for layer in ["core", "vendor", "data_plane"] {
+        assert!(
+            page.contains(&format!(
+                "probegen_set_probes_attached{{layer=\"{layer}\"}} "
+            )),
+            "{page}"
+        );
+    }
     // no vendor driver of the bundle loaded at all
     let (b2, none_loaded) = small_bundle(&g.dir.join("nodriver"), &[]);
     let want = "probegen_no_set{reason=\"no_driver_loaded\",kernel=\"6.12.117\"} 1\n";

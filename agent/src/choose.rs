@@ -1,5 +1,12 @@
 //! `collect --bundle DIR`: the set for this host, or one line and a recheck every interval.
 //!
+//! Without a set of the running kernel's series the nearest series' set runs (`bundle::nearest`;
+//! `--nearest-set=false` keeps it off); the collector checks each of its probes against this
+//! kernel's BTF and kallsyms and attaches those that match, the count per layer in the
+//! attached line, the snapshot's `set` and `/metrics`. The host's inputs (vmlinux BTF,
+//! kallsyms) are judged for the chosen set (`host.rs`): what is missing is one line, and
+//! with nothing attachable no set runs, `probegen_no_set{reason}` saying why.
+//!
 //! The service's choice when nothing matches (no vendor driver of the bundle loaded, or none
 //! for this kernel's series): it stays up and rechecks every `--interval`, printing the line
 //! once, so a driver that udev loads later is picked up and systemd's `Restart=` never sees a
@@ -14,10 +21,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use sink_prometheus::{NoSet, RunningSet, WaitingMetrics};
+use sink_prometheus::{NoSet, RunningSet, SetMatch, WaitingMetrics};
 
+use crate::host::{judge, HostInputs, SetProbes, Verdict};
 use crate::AgentError;
-use bundle::{read_bundle, select, HostKernel, Match};
+use bundle::{read_bundle, select, Fallback, HostKernel, Match};
 
 /// What `collect --bundle` asks for (from its flags).
 pub(crate) struct BundleQuery<'a> {
@@ -26,7 +34,11 @@ pub(crate) struct BundleQuery<'a> {
     pub(crate) kernel_release: Option<&'a str>,
     /// where `sys/module/<driver>` is looked up
     pub(crate) sys_root: &'a Path,
+    /// whether a host without a set of its series takes the nearest series' set
+    pub(crate) fallback: Fallback,
     pub(crate) strict: bool,
+    /// live (not a replay): the host's BTF and kallsyms are judged for the chosen set
+    pub(crate) live: bool,
     pub(crate) interval: Duration,
     pub(crate) duration: Option<Duration>,
 }
@@ -99,8 +111,11 @@ fn choose_once(
         .iter()
         .flat_map(|s| s.driver_modules.iter().cloned())
         .collect();
-    let host = HostKernel::probe(a.kernel_release, a.sys_root, &modules)?;
-    let sel = select(&bundle.sets, &host);
+    let host = match HostKernel::probe(a.kernel_release, a.sys_root, &modules) {
+        Ok(host) => host,
+        Err(e) => return unknown_release(a, dir, &e, say),
+    };
+    let sel = select(&bundle.sets, &host, a.fallback);
     let kernel = format!("kernel {} ({})", host.version, host.release);
     let uncovered = (!sel.uncovered.is_empty()).then(|| {
         format!(
@@ -108,19 +123,13 @@ fn choose_once(
             sel.uncovered.join(", ")
         )
     });
-    let nothing = sel.chosen.is_empty().then(|| {
-        if host.loaded.is_empty() {
-            let names: Vec<&str> = modules.iter().map(String::as_str).collect();
-            format!(
-                "{kernel}: no driver of its usable sets loaded ({})",
-                names.join(", ")
-            )
-        } else {
-            format!("{kernel}: no set for the loaded drivers")
-        }
-    });
+    let nothing = sel
+        .chosen
+        .is_empty()
+        .then(|| no_set(&host, &modules, a.fallback, &kernel));
     if a.strict {
-        if let Some(line) = uncovered.as_ref().or(nothing.as_ref()) {
+        let nothing = nothing.as_ref().map(|(_, line)| line.as_str());
+        if let Some(line) = strict_refusal(&sel, uncovered.as_deref(), nothing, &kernel) {
             return Err(AgentError::Usage(format!(
                 "bundle {}: {line}",
                 dir.display()
@@ -131,18 +140,9 @@ fn choose_once(
         say(line);
     }
     let Some(first) = sel.chosen.first() else {
-        let line = nothing.unwrap_or_default();
+        let (why, line) = nothing.unwrap_or((NoSet::NoSetForKernel, String::new()));
         say(format!("{line}; rechecking every {:?}", a.interval));
-        let why = if host.loaded.is_empty() {
-            NoSet::NoDriverLoaded
-        } else {
-            NoSet::NoSetForKernel
-        };
         return Ok(Look::NoSet(why, host.release.clone()));
-    };
-    let matched = match first.how {
-        Match::Exact => "exact",
-        Match::Series => "series",
     };
     say(chosen_line(&kernel, first, &host.flavor));
     for other in &sel.chosen[1..] {
@@ -151,23 +151,122 @@ fn choose_once(
             other.set.dir, other.module
         ));
     }
+    let manifest = first.set.manifest(dir);
+    let verdict = if a.live {
+        inputs_verdict(a.sys_root, &manifest, &first.set.dir)?
+    } else {
+        Verdict::Attach(Vec::new())
+    };
+    match verdict {
+        Verdict::Attach(lines) => lines.into_iter().for_each(&mut *say),
+        Verdict::Nothing(why, line) => {
+            say(format!(
+                "{kernel}: {line}; rechecking every {:?}",
+                a.interval
+            ));
+            return Ok(Look::NoSet(why, host.release.clone()));
+        }
+    }
     Ok(Look::Set(ChosenSet {
-        manifest: first.set.manifest(dir),
+        manifest,
         object: first.set.object(dir),
         running: RunningSet {
             dir: first.set.dir.clone(),
-            matched,
+            matched: set_match(first.how),
         },
     }))
+}
+
+/// With `--strict`, what refuses the choice: a driver without a set, no set at all, or a
+/// nearest set (its probes may not all attach, and strict fails rather than skips).
+fn strict_refusal(
+    sel: &bundle::Selection,
+    uncovered: Option<&str>,
+    nothing: Option<&str>,
+    kernel: &str,
+) -> Option<String> {
+    let nearest = sel.chosen.first().filter(|c| c.how == Match::Nearest);
+    let refused = nearest.map(|c| {
+        format!(
+            "{kernel}: no set of this series; --strict takes no nearest set ({})",
+            c.set.dir
+        )
+    });
+    uncovered.or(nothing).map(str::to_string).or(refused)
+}
+
+/// Why no set runs when the selection chose none, and the line that says it.
+fn no_set(
+    host: &HostKernel,
+    modules: &BTreeSet<String>,
+    fallback: Fallback,
+    kernel: &str,
+) -> (NoSet, String) {
+    if host.loaded.is_empty() {
+        let names: Vec<&str> = modules.iter().map(String::as_str).collect();
+        let line = format!(
+            "{kernel}: no driver of its usable sets loaded ({})",
+            names.join(", ")
+        );
+        (NoSet::NoDriverLoaded, line)
+    } else if fallback == Fallback::SeriesOnly {
+        let line = format!("{kernel}: no set of this series for the loaded drivers, and nearest-set = false takes no other");
+        (NoSet::NoExactSet, line)
+    } else {
+        let line = format!("{kernel}: no set for the loaded drivers");
+        (NoSet::NoSetForKernel, line)
+    }
+}
+
+/// What the host's BTF and kallsyms allow of the set whose manifest is `manifest`.
+fn inputs_verdict(sys_root: &Path, manifest: &Path, dir: &str) -> Result<Verdict, AgentError> {
+    let text = std::fs::read_to_string(manifest).map_err(|source| bundle::BundleError::Io {
+        path: manifest.to_path_buf(),
+        source,
+    })?;
+    let m = manifest::Manifest::from_yaml(&text, &manifest.display().to_string())
+        .map_err(bundle::BundleError::from)?;
+    Ok(judge(&HostInputs::read(sys_root), dir, SetProbes::of(&m)))
+}
+
+/// A release the agent cannot read: one line, no set (`probegen_no_set{reason="unknown_release"}`),
+/// the service up and rechecking; with `--strict`, exit 2.
+fn unknown_release(
+    a: &BundleQuery<'_>,
+    dir: &Path,
+    e: &bundle::BundleError,
+    say: &mut impl FnMut(String),
+) -> Result<Look, AgentError> {
+    if a.strict {
+        return Err(AgentError::Usage(format!("bundle {}: {e}", dir.display())));
+    }
+    say(format!(
+        "{e}: no series to choose a set by: nothing attached; rechecking every {:?}",
+        a.interval
+    ));
+    let release = a.kernel_release.map_or_else(
+        || {
+            std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        },
+        str::to_string,
+    );
+    Ok(Look::NoSet(NoSet::UnknownRelease, release))
+}
+
+/// The snapshot's and the exposition's `match` for the bundle's.
+fn set_match(how: Match) -> SetMatch {
+    match how {
+        Match::Exact => SetMatch::Exact,
+        Match::Series => SetMatch::Series,
+        Match::Nearest => SetMatch::Nearest,
+    }
 }
 
 /// The line that names the chosen set, how it matched and, when the set is of another flavor
 /// than the running kernel's (an rt kernel runs the amd64 set), that flavor.
 fn chosen_line(kernel: &str, first: &bundle::Chosen, host_flavor: &str) -> String {
-    let how = match first.how {
-        Match::Exact => "built for this release",
-        Match::Series => "the newest of this series",
-    };
     let flavor = if first.set.flavor == host_flavor {
         String::new()
     } else {
@@ -177,7 +276,11 @@ fn chosen_line(kernel: &str, first: &bundle::Chosen, host_flavor: &str) -> Strin
         )
     };
     format!(
-        "{kernel}: set {} for {} ({how}{flavor}; {})",
-        first.set.dir, first.module, first.set.manifest_sha256
+        "{kernel}: set {} for {} ({}{flavor}; match=\"{}\"; {})",
+        first.set.dir,
+        first.module,
+        first.how.describe(),
+        first.how.label(),
+        first.set.manifest_sha256
     )
 }

@@ -29,10 +29,16 @@ pub struct CollectArgs {
     /// such set, one line and a recheck every --interval (exit 2 only with --strict)
     #[arg(long, value_name = "DIR", conflicts_with_all = ["manifest", "object"])]
     pub bundle: Option<PathBuf>,
+    /// Without a set of the running kernel's series, run the nearest series' set (each probe
+    /// checked against this kernel's BTF and kallsyms, those that match attached); `false`:
+    /// only sets of the series, else none (`probegen_no_set{reason="no_exact_set"}`)
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub nearest_set: bool,
     /// Tests: this kernel release instead of `uname -r` (and /proc/version)
     #[arg(long, value_name = "RELEASE", hide = true, requires = "bundle")]
     pub kernel_release: Option<String>,
-    /// Tests: where /sys/module/<driver> is looked up (default /)
+    /// Tests: where /sys/module/<driver>, /sys/kernel/btf/vmlinux, /proc/kallsyms and
+    /// /proc/sys/kernel/kptr_restrict are looked up (default /)
     #[arg(long, value_name = "DIR", hide = true, default_value = "/")]
     pub sys_root: PathBuf,
     /// Feed recorded records through the pipeline instead of BPF (JSONL from --record, or
@@ -103,6 +109,9 @@ pub struct CollectArgs {
     /// probes are detached before it unloads (the package's modprobe.d rule)
     #[arg(long, value_name = "SOCKET")]
     pub control: Option<PathBuf>,
+    /// Set by `--bundle`'s choice (no flag): the set and how it matched
+    #[arg(skip)]
+    pub set: Option<RunningSet>,
     #[command(flatten)]
     pub fleet: FleetArgs,
     #[command(flatten)]
@@ -127,7 +136,13 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
             dir,
             kernel_release: a.kernel_release.as_deref(),
             sys_root: &a.sys_root,
+            fallback: if a.nearest_set {
+                bundle::Fallback::Nearest
+            } else {
+                bundle::Fallback::SeriesOnly
+            },
             strict: a.strict,
+            live: a.replay.is_none(),
             interval: a.interval,
             duration: a.duration,
         };
@@ -136,6 +151,7 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
                 a.manifest = Some(set.manifest);
                 // a replay takes the chosen manifest and no object
                 a.object = a.replay.is_none().then_some(set.object);
+                a.set = Some(set.running.clone());
                 running = Some(set.running);
             }
             None => return Ok(ExitCode::SUCCESS),
@@ -236,6 +252,7 @@ pub fn options(a: &CollectArgs) -> Result<(Options, Sinks), AgentError> {
         replay_pace: a.fleet.replay_pace,
         control: a.control.clone(),
         baseline: a.baseline.resolve(a.interval)?,
+        set: a.set.clone(),
     };
     Ok((opts, Sinks { fleet, metrics }))
 }
@@ -290,8 +307,11 @@ fn print_event(event: &Event<'_>) {
         Event::Attached {
             attached,
             probes,
+            by_layer,
             millis,
-        } => eprintln!("probegen collect: attached {attached}/{probes} programs in {millis:.1} ms"),
+        } => eprintln!(
+            "probegen collect: attached {attached}/{probes} programs ({by_layer}) in {millis:.1} ms"
+        ),
         Event::Chain(c) => eprintln!("probegen collect: chain {}", c.log_line()),
         Event::Warning(w) => eprintln!("probegen collect: {w}"),
         Event::MoreChains { more, snapshot } => {

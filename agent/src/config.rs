@@ -18,12 +18,15 @@ enum Value {
     Text,
     /// `true` or `false`: a switch flag.
     Switch,
+    /// `true` or `false`: a flag that takes it (`--key=false`), on by default.
+    Bool,
     Listen,
 }
 
 /// The keys a config file may set, with their value kind.
 const KEYS: &[(&str, Value)] = &[
     ("bundle", Value::Text),
+    ("nearest-set", Value::Bool),
     ("manifest", Value::Text),
     ("object", Value::Text),
     ("interval", Value::Duration),
@@ -140,8 +143,8 @@ fn check_value(key: &str, value: &str, kind: Value) -> Result<(), String> {
             .map(drop)
             .map_err(|_| format!("{key} `{value}`: expected a whole number")),
         Value::Listen => parse_listen(value).map(drop).map_err(|e| e.to_string()),
-        Value::Switch if value == "true" || value == "false" => Ok(()),
-        Value::Switch => Err(format!("{key} `{value}`: expected true or false")),
+        Value::Switch | Value::Bool if value == "true" || value == "false" => Ok(()),
+        Value::Switch | Value::Bool => Err(format!("{key} `{value}`: expected true or false")),
         Value::Text if value.is_empty() && key != "job-vars" => {
             Err(format!("{key}: expected a value"))
         }
@@ -164,7 +167,7 @@ mod tests {
         let f = dir.join("probegen.conf");
         std::fs::write(
             &f,
-            "# comment\n\ninterval = 10s\nout=/var/lib/probegen/s.jsonl\nstrict = true\njob-vars =\n",
+            "# comment\n\ninterval = 10s\nout=/var/lib/probegen/s.jsonl\nstrict = true\njob-vars =\nnearest-set = false\n",
         )
         .expect("write");
         let c = f.display().to_string();
@@ -178,6 +181,7 @@ mod tests {
                 "--out=/var/lib/probegen/s.jsonl",
                 "--strict",
                 "--job-vars=",
+                "--nearest-set=false",
                 "--config",
                 &c,
                 "--interval",

@@ -12,6 +12,7 @@ mod config;
 mod error;
 mod flags;
 mod fleet;
+mod host;
 mod release;
 
 pub use baseline::{baseline_show, BaselineArgs, BaselineShowArgs};

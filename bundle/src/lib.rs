@@ -10,7 +10,7 @@ mod error;
 mod read;
 mod write;
 
-pub use choose::{select, Chosen, HostKernel, Match, Selection};
+pub use choose::{nearest, select, Chosen, Fallback, HostKernel, Match, Selection};
 pub use error::BundleError;
 pub use read::{
     flavor_of_release, read_bundle, sha256_tag, Bundle, BundleIndex, BundleSet, KernelVersion,

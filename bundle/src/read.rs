@@ -51,6 +51,11 @@ pub struct BundleSet {
     pub manifest_sha256: String,
     /// `sha256:<hex>` of `probes.bpf.o`.
     pub object_sha256: String,
+    /// The probes its own kernel attaches (the manifest's attachable probes and its
+    /// data-plane probes): the coverage the set was verified with, counted by [`read_bundle`]
+    /// (not in the index; 0 before). A set of a kernel without module BTF has few.
+    #[serde(skip)]
+    pub attachable: usize,
 }
 
 /// The flavor of a set or a host when none is named: Debian's generic `amd64`.
@@ -198,7 +203,7 @@ pub fn read_bundle(dir: &Path) -> Result<Bundle, BundleError> {
     };
     for set in index.sets {
         match check_set(dir, &set) {
-            Ok(()) => bundle.sets.push(set),
+            Ok(attachable) => bundle.sets.push(BundleSet { attachable, ..set }),
             Err(why) => bundle
                 .skipped
                 .push(format!("{why}: set {} skipped", set.dir)),
@@ -207,7 +212,8 @@ pub fn read_bundle(dir: &Path) -> Result<Bundle, BundleError> {
     Ok(bundle)
 }
 
-fn check_set(dir: &Path, set: &BundleSet) -> Result<(), String> {
+/// The set's files against the index; `Ok`: the probes its manifest attaches on its kernel.
+fn check_set(dir: &Path, set: &BundleSet) -> Result<usize, String> {
     if !plain_dir(&set.dir) {
         return Err(format!(
             "{}: set directory `{}`: expected a relative path of plain names",
@@ -236,7 +242,11 @@ fn check_set(dir: &Path, set: &BundleSet) -> Result<(), String> {
             ));
         }
     }
-    Ok(())
+    let path = set.manifest(dir);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let m = manifest::Manifest::from_yaml(&text, &path.display().to_string())
+        .map_err(|e| e.to_string())?;
+    Ok(m.attachable().count() + m.data_plane.len())
 }
 
 #[cfg(test)]

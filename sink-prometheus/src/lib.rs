@@ -25,7 +25,8 @@ mod server;
 mod sinks;
 mod waiting;
 
-pub use waiting::{NoSet, RunningSet};
+pub use collector::{RunningSet, SetMatch};
+pub use waiting::NoSet;
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -503,7 +504,8 @@ impl Page {
             Page::State(s) => {
                 let mut o = render(&s.input());
                 if let Some(set) = &s.set {
-                    waiting::render_running(&mut o, set);
+                    let by_layer = collector::AttachedByLayer::of(&s.table, &s.attached);
+                    waiting::render_running(&mut o, set, &by_layer);
                 }
                 o
             }
@@ -891,7 +893,7 @@ mod tests {
             let sink = w
                 .into_sink(RunningSet {
                     dir: "linux-6.12/rxe".into(),
-                    matched: "series",
+                    matched: SetMatch::Series,
                 })
                 .expect("sink");
             assert_eq!(sink.addr(), addr);

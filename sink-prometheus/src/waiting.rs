@@ -11,6 +11,8 @@
 
 use std::fmt::Write as _;
 
+use collector::{AttachedByLayer, RunningSet};
+
 use crate::label::esc;
 
 /// Why no set of the bundle runs on this host now.
@@ -18,24 +20,29 @@ use crate::label::esc;
 pub enum NoSet {
     /// none of the bundle's vendor drivers is loaded (the NIC's driver not loaded yet)
     NoDriverLoaded,
-    /// a vendor driver is loaded, but the bundle has no set of this kernel's series for it
+    /// a vendor driver is loaded, but the bundle has no set for it of any series
     NoSetForKernel,
+    /// a vendor driver is loaded, the bundle has no set of this kernel's series for it, and
+    /// `nearest-set = false` keeps the nearest series' set off
+    NoExactSet,
+    /// the kernel release string is not `X.Y[.Z]...` (nor is /proc/version's): no series
+    UnknownRelease,
+    /// no `/sys/kernel/btf/vmlinux` (no fexit or fentry program can attach) and no probe of
+    /// the chosen set can take the kprobe path (none has one, or kallsyms is unreadable)
+    NoKernelBtf,
 }
 
 impl NoSet {
-    fn label(self) -> &'static str {
+    /// The value of `probegen_no_set{reason}`.
+    pub fn label(self) -> &'static str {
         match self {
             NoSet::NoDriverLoaded => "no_driver_loaded",
             NoSet::NoSetForKernel => "no_set_for_kernel",
+            NoSet::NoExactSet => "no_exact_set",
+            NoSet::UnknownRelease => "unknown_release",
+            NoSet::NoKernelBtf => "no_kernel_btf",
         }
     }
-}
-
-/// The set that runs: its bundle directory and how it was matched ("exact", "series").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunningSet {
-    pub dir: String,
-    pub matched: &'static str,
 }
 
 /// The page while no set runs.
@@ -62,15 +69,36 @@ fn render_running_gauge(o: &mut String, v: u8) {
     );
 }
 
-/// Appended to the page of a run chosen from a bundle.
-pub(crate) fn render_running(o: &mut String, set: &RunningSet) {
+/// Appended to the page of a run chosen from a bundle: the set, how it matched, and its
+/// probes attached per layer (a nearest series' set attaches those this kernel has).
+pub(crate) fn render_running(o: &mut String, set: &RunningSet, by_layer: &AttachedByLayer) {
     render_running_gauge(o, 1);
     let _ = writeln!(
         o,
-        "# HELP probegen_set_info The bundle's set this host runs (match: exact release or the newest of its series).\n\
+        "# HELP probegen_set_info The bundle's set this host runs (match: exact release, the newest of its series, or the nearest series' set).\n\
          # TYPE probegen_set_info gauge\n\
          probegen_set_info{{set=\"{}\",match=\"{}\"}} 1",
         esc(&set.dir),
-        set.matched
+        set.matched.label()
     );
+    let _ = writeln!(
+        o,
+        "# HELP probegen_set_probes The running set's probes per layer (core, vendor, data_plane).\n\
+         # TYPE probegen_set_probes gauge"
+    );
+    for (layer, l) in by_layer.layers() {
+        let _ = writeln!(o, "probegen_set_probes{{layer=\"{layer}\"}} {}", l.probes);
+    }
+    let _ = writeln!(
+        o,
+        "# HELP probegen_set_probes_attached The running set's probes attached now, per layer.\n\
+         # TYPE probegen_set_probes_attached gauge"
+    );
+    for (layer, l) in by_layer.layers() {
+        let _ = writeln!(
+            o,
+            "probegen_set_probes_attached{{layer=\"{layer}\"}} {}",
+            l.attached
+        );
+    }
 }

@@ -19,6 +19,7 @@ mod ports;
 mod probes;
 mod record;
 mod relation;
+mod running_set;
 mod shared;
 mod sites;
 mod snapshot;
@@ -43,6 +44,7 @@ pub use ports::{
 pub use probes::{AttachKind, ProbeInfo, ProbeTable, TableError};
 pub use record::{PgErrnoKey, PgRecord, RECORD_SIZE};
 pub use relation::CallRelation;
+pub use running_set::{AttachedByLayer, LayerAttached, RunningSet, SetMatch, SetOut};
 pub use shared::SharedPart;
 pub use sites::{decide as owner_of, owner_of_class, Candidate, OwnerDecision, NO_SITE_DATA};
 pub use snapshot::{

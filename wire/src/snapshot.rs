@@ -42,6 +42,10 @@ pub struct Snapshot {
     /// window, so an idle window's cached rest stays valid)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentCost>,
+    /// With `collect --bundle`: the bundle's set, how it matched this kernel and its probes
+    /// attached per layer (in the line's head, written every window)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub set: Option<crate::running_set::SetOut>,
     pub records: RecordsOut,
     /// failure chains completed in this window (their records may be in earlier windows)
     pub chains: ChainsOut,
@@ -367,6 +371,7 @@ pub const SNAPSHOT_KEYS: &[&str] = &[
     "final",
     "window",
     "agent",
+    "set",
     "records",
     "chains",
     "counters",

@@ -26,10 +26,12 @@ impl Hooks for () {}
 /// What happened during a run, for the embedder to show.
 #[derive(Debug)]
 pub enum Event<'a> {
-    /// Live: the programs that attached, of the manifest's probes, and how long it took.
+    /// Live: the programs that attached, of the manifest's probes (and per layer), and how
+    /// long it took.
     Attached {
         attached: usize,
         probes: usize,
+        by_layer: wire::AttachedByLayer,
         millis: f64,
     },
     /// A failure chain of a snapshot (at most [`super::outputs::MAX_CHAIN_LINES`] per snapshot).

@@ -251,6 +251,7 @@ fn run_replay(
         },
     );
     pipe.set_attached(Vec::new());
+    pipe.set_running_set(opts.set.clone());
     let mut outputs = open_outputs(jsonl, ChainClock::LastRecord, hooks)?;
     pipe.start_window(SystemTime::now());
     // a replay has no ports of its own: the host it runs on is not the one recorded
@@ -327,6 +328,7 @@ fn run_live(
     hooks.event(Event::Attached {
         attached: loaded.attached.iter().filter(|a| a.attached).count(),
         probes: table.probes.len(),
+        by_layer: wire::AttachedByLayer::of(&table, &loaded.attached),
         millis: t0.elapsed().as_secs_f64() * 1e3,
     });
     let host = opts.host.clone().unwrap_or_else(host_name);
@@ -351,6 +353,7 @@ fn run_live(
         },
     );
     pipe.set_attached(loaded.attached.clone());
+    pipe.set_running_set(opts.set.clone());
     for w in enable_baseline(opts, &loaded, &mut pipe) {
         hooks.event(Event::Warning(&w));
     }

@@ -44,6 +44,8 @@ pub struct Options {
     pub control: Option<PathBuf>,
     /// `--baseline`: trace sampled successes of the uverbs handlers (live only)
     pub baseline: Option<baseline::BaselineConfig>,
+    /// `--bundle`: the set chosen and how it matched (each snapshot's `set`, live)
+    pub set: Option<wire::RunningSet>,
 }
 
 impl Default for Options {
@@ -75,6 +77,7 @@ impl Default for Options {
             replay_pace: None,
             control: None,
             baseline: None,
+            set: None,
         }
     }
 }

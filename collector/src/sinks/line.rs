@@ -162,8 +162,11 @@ impl LineCache {
         field(v, "snapshot", &s.snapshot)?;
         field(v, "final", &s.is_final)?;
         field(v, "window", &s.window)?;
-        match &s.agent {
-            Some(a) => field(v, "agent", a),
+        if let Some(a) = &s.agent {
+            field(v, "agent", a)?;
+        }
+        match &s.set {
+            Some(set) => field(v, "set", set),
             None => Ok(()),
         }
     }
