@@ -642,8 +642,28 @@ fn port_counters(ver: &str, out: &Path, snaps: &[Value], problems: &mut Vec<Stri
     if summed.get(&rnr_key).copied().unwrap_or(0) < 1 {
         problems.push("no snapshot reports the RNR retry exceeded in port_counters".into());
     }
-    // a healthy window shows no delta: the idle period's (the last windows before the final)
-    let idle: Vec<&Value> = snaps.iter().rev().skip(1).take(5).collect();
+    // a healthy window shows no delta: the idle period's, the windows the hook saw begin after
+    // its `snapshots_before` (at --interval 5s the whole run fits in a few windows), the final
+    // one aside
+    let idle_txt = read(&out.join("idle.txt"));
+    let Some(idle_from) = idle_txt
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("snapshots_before=")?.parse::<usize>().ok())
+    else {
+        problems.push(format!("idle.txt has no snapshots_before=: {idle_txt:?}"));
+        return;
+    };
+    let idle: Vec<&Value> = snaps
+        .iter()
+        .skip(idle_from)
+        .filter(|s| s["final"] != true)
+        .collect();
+    if idle.is_empty() {
+        problems.push(format!(
+            "no idle window: {} snapshots, {idle_from} before the idle period",
+            snaps.len()
+        ));
+    }
     if let Some(s) = idle.iter().find(|s| s.get("port_counters").is_some()) {
         problems.push(format!(
             "idle window {} reports port counters: {}",

@@ -111,6 +111,8 @@ stop)
 				"$(awk '/^voluntary_ctxt_switches/ {v = $2} /^nonvoluntary_ctxt_switches/ {n = $2} END {print v, n}' $t/status)"
 		done
 	}
+	# the snapshots written before the idle period: the test's idle windows are the ones after
+	idle_from=$(lines)
 	th0=$(threads)
 	t0=$(ticks) w0=$(wakeups) up0=$(cut -d' ' -f1 /proc/uptime)
 	sleep 10
@@ -124,7 +126,7 @@ stop)
 			$1, $2, $3 - t[$1], ($4 - r[$1]) / 1000, $5 - v[$1], $6 - n[$1]; total += ($4 - r[$1]) / 1000 }
 		END { printf "process runtime_us=%d\n", total }' >/out/idle-threads.txt
 	echo "uptime from=$up0 to=$up1" >>/out/idle-threads.txt
-	echo "seconds=10 ticks=$((t1 - t0)) wakeups=$((w1 - w0)) hz=$(getconf CLK_TCK 2>/dev/null || echo 100) interval=$INTERVAL" >/out/idle.txt
+	echo "seconds=10 ticks=$((t1 - t0)) wakeups=$((w1 - w0)) hz=$(getconf CLK_TCK 2>/dev/null || echo 100) interval=$INTERVAL snapshots_before=$idle_from" >/out/idle.txt
 	cat /out/idle.txt /out/idle-threads.txt
 	kill -TERM "$pid"
 	i=0
