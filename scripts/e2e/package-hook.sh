@@ -23,7 +23,13 @@ X=/extra
 CAPS=+bpf,+perfmon,+sys_admin
 RELOAD=
 MATCH=
+MEMLOCK_KB=
 [ -r $X/hook.env ] && . $X/hook.env
+# the unit's LimitMEMLOCK= for every agent started here (systemd sets it as root, before the
+# unit's user and capabilities; setpriv keeps it)
+if [ -n "$MEMLOCK_KB" ]; then
+	ulimit -l "$MEMLOCK_KB" || echo "package-hook: ulimit -l $MEMLOCK_KB failed"
+fi
 
 # the unit's RuntimeDirectory=probegen (mode 0700, the service user's): the control socket
 mkdir -p /run/probegen
