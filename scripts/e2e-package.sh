@@ -46,7 +46,7 @@ log() { printf '[e2e-package %s] %s\n' "$VER" "$*" >&2; }
 # PROBEGEN_DEB: a .deb scripts/build-deb.sh built already (test-all builds it once)
 DEB=${PROBEGEN_DEB:-$(bash scripts/build-deb.sh | tail -n 1)}
 RELOAD=${PROBEGEN_E2E_RELOAD:-}
-TAG=$VER${E2E_KERNEL_VERSION:+-$E2E_KERNEL_VERSION}${RELOAD:+-reload}
+TAG=$VER${E2E_FLAVOR:+-$E2E_FLAVOR}${E2E_KERNEL_VERSION:+-$E2E_KERNEL_VERSION}${RELOAD:+-reload}
 STAGE=$REPO/target/e2e-package/stage/$TAG
 OUT=${E2E_OUT:-$REPO/target/e2e-package/$TAG}
 rm -rf "$STAGE"
