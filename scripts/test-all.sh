@@ -105,7 +105,7 @@ for ver in 6.12 7.2; do
   bash scripts/e2e-baseline.sh "$ver"
 done
 
-step "induced data-plane errors on Soft-RoCE under qemu: status, QP, job; per QP the first error and a count (6.12)"
+step "induced data-plane errors on Soft-RoCE under qemu: status, QP, job, a port error; per QP the first error and a count (6.12)"
 # issue 34: one boot (6.12 only: CI time; 7.2 by hand); outputs in target/e2e-dataplane/6.12/out
 bash scripts/e2e-dataplane.sh 6.12
 
