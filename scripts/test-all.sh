@@ -76,6 +76,11 @@ done
 PROBEGEN_DEB=$DEB E2E_PACKAGE_MATCH=exact E2E_PACKAGE_SET=mlx5+rxe \
   E2E_MODULE_DIRS="drivers/infiniband/hw/mlx5 drivers/infiniband/sw/rxe" \
   bash scripts/e2e-package.sh 5.10
+# the rt flavor (6.12): the agent reads `-rt-amd64` in the release string and takes the series'
+# amd64 set (rt builds the same sets), attaches it and catches the induced failures; its exit
+# detaches every program in ~23 s under TCG (rt: no expedited RCU grace periods after boot)
+PROBEGEN_DEB=$DEB E2E_FLAVOR=rt E2E_PACKAGE_MATCH=exact E2E_PACKAGE_SET=rxe \
+  E2E_MODULE_DIRS=drivers/infiniband/sw/rxe bash scripts/e2e-package.sh 6.12
 # another point release of 6.12 built by another gcc (trixie's 6.12.117-1, gcc 14; the set is
 # bookworm's 6.12.118, gcc 12): the series' set, every probe checked against this kernel's
 # BTF, the compiler clones resolved by name, every probe attached
