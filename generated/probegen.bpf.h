@@ -165,7 +165,7 @@ struct {
 } activity SEC(".maps");
 
 /*
- * kprobe fallback, for a vendor module without BTF (fexit cannot attach there): the entry
+ * kprobe fallback, for a module without BTF (fexit cannot attach there): the entry
  * program saves the recorded arguments here, keyed by task and probe, for the return program's
  * record (argument registers are clobbered by the time a function returns). An LRU hash:
  * bounded, and an entry whose return was never seen (a kretprobe instance missed under load)

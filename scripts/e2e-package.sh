@@ -46,7 +46,7 @@ log() { printf '[e2e-package %s] %s\n' "$VER" "$*" >&2; }
 # PROBEGEN_DEB: a .deb scripts/build-deb.sh built already (test-all builds it once)
 DEB=${PROBEGEN_DEB:-$(bash scripts/build-deb.sh | tail -n 1)}
 RELOAD=${PROBEGEN_E2E_RELOAD:-}
-TAG=$VER${E2E_KERNEL_VERSION:+-$E2E_KERNEL_VERSION}${RELOAD:+-reload}
+TAG=$VER${E2E_FLAVOR:+-$E2E_FLAVOR}${E2E_KERNEL_VERSION:+-$E2E_KERNEL_VERSION}${RELOAD:+-reload}
 STAGE=$REPO/target/e2e-package/stage/$TAG
 OUT=${E2E_OUT:-$REPO/target/e2e-package/$TAG}
 rm -rf "$STAGE"
@@ -75,7 +75,14 @@ json.dump(index, open(path, "w"), indent=2)
 print(f"removed {len(gone)} sets of {series}; {len(index['sets'])} left", file=sys.stderr)
 PY
 fi
-printf 'RELOAD=%s\nMATCH=%s\n' "$RELOAD" "${E2E_PACKAGE_MATCH:-}" >"$STAGE/hook.env"
+# the unit's LimitMEMLOCK= (what systemd sets before it drops privileges; 5.10 charges the
+# maps against it), in KiB for the hook's ulimit -l
+memlock=$(sed -n 's/^LimitMEMLOCK=//p' "$STAGE/pkg/lib/systemd/system/probegen-agent.service")
+case "$memlock" in
+[0-9]*M) memlock_kb=$((${memlock%M} * 1024)) ;;
+*) echo "e2e-package: the unit's LimitMEMLOCK=$memlock: expected <n>M" >&2; exit 2 ;;
+esac
+printf 'RELOAD=%s\nMATCH=%s\nMEMLOCK_KB=%s\n' "$RELOAD" "${E2E_PACKAGE_MATCH:-}" "$memlock_kb" >"$STAGE/hook.env"
 rm -rf "$STAGE/pkg"
 cp /usr/bin/setpriv "$STAGE/setpriv"
 install -m 755 scripts/e2e/package-hook.sh "$STAGE/guest-hook.sh"

@@ -9,7 +9,8 @@
 //!   access error (bad rkey), a bad lkey (Soft-RoCE flushes the failed request: the program
 //!   prints the status it polled, the record must say the same), RNR retry exceeded, flushed
 //!   posts after an error, retry exceeded (the peer process killed), the CQ error event of an
-//!   overflowed one-entry CQ;
+//!   overflowed one-entry CQ, the port error event of the netdev under rxe0 set down (its
+//!   port, and `link_downed` +1 in the snapshots' port counters);
 //! * the record belongs to the job although the provider posts the completion from a kworker:
 //!   the owner is the QP's or CQ's creator, read in the kernel;
 //! * the QP's death (`rxe_qp_error`) names the QP and the job as well;
@@ -114,6 +115,7 @@ fn induced_errors_arrive_with_qp_and_job() {
     check_healthy(&ver, &vd, &jobs, &dp);
     check_induced(&ver, &vd, &jobs, &dp, last, &log);
     check_cq_overflow(&ver, &jobs, &dp);
+    check_port_error(&ver, &vd, &dp, &snaps);
 }
 
 /// The invariant in every snapshot, exact in the last.
@@ -242,6 +244,37 @@ fn check_cq_overflow(ver: &str, jobs: &BTreeMap<String, String>, dp: &[&Value]) 
     println!(
         "{ver}: cqoverflow: {} x IB_EVENT_CQ_ERR in job {job}",
         ev.len()
+    );
+}
+
+/// The netdev under rxe0 set down: the port error event with its port (a host's event, from
+/// the kworker that dispatches it: no job), and the port's `link_downed` counter moved by one.
+fn check_port_error(ver: &str, vd: &BTreeMap<String, Induced>, dp: &[&Value], snaps: &[Value]) {
+    let v = vd.get("porterr").expect("the porterr job's VD line");
+    assert_eq!(v.status, "IB_EVENT_PORT_ERR", "{ver}: porterr {v:?}");
+    let ev: Vec<_> = dp
+        .iter()
+        .filter(|r| r["data_plane"] == "async_event" && r["errno_name"] == "IB_EVENT_PORT_ERR")
+        .collect();
+    assert!(!ev.is_empty(), "{ver}: no IB_EVENT_PORT_ERR record");
+    for r in &ev {
+        let port = &r["args"]["port"];
+        assert!(
+            port == 1 || port == "0x1",
+            "{ver}: IB_EVENT_PORT_ERR of port {port}: {r}"
+        );
+    }
+    let downed: u64 = snaps
+        .iter()
+        .flat_map(|s| s["port_counters"].as_array().into_iter().flatten())
+        .filter(|c| c["device"] == "rxe0" && c["counter"] == "link_downed")
+        .filter_map(|c| c["delta"].as_u64())
+        .sum();
+    assert_eq!(downed, 1, "{ver}: rxe0's link_downed moved {downed}");
+    println!(
+        "{ver}: porterr: {} x IB_EVENT_PORT_ERR (port 1, {}), link_downed +{downed}",
+        ev.len(),
+        ev[0]["function"]
     );
 }
 

@@ -18,7 +18,7 @@
 //!   IS_ERR or NULL (errno 0); bool and void functions only count calls.
 //! * clone-only functions get a `kretprobe/<clone symbol>` fallback that cannot read arguments
 //!   at return, so it records none.
-//! * fexit probes of vendor modules also get a `?kprobe`/`?kretprobe` pair on the function
+//! * every fexit probe (verbs core and vendor) also gets a `?kprobe`/`?kretprobe` pair on the function
 //!   (autoload off; [`manifest::Probe::kprobe_fallback`]) for a module built without `.BTF`:
 //!   the entry saves the recorded arguments per task in `saved_args`, the return fills the
 //!   same record from them and PT_REGS_RC, sign-extended as fexit does.
@@ -370,7 +370,8 @@ fn program(
     handlers: &std::collections::BTreeSet<u32>,
 ) -> Result<Program, askama::Error> {
     let section = section_of(p)?;
-    let fexit = p.attach == Attach::Fexit;
+    // a no-btf probe's program has the fexit body too (and the kprobe pair the loader takes)
+    let fexit = matches!(p.attach, Attach::Fexit | Attach::NoBtf);
     let kind = ret_kind(p);
     let positions = recorded_args(p, fexit)?;
     let mask: u32 = positions.iter().map(|&i| 1u32 << i).sum();

@@ -124,9 +124,12 @@ pub fn render_report(m: &Manifest, cx: &RenderContext) -> Result<String, RenderE
         .map(|p| Unattachable {
             function: p.function.clone(),
             module: p.module.clone(),
-            attach: match &p.attach_symbol {
-                Some(s) => format!("{} (`{s}`: kretprobe fallback)", p.attach),
-                None => p.attach.to_string(),
+            attach: match (&p.attach_symbol, p.attach) {
+                (Some(s), _) => format!("{} (`{s}`: kretprobe fallback)", p.attach),
+                (None, Attach::NoBtf) => {
+                    format!("{} (kprobe/kretprobe: the module has no BTF)", p.attach)
+                }
+                (None, _) => p.attach.to_string(),
             },
             instead: p
                 .suggest

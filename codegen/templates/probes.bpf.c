@@ -5,7 +5,7 @@
  *   {{ refresh }}
  *
  * Programs: {{ nfexit }} fexit, {{ nclone }} kretprobe (fallback for clone-only functions).
- * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
+ * Fallbacks for a module without BTF (autoload off; the loader picks them when
  * /sys/kernel/btf/<module> is absent): {{ nfallback }} kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
  * {{ nbaseline }}; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's

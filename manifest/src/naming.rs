@@ -32,10 +32,11 @@ pub fn kretprobe_return_name(id: u32) -> String {
 
 impl Probe {
     /// Whether the probe's object carries a kprobe/kretprobe pair beside its fexit program:
-    /// fexit probes of vendor modules, which out-of-tree builds (DKMS, vendor OFED) often
-    /// ship without `.BTF`, so fexit cannot attach to them.
+    /// every fexit probe, of every layer. A module without `.BTF` cannot take fexit: vendor
+    /// modules of out-of-tree builds (DKMS, vendor OFED), and every module of a kernel built
+    /// without module BTF (Debian's 5.10), verbs core included; the fallback keeps each layer.
     pub fn has_kprobe_fallback(&self) -> bool {
-        self.attach == Attach::Fexit && self.layer == Layer::Vendor
+        matches!(self.attach, Attach::Fexit | Attach::NoBtf)
     }
 
     /// The fallback pair as (program name, section): the entry program only when the probe
@@ -69,7 +70,9 @@ impl Probe {
     /// lacks its symbol, which validation refuses).
     pub fn section(&self) -> Option<String> {
         match self.attach {
-            Attach::Fexit => Some(fexit_section(&self.function)),
+            // no-btf: the fexit program is there for a host whose module has BTF after all (a
+            // rebuilt module); without it the loader takes the kprobe pair
+            Attach::Fexit | Attach::NoBtf => Some(fexit_section(&self.function)),
             Attach::CloneOnly => self.attach_symbol.as_deref().map(kretprobe_section),
             _ => None,
         }

@@ -122,9 +122,11 @@ string_enum! {
 }
 
 impl Attach {
-    /// A BPF program is generated for the probe (fexit, or its kretprobe fallback).
+    /// A BPF program is generated for the probe: fexit (with its kprobe pair), the kretprobe
+    /// of a clone-only function, or, in a module without BTF, the kprobe pair (the fexit
+    /// program beside it attaches only where the module turns out to have BTF).
     pub fn has_program(self) -> bool {
-        matches!(self, Attach::Fexit | Attach::CloneOnly)
+        matches!(self, Attach::Fexit | Attach::CloneOnly | Attach::NoBtf)
     }
 }
 

@@ -5,7 +5,8 @@
 #   start: probegen-agent collect (the set's data-plane probes attach by fentry)
 #   stop:  verbs_dataplane, one job per mode (own cgroup job<id>, SLURM_JOB_ID=<id>):
 #          healthy 1500 (3000 good completions), rkey, lkey, rnr, flush 20, cqoverflow,
-#          retry (the peer process killed mid-traffic); two more snapshots, SIGTERM.
+#          retry (the peer process killed mid-traffic), porterr (the netdev under rxe0 set
+#          down and up); two more snapshots, SIGTERM.
 # Outputs in /out (-> target/e2e-dataplane/<ver>/out): snapshots.jsonl, collect.log,
 # collect.rc, vd.log (the program's VD lines), jobs.txt (`<mode> <job id>` per line).
 X=/extra
@@ -66,6 +67,8 @@ stop)
 	job 205 flush 20 || rc=1
 	job 206 cqoverflow || rc=1
 	job 207 retry || rc=1
+	# last: the link under rxe0 down and up again (init's dummy netdev)
+	job 208 porterr tbdummy0 || rc=1
 	echo "dataplane-hook: jobs took $(($(date +%s) - t0)) s"
 	# two more snapshots: every record of the jobs is in one
 	n0=$(wc -l </out/snapshots.jsonl 2>/dev/null || echo 0)

@@ -23,7 +23,13 @@ X=/extra
 CAPS=+bpf,+perfmon,+sys_admin
 RELOAD=
 MATCH=
+MEMLOCK_KB=
 [ -r $X/hook.env ] && . $X/hook.env
+# the unit's LimitMEMLOCK= for every agent started here (systemd sets it as root, before the
+# unit's user and capabilities; setpriv keeps it)
+if [ -n "$MEMLOCK_KB" ]; then
+	ulimit -l "$MEMLOCK_KB" || echo "package-hook: ulimit -l $MEMLOCK_KB failed"
+fi
 
 # the unit's RuntimeDirectory=probegen (mode 0700, the service user's): the control socket
 mkdir -p /run/probegen
@@ -153,8 +159,11 @@ stop)
 	sleep 2
 	[ -n "$RELOAD" ] && reload
 	kill -TERM "$pid"
+	# the exit detaches every program: on an rt kernel under TCG (no expedited RCU grace
+	# periods after boot) that took over 20 s; the unit's TimeoutStopSec is systemd's 90 s
 	i=0
-	while [ ! -s "$o/service.rc" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+	while [ ! -s "$o/service.rc" ] && [ $i -lt 900 ]; do sleep 0.1; i=$((i + 1)); done
+	echo "package-hook: the service exited $((i / 10)) s after SIGTERM"
 	chains=$(grep -a '^probegen collect: chain .*comm=verbs_fail' "$o/service.log")
 	summary=$(grep -a '^probegen collect: [0-9]* snapshots' "$o/service.log" | tail -n 1)
 	cp /tmp/pkg/service.jsonl "$o/service.jsonl" 2>/dev/null

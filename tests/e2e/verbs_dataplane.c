@@ -17,6 +17,10 @@
 //                                   the async event IB_EVENT_CQ_ERR
 //   verbs_dataplane DEV retry       B in a child process, killed after 50 good writes; the
 //                                   next write: IB_WC_RETRY_EXC_ERR on A (retry_cnt 2)
+//   verbs_dataplane DEV porterr NETDEV
+//                                   the async fd open, NETDEV (the one under DEV) set down:
+//                                   the async event IB_EVENT_PORT_ERR; then up again, and
+//                                   IB_EVENT_PORT_ACTIVE awaited (the port usable after it)
 //
 // Prints `VD <mode> qpn=0x<A's QP number> status=<kernel name> count=<n> pid=<pid>` (the kernel's
 // enumerator names: the record's `errno_name`), and exits 1 when the induced completion or
@@ -312,30 +316,58 @@ static int flush(struct side *a, const struct peer *pb, int n)
 	return flushed == n ? 0 : 1;
 }
 
-/* the async events of ctx for up to 3 s: 0 when IBV_EVENT_CQ_ERR came */
-static int cq_overflow(struct side *a, const struct peer *pb)
+/* Async events until `want` arrives or `secs` pass: how many of `want` came. */
+static int await_event(struct ibv_context *ctx, enum ibv_event_type want, double secs)
 {
 	struct ibv_async_event ev;
-	struct pollfd pfd = { a->ctx->async_fd, POLLIN, 0 };
-	int i, seen = 0;
-	double end;
+	struct pollfd pfd = { ctx->async_fd, POLLIN, 0 };
+	double end = now() + secs;
+	int seen = 0;
 
 	if (fcntl(pfd.fd, F_SETFL, fcntl(pfd.fd, F_GETFL) | O_NONBLOCK))
 		die("async fd");
-	for (i = 0; i < 4; i++)
-		if (post_write(a, pb, a->mr->lkey, pb->rkey))
-			die("post");
-	end = now() + 3;
 	while (!seen && now() < end) {
 		if (poll(&pfd, 1, 100) <= 0)
 			continue;
-		while (ibv_get_async_event(a->ctx, &ev) == 0) {
-			seen += ev.event_type == IBV_EVENT_CQ_ERR;
+		while (ibv_get_async_event(ctx, &ev) == 0) {
+			seen += ev.event_type == want;
 			ibv_ack_async_event(&ev);
 		}
 	}
+	return seen;
+}
+
+/* the async events of ctx for up to 3 s: 0 when IBV_EVENT_CQ_ERR came */
+static int cq_overflow(struct side *a, const struct peer *pb)
+{
+	int i, seen;
+
+	for (i = 0; i < 4; i++)
+		if (post_write(a, pb, a->mr->lkey, pb->rkey))
+			die("post");
+	seen = await_event(a->ctx, IBV_EVENT_CQ_ERR, 3);
 	report("cqoverflow", a, seen ? "IB_EVENT_CQ_ERR" : "none", seen);
 	return seen ? 0 : 1;
+}
+
+/* The netdev under the device set down while this context's async fd is open: the port
+ * error event; then up again and the port active once more. */
+static int port_error(struct side *a, const char *netdev)
+{
+	char cmd[128];
+	int down, up;
+
+	snprintf(cmd, sizeof(cmd), "ip link set dev %s down", netdev);
+	if (system(cmd))
+		die("ip link set down");
+	down = await_event(a->ctx, IBV_EVENT_PORT_ERR, 5);
+	report("porterr", a, down ? "IB_EVENT_PORT_ERR" : "none", down);
+	snprintf(cmd, sizeof(cmd), "ip link set dev %s up", netdev);
+	if (system(cmd))
+		die("ip link set up");
+	up = await_event(a->ctx, IBV_EVENT_PORT_ACTIVE, 10);
+	printf("VD porterr-up active=%d\n", up);
+	return down && up ? 0 : 1;
 }
 
 /* B in a child: connects to A, then waits to be killed */
@@ -399,7 +431,7 @@ int main(int argc, char **argv)
 	int n, rc = 0;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: verbs_dataplane DEV healthy|rkey|lkey|rnr|flush|cqoverflow|retry [N]\n");
+		fprintf(stderr, "usage: verbs_dataplane DEV healthy|rkey|lkey|rnr|flush|cqoverflow|retry|porterr [N|NETDEV]\n");
 		return 2;
 	}
 	dev_name = argv[1];
@@ -409,6 +441,14 @@ int main(int argc, char **argv)
 	side_init(&a, open_dev(), 256, !strcmp(mode, "cqoverflow") ? 1 : 0);
 	if (!strcmp(mode, "retry")) {
 		rc = retry(&a);
+		goto out;
+	}
+	if (!strcmp(mode, "porterr")) {
+		if (argc < 4) {
+			fprintf(stderr, "verbs_dataplane: porterr needs the netdev under %s\n", dev_name);
+			return 2;
+		}
+		rc = port_error(&a, argv[3]);
 		goto out;
 	}
 	side_init(&b, a.ctx, 256, 0);

@@ -232,7 +232,7 @@ fn info(p: &Probe) -> Result<ProbeInfo, TableError> {
     if p.id >= MAX_PROBE_ID {
         return Err(TableError(format!("manifest: probe id {} too large", p.id)));
     }
-    let kind = if p.attach == Attach::Fexit {
+    let kind = if matches!(p.attach, Attach::Fexit | Attach::NoBtf) {
         AttachKind::Fexit
     } else {
         AttachKind::Kretprobe(p.attach_symbol.clone().ok_or_else(|| {

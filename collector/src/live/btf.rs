@@ -93,6 +93,14 @@ impl HostBtf {
             .is_some_and(|b| has_enum_value(b, "bpf_attach_type", "BPF_TRACE_FSESSION"))
     }
 
+    /// Whether this kernel has task storage maps (5.11+; not Debian's 5.10): the baseline's
+    /// `bl_task`. No vmlinux BTF: assume so, and let the load decide.
+    pub(crate) fn has_task_storage(&self) -> bool {
+        self.vmlinux
+            .as_ref()
+            .is_none_or(|b| has_enum_value(b, "bpf_map_type", "BPF_MAP_TYPE_TASK_STORAGE"))
+    }
+
     /// `function` in `module`'s BTF (`vmlinux` for a built-in function).
     pub(crate) fn lookup(&self, module: &str, function: &str) -> Lookup {
         let Some(base) = self.vmlinux.as_ref() else {

@@ -669,6 +669,13 @@ pub(crate) fn load(
             let _ = m.set_max_entries(1);
         }
     }
+    // a kernel without task storage (5.10) cannot create the baseline's task map: without it
+    // libbpf poisons the baseline programs' references (they stay unloaded), the rest loads
+    if !HostBtf::open(Path::new("/sys/kernel/btf")).has_task_storage() {
+        if let Some(mut m) = open.maps_mut().find(|m| m.name() == "bl_task") {
+            let _ = m.set_autocreate(false);
+        }
+    }
     if let Some(n) = opts.baseline.as_ref().and_then(|c| c.ring_bytes) {
         if let Some(mut m) = open.maps_mut().find(|m| m.name() == "baseline") {
             // a size the kernel refuses fails the maps' load: the caller loads without it

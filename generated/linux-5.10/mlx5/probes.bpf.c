@@ -4,13 +4,13 @@
  * DO NOT EDIT: regenerate with
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-5.10> --vendor mlx5 --out DIR)
  *
- * Programs: 0 fexit, 4 kretprobe (fallback for clone-only functions).
- * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
- * /sys/kernel/btf/<module> is absent): 0 kretprobe, with a kprobe saving the arguments.
+ * Programs: 53 fexit, 4 kretprobe (fallback for clone-only functions).
+ * Fallbacks for a module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 53 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
  * 0; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
  * fexit and entry where the kernel has fsession, 7.0+): 0.
- * Manifest probes without a program (cannot be attached): 65.
+ * Manifest probes without a program (cannot be attached): 12.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
  * probegen.bpf.h, the same for every set (written by generate beside this file, or once
@@ -22,6 +22,163 @@
 #define PG_NPROBES 78
 #include "probegen.bpf.h"
 
+/* 0: ib_core:__ib_open_qp (ptr; drivers/infiniband/core/verbs.c:1108) */
+SEC("fexit/__ib_open_qp")
+int pg_0(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 0, fallback return for a module without BTF: the record of pg_0 */
+SEC("?kretprobe/__ib_open_qp")
+int pg_0_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
+/* 1: mlx5_ib:__mlx5_ib_qp_set_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:3738) */
+SEC("fexit/__mlx5_ib_qp_set_counter")
+int pg_1(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(1, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 1, fallback return for a module without BTF: the record of pg_1 */
+SEC("?kretprobe/__mlx5_ib_qp_set_counter")
+int pg_1_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(1, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 2: mlx5_ib:__mlx5_ib_qp_set_raw_qp_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:3714) */
+SEC("fexit/__mlx5_ib_qp_set_raw_qp_counter")
+int pg_2(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(2, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 2, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/__mlx5_ib_qp_set_raw_qp_counter")
+int pg_2_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(2, ctx, 0x2);
+}
+
+/* 2, fallback return for a module without BTF: the record of pg_2 */
+SEC("?kretprobe/__mlx5_ib_qp_set_raw_qp_counter")
+int pg_2_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(2, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 5: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1670) */
+SEC("fexit/_ib_modify_qp")
+int pg_5(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(5, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 5, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/_ib_modify_qp")
+int pg_5_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(5, ctx, 0x4);
+}
+
+/* 5, fallback return for a module without BTF: the record of pg_5 */
+SEC("?kretprobe/_ib_modify_qp")
+int pg_5_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(5, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 6: mlx5_ib:create_cache_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:239) */
+SEC("fexit/create_cache_mr")
+int pg_6(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(6, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 6, fallback return for a module without BTF: the record of pg_6 */
+SEC("?kretprobe/create_cache_mr")
+int pg_6_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(6, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
+/* 7: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:970) */
+SEC("fexit/create_cq")
+int pg_7(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(7, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 7, fallback return for a module without BTF: the record of pg_7 */
+SEC("?kretprobe/create_cq")
+int pg_7_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(7, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 8: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1244) */
+SEC("fexit/create_qp")
+int pg_8(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 8, fallback return for a module without BTF: the record of pg_8 */
+SEC("?kretprobe/create_qp")
+int pg_8_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(8, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 10: mlx5_ib:create_raw_packet_qp_tis (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1167)
  * FALLBACK: create_raw_packet_qp_tis exists only as a compiler clone, so fexit by name cannot attach;
  * a kretprobe on the clone sees the return value but no arguments. */
@@ -31,6 +188,133 @@ int pg_10(struct pt_regs *ctx)
 	long ret = (int)PT_REGS_RC(ctx);
 
 	return pg_exit_kp(10, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 13: ib_core:ib_alloc_mr (ptr; drivers/infiniband/core/verbs.c:2145) */
+SEC("fexit/ib_alloc_mr")
+int pg_13(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(13, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x6 /* args 1,2 */);
+}
+
+/* 13, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/ib_alloc_mr")
+int pg_13_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(13, ctx, 0x6);
+}
+
+/* 13, fallback return for a module without BTF: the record of pg_13 */
+SEC("?kretprobe/ib_alloc_mr")
+int pg_13_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(13, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
+/* 14: ib_core:ib_alloc_mr_integrity (ptr; drivers/infiniband/core/verbs.c:2195) */
+SEC("fexit/ib_alloc_mr_integrity")
+int pg_14(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(14, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x6 /* args 1,2 */);
+}
+
+/* 14, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/ib_alloc_mr_integrity")
+int pg_14_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(14, ctx, 0x6);
+}
+
+/* 14, fallback return for a module without BTF: the record of pg_14 */
+SEC("?kretprobe/ib_alloc_mr_integrity")
+int pg_14_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(14, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
+/* 15: ib_core:ib_create_qp (ptr; drivers/infiniband/core/verbs.c:1202) */
+SEC("fexit/ib_create_qp")
+int pg_15(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(15, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 15, fallback return for a module without BTF: the record of pg_15 */
+SEC("?kretprobe/ib_create_qp")
+int pg_15_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(15, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
+/* 16: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1794) */
+SEC("fexit/ib_modify_qp_with_udata")
+int pg_16(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(16, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 16, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_modify_qp_with_udata")
+int pg_16_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(16, ctx, 0x4);
+}
+
+/* 16, fallback return for a module without BTF: the record of pg_16 */
+SEC("?kretprobe/ib_modify_qp_with_udata")
+int pg_16_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(16, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 17: ib_core:ib_mr_pool_init (int, 4 bytes; drivers/infiniband/core/mr_pool.c:36) */
+SEC("fexit/ib_mr_pool_init")
+int pg_17(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0x3c /* args 2,3,4,5 */);
+}
+
+/* 17, fallback entry for a module without BTF: saves args 2,3,4,5 */
+SEC("?kprobe/ib_mr_pool_init")
+int pg_17_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(17, ctx, 0x3c);
+}
+
+/* 17, fallback return for a module without BTF: the record of pg_17 */
+SEC("?kretprobe/ib_mr_pool_init")
+int pg_17_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(17, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 18: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1638)
@@ -55,6 +339,326 @@ int pg_19(struct pt_regs *ctx)
 	return pg_exit_kp(19, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 21: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:141) */
+SEC("fexit/ib_umem_get")
+int pg_21(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(21, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
+}
+
+/* 21, fallback entry for a module without BTF: saves args 1,2,3 */
+SEC("?kprobe/ib_umem_get")
+int pg_21_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(21, ctx, 0xe);
+}
+
+/* 21, fallback return for a module without BTF: the record of pg_21 */
+SEC("?kretprobe/ib_umem_get")
+int pg_21_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(21, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
+/* 22: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:419) */
+SEC("fexit/ib_uverbs_alloc_pd")
+int pg_22(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(22, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 22, fallback return for a module without BTF: the record of pg_22 */
+SEC("?kretprobe/ib_uverbs_alloc_pd")
+int pg_22_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(22, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 23: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1047) */
+SEC("fexit/ib_uverbs_create_cq")
+int pg_23(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 23, fallback return for a module without BTF: the record of pg_23 */
+SEC("?kretprobe/ib_uverbs_create_cq")
+int pg_23_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(23, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 24: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1495) */
+SEC("fexit/ib_uverbs_create_qp")
+int pg_24(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 24, fallback return for a module without BTF: the record of pg_24 */
+SEC("?kretprobe/ib_uverbs_create_qp")
+int pg_24_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(24, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 25: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1066) */
+SEC("fexit/ib_uverbs_ex_create_cq")
+int pg_25(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 25, fallback return for a module without BTF: the record of pg_25 */
+SEC("?kretprobe/ib_uverbs_ex_create_cq")
+int pg_25_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(25, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 26: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1523) */
+SEC("fexit/ib_uverbs_ex_create_qp")
+int pg_26(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 26, fallback return for a module without BTF: the record of pg_26 */
+SEC("?kretprobe/ib_uverbs_ex_create_qp")
+int pg_26_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(26, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 27: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3647) */
+SEC("fexit/ib_uverbs_ex_modify_cq")
+int pg_27(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(27, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 27, fallback return for a module without BTF: the record of pg_27 */
+SEC("?kretprobe/ib_uverbs_ex_modify_cq")
+int pg_27_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(27, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 28: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1924) */
+SEC("fexit/ib_uverbs_ex_modify_qp")
+int pg_28(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 28, fallback return for a module without BTF: the record of pg_28 */
+SEC("?kretprobe/ib_uverbs_ex_modify_qp")
+int pg_28_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(28, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 29: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_29(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 29, fallback return for a module without BTF: the record of pg_29 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_29_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(29, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 30: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:82) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_30(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 30, fallback return for a module without BTF: the record of pg_30 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_30_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(30, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 31: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_31(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 31, fallback return for a module without BTF: the record of pg_31 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_31_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(31, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 32: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1908) */
+SEC("fexit/ib_uverbs_modify_qp")
+int pg_32(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 32, fallback return for a module without BTF: the record of pg_32 */
+SEC("?kretprobe/ib_uverbs_modify_qp")
+int pg_32_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(32, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 33: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
+SEC("fexit/ib_uverbs_reg_mr")
+int pg_33(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 33, fallback return for a module without BTF: the record of pg_33 */
+SEC("?kretprobe/ib_uverbs_reg_mr")
+int pg_33_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(33, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 34: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:774) */
+SEC("fexit/ib_uverbs_rereg_mr")
+int pg_34(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 34, fallback return for a module without BTF: the record of pg_34 */
+SEC("?kretprobe/ib_uverbs_rereg_mr")
+int pg_34_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(34, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 35: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1084) */
+SEC("fexit/ib_uverbs_resize_cq")
+int pg_35(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 35, fallback return for a module without BTF: the record of pg_35 */
+SEC("?kretprobe/ib_uverbs_resize_cq")
+int pg_35_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(35, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 36: mlx5_ib:mlx5_alloc_integrity_descs (int, 4 bytes; drivers/infiniband/hw/mlx5/mr.c:1847)
  * FALLBACK: mlx5_alloc_integrity_descs exists only as a compiler clone, so fexit by name cannot attach;
  * a kretprobe on the clone sees the return value but no arguments. */
@@ -64,6 +668,657 @@ int pg_36(struct pt_regs *ctx)
 	long ret = (int)PT_REGS_RC(ctx);
 
 	return pg_exit_kp(36, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 37: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:228) */
+SEC("fexit/mlx5_core_create_dct")
+int pg_37(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x28 /* args 3,5 */);
+}
+
+/* 37, fallback entry for a module without BTF: saves args 3,5 */
+SEC("?kprobe/mlx5_core_create_dct")
+int pg_37_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(37, ctx, 0x28);
+}
+
+/* 37, fallback return for a module without BTF: the record of pg_37 */
+SEC("?kretprobe/mlx5_core_create_dct")
+int pg_37_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(37, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 38: mlx5_ib:mlx5_core_create_rq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:568) */
+SEC("fexit/mlx5_core_create_rq_tracked")
+int pg_38(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 38, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/mlx5_core_create_rq_tracked")
+int pg_38_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(38, ctx, 0x4);
+}
+
+/* 38, fallback return for a module without BTF: the record of pg_38 */
+SEC("?kretprobe/mlx5_core_create_rq_tracked")
+int pg_38_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(38, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 39: mlx5_ib:mlx5_core_create_sq_tracked (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:621) */
+SEC("fexit/mlx5_core_create_sq_tracked")
+int pg_39(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 39, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/mlx5_core_create_sq_tracked")
+int pg_39_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(39, ctx, 0x4);
+}
+
+/* 39, fallback return for a module without BTF: the record of pg_39 */
+SEC("?kretprobe/mlx5_core_create_sq_tracked")
+int pg_39_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(39, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 40: mlx5_ib:mlx5_core_qp_modify (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:470) */
+SEC("fexit/mlx5_core_qp_modify")
+int pg_40(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 40, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/mlx5_core_qp_modify")
+int pg_40_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(40, ctx, 0x6);
+}
+
+/* 40, fallback return for a module without BTF: the record of pg_40 */
+SEC("?kretprobe/mlx5_core_qp_modify")
+int pg_40_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(40, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 41: mlx5_ib:mlx5_ib_alloc_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1979) */
+SEC("fexit/mlx5_ib_alloc_mr")
+int pg_41(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(41, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x6 /* args 1,2 */);
+}
+
+/* 41, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/mlx5_ib_alloc_mr")
+int pg_41_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(41, ctx, 0x6);
+}
+
+/* 41, fallback return for a module without BTF: the record of pg_41 */
+SEC("?kretprobe/mlx5_ib_alloc_mr")
+int pg_41_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(41, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
+/* 42: mlx5_ib:mlx5_ib_alloc_mr_integrity (ptr; drivers/infiniband/hw/mlx5/mr.c:1985) */
+SEC("fexit/mlx5_ib_alloc_mr_integrity")
+int pg_42(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(42, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x6 /* args 1,2 */);
+}
+
+/* 42, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/mlx5_ib_alloc_mr_integrity")
+int pg_42_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(42, ctx, 0x6);
+}
+
+/* 42, fallback return for a module without BTF: the record of pg_42 */
+SEC("?kretprobe/mlx5_ib_alloc_mr_integrity")
+int pg_42_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(42, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
+/* 43: mlx5_ib:mlx5_ib_alloc_pd (int, 4 bytes; drivers/infiniband/hw/mlx5/main.c:2576) */
+SEC("fexit/mlx5_ib_alloc_pd")
+int pg_43(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 43, fallback return for a module without BTF: the record of pg_43 */
+SEC("?kretprobe/mlx5_ib_alloc_pd")
+int pg_43_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(43, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 44: mlx5_ib:mlx5_ib_counter_bind_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/counters.c:336) */
+SEC("fexit/mlx5_ib_counter_bind_qp")
+int pg_44(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 44, fallback return for a module without BTF: the record of pg_44 */
+SEC("?kretprobe/mlx5_ib_counter_bind_qp")
+int pg_44_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(44, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 45: mlx5_ib:mlx5_ib_create_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:919) */
+SEC("fexit/mlx5_ib_create_cq")
+int pg_45(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(45, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 45, fallback return for a module without BTF: the record of pg_45 */
+SEC("?kretprobe/mlx5_ib_create_cq")
+int pg_45_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(45, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 46: mlx5_ib:mlx5_ib_create_mkey (int, 4 bytes; drivers/infiniband/hw/mlx5/mr.c:88) */
+SEC("fexit/mlx5_ib_create_mkey")
+int pg_46(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
+}
+
+/* 46, fallback entry for a module without BTF: saves args 3 */
+SEC("?kprobe/mlx5_ib_create_mkey")
+int pg_46_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(46, ctx, 0x8);
+}
+
+/* 46, fallback return for a module without BTF: the record of pg_46 */
+SEC("?kretprobe/mlx5_ib_create_mkey")
+int pg_46_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(46, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 47: mlx5_ib:mlx5_ib_create_qp (ptr; drivers/infiniband/hw/mlx5/qp.c:2900) */
+SEC("fexit/mlx5_ib_create_qp")
+int pg_47(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(47, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 47, fallback return for a module without BTF: the record of pg_47 */
+SEC("?kretprobe/mlx5_ib_create_qp")
+int pg_47_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(47, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
+/* 48: mlx5_ib:mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG (int, 4 bytes; drivers/infiniband/hw/mlx5/devx.c:2170) */
+SEC("fexit/mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG")
+int pg_48(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(48, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 48, fallback return for a module without BTF: the record of pg_48 */
+SEC("?kretprobe/mlx5_ib_handler_MLX5_IB_METHOD_DEVX_UMEM_REG")
+int pg_48_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(48, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 49: mlx5_ib:mlx5_ib_modify_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1107) */
+SEC("fexit/mlx5_ib_modify_cq")
+int pg_49(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(49, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 49, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/mlx5_ib_modify_cq")
+int pg_49_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(49, ctx, 0x6);
+}
+
+/* 49, fallback return for a module without BTF: the record of pg_49 */
+SEC("?kretprobe/mlx5_ib_modify_cq")
+int pg_49_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(49, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 50: mlx5_ib:mlx5_ib_modify_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4321) */
+SEC("fexit/mlx5_ib_modify_qp")
+int pg_50(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(50, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 50, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/mlx5_ib_modify_qp")
+int pg_50_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(50, ctx, 0x4);
+}
+
+/* 50, fallback return for a module without BTF: the record of pg_50 */
+SEC("?kretprobe/mlx5_ib_modify_qp")
+int pg_50_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(50, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 51: mlx5_ib:mlx5_ib_reg_dm_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1325) */
+SEC("fexit/mlx5_ib_reg_dm_mr")
+int pg_51(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(51, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 51, fallback return for a module without BTF: the record of pg_51 */
+SEC("?kretprobe/mlx5_ib_reg_dm_mr")
+int pg_51_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(51, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
+/* 52: mlx5_ib:mlx5_ib_reg_user_mr (ptr; drivers/infiniband/hw/mlx5/mr.c:1357) */
+SEC("fexit/mlx5_ib_reg_user_mr")
+int pg_52(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(52, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 52, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/mlx5_ib_reg_user_mr")
+int pg_52_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(52, ctx, 0x1e);
+}
+
+/* 52, fallback return for a module without BTF: the record of pg_52 */
+SEC("?kretprobe/mlx5_ib_reg_user_mr")
+int pg_52_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(52, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
+/* 53: mlx5_ib:mlx5_ib_rereg_user_mr (int, 4 bytes; drivers/infiniband/hw/mlx5/mr.c:1517) */
+SEC("fexit/mlx5_ib_rereg_user_mr")
+int pg_53(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(53, PG_ERRNO(ret), ret < 0, ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 53, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/mlx5_ib_rereg_user_mr")
+int pg_53_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(53, ctx, 0x1e);
+}
+
+/* 53, fallback return for a module without BTF: the record of pg_53 */
+SEC("?kretprobe/mlx5_ib_rereg_user_mr")
+int pg_53_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(53, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 54: mlx5_ib:mlx5_ib_resize_cq (int, 4 bytes; drivers/infiniband/hw/mlx5/cq.c:1241) */
+SEC("fexit/mlx5_ib_resize_cq")
+int pg_54(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(54, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 54, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/mlx5_ib_resize_cq")
+int pg_54_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(54, ctx, 0x2);
+}
+
+/* 54, fallback return for a module without BTF: the record of pg_54 */
+SEC("?kretprobe/mlx5_ib_resize_cq")
+int pg_54_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(54, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 55: mlx5_ib:mlx5_qpc_create_qp (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:253) */
+SEC("fexit/mlx5_qpc_create_qp")
+int pg_55(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(55, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
+}
+
+/* 55, fallback entry for a module without BTF: saves args 3 */
+SEC("?kprobe/mlx5_qpc_create_qp")
+int pg_55_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(55, ctx, 0x8);
+}
+
+/* 55, fallback return for a module without BTF: the record of pg_55 */
+SEC("?kretprobe/mlx5_qpc_create_qp")
+int pg_55_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(55, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 56: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1743) */
+SEC("fexit/modify_qp")
+int pg_56(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(56, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 56, fallback return for a module without BTF: the record of pg_56 */
+SEC("?kretprobe/modify_qp")
+int pg_56_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(56, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 62: ib_core:rdma_counter_alloc (ptr; drivers/infiniband/core/counters.c:67) */
+SEC("fexit/rdma_counter_alloc")
+int pg_62(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(62, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x6 /* args 1,2 */);
+}
+
+/* 62, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/rdma_counter_alloc")
+int pg_62_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(62, ctx, 0x6);
+}
+
+/* 62, fallback return for a module without BTF: the record of pg_62 */
+SEC("?kretprobe/rdma_counter_alloc")
+int pg_62_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(62, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
+/* 63: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:271) */
+SEC("fexit/rdma_counter_bind_qp_auto")
+int pg_63(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(63, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 63, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rdma_counter_bind_qp_auto")
+int pg_63_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(63, ctx, 0x2);
+}
+
+/* 63, fallback return for a module without BTF: the record of pg_63 */
+SEC("?kretprobe/rdma_counter_bind_qp_auto")
+int pg_63_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(63, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 64: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
+SEC("fexit/rdma_fill_sgid_attr")
+int pg_64(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(64, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 64, fallback return for a module without BTF: the record of pg_64 */
+SEC("?kretprobe/rdma_fill_sgid_attr")
+int pg_64_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(64, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 66: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:110) */
+SEC("fexit/rdma_lag_get_ah_roce_slave")
+int pg_66(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(66, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 66, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rdma_lag_get_ah_roce_slave")
+int pg_66_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(66, ctx, 0x4);
+}
+
+/* 66, fallback return for a module without BTF: the record of pg_66 */
+SEC("?kretprobe/rdma_lag_get_ah_roce_slave")
+int pg_66_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(66, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 1);
+}
+
+/* 67: ib_core:rdma_rw_init_mrs (int, 4 bytes; drivers/infiniband/core/rw.c:734) */
+SEC("fexit/rdma_rw_init_mrs")
+int pg_67(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(67, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 67, fallback return for a module without BTF: the record of pg_67 */
+SEC("?kretprobe/rdma_rw_init_mrs")
+int pg_67_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(67, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 68: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2020) */
+SEC("fexit/rdma_set_cq_moderation")
+int pg_68(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(68, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 68, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/rdma_set_cq_moderation")
+int pg_68_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(68, ctx, 0x6);
+}
+
+/* 68, fallback return for a module without BTF: the record of pg_68 */
+SEC("?kretprobe/rdma_set_cq_moderation")
+int pg_68_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(68, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -4,13 +4,13 @@
  * DO NOT EDIT: regenerate with
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-5.10> --vendor rxe --out DIR)
  *
- * Programs: 0 fexit, 2 kretprobe (fallback for clone-only functions).
- * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
- * /sys/kernel/btf/<module> is absent): 0 kretprobe, with a kprobe saving the arguments.
+ * Programs: 46 fexit, 2 kretprobe (fallback for clone-only functions).
+ * Fallbacks for a module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 46 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
  * 0; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
  * fexit and entry where the kernel has fsession, 7.0+): 0.
- * Manifest probes without a program (cannot be attached): 52.
+ * Manifest probes without a program (cannot be attached): 6.
  *
  * The record, the maps, the failure predicates and the shared exit path are in
  * probegen.bpf.h, the same for every set (written by generate beside this file, or once
@@ -21,6 +21,222 @@
  */
 #define PG_NPROBES 62
 #include "probegen.bpf.h"
+
+/* 0: ib_core:__ib_open_qp (ptr; drivers/infiniband/core/verbs.c:1108) */
+SEC("fexit/__ib_open_qp")
+int pg_0(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 0, fallback return for a module without BTF: the record of pg_0 */
+SEC("?kretprobe/__ib_open_qp")
+int pg_0_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
+/* 3: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1670) */
+SEC("fexit/_ib_modify_qp")
+int pg_3(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 3, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/_ib_modify_qp")
+int pg_3_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(3, ctx, 0x4);
+}
+
+/* 3, fallback return for a module without BTF: the record of pg_3 */
+SEC("?kretprobe/_ib_modify_qp")
+int pg_3_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(3, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 4: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:970) */
+SEC("fexit/create_cq")
+int pg_4(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(4, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 4, fallback return for a module without BTF: the record of pg_4 */
+SEC("?kretprobe/create_cq")
+int pg_4_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(4, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 5: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1244) */
+SEC("fexit/create_qp")
+int pg_5(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(5, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 5, fallback return for a module without BTF: the record of pg_5 */
+SEC("?kretprobe/create_qp")
+int pg_5_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(5, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 7: ib_core:ib_alloc_mr (ptr; drivers/infiniband/core/verbs.c:2145) */
+SEC("fexit/ib_alloc_mr")
+int pg_7(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(7, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x6 /* args 1,2 */);
+}
+
+/* 7, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/ib_alloc_mr")
+int pg_7_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(7, ctx, 0x6);
+}
+
+/* 7, fallback return for a module without BTF: the record of pg_7 */
+SEC("?kretprobe/ib_alloc_mr")
+int pg_7_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(7, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
+/* 8: ib_core:ib_alloc_mr_integrity (ptr; drivers/infiniband/core/verbs.c:2195) */
+SEC("fexit/ib_alloc_mr_integrity")
+int pg_8(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(8, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x6 /* args 1,2 */);
+}
+
+/* 8, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/ib_alloc_mr_integrity")
+int pg_8_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(8, ctx, 0x6);
+}
+
+/* 8, fallback return for a module without BTF: the record of pg_8 */
+SEC("?kretprobe/ib_alloc_mr_integrity")
+int pg_8_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(8, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
+/* 9: ib_core:ib_create_qp (ptr; drivers/infiniband/core/verbs.c:1202) */
+SEC("fexit/ib_create_qp")
+int pg_9(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(9, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 9, fallback return for a module without BTF: the record of pg_9 */
+SEC("?kretprobe/ib_create_qp")
+int pg_9_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(9, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
+/* 10: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1794) */
+SEC("fexit/ib_modify_qp_with_udata")
+int pg_10(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 10, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_modify_qp_with_udata")
+int pg_10_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(10, ctx, 0x4);
+}
+
+/* 10, fallback return for a module without BTF: the record of pg_10 */
+SEC("?kretprobe/ib_modify_qp_with_udata")
+int pg_10_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(10, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 11: ib_core:ib_mr_pool_init (int, 4 bytes; drivers/infiniband/core/mr_pool.c:36) */
+SEC("fexit/ib_mr_pool_init")
+int pg_11(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(11, PG_ERRNO(ret), ret < 0, ctx, 0x3c /* args 2,3,4,5 */);
+}
+
+/* 11, fallback entry for a module without BTF: saves args 2,3,4,5 */
+SEC("?kprobe/ib_mr_pool_init")
+int pg_11_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(11, ctx, 0x3c);
+}
+
+/* 11, fallback return for a module without BTF: the record of pg_11 */
+SEC("?kretprobe/ib_mr_pool_init")
+int pg_11_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(11, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
 
 /* 12: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1638)
  * FALLBACK: ib_resolve_eth_dmac exists only as a compiler clone, so fexit by name cannot attach;
@@ -42,6 +258,876 @@ int pg_13(struct pt_regs *ctx)
 	long ret = (int)PT_REGS_RC(ctx);
 
 	return pg_exit_kp(13, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 15: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:141) */
+SEC("fexit/ib_umem_get")
+int pg_15(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(15, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
+}
+
+/* 15, fallback entry for a module without BTF: saves args 1,2,3 */
+SEC("?kprobe/ib_umem_get")
+int pg_15_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(15, ctx, 0xe);
+}
+
+/* 15, fallback return for a module without BTF: the record of pg_15 */
+SEC("?kretprobe/ib_umem_get")
+int pg_15_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(15, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
+/* 16: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:419) */
+SEC("fexit/ib_uverbs_alloc_pd")
+int pg_16(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(16, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 16, fallback return for a module without BTF: the record of pg_16 */
+SEC("?kretprobe/ib_uverbs_alloc_pd")
+int pg_16_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(16, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 17: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1047) */
+SEC("fexit/ib_uverbs_create_cq")
+int pg_17(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 17, fallback return for a module without BTF: the record of pg_17 */
+SEC("?kretprobe/ib_uverbs_create_cq")
+int pg_17_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(17, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 18: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1495) */
+SEC("fexit/ib_uverbs_create_qp")
+int pg_18(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(18, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 18, fallback return for a module without BTF: the record of pg_18 */
+SEC("?kretprobe/ib_uverbs_create_qp")
+int pg_18_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(18, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 19: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1066) */
+SEC("fexit/ib_uverbs_ex_create_cq")
+int pg_19(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(19, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 19, fallback return for a module without BTF: the record of pg_19 */
+SEC("?kretprobe/ib_uverbs_ex_create_cq")
+int pg_19_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(19, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 20: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1523) */
+SEC("fexit/ib_uverbs_ex_create_qp")
+int pg_20(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(20, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 20, fallback return for a module without BTF: the record of pg_20 */
+SEC("?kretprobe/ib_uverbs_ex_create_qp")
+int pg_20_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(20, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 21: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3647) */
+SEC("fexit/ib_uverbs_ex_modify_cq")
+int pg_21(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(21, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 21, fallback return for a module without BTF: the record of pg_21 */
+SEC("?kretprobe/ib_uverbs_ex_modify_cq")
+int pg_21_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(21, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 22: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1924) */
+SEC("fexit/ib_uverbs_ex_modify_qp")
+int pg_22(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(22, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 22, fallback return for a module without BTF: the record of pg_22 */
+SEC("?kretprobe/ib_uverbs_ex_modify_qp")
+int pg_22_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(22, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 23: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_23(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 23, fallback return for a module without BTF: the record of pg_23 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_23_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(23, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 24: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:82) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_24(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 24, fallback return for a module without BTF: the record of pg_24 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_24_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(24, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 25: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
+SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_25(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 25, fallback return for a module without BTF: the record of pg_25 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_25_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(25, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 26: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1908) */
+SEC("fexit/ib_uverbs_modify_qp")
+int pg_26(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(26, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 26, fallback return for a module without BTF: the record of pg_26 */
+SEC("?kretprobe/ib_uverbs_modify_qp")
+int pg_26_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(26, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 27: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
+SEC("fexit/ib_uverbs_reg_mr")
+int pg_27(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(27, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 27, fallback return for a module without BTF: the record of pg_27 */
+SEC("?kretprobe/ib_uverbs_reg_mr")
+int pg_27_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(27, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 28: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:774) */
+SEC("fexit/ib_uverbs_rereg_mr")
+int pg_28(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 28, fallback return for a module without BTF: the record of pg_28 */
+SEC("?kretprobe/ib_uverbs_rereg_mr")
+int pg_28_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(28, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 29: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1084) */
+SEC("fexit/ib_uverbs_resize_cq")
+int pg_29(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 29, fallback return for a module without BTF: the record of pg_29 */
+SEC("?kretprobe/ib_uverbs_resize_cq")
+int pg_29_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(29, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 30: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1743) */
+SEC("fexit/modify_qp")
+int pg_30(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(30, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 30, fallback return for a module without BTF: the record of pg_30 */
+SEC("?kretprobe/modify_qp")
+int pg_30_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(30, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 32: ib_core:rdma_counter_alloc (ptr; drivers/infiniband/core/counters.c:67) */
+SEC("fexit/rdma_counter_alloc")
+int pg_32(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(32, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x6 /* args 1,2 */);
+}
+
+/* 32, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/rdma_counter_alloc")
+int pg_32_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(32, ctx, 0x6);
+}
+
+/* 32, fallback return for a module without BTF: the record of pg_32 */
+SEC("?kretprobe/rdma_counter_alloc")
+int pg_32_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(32, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
+/* 33: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:271) */
+SEC("fexit/rdma_counter_bind_qp_auto")
+int pg_33(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(33, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 33, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rdma_counter_bind_qp_auto")
+int pg_33_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(33, ctx, 0x2);
+}
+
+/* 33, fallback return for a module without BTF: the record of pg_33 */
+SEC("?kretprobe/rdma_counter_bind_qp_auto")
+int pg_33_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(33, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 34: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
+SEC("fexit/rdma_fill_sgid_attr")
+int pg_34(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(34, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 34, fallback return for a module without BTF: the record of pg_34 */
+SEC("?kretprobe/rdma_fill_sgid_attr")
+int pg_34_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(34, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 36: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:110) */
+SEC("fexit/rdma_lag_get_ah_roce_slave")
+int pg_36(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(36, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 36, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rdma_lag_get_ah_roce_slave")
+int pg_36_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(36, ctx, 0x4);
+}
+
+/* 36, fallback return for a module without BTF: the record of pg_36 */
+SEC("?kretprobe/rdma_lag_get_ah_roce_slave")
+int pg_36_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(36, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 1);
+}
+
+/* 37: ib_core:rdma_rw_init_mrs (int, 4 bytes; drivers/infiniband/core/rw.c:734) */
+SEC("fexit/rdma_rw_init_mrs")
+int pg_37(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 37, fallback return for a module without BTF: the record of pg_37 */
+SEC("?kretprobe/rdma_rw_init_mrs")
+int pg_37_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(37, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 38: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2020) */
+SEC("fexit/rdma_set_cq_moderation")
+int pg_38(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(38, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 38, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/rdma_set_cq_moderation")
+int pg_38_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(38, ctx, 0x6);
+}
+
+/* 38, fallback return for a module without BTF: the record of pg_38 */
+SEC("?kretprobe/rdma_set_cq_moderation")
+int pg_38_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(38, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 39: rdma_rxe:rxe_alloc_mr (ptr; drivers/infiniband/sw/rxe/rxe_verbs.c:930) */
+SEC("fexit/rxe_alloc_mr")
+int pg_39(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(39, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x6 /* args 1,2 */);
+}
+
+/* 39, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/rxe_alloc_mr")
+int pg_39_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(39, ctx, 0x6);
+}
+
+/* 39, fallback return for a module without BTF: the record of pg_39 */
+SEC("?kretprobe/rxe_alloc_mr")
+int pg_39_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(39, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
+/* 40: rdma_rxe:rxe_alloc_pd (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:143) */
+SEC("fexit/rxe_alloc_pd")
+int pg_40(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 40, fallback return for a module without BTF: the record of pg_40 */
+SEC("?kretprobe/rxe_alloc_pd")
+int pg_40_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(40, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 41: rdma_rxe:rxe_cq_chk_attr (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_cq.c:11) */
+SEC("fexit/rxe_cq_chk_attr")
+int pg_41(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0xc /* args 2,3 */);
+}
+
+/* 41, fallback entry for a module without BTF: saves args 2,3 */
+SEC("?kprobe/rxe_cq_chk_attr")
+int pg_41_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(41, ctx, 0xc);
+}
+
+/* 41, fallback return for a module without BTF: the record of pg_41 */
+SEC("?kretprobe/rxe_cq_chk_attr")
+int pg_41_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(41, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 42: rdma_rxe:rxe_cq_from_init (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_cq.c:57) */
+SEC("fexit/rxe_cq_from_init")
+int pg_42(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(42, PG_ERRNO(ret), ret < 0, ctx, 0xc /* args 2,3 */);
+}
+
+/* 42, fallback entry for a module without BTF: saves args 2,3 */
+SEC("?kprobe/rxe_cq_from_init")
+int pg_42_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(42, ctx, 0xc);
+}
+
+/* 42, fallback return for a module without BTF: the record of pg_42 */
+SEC("?kretprobe/rxe_cq_from_init")
+int pg_42_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(42, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 43: rdma_rxe:rxe_cq_resize_queue (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_cq.c:87) */
+SEC("fexit/rxe_cq_resize_queue")
+int pg_43(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 43, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rxe_cq_resize_queue")
+int pg_43_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(43, ctx, 0x2);
+}
+
+/* 43, fallback return for a module without BTF: the record of pg_43 */
+SEC("?kretprobe/rxe_cq_resize_queue")
+int pg_43_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(43, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 44: rdma_rxe:rxe_create_cq (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:752) */
+SEC("fexit/rxe_create_cq")
+int pg_44(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 44, fallback return for a module without BTF: the record of pg_44 */
+SEC("?kretprobe/rxe_create_cq")
+int pg_44_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(44, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 45: rdma_rxe:rxe_create_qp (ptr; drivers/infiniband/sw/rxe/rxe_verbs.c:379) */
+SEC("fexit/rxe_create_qp")
+int pg_45(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(45, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 45, fallback return for a module without BTF: the record of pg_45 */
+SEC("?kretprobe/rxe_create_qp")
+int pg_45_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(45, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
+/* 46: rdma_rxe:rxe_mem_init_user (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_mr.c:126) */
+SEC("fexit/rxe_mem_init_user")
+int pg_46(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 46, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/rxe_mem_init_user")
+int pg_46_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(46, ctx, 0x1e);
+}
+
+/* 46, fallback return for a module without BTF: the record of pg_46 */
+SEC("?kretprobe/rxe_mem_init_user")
+int pg_46_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(46, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 47: rdma_rxe:rxe_modify_qp (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:429) */
+SEC("fexit/rxe_modify_qp")
+int pg_47(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(47, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 47, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rxe_modify_qp")
+int pg_47_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(47, ctx, 0x4);
+}
+
+/* 47, fallback return for a module without BTF: the record of pg_47 */
+SEC("?kretprobe/rxe_modify_qp")
+int pg_47_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(47, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 48: rdma_rxe:rxe_qp_chk_attr (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:391) */
+SEC("fexit/rxe_qp_chk_attr")
+int pg_48(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(48, PG_ERRNO(ret), ret < 0, ctx, 0x8 /* args 3 */);
+}
+
+/* 48, fallback entry for a module without BTF: saves args 3 */
+SEC("?kprobe/rxe_qp_chk_attr")
+int pg_48_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(48, ctx, 0x8);
+}
+
+/* 48, fallback return for a module without BTF: the record of pg_48 */
+SEC("?kretprobe/rxe_qp_chk_attr")
+int pg_48_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(48, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 49: rdma_rxe:rxe_qp_chk_init (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:59) */
+SEC("fexit/rxe_qp_chk_init")
+int pg_49(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(49, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 49, fallback return for a module without BTF: the record of pg_49 */
+SEC("?kretprobe/rxe_qp_chk_init")
+int pg_49_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(49, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 50: rdma_rxe:rxe_qp_from_attr (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:566) */
+SEC("fexit/rxe_qp_from_attr")
+int pg_50(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(50, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 50, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rxe_qp_from_attr")
+int pg_50_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(50, ctx, 0x4);
+}
+
+/* 50, fallback return for a module without BTF: the record of pg_50 */
+SEC("?kretprobe/rxe_qp_from_attr")
+int pg_50_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(50, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
+/* 51: rdma_rxe:rxe_qp_from_init (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_qp.c:308) */
+SEC("fexit/rxe_qp_from_init")
+int pg_51(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(51, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 51, fallback return for a module without BTF: the record of pg_51 */
+SEC("?kretprobe/rxe_qp_from_init")
+int pg_51_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(51, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
+/* 52: rdma_rxe:rxe_reg_user_mr (ptr; drivers/infiniband/sw/rxe/rxe_verbs.c:883) */
+SEC("fexit/rxe_reg_user_mr")
+int pg_52(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+
+	bpf_get_func_ret(ctx, &raw);
+	return pg_exit(52, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1e /* args 1,2,3,4 */);
+}
+
+/* 52, fallback entry for a module without BTF: saves args 1,2,3,4 */
+SEC("?kprobe/rxe_reg_user_mr")
+int pg_52_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(52, ctx, 0x1e);
+}
+
+/* 52, fallback return for a module without BTF: the record of pg_52 */
+SEC("?kretprobe/rxe_reg_user_mr")
+int pg_52_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(52, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
+/* 53: rdma_rxe:rxe_resize_cq (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:792) */
+SEC("fexit/rxe_resize_cq")
+int pg_53(unsigned long long *ctx)
+{
+	__u64 raw = 0;
+	long ret;
+
+	bpf_get_func_ret(ctx, &raw);
+	ret = (int)raw;
+	return pg_exit(53, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 53, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rxe_resize_cq")
+int pg_53_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(53, ctx, 0x2);
+}
+
+/* 53, fallback return for a module without BTF: the record of pg_53 */
+SEC("?kretprobe/rxe_resize_cq")
+int pg_53_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(53, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -5,8 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.1> --vendor bnxt_re --out DIR)
  *
  * Programs: 28 fexit, 3 kretprobe (fallback for clone-only functions).
- * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
- * /sys/kernel/btf/<module> is absent): 0 kretprobe, with a kprobe saving the arguments.
+ * Fallbacks for a module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 28 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
  * 15; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
  * fexit and entry where the kernel has fsession, 7.0+): 15.
@@ -35,6 +35,15 @@ int pg_0(unsigned long long *ctx)
 	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
+/* 0, fallback return for a module without BTF: the record of pg_0 */
+SEC("?kretprobe/__ib_open_qp")
+int pg_0_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
 /* 2: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1759) */
 SEC("fexit/_ib_modify_qp")
 int pg_2(unsigned long long *ctx)
@@ -47,6 +56,22 @@ int pg_2(unsigned long long *ctx)
 	return pg_exit(2, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 2, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/_ib_modify_qp")
+int pg_2_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(2, ctx, 0x4);
+}
+
+/* 2, fallback return for a module without BTF: the record of pg_2 */
+SEC("?kretprobe/_ib_modify_qp")
+int pg_2_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(2, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 3: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
 SEC("fexit/alloc_and_bind")
 int pg_3(unsigned long long *ctx)
@@ -55,6 +80,22 @@ int pg_3(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(3, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
+}
+
+/* 3, fallback entry for a module without BTF: saves args 1,3 */
+SEC("?kprobe/alloc_and_bind")
+int pg_3_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(3, ctx, 0xa);
+}
+
+/* 3, fallback return for a module without BTF: the record of pg_3 */
+SEC("?kretprobe/alloc_and_bind")
+int pg_3_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(3, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 16: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
@@ -67,6 +108,15 @@ int pg_16(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(16, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 16, fallback return for a module without BTF: the record of pg_16 */
+SEC("?kretprobe/create_cq")
+int pg_16_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(16, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 17: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1204)
@@ -94,6 +144,15 @@ int pg_18(unsigned long long *ctx)
 	return pg_exit(18, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 18, fallback return for a module without BTF: the record of pg_18 */
+SEC("?kretprobe/create_qp")
+int pg_18_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(18, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 20: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1281) */
 SEC("fexit/ib_create_qp_user")
 int pg_20(unsigned long long *ctx)
@@ -102,6 +161,15 @@ int pg_20(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(20, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 20, fallback return for a module without BTF: the record of pg_20 */
+SEC("?kretprobe/ib_create_qp_user")
+int pg_20_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(20, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
 /* 21: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1883) */
@@ -114,6 +182,22 @@ int pg_21(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(21, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 21, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_modify_qp_with_udata")
+int pg_21_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(21, ctx, 0x4);
+}
+
+/* 21, fallback return for a module without BTF: the record of pg_21 */
+SEC("?kretprobe/ib_modify_qp_with_udata")
+int pg_21_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(21, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 22: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1727)
@@ -148,6 +232,22 @@ int pg_25(unsigned long long *ctx)
 	return pg_exit(25, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
 }
 
+/* 25, fallback entry for a module without BTF: saves args 1,2,3 */
+SEC("?kprobe/ib_umem_get")
+int pg_25_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(25, ctx, 0xe);
+}
+
+/* 25, fallback return for a module without BTF: the record of pg_25 */
+SEC("?kretprobe/ib_umem_get")
+int pg_25_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(25, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 26: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
 SEC("fexit/ib_uverbs_alloc_pd")
 int pg_26(unsigned long long *ctx)
@@ -178,6 +278,15 @@ int pg_26_bs(unsigned long long *ctx)
 		return pg_bl_session(26, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(26, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 26, fallback return for a module without BTF: the record of pg_26 */
+SEC("?kretprobe/ib_uverbs_alloc_pd")
+int pg_26_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(26, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 27: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
@@ -212,6 +321,15 @@ int pg_27_bs(unsigned long long *ctx)
 	return pg_exit_session(27, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 27, fallback return for a module without BTF: the record of pg_27 */
+SEC("?kretprobe/ib_uverbs_create_cq")
+int pg_27_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(27, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 28: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
 SEC("fexit/ib_uverbs_create_qp")
 int pg_28(unsigned long long *ctx)
@@ -242,6 +360,15 @@ int pg_28_bs(unsigned long long *ctx)
 		return pg_bl_session(28, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(28, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 28, fallback return for a module without BTF: the record of pg_28 */
+SEC("?kretprobe/ib_uverbs_create_qp")
+int pg_28_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(28, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 29: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
@@ -276,6 +403,15 @@ int pg_29_bs(unsigned long long *ctx)
 	return pg_exit_session(29, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 29, fallback return for a module without BTF: the record of pg_29 */
+SEC("?kretprobe/ib_uverbs_ex_create_cq")
+int pg_29_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(29, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 30: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
 SEC("fexit/ib_uverbs_ex_create_qp")
 int pg_30(unsigned long long *ctx)
@@ -306,6 +442,15 @@ int pg_30_bs(unsigned long long *ctx)
 		return pg_bl_session(30, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(30, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 30, fallback return for a module without BTF: the record of pg_30 */
+SEC("?kretprobe/ib_uverbs_ex_create_qp")
+int pg_30_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(30, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 31: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
@@ -340,6 +485,15 @@ int pg_31_bs(unsigned long long *ctx)
 	return pg_exit_session(31, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 31, fallback return for a module without BTF: the record of pg_31 */
+SEC("?kretprobe/ib_uverbs_ex_modify_cq")
+int pg_31_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(31, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 32: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
 SEC("fexit/ib_uverbs_ex_modify_qp")
 int pg_32(unsigned long long *ctx)
@@ -370,6 +524,15 @@ int pg_32_bs(unsigned long long *ctx)
 		return pg_bl_session(32, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(32, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 32, fallback return for a module without BTF: the record of pg_32 */
+SEC("?kretprobe/ib_uverbs_ex_modify_qp")
+int pg_32_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(32, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 33: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
@@ -404,6 +567,15 @@ int pg_33_bs(unsigned long long *ctx)
 	return pg_exit_session(33, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 33, fallback return for a module without BTF: the record of pg_33 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_33_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(33, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 34: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_34(unsigned long long *ctx)
@@ -434,6 +606,15 @@ int pg_34_bs(unsigned long long *ctx)
 		return pg_bl_session(34, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(34, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 34, fallback return for a module without BTF: the record of pg_34 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_34_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(34, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 35: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -468,6 +649,15 @@ int pg_35_bs(unsigned long long *ctx)
 	return pg_exit_session(35, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 35, fallback return for a module without BTF: the record of pg_35 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_35_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(35, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 36: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_36(unsigned long long *ctx)
@@ -498,6 +688,15 @@ int pg_36_bs(unsigned long long *ctx)
 		return pg_bl_session(36, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(36, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 36, fallback return for a module without BTF: the record of pg_36 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_36_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(36, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 37: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
@@ -532,6 +731,15 @@ int pg_37_bs(unsigned long long *ctx)
 	return pg_exit_session(37, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 37, fallback return for a module without BTF: the record of pg_37 */
+SEC("?kretprobe/ib_uverbs_modify_qp")
+int pg_37_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(37, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 38: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
 SEC("fexit/ib_uverbs_reg_mr")
 int pg_38(unsigned long long *ctx)
@@ -562,6 +770,15 @@ int pg_38_bs(unsigned long long *ctx)
 		return pg_bl_session(38, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(38, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 38, fallback return for a module without BTF: the record of pg_38 */
+SEC("?kretprobe/ib_uverbs_reg_mr")
+int pg_38_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(38, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 39: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
@@ -596,6 +813,15 @@ int pg_39_bs(unsigned long long *ctx)
 	return pg_exit_session(39, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 39, fallback return for a module without BTF: the record of pg_39 */
+SEC("?kretprobe/ib_uverbs_rereg_mr")
+int pg_39_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(39, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 40: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
 SEC("fexit/ib_uverbs_resize_cq")
 int pg_40(unsigned long long *ctx)
@@ -628,6 +854,15 @@ int pg_40_bs(unsigned long long *ctx)
 	return pg_exit_session(40, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 40, fallback return for a module without BTF: the record of pg_40 */
+SEC("?kretprobe/ib_uverbs_resize_cq")
+int pg_40_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(40, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 41: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
 SEC("fexit/modify_qp")
 int pg_41(unsigned long long *ctx)
@@ -638,6 +873,15 @@ int pg_41(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(41, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 41, fallback return for a module without BTF: the record of pg_41 */
+SEC("?kretprobe/modify_qp")
+int pg_41_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(41, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 43: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
@@ -652,6 +896,22 @@ int pg_43(unsigned long long *ctx)
 	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
+/* 43, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rdma_counter_bind_qp_auto")
+int pg_43_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(43, ctx, 0x2);
+}
+
+/* 43, fallback return for a module without BTF: the record of pg_43 */
+SEC("?kretprobe/rdma_counter_bind_qp_auto")
+int pg_43_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(43, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 44: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:441) */
 SEC("fexit/rdma_fill_sgid_attr")
 int pg_44(unsigned long long *ctx)
@@ -664,6 +924,15 @@ int pg_44(unsigned long long *ctx)
 	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 44, fallback return for a module without BTF: the record of pg_44 */
+SEC("?kretprobe/rdma_fill_sgid_attr")
+int pg_44_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(44, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 46: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:109) */
 SEC("fexit/rdma_lag_get_ah_roce_slave")
 int pg_46(unsigned long long *ctx)
@@ -672,6 +941,22 @@ int pg_46(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(46, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 46, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rdma_lag_get_ah_roce_slave")
+int pg_46_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(46, ctx, 0x4);
+}
+
+/* 46, fallback return for a module without BTF: the record of pg_46 */
+SEC("?kretprobe/rdma_lag_get_ah_roce_slave")
+int pg_46_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(46, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 1);
 }
 
 /* 47: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2101) */
@@ -684,6 +969,22 @@ int pg_47(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(47, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 47, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/rdma_set_cq_moderation")
+int pg_47_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(47, ctx, 0x6);
+}
+
+/* 47, fallback return for a module without BTF: the record of pg_47 */
+SEC("?kretprobe/rdma_set_cq_moderation")
+int pg_47_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(47, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 48: data plane, async_event ib_uverbs:ib_uverbs_cq_event_handler (drivers/infiniband/core/uverbs_main.c:436); drivers/infiniband/core/uverbs_cmd.c:1053: `create_cq` stores it into `.event_handler` */

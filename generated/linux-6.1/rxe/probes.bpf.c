@@ -5,8 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.1> --vendor rxe --out DIR)
  *
  * Programs: 41 fexit, 3 kretprobe (fallback for clone-only functions).
- * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
- * /sys/kernel/btf/<module> is absent): 13 kretprobe, with a kprobe saving the arguments.
+ * Fallbacks for a module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 41 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
  * 15; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
  * fexit and entry where the kernel has fsession, 7.0+): 15.
@@ -46,6 +46,15 @@ int pg_0(unsigned long long *ctx)
 	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
+/* 0, fallback return for a module without BTF: the record of pg_0 */
+SEC("?kretprobe/__ib_open_qp")
+int pg_0_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
 /* 2: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1759) */
 SEC("fexit/_ib_modify_qp")
 int pg_2(unsigned long long *ctx)
@@ -58,6 +67,22 @@ int pg_2(unsigned long long *ctx)
 	return pg_exit(2, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 2, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/_ib_modify_qp")
+int pg_2_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(2, ctx, 0x4);
+}
+
+/* 2, fallback return for a module without BTF: the record of pg_2 */
+SEC("?kretprobe/_ib_modify_qp")
+int pg_2_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(2, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 3: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
 SEC("fexit/alloc_and_bind")
 int pg_3(unsigned long long *ctx)
@@ -66,6 +91,22 @@ int pg_3(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(3, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
+}
+
+/* 3, fallback entry for a module without BTF: saves args 1,3 */
+SEC("?kprobe/alloc_and_bind")
+int pg_3_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(3, ctx, 0xa);
+}
+
+/* 3, fallback return for a module without BTF: the record of pg_3 */
+SEC("?kretprobe/alloc_and_bind")
+int pg_3_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(3, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 4: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
@@ -78,6 +119,15 @@ int pg_4(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(4, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 4, fallback return for a module without BTF: the record of pg_4 */
+SEC("?kretprobe/create_cq")
+int pg_4_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(4, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 5: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1204)
@@ -105,6 +155,15 @@ int pg_6(unsigned long long *ctx)
 	return pg_exit(6, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 6, fallback return for a module without BTF: the record of pg_6 */
+SEC("?kretprobe/create_qp")
+int pg_6_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(6, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 8: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1281) */
 SEC("fexit/ib_create_qp_user")
 int pg_8(unsigned long long *ctx)
@@ -113,6 +172,15 @@ int pg_8(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(8, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 8, fallback return for a module without BTF: the record of pg_8 */
+SEC("?kretprobe/ib_create_qp_user")
+int pg_8_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(8, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
 /* 9: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1883) */
@@ -125,6 +193,22 @@ int pg_9(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 9, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_modify_qp_with_udata")
+int pg_9_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(9, ctx, 0x4);
+}
+
+/* 9, fallback return for a module without BTF: the record of pg_9 */
+SEC("?kretprobe/ib_modify_qp_with_udata")
+int pg_9_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(9, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 10: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1727)
@@ -159,6 +243,22 @@ int pg_13(unsigned long long *ctx)
 	return pg_exit(13, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
 }
 
+/* 13, fallback entry for a module without BTF: saves args 1,2,3 */
+SEC("?kprobe/ib_umem_get")
+int pg_13_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(13, ctx, 0xe);
+}
+
+/* 13, fallback return for a module without BTF: the record of pg_13 */
+SEC("?kretprobe/ib_umem_get")
+int pg_13_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(13, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 14: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
 SEC("fexit/ib_uverbs_alloc_pd")
 int pg_14(unsigned long long *ctx)
@@ -189,6 +289,15 @@ int pg_14_bs(unsigned long long *ctx)
 		return pg_bl_session(14, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(14, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 14, fallback return for a module without BTF: the record of pg_14 */
+SEC("?kretprobe/ib_uverbs_alloc_pd")
+int pg_14_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(14, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 15: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
@@ -223,6 +332,15 @@ int pg_15_bs(unsigned long long *ctx)
 	return pg_exit_session(15, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 15, fallback return for a module without BTF: the record of pg_15 */
+SEC("?kretprobe/ib_uverbs_create_cq")
+int pg_15_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(15, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 16: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
 SEC("fexit/ib_uverbs_create_qp")
 int pg_16(unsigned long long *ctx)
@@ -253,6 +371,15 @@ int pg_16_bs(unsigned long long *ctx)
 		return pg_bl_session(16, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(16, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 16, fallback return for a module without BTF: the record of pg_16 */
+SEC("?kretprobe/ib_uverbs_create_qp")
+int pg_16_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(16, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 17: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
@@ -287,6 +414,15 @@ int pg_17_bs(unsigned long long *ctx)
 	return pg_exit_session(17, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 17, fallback return for a module without BTF: the record of pg_17 */
+SEC("?kretprobe/ib_uverbs_ex_create_cq")
+int pg_17_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(17, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 18: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
 SEC("fexit/ib_uverbs_ex_create_qp")
 int pg_18(unsigned long long *ctx)
@@ -317,6 +453,15 @@ int pg_18_bs(unsigned long long *ctx)
 		return pg_bl_session(18, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(18, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 18, fallback return for a module without BTF: the record of pg_18 */
+SEC("?kretprobe/ib_uverbs_ex_create_qp")
+int pg_18_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(18, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 19: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
@@ -351,6 +496,15 @@ int pg_19_bs(unsigned long long *ctx)
 	return pg_exit_session(19, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 19, fallback return for a module without BTF: the record of pg_19 */
+SEC("?kretprobe/ib_uverbs_ex_modify_cq")
+int pg_19_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(19, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 20: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
 SEC("fexit/ib_uverbs_ex_modify_qp")
 int pg_20(unsigned long long *ctx)
@@ -381,6 +535,15 @@ int pg_20_bs(unsigned long long *ctx)
 		return pg_bl_session(20, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(20, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 20, fallback return for a module without BTF: the record of pg_20 */
+SEC("?kretprobe/ib_uverbs_ex_modify_qp")
+int pg_20_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(20, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 21: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
@@ -415,6 +578,15 @@ int pg_21_bs(unsigned long long *ctx)
 	return pg_exit_session(21, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 21, fallback return for a module without BTF: the record of pg_21 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_21_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(21, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 22: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_22(unsigned long long *ctx)
@@ -445,6 +617,15 @@ int pg_22_bs(unsigned long long *ctx)
 		return pg_bl_session(22, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(22, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 22, fallback return for a module without BTF: the record of pg_22 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_22_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(22, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 23: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -479,6 +660,15 @@ int pg_23_bs(unsigned long long *ctx)
 	return pg_exit_session(23, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 23, fallback return for a module without BTF: the record of pg_23 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_23_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(23, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 24: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_24(unsigned long long *ctx)
@@ -509,6 +699,15 @@ int pg_24_bs(unsigned long long *ctx)
 		return pg_bl_session(24, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(24, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 24, fallback return for a module without BTF: the record of pg_24 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_24_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(24, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 25: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
@@ -543,6 +742,15 @@ int pg_25_bs(unsigned long long *ctx)
 	return pg_exit_session(25, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 25, fallback return for a module without BTF: the record of pg_25 */
+SEC("?kretprobe/ib_uverbs_modify_qp")
+int pg_25_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(25, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 26: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
 SEC("fexit/ib_uverbs_reg_mr")
 int pg_26(unsigned long long *ctx)
@@ -573,6 +781,15 @@ int pg_26_bs(unsigned long long *ctx)
 		return pg_bl_session(26, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(26, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 26, fallback return for a module without BTF: the record of pg_26 */
+SEC("?kretprobe/ib_uverbs_reg_mr")
+int pg_26_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(26, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 27: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
@@ -607,6 +824,15 @@ int pg_27_bs(unsigned long long *ctx)
 	return pg_exit_session(27, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 27, fallback return for a module without BTF: the record of pg_27 */
+SEC("?kretprobe/ib_uverbs_rereg_mr")
+int pg_27_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(27, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 28: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
 SEC("fexit/ib_uverbs_resize_cq")
 int pg_28(unsigned long long *ctx)
@@ -639,6 +865,15 @@ int pg_28_bs(unsigned long long *ctx)
 	return pg_exit_session(28, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 28, fallback return for a module without BTF: the record of pg_28 */
+SEC("?kretprobe/ib_uverbs_resize_cq")
+int pg_28_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(28, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 29: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
 SEC("fexit/modify_qp")
 int pg_29(unsigned long long *ctx)
@@ -649,6 +884,15 @@ int pg_29(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(29, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 29, fallback return for a module without BTF: the record of pg_29 */
+SEC("?kretprobe/modify_qp")
+int pg_29_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(29, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 31: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
@@ -663,6 +907,22 @@ int pg_31(unsigned long long *ctx)
 	return pg_exit(31, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
+/* 31, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rdma_counter_bind_qp_auto")
+int pg_31_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(31, ctx, 0x2);
+}
+
+/* 31, fallback return for a module without BTF: the record of pg_31 */
+SEC("?kretprobe/rdma_counter_bind_qp_auto")
+int pg_31_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(31, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 32: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:441) */
 SEC("fexit/rdma_fill_sgid_attr")
 int pg_32(unsigned long long *ctx)
@@ -675,6 +935,15 @@ int pg_32(unsigned long long *ctx)
 	return pg_exit(32, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 32, fallback return for a module without BTF: the record of pg_32 */
+SEC("?kretprobe/rdma_fill_sgid_attr")
+int pg_32_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(32, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 34: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:109) */
 SEC("fexit/rdma_lag_get_ah_roce_slave")
 int pg_34(unsigned long long *ctx)
@@ -683,6 +952,22 @@ int pg_34(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(34, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 34, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rdma_lag_get_ah_roce_slave")
+int pg_34_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(34, ctx, 0x4);
+}
+
+/* 34, fallback return for a module without BTF: the record of pg_34 */
+SEC("?kretprobe/rdma_lag_get_ah_roce_slave")
+int pg_34_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(34, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 1);
 }
 
 /* 35: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2101) */
@@ -695,6 +980,22 @@ int pg_35(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(35, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 35, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/rdma_set_cq_moderation")
+int pg_35_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(35, ctx, 0x6);
+}
+
+/* 35, fallback return for a module without BTF: the record of pg_35 */
+SEC("?kretprobe/rdma_set_cq_moderation")
+int pg_35_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(35, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 36: rdma_rxe:rxe_alloc_pd (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:140) */

@@ -5,8 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.12-cloud> --vendor mlx5 --out DIR)
  *
  * Programs: 53 fexit, 2 kretprobe (fallback for clone-only functions).
- * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
- * /sys/kernel/btf/<module> is absent): 22 kretprobe, with a kprobe saving the arguments.
+ * Fallbacks for a module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 53 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
  * 15; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
  * fexit and entry where the kernel has fsession, 7.0+): 15.
@@ -33,6 +33,15 @@ int pg_0(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 0, fallback return for a module without BTF: the record of pg_0 */
+SEC("?kretprobe/__ib_open_qp")
+int pg_0_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
 /* 1: mlx5_ib:__mlx5_ib_qp_set_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4077) */
@@ -96,6 +105,22 @@ int pg_4(unsigned long long *ctx)
 	return pg_exit(4, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 4, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/_ib_modify_qp")
+int pg_4_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(4, ctx, 0x4);
+}
+
+/* 4, fallback return for a module without BTF: the record of pg_4 */
+SEC("?kretprobe/_ib_modify_qp")
+int pg_4_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(4, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 5: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
 SEC("fexit/alloc_and_bind")
 int pg_5(unsigned long long *ctx)
@@ -104,6 +129,22 @@ int pg_5(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(5, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
+}
+
+/* 5, fallback entry for a module without BTF: saves args 1,3 */
+SEC("?kprobe/alloc_and_bind")
+int pg_5_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(5, ctx, 0xa);
+}
+
+/* 5, fallback return for a module without BTF: the record of pg_5 */
+SEC("?kretprobe/alloc_and_bind")
+int pg_5_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(5, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 8: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
@@ -118,6 +159,15 @@ int pg_8(unsigned long long *ctx)
 	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 8, fallback return for a module without BTF: the record of pg_8 */
+SEC("?kretprobe/create_cq")
+int pg_8_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(8, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 9: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1217)
  * AMBIGUOUS NAME: create_qp is also a probe in ib_uverbs; the loader must resolve the
  * target in ib_core's BTF (libbpf >= 1.3 accepts "ib_core:create_qp"). */
@@ -128,6 +178,15 @@ int pg_9(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(9, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 9, fallback return for a module without BTF: the record of pg_9 */
+SEC("?kretprobe/create_qp")
+int pg_9_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(9, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
 /* 10: ib_uverbs:create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1284)
@@ -142,6 +201,15 @@ int pg_10(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 10, fallback return for a module without BTF: the record of pg_10 */
+SEC("?kretprobe/create_qp")
+int pg_10_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(10, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 12: mlx5_ib:create_raw_packet_qp_tis (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1240) */
@@ -205,6 +273,15 @@ int pg_15(unsigned long long *ctx)
 	return pg_exit(15, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 15, fallback return for a module without BTF: the record of pg_15 */
+SEC("?kretprobe/ib_create_qp_security")
+int pg_15_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(15, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 16: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1296) */
 SEC("fexit/ib_create_qp_user")
 int pg_16(unsigned long long *ctx)
@@ -213,6 +290,15 @@ int pg_16(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(16, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 16, fallback return for a module without BTF: the record of pg_16 */
+SEC("?kretprobe/ib_create_qp_user")
+int pg_16_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(16, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
 /* 17: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1898) */
@@ -225,6 +311,22 @@ int pg_17(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 17, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_modify_qp_with_udata")
+int pg_17_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(17, ctx, 0x4);
+}
+
+/* 17, fallback return for a module without BTF: the record of pg_17 */
+SEC("?kretprobe/ib_modify_qp_with_udata")
+int pg_17_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(17, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 18: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1742)
@@ -261,6 +363,22 @@ int pg_20(unsigned long long *ctx)
 	return pg_exit(20, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 20, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_security_modify_qp")
+int pg_20_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(20, ctx, 0x4);
+}
+
+/* 20, fallback return for a module without BTF: the record of pg_20 */
+SEC("?kretprobe/ib_security_modify_qp")
+int pg_20_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(20, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 21: ib_uverbs:ib_umem_get (ptr; drivers/infiniband/core/umem.c:164) */
 SEC("fexit/ib_umem_get")
 int pg_21(unsigned long long *ctx)
@@ -269,6 +387,22 @@ int pg_21(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(21, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
+}
+
+/* 21, fallback entry for a module without BTF: saves args 1,2,3 */
+SEC("?kprobe/ib_umem_get")
+int pg_21_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(21, ctx, 0xe);
+}
+
+/* 21, fallback return for a module without BTF: the record of pg_21 */
+SEC("?kretprobe/ib_umem_get")
+int pg_21_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(21, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 22: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
@@ -303,6 +437,15 @@ int pg_22_bs(unsigned long long *ctx)
 	return pg_exit_session(22, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 22, fallback return for a module without BTF: the record of pg_22 */
+SEC("?kretprobe/ib_uverbs_alloc_pd")
+int pg_22_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(22, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 23: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
 SEC("fexit/ib_uverbs_create_cq")
 int pg_23(unsigned long long *ctx)
@@ -333,6 +476,15 @@ int pg_23_bs(unsigned long long *ctx)
 		return pg_bl_session(23, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(23, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 23, fallback return for a module without BTF: the record of pg_23 */
+SEC("?kretprobe/ib_uverbs_create_cq")
+int pg_23_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(23, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 24: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
@@ -367,6 +519,15 @@ int pg_24_bs(unsigned long long *ctx)
 	return pg_exit_session(24, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 24, fallback return for a module without BTF: the record of pg_24 */
+SEC("?kretprobe/ib_uverbs_create_qp")
+int pg_24_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(24, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 25: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
 SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_25(unsigned long long *ctx)
@@ -397,6 +558,15 @@ int pg_25_bs(unsigned long long *ctx)
 		return pg_bl_session(25, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(25, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 25, fallback return for a module without BTF: the record of pg_25 */
+SEC("?kretprobe/ib_uverbs_ex_create_cq")
+int pg_25_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(25, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 26: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
@@ -431,6 +601,15 @@ int pg_26_bs(unsigned long long *ctx)
 	return pg_exit_session(26, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 26, fallback return for a module without BTF: the record of pg_26 */
+SEC("?kretprobe/ib_uverbs_ex_create_qp")
+int pg_26_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(26, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 27: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
 SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_27(unsigned long long *ctx)
@@ -461,6 +640,15 @@ int pg_27_bs(unsigned long long *ctx)
 		return pg_bl_session(27, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(27, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 27, fallback return for a module without BTF: the record of pg_27 */
+SEC("?kretprobe/ib_uverbs_ex_modify_cq")
+int pg_27_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(27, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 28: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
@@ -495,6 +683,15 @@ int pg_28_bs(unsigned long long *ctx)
 	return pg_exit_session(28, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 28, fallback return for a module without BTF: the record of pg_28 */
+SEC("?kretprobe/ib_uverbs_ex_modify_qp")
+int pg_28_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(28, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 29: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_29(unsigned long long *ctx)
@@ -525,6 +722,15 @@ int pg_29_bs(unsigned long long *ctx)
 		return pg_bl_session(29, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(29, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 29, fallback return for a module without BTF: the record of pg_29 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_29_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(29, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 30: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
@@ -559,6 +765,15 @@ int pg_30_bs(unsigned long long *ctx)
 	return pg_exit_session(30, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 30, fallback return for a module without BTF: the record of pg_30 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_30_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(30, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 31: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_31(unsigned long long *ctx)
@@ -589,6 +804,15 @@ int pg_31_bs(unsigned long long *ctx)
 		return pg_bl_session(31, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(31, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 31, fallback return for a module without BTF: the record of pg_31 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_31_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(31, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 32: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
@@ -623,6 +847,15 @@ int pg_32_bs(unsigned long long *ctx)
 	return pg_exit_session(32, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 32, fallback return for a module without BTF: the record of pg_32 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_32_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(32, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 33: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
 SEC("fexit/ib_uverbs_modify_qp")
 int pg_33(unsigned long long *ctx)
@@ -653,6 +886,15 @@ int pg_33_bs(unsigned long long *ctx)
 		return pg_bl_session(33, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(33, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 33, fallback return for a module without BTF: the record of pg_33 */
+SEC("?kretprobe/ib_uverbs_modify_qp")
+int pg_33_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(33, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 34: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
@@ -687,6 +929,15 @@ int pg_34_bs(unsigned long long *ctx)
 	return pg_exit_session(34, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 34, fallback return for a module without BTF: the record of pg_34 */
+SEC("?kretprobe/ib_uverbs_reg_mr")
+int pg_34_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(34, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 35: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
 SEC("fexit/ib_uverbs_rereg_mr")
 int pg_35(unsigned long long *ctx)
@@ -719,6 +970,15 @@ int pg_35_bs(unsigned long long *ctx)
 	return pg_exit_session(35, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 35, fallback return for a module without BTF: the record of pg_35 */
+SEC("?kretprobe/ib_uverbs_rereg_mr")
+int pg_35_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(35, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 36: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
 SEC("fexit/ib_uverbs_resize_cq")
 int pg_36(unsigned long long *ctx)
@@ -749,6 +1009,15 @@ int pg_36_bs(unsigned long long *ctx)
 		return pg_bl_session(36, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(36, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 36, fallback return for a module without BTF: the record of pg_36 */
+SEC("?kretprobe/ib_uverbs_resize_cq")
+int pg_36_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(36, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 37: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:221) */
@@ -1217,6 +1486,15 @@ int pg_55(unsigned long long *ctx)
 	return pg_exit(55, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 55, fallback return for a module without BTF: the record of pg_55 */
+SEC("?kretprobe/modify_qp")
+int pg_55_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(55, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 61: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
 SEC("fexit/rdma_counter_bind_qp_auto")
 int pg_61(unsigned long long *ctx)
@@ -1227,6 +1505,22 @@ int pg_61(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(61, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 61, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rdma_counter_bind_qp_auto")
+int pg_61_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(61, ctx, 0x2);
+}
+
+/* 61, fallback return for a module without BTF: the record of pg_61 */
+SEC("?kretprobe/rdma_counter_bind_qp_auto")
+int pg_61_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(61, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 62: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
@@ -1241,6 +1535,15 @@ int pg_62(unsigned long long *ctx)
 	return pg_exit(62, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 62, fallback return for a module without BTF: the record of pg_62 */
+SEC("?kretprobe/rdma_fill_sgid_attr")
+int pg_62_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(62, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 64: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
 SEC("fexit/rdma_lag_get_ah_roce_slave")
 int pg_64(unsigned long long *ctx)
@@ -1249,6 +1552,22 @@ int pg_64(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(64, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 64, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rdma_lag_get_ah_roce_slave")
+int pg_64_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(64, ctx, 0x4);
+}
+
+/* 64, fallback return for a module without BTF: the record of pg_64 */
+SEC("?kretprobe/rdma_lag_get_ah_roce_slave")
+int pg_64_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(64, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 1);
 }
 
 /* 65: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
@@ -1261,6 +1580,22 @@ int pg_65(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(65, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 65, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/rdma_set_cq_moderation")
+int pg_65_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(65, ctx, 0x6);
+}
+
+/* 65, fallback return for a module without BTF: the record of pg_65 */
+SEC("?kretprobe/rdma_set_cq_moderation")
+int pg_65_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(65, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 66: data plane, async_event ib_uverbs:ib_uverbs_cq_event_handler (drivers/infiniband/core/uverbs_main.c:447); drivers/infiniband/core/uverbs_cmd.c:1053: `create_cq` stores it into `.event_handler` */

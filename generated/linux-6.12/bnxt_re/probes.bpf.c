@@ -5,8 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.12> --vendor bnxt_re --out DIR)
  *
  * Programs: 43 fexit, 3 kretprobe (fallback for clone-only functions).
- * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
- * /sys/kernel/btf/<module> is absent): 15 kretprobe, with a kprobe saving the arguments.
+ * Fallbacks for a module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 43 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
  * 15; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
  * fexit and entry where the kernel has fsession, 7.0+): 15.
@@ -35,6 +35,15 @@ int pg_0(unsigned long long *ctx)
 	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
+/* 0, fallback return for a module without BTF: the record of pg_0 */
+SEC("?kretprobe/__ib_open_qp")
+int pg_0_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
 /* 2: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1774) */
 SEC("fexit/_ib_modify_qp")
 int pg_2(unsigned long long *ctx)
@@ -47,6 +56,22 @@ int pg_2(unsigned long long *ctx)
 	return pg_exit(2, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 2, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/_ib_modify_qp")
+int pg_2_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(2, ctx, 0x4);
+}
+
+/* 2, fallback return for a module without BTF: the record of pg_2 */
+SEC("?kretprobe/_ib_modify_qp")
+int pg_2_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(2, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 3: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
 SEC("fexit/alloc_and_bind")
 int pg_3(unsigned long long *ctx)
@@ -55,6 +80,22 @@ int pg_3(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(3, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
+}
+
+/* 3, fallback entry for a module without BTF: saves args 1,3 */
+SEC("?kprobe/alloc_and_bind")
+int pg_3_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(3, ctx, 0xa);
+}
+
+/* 3, fallback return for a module without BTF: the record of pg_3 */
+SEC("?kretprobe/alloc_and_bind")
+int pg_3_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(3, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 4: bnxt_re:bnxt_qplib_alloc_mrw (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:546) */
@@ -429,6 +470,15 @@ int pg_19(unsigned long long *ctx)
 	return pg_exit(19, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 19, fallback return for a module without BTF: the record of pg_19 */
+SEC("?kretprobe/create_cq")
+int pg_19_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(19, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 20: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1217)
  * FALLBACK: create_qp exists only as a compiler clone, so fexit by name cannot attach;
  * a kretprobe on the clone sees the return value but no arguments. */
@@ -454,6 +504,15 @@ int pg_21(unsigned long long *ctx)
 	return pg_exit(21, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 21, fallback return for a module without BTF: the record of pg_21 */
+SEC("?kretprobe/create_qp")
+int pg_21_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(21, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 23: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1296) */
 SEC("fexit/ib_create_qp_user")
 int pg_23(unsigned long long *ctx)
@@ -462,6 +521,15 @@ int pg_23(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(23, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 23, fallback return for a module without BTF: the record of pg_23 */
+SEC("?kretprobe/ib_create_qp_user")
+int pg_23_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(23, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
 /* 24: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1898) */
@@ -474,6 +542,22 @@ int pg_24(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(24, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 24, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_modify_qp_with_udata")
+int pg_24_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(24, ctx, 0x4);
+}
+
+/* 24, fallback return for a module without BTF: the record of pg_24 */
+SEC("?kretprobe/ib_modify_qp_with_udata")
+int pg_24_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(24, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 25: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1742)
@@ -508,6 +592,22 @@ int pg_28(unsigned long long *ctx)
 	return pg_exit(28, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
 }
 
+/* 28, fallback entry for a module without BTF: saves args 1,2,3 */
+SEC("?kprobe/ib_umem_get")
+int pg_28_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(28, ctx, 0xe);
+}
+
+/* 28, fallback return for a module without BTF: the record of pg_28 */
+SEC("?kretprobe/ib_umem_get")
+int pg_28_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(28, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 29: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
 SEC("fexit/ib_uverbs_alloc_pd")
 int pg_29(unsigned long long *ctx)
@@ -538,6 +638,15 @@ int pg_29_bs(unsigned long long *ctx)
 		return pg_bl_session(29, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(29, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 29, fallback return for a module without BTF: the record of pg_29 */
+SEC("?kretprobe/ib_uverbs_alloc_pd")
+int pg_29_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(29, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 30: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
@@ -572,6 +681,15 @@ int pg_30_bs(unsigned long long *ctx)
 	return pg_exit_session(30, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 30, fallback return for a module without BTF: the record of pg_30 */
+SEC("?kretprobe/ib_uverbs_create_cq")
+int pg_30_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(30, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 31: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
 SEC("fexit/ib_uverbs_create_qp")
 int pg_31(unsigned long long *ctx)
@@ -602,6 +720,15 @@ int pg_31_bs(unsigned long long *ctx)
 		return pg_bl_session(31, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(31, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 31, fallback return for a module without BTF: the record of pg_31 */
+SEC("?kretprobe/ib_uverbs_create_qp")
+int pg_31_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(31, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 32: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
@@ -636,6 +763,15 @@ int pg_32_bs(unsigned long long *ctx)
 	return pg_exit_session(32, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 32, fallback return for a module without BTF: the record of pg_32 */
+SEC("?kretprobe/ib_uverbs_ex_create_cq")
+int pg_32_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(32, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 33: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
 SEC("fexit/ib_uverbs_ex_create_qp")
 int pg_33(unsigned long long *ctx)
@@ -666,6 +802,15 @@ int pg_33_bs(unsigned long long *ctx)
 		return pg_bl_session(33, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(33, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 33, fallback return for a module without BTF: the record of pg_33 */
+SEC("?kretprobe/ib_uverbs_ex_create_qp")
+int pg_33_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(33, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 34: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
@@ -700,6 +845,15 @@ int pg_34_bs(unsigned long long *ctx)
 	return pg_exit_session(34, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 34, fallback return for a module without BTF: the record of pg_34 */
+SEC("?kretprobe/ib_uverbs_ex_modify_cq")
+int pg_34_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(34, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 35: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
 SEC("fexit/ib_uverbs_ex_modify_qp")
 int pg_35(unsigned long long *ctx)
@@ -730,6 +884,15 @@ int pg_35_bs(unsigned long long *ctx)
 		return pg_bl_session(35, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(35, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 35, fallback return for a module without BTF: the record of pg_35 */
+SEC("?kretprobe/ib_uverbs_ex_modify_qp")
+int pg_35_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(35, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 36: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
@@ -764,6 +927,15 @@ int pg_36_bs(unsigned long long *ctx)
 	return pg_exit_session(36, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 36, fallback return for a module without BTF: the record of pg_36 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_36_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(36, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 37: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_37(unsigned long long *ctx)
@@ -794,6 +966,15 @@ int pg_37_bs(unsigned long long *ctx)
 		return pg_bl_session(37, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(37, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 37, fallback return for a module without BTF: the record of pg_37 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_37_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(37, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 38: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -828,6 +1009,15 @@ int pg_38_bs(unsigned long long *ctx)
 	return pg_exit_session(38, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 38, fallback return for a module without BTF: the record of pg_38 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_38_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(38, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 39: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_39(unsigned long long *ctx)
@@ -858,6 +1048,15 @@ int pg_39_bs(unsigned long long *ctx)
 		return pg_bl_session(39, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(39, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 39, fallback return for a module without BTF: the record of pg_39 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_39_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(39, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 40: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
@@ -892,6 +1091,15 @@ int pg_40_bs(unsigned long long *ctx)
 	return pg_exit_session(40, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 40, fallback return for a module without BTF: the record of pg_40 */
+SEC("?kretprobe/ib_uverbs_modify_qp")
+int pg_40_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(40, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 41: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
 SEC("fexit/ib_uverbs_reg_mr")
 int pg_41(unsigned long long *ctx)
@@ -922,6 +1130,15 @@ int pg_41_bs(unsigned long long *ctx)
 		return pg_bl_session(41, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(41, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 41, fallback return for a module without BTF: the record of pg_41 */
+SEC("?kretprobe/ib_uverbs_reg_mr")
+int pg_41_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(41, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 42: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
@@ -956,6 +1173,15 @@ int pg_42_bs(unsigned long long *ctx)
 	return pg_exit_session(42, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 42, fallback return for a module without BTF: the record of pg_42 */
+SEC("?kretprobe/ib_uverbs_rereg_mr")
+int pg_42_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(42, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 43: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
 SEC("fexit/ib_uverbs_resize_cq")
 int pg_43(unsigned long long *ctx)
@@ -988,6 +1214,15 @@ int pg_43_bs(unsigned long long *ctx)
 	return pg_exit_session(43, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 43, fallback return for a module without BTF: the record of pg_43 */
+SEC("?kretprobe/ib_uverbs_resize_cq")
+int pg_43_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(43, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 44: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1765) */
 SEC("fexit/modify_qp")
 int pg_44(unsigned long long *ctx)
@@ -998,6 +1233,15 @@ int pg_44(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(44, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 44, fallback return for a module without BTF: the record of pg_44 */
+SEC("?kretprobe/modify_qp")
+int pg_44_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(44, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 46: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
@@ -1012,6 +1256,22 @@ int pg_46(unsigned long long *ctx)
 	return pg_exit(46, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
+/* 46, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rdma_counter_bind_qp_auto")
+int pg_46_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(46, ctx, 0x2);
+}
+
+/* 46, fallback return for a module without BTF: the record of pg_46 */
+SEC("?kretprobe/rdma_counter_bind_qp_auto")
+int pg_46_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(46, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 47: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
 SEC("fexit/rdma_fill_sgid_attr")
 int pg_47(unsigned long long *ctx)
@@ -1024,6 +1284,15 @@ int pg_47(unsigned long long *ctx)
 	return pg_exit(47, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 47, fallback return for a module without BTF: the record of pg_47 */
+SEC("?kretprobe/rdma_fill_sgid_attr")
+int pg_47_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(47, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 49: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
 SEC("fexit/rdma_lag_get_ah_roce_slave")
 int pg_49(unsigned long long *ctx)
@@ -1032,6 +1301,22 @@ int pg_49(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(49, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 49, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rdma_lag_get_ah_roce_slave")
+int pg_49_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(49, ctx, 0x4);
+}
+
+/* 49, fallback return for a module without BTF: the record of pg_49 */
+SEC("?kretprobe/rdma_lag_get_ah_roce_slave")
+int pg_49_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(49, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 1);
 }
 
 /* 50: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
@@ -1044,6 +1329,22 @@ int pg_50(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(50, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 50, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/rdma_set_cq_moderation")
+int pg_50_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(50, ctx, 0x6);
+}
+
+/* 50, fallback return for a module without BTF: the record of pg_50 */
+SEC("?kretprobe/rdma_set_cq_moderation")
+int pg_50_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(50, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 51: data plane, async_event bnxt_re:bnxt_re_aeq_handler (drivers/infiniband/hw/bnxt_re/main.c:1239); drivers/infiniband/hw/bnxt_re/main.c:1190: sets `.event` to `IB_EVENT_CQ_ERR` and calls the object's `.event_handler` */

@@ -5,8 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-6.12> --vendor mlx5 --out DIR)
  *
  * Programs: 50 fexit, 3 kretprobe (fallback for clone-only functions).
- * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
- * /sys/kernel/btf/<module> is absent): 22 kretprobe, with a kprobe saving the arguments.
+ * Fallbacks for a module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 50 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
  * 15; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
  * fexit and entry where the kernel has fsession, 7.0+): 15.
@@ -33,6 +33,15 @@ int pg_0(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 0, fallback return for a module without BTF: the record of pg_0 */
+SEC("?kretprobe/__ib_open_qp")
+int pg_0_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
 /* 1: mlx5_ib:__mlx5_ib_qp_set_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4077) */
@@ -96,6 +105,22 @@ int pg_4(unsigned long long *ctx)
 	return pg_exit(4, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 4, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/_ib_modify_qp")
+int pg_4_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(4, ctx, 0x4);
+}
+
+/* 4, fallback return for a module without BTF: the record of pg_4 */
+SEC("?kretprobe/_ib_modify_qp")
+int pg_4_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(4, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 5: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:141) */
 SEC("fexit/alloc_and_bind")
 int pg_5(unsigned long long *ctx)
@@ -104,6 +129,22 @@ int pg_5(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(5, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xa /* args 1,3 */);
+}
+
+/* 5, fallback entry for a module without BTF: saves args 1,3 */
+SEC("?kprobe/alloc_and_bind")
+int pg_5_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(5, ctx, 0xa);
+}
+
+/* 5, fallback return for a module without BTF: the record of pg_5 */
+SEC("?kretprobe/alloc_and_bind")
+int pg_5_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(5, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 8: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1010) */
@@ -116,6 +157,15 @@ int pg_8(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 8, fallback return for a module without BTF: the record of pg_8 */
+SEC("?kretprobe/create_cq")
+int pg_8_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(8, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 9: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1217)
@@ -141,6 +191,15 @@ int pg_10(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 10, fallback return for a module without BTF: the record of pg_10 */
+SEC("?kretprobe/create_qp")
+int pg_10_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(10, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 12: mlx5_ib:create_raw_packet_qp_tis (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1240) */
@@ -202,6 +261,15 @@ int pg_15(unsigned long long *ctx)
 	return pg_exit(15, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
+/* 15, fallback return for a module without BTF: the record of pg_15 */
+SEC("?kretprobe/ib_create_qp_user")
+int pg_15_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(15, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
 /* 16: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1898) */
 SEC("fexit/ib_modify_qp_with_udata")
 int pg_16(unsigned long long *ctx)
@@ -212,6 +280,22 @@ int pg_16(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(16, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 16, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_modify_qp_with_udata")
+int pg_16_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(16, ctx, 0x4);
+}
+
+/* 16, fallback return for a module without BTF: the record of pg_16 */
+SEC("?kretprobe/ib_modify_qp_with_udata")
+int pg_16_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(16, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 17: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1742)
@@ -246,6 +330,22 @@ int pg_20(unsigned long long *ctx)
 	return pg_exit(20, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
 }
 
+/* 20, fallback entry for a module without BTF: saves args 1,2,3 */
+SEC("?kprobe/ib_umem_get")
+int pg_20_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(20, ctx, 0xe);
+}
+
+/* 20, fallback return for a module without BTF: the record of pg_20 */
+SEC("?kretprobe/ib_umem_get")
+int pg_20_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(20, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 21: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:420) */
 SEC("fexit/ib_uverbs_alloc_pd")
 int pg_21(unsigned long long *ctx)
@@ -276,6 +376,15 @@ int pg_21_bs(unsigned long long *ctx)
 		return pg_bl_session(21, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(21, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 21, fallback return for a module without BTF: the record of pg_21 */
+SEC("?kretprobe/ib_uverbs_alloc_pd")
+int pg_21_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(21, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 22: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1087) */
@@ -310,6 +419,15 @@ int pg_22_bs(unsigned long long *ctx)
 	return pg_exit_session(22, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 22, fallback return for a module without BTF: the record of pg_22 */
+SEC("?kretprobe/ib_uverbs_create_cq")
+int pg_22_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(22, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 23: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1517) */
 SEC("fexit/ib_uverbs_create_qp")
 int pg_23(unsigned long long *ctx)
@@ -340,6 +458,15 @@ int pg_23_bs(unsigned long long *ctx)
 		return pg_bl_session(23, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(23, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 23, fallback return for a module without BTF: the record of pg_23 */
+SEC("?kretprobe/ib_uverbs_create_qp")
+int pg_23_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(23, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 24: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1106) */
@@ -374,6 +501,15 @@ int pg_24_bs(unsigned long long *ctx)
 	return pg_exit_session(24, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 24, fallback return for a module without BTF: the record of pg_24 */
+SEC("?kretprobe/ib_uverbs_ex_create_cq")
+int pg_24_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(24, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 25: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1545) */
 SEC("fexit/ib_uverbs_ex_create_qp")
 int pg_25(unsigned long long *ctx)
@@ -404,6 +540,15 @@ int pg_25_bs(unsigned long long *ctx)
 		return pg_bl_session(25, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(25, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 25, fallback return for a module without BTF: the record of pg_25 */
+SEC("?kretprobe/ib_uverbs_ex_create_qp")
+int pg_25_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(25, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 26: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3672) */
@@ -438,6 +583,15 @@ int pg_26_bs(unsigned long long *ctx)
 	return pg_exit_session(26, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 26, fallback return for a module without BTF: the record of pg_26 */
+SEC("?kretprobe/ib_uverbs_ex_modify_cq")
+int pg_26_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(26, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 27: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1946) */
 SEC("fexit/ib_uverbs_ex_modify_qp")
 int pg_27(unsigned long long *ctx)
@@ -468,6 +622,15 @@ int pg_27_bs(unsigned long long *ctx)
 		return pg_bl_session(27, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(27, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 27, fallback return for a module without BTF: the record of pg_27 */
+SEC("?kretprobe/ib_uverbs_ex_modify_qp")
+int pg_27_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(27, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 28: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
@@ -502,6 +665,15 @@ int pg_28_bs(unsigned long long *ctx)
 	return pg_exit_session(28, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 28, fallback return for a module without BTF: the record of pg_28 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_28_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(28, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 29: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_29(unsigned long long *ctx)
@@ -532,6 +704,15 @@ int pg_29_bs(unsigned long long *ctx)
 		return pg_bl_session(29, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(29, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 29, fallback return for a module without BTF: the record of pg_29 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_29_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(29, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 30: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -566,6 +747,15 @@ int pg_30_bs(unsigned long long *ctx)
 	return pg_exit_session(30, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 30, fallback return for a module without BTF: the record of pg_30 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_30_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(30, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 31: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_31(unsigned long long *ctx)
@@ -596,6 +786,15 @@ int pg_31_bs(unsigned long long *ctx)
 		return pg_bl_session(31, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(31, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 31, fallback return for a module without BTF: the record of pg_31 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_31_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(31, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 32: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1931) */
@@ -630,6 +829,15 @@ int pg_32_bs(unsigned long long *ctx)
 	return pg_exit_session(32, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 32, fallback return for a module without BTF: the record of pg_32 */
+SEC("?kretprobe/ib_uverbs_modify_qp")
+int pg_32_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(32, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 33: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:696) */
 SEC("fexit/ib_uverbs_reg_mr")
 int pg_33(unsigned long long *ctx)
@@ -660,6 +868,15 @@ int pg_33_bs(unsigned long long *ctx)
 		return pg_bl_session(33, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(33, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 33, fallback return for a module without BTF: the record of pg_33 */
+SEC("?kretprobe/ib_uverbs_reg_mr")
+int pg_33_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(33, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 34: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:765) */
@@ -694,6 +911,15 @@ int pg_34_bs(unsigned long long *ctx)
 	return pg_exit_session(34, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 34, fallback return for a module without BTF: the record of pg_34 */
+SEC("?kretprobe/ib_uverbs_rereg_mr")
+int pg_34_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(34, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 35: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1124) */
 SEC("fexit/ib_uverbs_resize_cq")
 int pg_35(unsigned long long *ctx)
@@ -724,6 +950,15 @@ int pg_35_bs(unsigned long long *ctx)
 		return pg_bl_session(35, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(35, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 35, fallback return for a module without BTF: the record of pg_35 */
+SEC("?kretprobe/ib_uverbs_resize_cq")
+int pg_35_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(35, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 36: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:221) */
@@ -1192,6 +1427,15 @@ int pg_54(unsigned long long *ctx)
 	return pg_exit(54, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 54, fallback return for a module without BTF: the record of pg_54 */
+SEC("?kretprobe/modify_qp")
+int pg_54_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(54, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 60: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:330) */
 SEC("fexit/rdma_counter_bind_qp_auto")
 int pg_60(unsigned long long *ctx)
@@ -1202,6 +1446,22 @@ int pg_60(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(60, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 60, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rdma_counter_bind_qp_auto")
+int pg_60_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(60, ctx, 0x2);
+}
+
+/* 60, fallback return for a module without BTF: the record of pg_60 */
+SEC("?kretprobe/rdma_counter_bind_qp_auto")
+int pg_60_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(60, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 61: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:444) */
@@ -1216,6 +1476,15 @@ int pg_61(unsigned long long *ctx)
 	return pg_exit(61, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 61, fallback return for a module without BTF: the record of pg_61 */
+SEC("?kretprobe/rdma_fill_sgid_attr")
+int pg_61_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(61, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 63: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
 SEC("fexit/rdma_lag_get_ah_roce_slave")
 int pg_63(unsigned long long *ctx)
@@ -1224,6 +1493,22 @@ int pg_63(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(63, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 63, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rdma_lag_get_ah_roce_slave")
+int pg_63_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(63, ctx, 0x4);
+}
+
+/* 63, fallback return for a module without BTF: the record of pg_63 */
+SEC("?kretprobe/rdma_lag_get_ah_roce_slave")
+int pg_63_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(63, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 1);
 }
 
 /* 64: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2183) */
@@ -1236,6 +1521,22 @@ int pg_64(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(64, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 64, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/rdma_set_cq_moderation")
+int pg_64_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(64, ctx, 0x6);
+}
+
+/* 64, fallback return for a module without BTF: the record of pg_64 */
+SEC("?kretprobe/rdma_set_cq_moderation")
+int pg_64_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(64, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 65: data plane, async_event ib_uverbs:ib_uverbs_cq_event_handler (drivers/infiniband/core/uverbs_main.c:447); drivers/infiniband/core/uverbs_cmd.c:1053: `create_cq` stores it into `.event_handler` */

@@ -5,8 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-7.2> --vendor bnxt_re --out DIR)
  *
  * Programs: 51 fexit, 3 kretprobe (fallback for clone-only functions).
- * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
- * /sys/kernel/btf/<module> is absent): 17 kretprobe, with a kprobe saving the arguments.
+ * Fallbacks for a module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 51 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
  * 17; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
  * fexit and entry where the kernel has fsession, 7.0+): 17.
@@ -35,6 +35,15 @@ int pg_0(unsigned long long *ctx)
 	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
+/* 0, fallback return for a module without BTF: the record of pg_0 */
+SEC("?kretprobe/__ib_open_qp")
+int pg_0_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
 /* 1: ib_core:__ib_umem_get_va (ptr; drivers/infiniband/core/umem.c:162) */
 SEC("fexit/__ib_umem_get_va")
 int pg_1(unsigned long long *ctx)
@@ -43,6 +52,22 @@ int pg_1(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(1, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
+}
+
+/* 1, fallback entry for a module without BTF: saves args 1,2,3 */
+SEC("?kprobe/__ib_umem_get_va")
+int pg_1_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(1, ctx, 0xe);
+}
+
+/* 1, fallback return for a module without BTF: the record of pg_1 */
+SEC("?kretprobe/__ib_umem_get_va")
+int pg_1_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(1, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 3: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1830) */
@@ -57,6 +82,22 @@ int pg_3(unsigned long long *ctx)
 	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 3, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/_ib_modify_qp")
+int pg_3_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(3, ctx, 0x4);
+}
+
+/* 3, fallback return for a module without BTF: the record of pg_3 */
+SEC("?kretprobe/_ib_modify_qp")
+int pg_3_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(3, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 4: ib_core:_ib_respond_udata (int, 4 bytes; drivers/infiniband/core/ib_core_uverbs.c:484) */
 SEC("fexit/_ib_respond_udata")
 int pg_4(unsigned long long *ctx)
@@ -69,6 +110,22 @@ int pg_4(unsigned long long *ctx)
 	return pg_exit(4, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 4, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/_ib_respond_udata")
+int pg_4_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(4, ctx, 0x4);
+}
+
+/* 4, fallback return for a module without BTF: the record of pg_4 */
+SEC("?kretprobe/_ib_respond_udata")
+int pg_4_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(4, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 5: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:145) */
 SEC("fexit/alloc_and_bind")
 int pg_5(unsigned long long *ctx)
@@ -77,6 +134,22 @@ int pg_5(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(5, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1a /* args 1,3,4 */);
+}
+
+/* 5, fallback entry for a module without BTF: saves args 1,3,4 */
+SEC("?kprobe/alloc_and_bind")
+int pg_5_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(5, ctx, 0x1a);
+}
+
+/* 5, fallback return for a module without BTF: the record of pg_5 */
+SEC("?kretprobe/alloc_and_bind")
+int pg_5_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(5, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 6: bnxt_re:bnxt_qplib_add_sgid (int, 4 bytes; drivers/infiniband/hw/bnxt_re/qplib_sp.c:314) */
@@ -500,6 +573,15 @@ int pg_23(unsigned long long *ctx)
 	return pg_exit(23, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 23, fallback return for a module without BTF: the record of pg_23 */
+SEC("?kretprobe/create_cq")
+int pg_23_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(23, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 24: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1274)
  * FALLBACK: create_qp exists only as a compiler clone, so fexit by name cannot attach;
  * a kretprobe on the clone sees the return value but no arguments. */
@@ -525,6 +607,15 @@ int pg_25(unsigned long long *ctx)
 	return pg_exit(25, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 25, fallback return for a module without BTF: the record of pg_25 */
+SEC("?kretprobe/create_qp")
+int pg_25_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(25, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 27: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1354) */
 SEC("fexit/ib_create_qp_user")
 int pg_27(unsigned long long *ctx)
@@ -533,6 +624,15 @@ int pg_27(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(27, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 27, fallback return for a module without BTF: the record of pg_27 */
+SEC("?kretprobe/ib_create_qp_user")
+int pg_27_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(27, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
 /* 28: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1954) */
@@ -545,6 +645,22 @@ int pg_28(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(28, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 28, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_modify_qp_with_udata")
+int pg_28_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(28, ctx, 0x4);
+}
+
+/* 28, fallback return for a module without BTF: the record of pg_28 */
+SEC("?kretprobe/ib_modify_qp_with_udata")
+int pg_28_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(28, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 29: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1798)
@@ -579,6 +695,22 @@ int pg_32(unsigned long long *ctx)
 	return pg_exit(32, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x3c /* args 2,3,4,5 */);
 }
 
+/* 32, fallback entry for a module without BTF: saves args 2,3,4,5 */
+SEC("?kprobe/ib_umem_get_attr_or_va")
+int pg_32_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(32, ctx, 0x3c);
+}
+
+/* 32, fallback return for a module without BTF: the record of pg_32 */
+SEC("?kretprobe/ib_umem_get_attr_or_va")
+int pg_32_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(32, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 33: ib_core:ib_umem_get_cq_buf_or_va (ptr; drivers/infiniband/core/umem.c:603) */
 SEC("fexit/ib_umem_get_cq_buf_or_va")
 int pg_33(unsigned long long *ctx)
@@ -589,6 +721,22 @@ int pg_33(unsigned long long *ctx)
 	return pg_exit(33, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1c /* args 2,3,4 */);
 }
 
+/* 33, fallback entry for a module without BTF: saves args 2,3,4 */
+SEC("?kprobe/ib_umem_get_cq_buf_or_va")
+int pg_33_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(33, ctx, 0x1c);
+}
+
+/* 33, fallback return for a module without BTF: the record of pg_33 */
+SEC("?kretprobe/ib_umem_get_cq_buf_or_va")
+int pg_33_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(33, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 34: ib_core:ib_umem_get_desc (ptr; drivers/infiniband/core/umem.c:289) */
 SEC("fexit/ib_umem_get_desc")
 int pg_34(unsigned long long *ctx)
@@ -597,6 +745,22 @@ int pg_34(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(34, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 34, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_umem_get_desc")
+int pg_34_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(34, ctx, 0x4);
+}
+
+/* 34, fallback return for a module without BTF: the record of pg_34 */
+SEC("?kretprobe/ib_umem_get_desc")
+int pg_34_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(34, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 38: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:416) */
@@ -631,6 +795,15 @@ int pg_38_bs(unsigned long long *ctx)
 	return pg_exit_session(38, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 38, fallback return for a module without BTF: the record of pg_38 */
+SEC("?kretprobe/ib_uverbs_alloc_pd")
+int pg_38_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(38, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 39: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1092) */
 SEC("fexit/ib_uverbs_create_cq")
 int pg_39(unsigned long long *ctx)
@@ -661,6 +834,15 @@ int pg_39_bs(unsigned long long *ctx)
 		return pg_bl_session(39, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(39, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 39, fallback return for a module without BTF: the record of pg_39 */
+SEC("?kretprobe/ib_uverbs_create_cq")
+int pg_39_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(39, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 40: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1524) */
@@ -695,6 +877,15 @@ int pg_40_bs(unsigned long long *ctx)
 	return pg_exit_session(40, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 40, fallback return for a module without BTF: the record of pg_40 */
+SEC("?kretprobe/ib_uverbs_create_qp")
+int pg_40_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(40, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 41: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1111) */
 SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_41(unsigned long long *ctx)
@@ -725,6 +916,15 @@ int pg_41_bs(unsigned long long *ctx)
 		return pg_bl_session(41, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(41, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 41, fallback return for a module without BTF: the record of pg_41 */
+SEC("?kretprobe/ib_uverbs_ex_create_cq")
+int pg_41_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(41, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 42: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1552) */
@@ -759,6 +959,15 @@ int pg_42_bs(unsigned long long *ctx)
 	return pg_exit_session(42, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 42, fallback return for a module without BTF: the record of pg_42 */
+SEC("?kretprobe/ib_uverbs_ex_create_qp")
+int pg_42_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(42, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 43: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3605) */
 SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_43(unsigned long long *ctx)
@@ -789,6 +998,15 @@ int pg_43_bs(unsigned long long *ctx)
 		return pg_bl_session(43, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(43, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 43, fallback return for a module without BTF: the record of pg_43 */
+SEC("?kretprobe/ib_uverbs_ex_modify_cq")
+int pg_43_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(43, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 44: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1954) */
@@ -823,6 +1041,15 @@ int pg_44_bs(unsigned long long *ctx)
 	return pg_exit_session(44, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 44, fallback return for a module without BTF: the record of pg_44 */
+SEC("?kretprobe/ib_uverbs_ex_modify_qp")
+int pg_44_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(44, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 45: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_45(unsigned long long *ctx)
@@ -853,6 +1080,15 @@ int pg_45_bs(unsigned long long *ctx)
 		return pg_bl_session(45, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(45, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 45, fallback return for a module without BTF: the record of pg_45 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_45_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(45, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 46: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_dmabuf.c:88) */
@@ -887,6 +1123,15 @@ int pg_46_bs(unsigned long long *ctx)
 	return pg_exit_session(46, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 46, fallback return for a module without BTF: the record of pg_46 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC")
+int pg_46_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(46, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 47: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_47(unsigned long long *ctx)
@@ -917,6 +1162,15 @@ int pg_47_bs(unsigned long long *ctx)
 		return pg_bl_session(47, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(47, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 47, fallback return for a module without BTF: the record of pg_47 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_47_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(47, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 48: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
@@ -951,6 +1205,15 @@ int pg_48_bs(unsigned long long *ctx)
 	return pg_exit_session(48, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 48, fallback return for a module without BTF: the record of pg_48 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_48_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(48, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 49: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
 int pg_49(unsigned long long *ctx)
@@ -981,6 +1244,15 @@ int pg_49_bs(unsigned long long *ctx)
 		return pg_bl_session(49, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(49, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 49, fallback return for a module without BTF: the record of pg_49 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_49_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(49, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 50: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:269) */
@@ -1015,6 +1287,15 @@ int pg_50_bs(unsigned long long *ctx)
 	return pg_exit_session(50, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 50, fallback return for a module without BTF: the record of pg_50 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_REG_MR")
+int pg_50_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(50, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 51: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1939) */
 SEC("fexit/ib_uverbs_modify_qp")
 int pg_51(unsigned long long *ctx)
@@ -1045,6 +1326,15 @@ int pg_51_bs(unsigned long long *ctx)
 		return pg_bl_session(51, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(51, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 51, fallback return for a module without BTF: the record of pg_51 */
+SEC("?kretprobe/ib_uverbs_modify_qp")
+int pg_51_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(51, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 52: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:690) */
@@ -1079,6 +1369,15 @@ int pg_52_bs(unsigned long long *ctx)
 	return pg_exit_session(52, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 52, fallback return for a module without BTF: the record of pg_52 */
+SEC("?kretprobe/ib_uverbs_reg_mr")
+int pg_52_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(52, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 53: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:759) */
 SEC("fexit/ib_uverbs_rereg_mr")
 int pg_53(unsigned long long *ctx)
@@ -1109,6 +1408,15 @@ int pg_53_bs(unsigned long long *ctx)
 		return pg_bl_session(53, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(53, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 53, fallback return for a module without BTF: the record of pg_53 */
+SEC("?kretprobe/ib_uverbs_rereg_mr")
+int pg_53_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(53, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 54: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1129) */
@@ -1143,6 +1451,15 @@ int pg_54_bs(unsigned long long *ctx)
 	return pg_exit_session(54, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 54, fallback return for a module without BTF: the record of pg_54 */
+SEC("?kretprobe/ib_uverbs_resize_cq")
+int pg_54_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(54, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 55: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1772) */
 SEC("fexit/modify_qp")
 int pg_55(unsigned long long *ctx)
@@ -1153,6 +1470,15 @@ int pg_55(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(55, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 55, fallback return for a module without BTF: the record of pg_55 */
+SEC("?kretprobe/modify_qp")
+int pg_55_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(55, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 57: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:340) */
@@ -1167,6 +1493,22 @@ int pg_57(unsigned long long *ctx)
 	return pg_exit(57, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
+/* 57, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rdma_counter_bind_qp_auto")
+int pg_57_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(57, ctx, 0x2);
+}
+
+/* 57, fallback return for a module without BTF: the record of pg_57 */
+SEC("?kretprobe/rdma_counter_bind_qp_auto")
+int pg_57_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(57, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 58: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:501) */
 SEC("fexit/rdma_fill_sgid_attr")
 int pg_58(unsigned long long *ctx)
@@ -1179,6 +1521,15 @@ int pg_58(unsigned long long *ctx)
 	return pg_exit(58, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 58, fallback return for a module without BTF: the record of pg_58 */
+SEC("?kretprobe/rdma_fill_sgid_attr")
+int pg_58_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(58, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 60: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
 SEC("fexit/rdma_lag_get_ah_roce_slave")
 int pg_60(unsigned long long *ctx)
@@ -1187,6 +1538,22 @@ int pg_60(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(60, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 60, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rdma_lag_get_ah_roce_slave")
+int pg_60_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(60, ctx, 0x4);
+}
+
+/* 60, fallback return for a module without BTF: the record of pg_60 */
+SEC("?kretprobe/rdma_lag_get_ah_roce_slave")
+int pg_60_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(60, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 1);
 }
 
 /* 61: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2240) */
@@ -1199,6 +1566,22 @@ int pg_61(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(61, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 61, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/rdma_set_cq_moderation")
+int pg_61_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(61, ctx, 0x6);
+}
+
+/* 61, fallback return for a module without BTF: the record of pg_61 */
+SEC("?kretprobe/rdma_set_cq_moderation")
+int pg_61_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(61, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 62: data plane, async_event bnxt_re:bnxt_re_aeq_handler (drivers/infiniband/hw/bnxt_re/main.c:1701); drivers/infiniband/hw/bnxt_re/main.c:1652: sets `.event` to `IB_EVENT_CQ_ERR` and calls the object's `.event_handler` */

@@ -5,8 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-7.3> --vendor irdma --out DIR)
  *
  * Programs: 48 fexit, 3 kretprobe (fallback for clone-only functions).
- * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
- * /sys/kernel/btf/<module> is absent): 14 kretprobe, with a kprobe saving the arguments.
+ * Fallbacks for a module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 48 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
  * 18; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
  * fexit and entry where the kernel has fsession, 7.0+): 18.
@@ -35,6 +35,15 @@ int pg_0(unsigned long long *ctx)
 	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
+/* 0, fallback return for a module without BTF: the record of pg_0 */
+SEC("?kretprobe/__ib_open_qp")
+int pg_0_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
 /* 1: ib_core:__ib_umem_get_va (ptr; drivers/infiniband/core/umem.c:162) */
 SEC("fexit/__ib_umem_get_va")
 int pg_1(unsigned long long *ctx)
@@ -43,6 +52,22 @@ int pg_1(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(1, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
+}
+
+/* 1, fallback entry for a module without BTF: saves args 1,2,3 */
+SEC("?kprobe/__ib_umem_get_va")
+int pg_1_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(1, ctx, 0xe);
+}
+
+/* 1, fallback return for a module without BTF: the record of pg_1 */
+SEC("?kretprobe/__ib_umem_get_va")
+int pg_1_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(1, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 3: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1832) */
@@ -57,6 +82,22 @@ int pg_3(unsigned long long *ctx)
 	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 3, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/_ib_modify_qp")
+int pg_3_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(3, ctx, 0x4);
+}
+
+/* 3, fallback return for a module without BTF: the record of pg_3 */
+SEC("?kretprobe/_ib_modify_qp")
+int pg_3_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(3, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 4: ib_core:_ib_respond_udata (int, 4 bytes; drivers/infiniband/core/ib_core_uverbs.c:476) */
 SEC("fexit/_ib_respond_udata")
 int pg_4(unsigned long long *ctx)
@@ -69,6 +110,22 @@ int pg_4(unsigned long long *ctx)
 	return pg_exit(4, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 4, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/_ib_respond_udata")
+int pg_4_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(4, ctx, 0x4);
+}
+
+/* 4, fallback return for a module without BTF: the record of pg_4 */
+SEC("?kretprobe/_ib_respond_udata")
+int pg_4_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(4, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 5: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:145) */
 SEC("fexit/alloc_and_bind")
 int pg_5(unsigned long long *ctx)
@@ -77,6 +134,22 @@ int pg_5(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(5, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1a /* args 1,3,4 */);
+}
+
+/* 5, fallback entry for a module without BTF: saves args 1,3,4 */
+SEC("?kprobe/alloc_and_bind")
+int pg_5_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(5, ctx, 0x1a);
+}
+
+/* 5, fallback return for a module without BTF: the record of pg_5 */
+SEC("?kretprobe/alloc_and_bind")
+int pg_5_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(5, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 6: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1009) */
@@ -89,6 +162,15 @@ int pg_6(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(6, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 6, fallback return for a module without BTF: the record of pg_6 */
+SEC("?kretprobe/create_cq")
+int pg_6_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(6, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 7: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1274)
@@ -116,6 +198,15 @@ int pg_8(unsigned long long *ctx)
 	return pg_exit(8, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 8, fallback return for a module without BTF: the record of pg_8 */
+SEC("?kretprobe/create_qp")
+int pg_8_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(8, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 10: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1356) */
 SEC("fexit/ib_create_qp_user")
 int pg_10(unsigned long long *ctx)
@@ -124,6 +215,15 @@ int pg_10(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(10, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 10, fallback return for a module without BTF: the record of pg_10 */
+SEC("?kretprobe/ib_create_qp_user")
+int pg_10_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(10, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
 /* 11: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1956) */
@@ -136,6 +236,22 @@ int pg_11(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(11, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 11, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_modify_qp_with_udata")
+int pg_11_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(11, ctx, 0x4);
+}
+
+/* 11, fallback return for a module without BTF: the record of pg_11 */
+SEC("?kretprobe/ib_modify_qp_with_udata")
+int pg_11_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(11, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 12: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1800)
@@ -170,6 +286,22 @@ int pg_15(unsigned long long *ctx)
 	return pg_exit(15, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x3c /* args 2,3,4,5 */);
 }
 
+/* 15, fallback entry for a module without BTF: saves args 2,3,4,5 */
+SEC("?kprobe/ib_umem_get_attr_or_va")
+int pg_15_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(15, ctx, 0x3c);
+}
+
+/* 15, fallback return for a module without BTF: the record of pg_15 */
+SEC("?kretprobe/ib_umem_get_attr_or_va")
+int pg_15_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(15, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 16: ib_core:ib_umem_get_desc (ptr; drivers/infiniband/core/umem.c:290) */
 SEC("fexit/ib_umem_get_desc")
 int pg_16(unsigned long long *ctx)
@@ -178,6 +310,22 @@ int pg_16(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(16, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 16, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_umem_get_desc")
+int pg_16_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(16, ctx, 0x4);
+}
+
+/* 16, fallback return for a module without BTF: the record of pg_16 */
+SEC("?kretprobe/ib_umem_get_desc")
+int pg_16_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(16, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 20: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:416) */
@@ -212,6 +360,15 @@ int pg_20_bs(unsigned long long *ctx)
 	return pg_exit_session(20, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 20, fallback return for a module without BTF: the record of pg_20 */
+SEC("?kretprobe/ib_uverbs_alloc_pd")
+int pg_20_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(20, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 21: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1092) */
 SEC("fexit/ib_uverbs_create_cq")
 int pg_21(unsigned long long *ctx)
@@ -242,6 +399,15 @@ int pg_21_bs(unsigned long long *ctx)
 		return pg_bl_session(21, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(21, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 21, fallback return for a module without BTF: the record of pg_21 */
+SEC("?kretprobe/ib_uverbs_create_cq")
+int pg_21_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(21, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 22: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1524) */
@@ -276,6 +442,15 @@ int pg_22_bs(unsigned long long *ctx)
 	return pg_exit_session(22, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 22, fallback return for a module without BTF: the record of pg_22 */
+SEC("?kretprobe/ib_uverbs_create_qp")
+int pg_22_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(22, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 23: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1111) */
 SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_23(unsigned long long *ctx)
@@ -306,6 +481,15 @@ int pg_23_bs(unsigned long long *ctx)
 		return pg_bl_session(23, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(23, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 23, fallback return for a module without BTF: the record of pg_23 */
+SEC("?kretprobe/ib_uverbs_ex_create_cq")
+int pg_23_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(23, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 24: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1552) */
@@ -340,6 +524,15 @@ int pg_24_bs(unsigned long long *ctx)
 	return pg_exit_session(24, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 24, fallback return for a module without BTF: the record of pg_24 */
+SEC("?kretprobe/ib_uverbs_ex_create_qp")
+int pg_24_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(24, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 25: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3605) */
 SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_25(unsigned long long *ctx)
@@ -370,6 +563,15 @@ int pg_25_bs(unsigned long long *ctx)
 		return pg_bl_session(25, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(25, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 25, fallback return for a module without BTF: the record of pg_25 */
+SEC("?kretprobe/ib_uverbs_ex_modify_cq")
+int pg_25_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(25, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 26: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1954) */
@@ -404,6 +606,15 @@ int pg_26_bs(unsigned long long *ctx)
 	return pg_exit_session(26, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 26, fallback return for a module without BTF: the record of pg_26 */
+SEC("?kretprobe/ib_uverbs_ex_modify_qp")
+int pg_26_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(26, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 27: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_27(unsigned long long *ctx)
@@ -434,6 +645,15 @@ int pg_27_bs(unsigned long long *ctx)
 		return pg_bl_session(27, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(27, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 27, fallback return for a module without BTF: the record of pg_27 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_27_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(27, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 28: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_dmabuf.c:107) */
@@ -468,6 +688,15 @@ int pg_28_bs(unsigned long long *ctx)
 	return pg_exit_session(28, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 28, fallback return for a module without BTF: the record of pg_28 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC")
+int pg_28_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(28, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 29: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_29(unsigned long long *ctx)
@@ -498,6 +727,15 @@ int pg_29_bs(unsigned long long *ctx)
 		return pg_bl_session(29, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(29, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 29, fallback return for a module without BTF: the record of pg_29 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_29_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(29, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 30: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_ATTACH_COMP_CNTR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:375) */
@@ -532,6 +770,15 @@ int pg_30_bs(unsigned long long *ctx)
 	return pg_exit_session(30, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 30, fallback return for a module without BTF: the record of pg_30 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_QP_ATTACH_COMP_CNTR")
+int pg_30_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(30, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 31: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_31(unsigned long long *ctx)
@@ -562,6 +809,15 @@ int pg_31_bs(unsigned long long *ctx)
 		return pg_bl_session(31, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(31, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 31, fallback return for a module without BTF: the record of pg_31 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_31_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(31, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 32: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
@@ -596,6 +852,15 @@ int pg_32_bs(unsigned long long *ctx)
 	return pg_exit_session(32, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 32, fallback return for a module without BTF: the record of pg_32 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_32_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(32, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 33: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:269) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_MR")
 int pg_33(unsigned long long *ctx)
@@ -626,6 +891,15 @@ int pg_33_bs(unsigned long long *ctx)
 		return pg_bl_session(33, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(33, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 33, fallback return for a module without BTF: the record of pg_33 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_REG_MR")
+int pg_33_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(33, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 34: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1939) */
@@ -660,6 +934,15 @@ int pg_34_bs(unsigned long long *ctx)
 	return pg_exit_session(34, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 34, fallback return for a module without BTF: the record of pg_34 */
+SEC("?kretprobe/ib_uverbs_modify_qp")
+int pg_34_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(34, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 35: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:690) */
 SEC("fexit/ib_uverbs_reg_mr")
 int pg_35(unsigned long long *ctx)
@@ -690,6 +973,15 @@ int pg_35_bs(unsigned long long *ctx)
 		return pg_bl_session(35, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(35, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 35, fallback return for a module without BTF: the record of pg_35 */
+SEC("?kretprobe/ib_uverbs_reg_mr")
+int pg_35_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(35, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 36: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:759) */
@@ -724,6 +1016,15 @@ int pg_36_bs(unsigned long long *ctx)
 	return pg_exit_session(36, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 36, fallback return for a module without BTF: the record of pg_36 */
+SEC("?kretprobe/ib_uverbs_rereg_mr")
+int pg_36_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(36, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 37: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1129) */
 SEC("fexit/ib_uverbs_resize_cq")
 int pg_37(unsigned long long *ctx)
@@ -754,6 +1055,15 @@ int pg_37_bs(unsigned long long *ctx)
 		return pg_bl_session(37, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(37, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 37, fallback return for a module without BTF: the record of pg_37 */
+SEC("?kretprobe/ib_uverbs_resize_cq")
+int pg_37_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(37, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 38: irdma:irdma_alloc_pd (int, 4 bytes; drivers/infiniband/hw/irdma/verbs.c:397) */
@@ -1105,6 +1415,15 @@ int pg_53(unsigned long long *ctx)
 	return pg_exit(53, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 53, fallback return for a module without BTF: the record of pg_53 */
+SEC("?kretprobe/modify_qp")
+int pg_53_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(53, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 55: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:340) */
 SEC("fexit/rdma_counter_bind_qp_auto")
 int pg_55(unsigned long long *ctx)
@@ -1115,6 +1434,22 @@ int pg_55(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(55, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 55, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rdma_counter_bind_qp_auto")
+int pg_55_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(55, ctx, 0x2);
+}
+
+/* 55, fallback return for a module without BTF: the record of pg_55 */
+SEC("?kretprobe/rdma_counter_bind_qp_auto")
+int pg_55_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(55, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 56: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:501) */
@@ -1129,6 +1464,15 @@ int pg_56(unsigned long long *ctx)
 	return pg_exit(56, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 56, fallback return for a module without BTF: the record of pg_56 */
+SEC("?kretprobe/rdma_fill_sgid_attr")
+int pg_56_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(56, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 58: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
 SEC("fexit/rdma_lag_get_ah_roce_slave")
 int pg_58(unsigned long long *ctx)
@@ -1137,6 +1481,22 @@ int pg_58(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(58, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 58, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rdma_lag_get_ah_roce_slave")
+int pg_58_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(58, ctx, 0x4);
+}
+
+/* 58, fallback return for a module without BTF: the record of pg_58 */
+SEC("?kretprobe/rdma_lag_get_ah_roce_slave")
+int pg_58_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(58, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 1);
 }
 
 /* 59: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2248) */
@@ -1149,6 +1509,22 @@ int pg_59(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(59, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 59, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/rdma_set_cq_moderation")
+int pg_59_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(59, ctx, 0x6);
+}
+
+/* 59, fallback return for a module without BTF: the record of pg_59 */
+SEC("?kretprobe/rdma_set_cq_moderation")
+int pg_59_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(59, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 60: data plane, async_event ib_uverbs:ib_uverbs_cq_event_handler (drivers/infiniband/core/uverbs_main.c:389); drivers/infiniband/core/uverbs_cmd.c:1055: `create_cq` stores it into `.event_handler` */

@@ -5,8 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-7.3> --vendor mlx5 --out DIR)
  *
  * Programs: 57 fexit, 3 kretprobe (fallback for clone-only functions).
- * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
- * /sys/kernel/btf/<module> is absent): 23 kretprobe, with a kprobe saving the arguments.
+ * Fallbacks for a module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 57 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
  * 18; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
  * fexit and entry where the kernel has fsession, 7.0+): 18.
@@ -35,6 +35,15 @@ int pg_0(unsigned long long *ctx)
 	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
+/* 0, fallback return for a module without BTF: the record of pg_0 */
+SEC("?kretprobe/__ib_open_qp")
+int pg_0_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
 /* 1: ib_core:__ib_umem_get_va (ptr; drivers/infiniband/core/umem.c:162) */
 SEC("fexit/__ib_umem_get_va")
 int pg_1(unsigned long long *ctx)
@@ -43,6 +52,22 @@ int pg_1(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(1, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
+}
+
+/* 1, fallback entry for a module without BTF: saves args 1,2,3 */
+SEC("?kprobe/__ib_umem_get_va")
+int pg_1_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(1, ctx, 0xe);
+}
+
+/* 1, fallback return for a module without BTF: the record of pg_1 */
+SEC("?kretprobe/__ib_umem_get_va")
+int pg_1_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(1, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 2: mlx5_ib:__mlx5_ib_qp_set_counter (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:4227) */
@@ -106,6 +131,22 @@ int pg_5(unsigned long long *ctx)
 	return pg_exit(5, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 5, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/_ib_modify_qp")
+int pg_5_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(5, ctx, 0x4);
+}
+
+/* 5, fallback return for a module without BTF: the record of pg_5 */
+SEC("?kretprobe/_ib_modify_qp")
+int pg_5_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(5, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 6: ib_core:_ib_respond_udata (int, 4 bytes; drivers/infiniband/core/ib_core_uverbs.c:476) */
 SEC("fexit/_ib_respond_udata")
 int pg_6(unsigned long long *ctx)
@@ -118,6 +159,22 @@ int pg_6(unsigned long long *ctx)
 	return pg_exit(6, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 6, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/_ib_respond_udata")
+int pg_6_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(6, ctx, 0x4);
+}
+
+/* 6, fallback return for a module without BTF: the record of pg_6 */
+SEC("?kretprobe/_ib_respond_udata")
+int pg_6_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(6, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 7: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:145) */
 SEC("fexit/alloc_and_bind")
 int pg_7(unsigned long long *ctx)
@@ -126,6 +183,22 @@ int pg_7(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(7, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1a /* args 1,3,4 */);
+}
+
+/* 7, fallback entry for a module without BTF: saves args 1,3,4 */
+SEC("?kprobe/alloc_and_bind")
+int pg_7_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(7, ctx, 0x1a);
+}
+
+/* 7, fallback return for a module without BTF: the record of pg_7 */
+SEC("?kretprobe/alloc_and_bind")
+int pg_7_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(7, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 9: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1009) */
@@ -138,6 +211,15 @@ int pg_9(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(9, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 9, fallback return for a module without BTF: the record of pg_9 */
+SEC("?kretprobe/create_cq")
+int pg_9_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(9, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 10: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1274)
@@ -163,6 +245,15 @@ int pg_11(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(11, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 11, fallback return for a module without BTF: the record of pg_11 */
+SEC("?kretprobe/create_qp")
+int pg_11_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(11, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 13: mlx5_ib:create_raw_packet_qp_tis (int, 4 bytes; drivers/infiniband/hw/mlx5/qp.c:1261) */
@@ -224,6 +315,15 @@ int pg_16(unsigned long long *ctx)
 	return pg_exit(16, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
+/* 16, fallback return for a module without BTF: the record of pg_16 */
+SEC("?kretprobe/ib_create_qp_user")
+int pg_16_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(16, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
 /* 17: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1956) */
 SEC("fexit/ib_modify_qp_with_udata")
 int pg_17(unsigned long long *ctx)
@@ -234,6 +334,22 @@ int pg_17(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(17, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 17, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_modify_qp_with_udata")
+int pg_17_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(17, ctx, 0x4);
+}
+
+/* 17, fallback return for a module without BTF: the record of pg_17 */
+SEC("?kretprobe/ib_modify_qp_with_udata")
+int pg_17_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(17, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 18: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1800)
@@ -268,6 +384,22 @@ int pg_21(unsigned long long *ctx)
 	return pg_exit(21, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x3c /* args 2,3,4,5 */);
 }
 
+/* 21, fallback entry for a module without BTF: saves args 2,3,4,5 */
+SEC("?kprobe/ib_umem_get_attr_or_va")
+int pg_21_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(21, ctx, 0x3c);
+}
+
+/* 21, fallback return for a module without BTF: the record of pg_21 */
+SEC("?kretprobe/ib_umem_get_attr_or_va")
+int pg_21_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(21, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 22: ib_core:ib_umem_get_desc (ptr; drivers/infiniband/core/umem.c:290) */
 SEC("fexit/ib_umem_get_desc")
 int pg_22(unsigned long long *ctx)
@@ -276,6 +408,22 @@ int pg_22(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(22, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 22, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_umem_get_desc")
+int pg_22_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(22, ctx, 0x4);
+}
+
+/* 22, fallback return for a module without BTF: the record of pg_22 */
+SEC("?kretprobe/ib_umem_get_desc")
+int pg_22_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(22, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 26: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:416) */
@@ -310,6 +458,15 @@ int pg_26_bs(unsigned long long *ctx)
 	return pg_exit_session(26, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 26, fallback return for a module without BTF: the record of pg_26 */
+SEC("?kretprobe/ib_uverbs_alloc_pd")
+int pg_26_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(26, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 27: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1092) */
 SEC("fexit/ib_uverbs_create_cq")
 int pg_27(unsigned long long *ctx)
@@ -340,6 +497,15 @@ int pg_27_bs(unsigned long long *ctx)
 		return pg_bl_session(27, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(27, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 27, fallback return for a module without BTF: the record of pg_27 */
+SEC("?kretprobe/ib_uverbs_create_cq")
+int pg_27_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(27, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 28: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1524) */
@@ -374,6 +540,15 @@ int pg_28_bs(unsigned long long *ctx)
 	return pg_exit_session(28, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 28, fallback return for a module without BTF: the record of pg_28 */
+SEC("?kretprobe/ib_uverbs_create_qp")
+int pg_28_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(28, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 29: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1111) */
 SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_29(unsigned long long *ctx)
@@ -404,6 +579,15 @@ int pg_29_bs(unsigned long long *ctx)
 		return pg_bl_session(29, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(29, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 29, fallback return for a module without BTF: the record of pg_29 */
+SEC("?kretprobe/ib_uverbs_ex_create_cq")
+int pg_29_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(29, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 30: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1552) */
@@ -438,6 +622,15 @@ int pg_30_bs(unsigned long long *ctx)
 	return pg_exit_session(30, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 30, fallback return for a module without BTF: the record of pg_30 */
+SEC("?kretprobe/ib_uverbs_ex_create_qp")
+int pg_30_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(30, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 31: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3605) */
 SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_31(unsigned long long *ctx)
@@ -468,6 +661,15 @@ int pg_31_bs(unsigned long long *ctx)
 		return pg_bl_session(31, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(31, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 31, fallback return for a module without BTF: the record of pg_31 */
+SEC("?kretprobe/ib_uverbs_ex_modify_cq")
+int pg_31_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(31, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 32: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1954) */
@@ -502,6 +704,15 @@ int pg_32_bs(unsigned long long *ctx)
 	return pg_exit_session(32, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 32, fallback return for a module without BTF: the record of pg_32 */
+SEC("?kretprobe/ib_uverbs_ex_modify_qp")
+int pg_32_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(32, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 33: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_33(unsigned long long *ctx)
@@ -532,6 +743,15 @@ int pg_33_bs(unsigned long long *ctx)
 		return pg_bl_session(33, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(33, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 33, fallback return for a module without BTF: the record of pg_33 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_33_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(33, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 34: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_dmabuf.c:107) */
@@ -566,6 +786,15 @@ int pg_34_bs(unsigned long long *ctx)
 	return pg_exit_session(34, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 34, fallback return for a module without BTF: the record of pg_34 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC")
+int pg_34_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(34, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 35: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_35(unsigned long long *ctx)
@@ -596,6 +825,15 @@ int pg_35_bs(unsigned long long *ctx)
 		return pg_bl_session(35, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(35, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 35, fallback return for a module without BTF: the record of pg_35 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_35_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(35, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 36: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_ATTACH_COMP_CNTR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:375) */
@@ -630,6 +868,15 @@ int pg_36_bs(unsigned long long *ctx)
 	return pg_exit_session(36, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 36, fallback return for a module without BTF: the record of pg_36 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_QP_ATTACH_COMP_CNTR")
+int pg_36_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(36, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 37: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_37(unsigned long long *ctx)
@@ -660,6 +907,15 @@ int pg_37_bs(unsigned long long *ctx)
 		return pg_bl_session(37, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(37, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 37, fallback return for a module without BTF: the record of pg_37 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_37_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(37, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 38: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
@@ -694,6 +950,15 @@ int pg_38_bs(unsigned long long *ctx)
 	return pg_exit_session(38, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 38, fallback return for a module without BTF: the record of pg_38 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_38_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(38, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 39: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:269) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_MR")
 int pg_39(unsigned long long *ctx)
@@ -724,6 +989,15 @@ int pg_39_bs(unsigned long long *ctx)
 		return pg_bl_session(39, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(39, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 39, fallback return for a module without BTF: the record of pg_39 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_REG_MR")
+int pg_39_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(39, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 40: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1939) */
@@ -758,6 +1032,15 @@ int pg_40_bs(unsigned long long *ctx)
 	return pg_exit_session(40, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 40, fallback return for a module without BTF: the record of pg_40 */
+SEC("?kretprobe/ib_uverbs_modify_qp")
+int pg_40_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(40, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 41: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:690) */
 SEC("fexit/ib_uverbs_reg_mr")
 int pg_41(unsigned long long *ctx)
@@ -788,6 +1071,15 @@ int pg_41_bs(unsigned long long *ctx)
 		return pg_bl_session(41, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(41, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 41, fallback return for a module without BTF: the record of pg_41 */
+SEC("?kretprobe/ib_uverbs_reg_mr")
+int pg_41_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(41, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 42: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:759) */
@@ -822,6 +1114,15 @@ int pg_42_bs(unsigned long long *ctx)
 	return pg_exit_session(42, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 42, fallback return for a module without BTF: the record of pg_42 */
+SEC("?kretprobe/ib_uverbs_rereg_mr")
+int pg_42_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(42, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 43: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1129) */
 SEC("fexit/ib_uverbs_resize_cq")
 int pg_43(unsigned long long *ctx)
@@ -852,6 +1153,15 @@ int pg_43_bs(unsigned long long *ctx)
 		return pg_bl_session(43, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(43, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 43, fallback return for a module without BTF: the record of pg_43 */
+SEC("?kretprobe/ib_uverbs_resize_cq")
+int pg_43_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(43, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 44: mlx5_ib:mlx5_core_create_dct (int, 4 bytes; drivers/infiniband/hw/mlx5/qpc.c:221) */
@@ -1348,6 +1658,15 @@ int pg_63(unsigned long long *ctx)
 	return pg_exit(63, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 63, fallback return for a module without BTF: the record of pg_63 */
+SEC("?kretprobe/modify_qp")
+int pg_63_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(63, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 69: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:340) */
 SEC("fexit/rdma_counter_bind_qp_auto")
 int pg_69(unsigned long long *ctx)
@@ -1358,6 +1677,22 @@ int pg_69(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(69, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
+}
+
+/* 69, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rdma_counter_bind_qp_auto")
+int pg_69_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(69, ctx, 0x2);
+}
+
+/* 69, fallback return for a module without BTF: the record of pg_69 */
+SEC("?kretprobe/rdma_counter_bind_qp_auto")
+int pg_69_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(69, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 70: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:501) */
@@ -1372,6 +1707,15 @@ int pg_70(unsigned long long *ctx)
 	return pg_exit(70, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 70, fallback return for a module without BTF: the record of pg_70 */
+SEC("?kretprobe/rdma_fill_sgid_attr")
+int pg_70_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(70, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 72: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
 SEC("fexit/rdma_lag_get_ah_roce_slave")
 int pg_72(unsigned long long *ctx)
@@ -1380,6 +1724,22 @@ int pg_72(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(72, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 72, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rdma_lag_get_ah_roce_slave")
+int pg_72_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(72, ctx, 0x4);
+}
+
+/* 72, fallback return for a module without BTF: the record of pg_72 */
+SEC("?kretprobe/rdma_lag_get_ah_roce_slave")
+int pg_72_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(72, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 1);
 }
 
 /* 73: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2248) */
@@ -1392,6 +1752,22 @@ int pg_73(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(73, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 73, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/rdma_set_cq_moderation")
+int pg_73_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(73, ctx, 0x6);
+}
+
+/* 73, fallback return for a module without BTF: the record of pg_73 */
+SEC("?kretprobe/rdma_set_cq_moderation")
+int pg_73_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(73, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 74: data plane, async_event ib_uverbs:ib_uverbs_cq_event_handler (drivers/infiniband/core/uverbs_main.c:389); drivers/infiniband/core/uverbs_cmd.c:1055: `create_cq` stores it into `.event_handler` */

@@ -5,8 +5,8 @@
  *   scripts/regenerate.sh  (this set alone: probegen generate --kernel-src <linux-7.3> --vendor rxe --out DIR)
  *
  * Programs: 47 fexit, 3 kretprobe (fallback for clone-only functions).
- * Fallbacks for a vendor module without BTF (autoload off; the loader picks them when
- * /sys/kernel/btf/<module> is absent): 14 kretprobe, with a kprobe saving the arguments.
+ * Fallbacks for a module without BTF (autoload off; the loader picks them when
+ * /sys/kernel/btf/<module> is absent): 47 kretprobe, with a kprobe saving the arguments.
  * Baseline entries (fentry on uverbs handlers; autoload off, loaded with collect --baseline):
  * 18; baseline sessions (fsession on uverbs handlers, loaded instead of the handler's
  * fexit and entry where the kernel has fsession, 7.0+): 18.
@@ -46,6 +46,15 @@ int pg_0(unsigned long long *ctx)
 	return pg_exit(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
 }
 
+/* 0, fallback return for a module without BTF: the record of pg_0 */
+SEC("?kretprobe/__ib_open_qp")
+int pg_0_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(0, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
+}
+
 /* 1: ib_core:__ib_umem_get_va (ptr; drivers/infiniband/core/umem.c:162) */
 SEC("fexit/__ib_umem_get_va")
 int pg_1(unsigned long long *ctx)
@@ -54,6 +63,22 @@ int pg_1(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(1, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0xe /* args 1,2,3 */);
+}
+
+/* 1, fallback entry for a module without BTF: saves args 1,2,3 */
+SEC("?kprobe/__ib_umem_get_va")
+int pg_1_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(1, ctx, 0xe);
+}
+
+/* 1, fallback return for a module without BTF: the record of pg_1 */
+SEC("?kretprobe/__ib_umem_get_va")
+int pg_1_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(1, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 3: ib_core:_ib_modify_qp (int, 4 bytes; drivers/infiniband/core/verbs.c:1832) */
@@ -68,6 +93,22 @@ int pg_3(unsigned long long *ctx)
 	return pg_exit(3, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
 }
 
+/* 3, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/_ib_modify_qp")
+int pg_3_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(3, ctx, 0x4);
+}
+
+/* 3, fallback return for a module without BTF: the record of pg_3 */
+SEC("?kretprobe/_ib_modify_qp")
+int pg_3_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(3, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 4: ib_core:alloc_and_bind (ptr; drivers/infiniband/core/counters.c:145) */
 SEC("fexit/alloc_and_bind")
 int pg_4(unsigned long long *ctx)
@@ -76,6 +117,22 @@ int pg_4(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(4, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x1a /* args 1,3,4 */);
+}
+
+/* 4, fallback entry for a module without BTF: saves args 1,3,4 */
+SEC("?kprobe/alloc_and_bind")
+int pg_4_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(4, ctx, 0x1a);
+}
+
+/* 4, fallback return for a module without BTF: the record of pg_4 */
+SEC("?kretprobe/alloc_and_bind")
+int pg_4_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(4, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 5: ib_uverbs:create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1009) */
@@ -88,6 +145,15 @@ int pg_5(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(5, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 5, fallback return for a module without BTF: the record of pg_5 */
+SEC("?kretprobe/create_cq")
+int pg_5_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(5, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 6: ib_core:create_qp (ptr; drivers/infiniband/core/verbs.c:1274)
@@ -115,6 +181,15 @@ int pg_7(unsigned long long *ctx)
 	return pg_exit(7, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 7, fallback return for a module without BTF: the record of pg_7 */
+SEC("?kretprobe/create_qp")
+int pg_7_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(7, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 9: ib_core:ib_create_qp_user (ptr; drivers/infiniband/core/verbs.c:1356) */
 SEC("fexit/ib_create_qp_user")
 int pg_9(unsigned long long *ctx)
@@ -123,6 +198,15 @@ int pg_9(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(9, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x0 /* args - */);
+}
+
+/* 9, fallback return for a module without BTF: the record of pg_9 */
+SEC("?kretprobe/ib_create_qp_user")
+int pg_9_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(9, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0);
 }
 
 /* 10: ib_core:ib_modify_qp_with_udata (int, 4 bytes; drivers/infiniband/core/verbs.c:1956) */
@@ -135,6 +219,22 @@ int pg_10(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(10, PG_ERRNO(ret), ret < 0, ctx, 0x4 /* args 2 */);
+}
+
+/* 10, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_modify_qp_with_udata")
+int pg_10_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(10, ctx, 0x4);
+}
+
+/* 10, fallback return for a module without BTF: the record of pg_10 */
+SEC("?kretprobe/ib_modify_qp_with_udata")
+int pg_10_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(10, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 11: ib_core:ib_resolve_eth_dmac (int, 4 bytes; drivers/infiniband/core/verbs.c:1800)
@@ -169,6 +269,22 @@ int pg_14(unsigned long long *ctx)
 	return pg_exit(14, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x3c /* args 2,3,4,5 */);
 }
 
+/* 14, fallback entry for a module without BTF: saves args 2,3,4,5 */
+SEC("?kprobe/ib_umem_get_attr_or_va")
+int pg_14_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(14, ctx, 0x3c);
+}
+
+/* 14, fallback return for a module without BTF: the record of pg_14 */
+SEC("?kretprobe/ib_umem_get_attr_or_va")
+int pg_14_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(14, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
+}
+
 /* 15: ib_core:ib_umem_get_desc (ptr; drivers/infiniband/core/umem.c:290) */
 SEC("fexit/ib_umem_get_desc")
 int pg_15(unsigned long long *ctx)
@@ -177,6 +293,22 @@ int pg_15(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(15, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 15, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/ib_umem_get_desc")
+int pg_15_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(15, ctx, 0x4);
+}
+
+/* 15, fallback return for a module without BTF: the record of pg_15 */
+SEC("?kretprobe/ib_umem_get_desc")
+int pg_15_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(15, PG_ERRNO((long)raw), PG_PTR_FAILED(raw), ctx, 1);
 }
 
 /* 19: ib_uverbs:ib_uverbs_alloc_pd (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:416) */
@@ -211,6 +343,15 @@ int pg_19_bs(unsigned long long *ctx)
 	return pg_exit_session(19, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 19, fallback return for a module without BTF: the record of pg_19 */
+SEC("?kretprobe/ib_uverbs_alloc_pd")
+int pg_19_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(19, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 20: ib_uverbs:ib_uverbs_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1092) */
 SEC("fexit/ib_uverbs_create_cq")
 int pg_20(unsigned long long *ctx)
@@ -241,6 +382,15 @@ int pg_20_bs(unsigned long long *ctx)
 		return pg_bl_session(20, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(20, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 20, fallback return for a module without BTF: the record of pg_20 */
+SEC("?kretprobe/ib_uverbs_create_cq")
+int pg_20_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(20, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 21: ib_uverbs:ib_uverbs_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1524) */
@@ -275,6 +425,15 @@ int pg_21_bs(unsigned long long *ctx)
 	return pg_exit_session(21, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 21, fallback return for a module without BTF: the record of pg_21 */
+SEC("?kretprobe/ib_uverbs_create_qp")
+int pg_21_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(21, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 22: ib_uverbs:ib_uverbs_ex_create_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1111) */
 SEC("fexit/ib_uverbs_ex_create_cq")
 int pg_22(unsigned long long *ctx)
@@ -305,6 +464,15 @@ int pg_22_bs(unsigned long long *ctx)
 		return pg_bl_session(22, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(22, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 22, fallback return for a module without BTF: the record of pg_22 */
+SEC("?kretprobe/ib_uverbs_ex_create_cq")
+int pg_22_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(22, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 23: ib_uverbs:ib_uverbs_ex_create_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1552) */
@@ -339,6 +507,15 @@ int pg_23_bs(unsigned long long *ctx)
 	return pg_exit_session(23, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 23, fallback return for a module without BTF: the record of pg_23 */
+SEC("?kretprobe/ib_uverbs_ex_create_qp")
+int pg_23_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(23, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 24: ib_uverbs:ib_uverbs_ex_modify_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:3605) */
 SEC("fexit/ib_uverbs_ex_modify_cq")
 int pg_24(unsigned long long *ctx)
@@ -369,6 +546,15 @@ int pg_24_bs(unsigned long long *ctx)
 		return pg_bl_session(24, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(24, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 24, fallback return for a module without BTF: the record of pg_24 */
+SEC("?kretprobe/ib_uverbs_ex_modify_cq")
+int pg_24_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(24, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 25: ib_uverbs:ib_uverbs_ex_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1954) */
@@ -403,6 +589,15 @@ int pg_25_bs(unsigned long long *ctx)
 	return pg_exit_session(25, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 25, fallback return for a module without BTF: the record of pg_25 */
+SEC("?kretprobe/ib_uverbs_ex_modify_qp")
+int pg_25_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(25, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 26: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_cq.c:61) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
 int pg_26(unsigned long long *ctx)
@@ -433,6 +628,15 @@ int pg_26_bs(unsigned long long *ctx)
 		return pg_bl_session(26, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(26, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 26, fallback return for a module without BTF: the record of pg_26 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_CQ_CREATE")
+int pg_26_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(26, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 27: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_dmabuf.c:107) */
@@ -467,6 +671,15 @@ int pg_27_bs(unsigned long long *ctx)
 	return pg_exit_session(27, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 27, fallback return for a module without BTF: the record of pg_27 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_DMABUF_ALLOC")
+int pg_27_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(27, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 28: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:83) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
 int pg_28(unsigned long long *ctx)
@@ -497,6 +710,15 @@ int pg_28_bs(unsigned long long *ctx)
 		return pg_bl_session(28, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(28, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 28, fallback return for a module without BTF: the record of pg_28 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_DM_MR_REG")
+int pg_28_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(28, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 29: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_ATTACH_COMP_CNTR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:375) */
@@ -531,6 +753,15 @@ int pg_29_bs(unsigned long long *ctx)
 	return pg_exit_session(29, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 29, fallback return for a module without BTF: the record of pg_29 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_QP_ATTACH_COMP_CNTR")
+int pg_29_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(29, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 30: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_QP_CREATE (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_qp.c:82) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
 int pg_30(unsigned long long *ctx)
@@ -561,6 +792,15 @@ int pg_30_bs(unsigned long long *ctx)
 		return pg_bl_session(30, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(30, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 30, fallback return for a module without BTF: the record of pg_30 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_QP_CREATE")
+int pg_30_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(30, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 31: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:186) */
@@ -595,6 +835,15 @@ int pg_31_bs(unsigned long long *ctx)
 	return pg_exit_session(31, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 31, fallback return for a module without BTF: the record of pg_31 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR")
+int pg_31_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(31, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 32: ib_uverbs:ib_uverbs_handler_UVERBS_METHOD_REG_MR (int, 4 bytes; drivers/infiniband/core/uverbs_std_types_mr.c:269) */
 SEC("fexit/ib_uverbs_handler_UVERBS_METHOD_REG_MR")
 int pg_32(unsigned long long *ctx)
@@ -625,6 +874,15 @@ int pg_32_bs(unsigned long long *ctx)
 		return pg_bl_session(32, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(32, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 32, fallback return for a module without BTF: the record of pg_32 */
+SEC("?kretprobe/ib_uverbs_handler_UVERBS_METHOD_REG_MR")
+int pg_32_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(32, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 33: ib_uverbs:ib_uverbs_modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1939) */
@@ -659,6 +917,15 @@ int pg_33_bs(unsigned long long *ctx)
 	return pg_exit_session(33, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 33, fallback return for a module without BTF: the record of pg_33 */
+SEC("?kretprobe/ib_uverbs_modify_qp")
+int pg_33_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(33, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 34: ib_uverbs:ib_uverbs_reg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:690) */
 SEC("fexit/ib_uverbs_reg_mr")
 int pg_34(unsigned long long *ctx)
@@ -689,6 +956,15 @@ int pg_34_bs(unsigned long long *ctx)
 		return pg_bl_session(34, ctx);
 	ret = (int)ctx[1];
 	return pg_exit_session(34, PG_ERRNO(ret), ret < 0, ctx);
+}
+
+/* 34, fallback return for a module without BTF: the record of pg_34 */
+SEC("?kretprobe/ib_uverbs_reg_mr")
+int pg_34_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(34, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 35: ib_uverbs:ib_uverbs_rereg_mr (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:759) */
@@ -723,6 +999,15 @@ int pg_35_bs(unsigned long long *ctx)
 	return pg_exit_session(35, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 35, fallback return for a module without BTF: the record of pg_35 */
+SEC("?kretprobe/ib_uverbs_rereg_mr")
+int pg_35_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(35, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 36: ib_uverbs:ib_uverbs_resize_cq (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1129) */
 SEC("fexit/ib_uverbs_resize_cq")
 int pg_36(unsigned long long *ctx)
@@ -755,6 +1040,15 @@ int pg_36_bs(unsigned long long *ctx)
 	return pg_exit_session(36, PG_ERRNO(ret), ret < 0, ctx);
 }
 
+/* 36, fallback return for a module without BTF: the record of pg_36 */
+SEC("?kretprobe/ib_uverbs_resize_cq")
+int pg_36_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(36, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 37: ib_uverbs:modify_qp (int, 4 bytes; drivers/infiniband/core/uverbs_cmd.c:1772) */
 SEC("fexit/modify_qp")
 int pg_37(unsigned long long *ctx)
@@ -765,6 +1059,15 @@ int pg_37(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(37, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
+}
+
+/* 37, fallback return for a module without BTF: the record of pg_37 */
+SEC("?kretprobe/modify_qp")
+int pg_37_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(37, PG_ERRNO(ret), ret < 0, ctx, 0);
 }
 
 /* 39: ib_core:rdma_counter_bind_qp_auto (int, 4 bytes; drivers/infiniband/core/counters.c:340) */
@@ -779,6 +1082,22 @@ int pg_39(unsigned long long *ctx)
 	return pg_exit(39, PG_ERRNO(ret), ret < 0, ctx, 0x2 /* args 1 */);
 }
 
+/* 39, fallback entry for a module without BTF: saves args 1 */
+SEC("?kprobe/rdma_counter_bind_qp_auto")
+int pg_39_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(39, ctx, 0x2);
+}
+
+/* 39, fallback return for a module without BTF: the record of pg_39 */
+SEC("?kretprobe/rdma_counter_bind_qp_auto")
+int pg_39_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(39, PG_ERRNO(ret), ret < 0, ctx, 1);
+}
+
 /* 40: ib_core:rdma_fill_sgid_attr (int, 4 bytes; drivers/infiniband/core/verbs.c:501) */
 SEC("fexit/rdma_fill_sgid_attr")
 int pg_40(unsigned long long *ctx)
@@ -791,6 +1110,15 @@ int pg_40(unsigned long long *ctx)
 	return pg_exit(40, PG_ERRNO(ret), ret < 0, ctx, 0x0 /* args - */);
 }
 
+/* 40, fallback return for a module without BTF: the record of pg_40 */
+SEC("?kretprobe/rdma_fill_sgid_attr")
+int pg_40_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(40, PG_ERRNO(ret), ret < 0, ctx, 0);
+}
+
 /* 42: ib_core:rdma_lag_get_ah_roce_slave (ptr; drivers/infiniband/core/lag.c:107) */
 SEC("fexit/rdma_lag_get_ah_roce_slave")
 int pg_42(unsigned long long *ctx)
@@ -799,6 +1127,22 @@ int pg_42(unsigned long long *ctx)
 
 	bpf_get_func_ret(ctx, &raw);
 	return pg_exit(42, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 0x4 /* args 2 */);
+}
+
+/* 42, fallback entry for a module without BTF: saves args 2 */
+SEC("?kprobe/rdma_lag_get_ah_roce_slave")
+int pg_42_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(42, ctx, 0x4);
+}
+
+/* 42, fallback return for a module without BTF: the record of pg_42 */
+SEC("?kretprobe/rdma_lag_get_ah_roce_slave")
+int pg_42_ret(struct pt_regs *ctx)
+{
+	__u64 raw = PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(42, PG_ERRNO((long)raw), PG_IS_ERR(raw), ctx, 1);
 }
 
 /* 43: ib_core:rdma_set_cq_moderation (int, 4 bytes; drivers/infiniband/core/verbs.c:2248) */
@@ -811,6 +1155,22 @@ int pg_43(unsigned long long *ctx)
 	bpf_get_func_ret(ctx, &raw);
 	ret = (int)raw;
 	return pg_exit(43, PG_ERRNO(ret), ret < 0, ctx, 0x6 /* args 1,2 */);
+}
+
+/* 43, fallback entry for a module without BTF: saves args 1,2 */
+SEC("?kprobe/rdma_set_cq_moderation")
+int pg_43_entry(struct pt_regs *ctx)
+{
+	return pg_save_args(43, ctx, 0x6);
+}
+
+/* 43, fallback return for a module without BTF: the record of pg_43 */
+SEC("?kretprobe/rdma_set_cq_moderation")
+int pg_43_ret(struct pt_regs *ctx)
+{
+	long ret = (int)PT_REGS_RC(ctx);
+
+	return pg_exit_kretprobe(43, PG_ERRNO(ret), ret < 0, ctx, 1);
 }
 
 /* 44: rdma_rxe:rxe_alloc_pd (int, 4 bytes; drivers/infiniband/sw/rxe/rxe_verbs.c:248) */
