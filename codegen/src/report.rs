@@ -53,8 +53,10 @@ struct ReportTemplate<'a> {
     excluded: Vec<ExcludedGroup<'a>>,
     examples_per_rule: usize,
     focus_header: &'a str,
-    /// Vendor probes whose `fexit` verdict assumes the module has BTF, and their modules.
+    /// Module probes whose `fexit` verdict assumes the module has BTF, and their modules.
     btf_assumed: (usize, String),
+    /// The arguments the kprobe fallback cannot read, `function (arg, arg)` each.
+    kprobe_unread: String,
 }
 
 /// Inputs besides the manifest that the renderers need.
@@ -159,8 +161,22 @@ pub fn render_report(m: &Manifest, cx: &RenderContext) -> Result<String, RenderE
         examples_per_rule: EXAMPLES_PER_RULE,
         focus_header: &cx.selection.focus_ops.header,
         btf_assumed: btf_assumed(m),
+        kprobe_unread: kprobe_unread(m),
     }
     .render()?)
+}
+
+/// The arguments past the sixth that the kprobe fallback records as 0, `` `function` (a, b) ``
+/// per probe, in probe order.
+fn kprobe_unread(m: &Manifest) -> String {
+    m.probes
+        .iter()
+        .filter_map(|p| {
+            let unread = p.kprobe_unread_args();
+            (!unread.is_empty()).then(|| format!("`{}` ({})", p.function, unread.join(", ")))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// How many probes have a kprobe fallback (their fexit verdict assumes the module's BTF), and

@@ -30,6 +30,9 @@ pub fn kretprobe_return_name(id: u32) -> String {
     format!("pg_{id}_ret")
 }
 
+/// The arguments a kprobe reads from registers on x86-64 (the rest are on the stack).
+const KPROBE_REGISTER_ARGS: usize = 6;
+
 impl Probe {
     /// Whether the probe's object carries a kprobe/kretprobe pair beside its fexit program:
     /// every fexit probe, of every layer. A module without `.BTF` cannot take fexit: vendor
@@ -37,6 +40,22 @@ impl Probe {
     /// without module BTF (Debian's 5.10), verbs core included; the fallback keeps each layer.
     pub fn has_kprobe_fallback(&self) -> bool {
         matches!(self.attach, Attach::Fexit | Attach::NoBtf)
+    }
+
+    /// The recorded arguments the kprobe fallback cannot read, by name: past the sixth, which
+    /// x86-64 passes on the stack (`pg_regs_arg` reads registers only; they record 0). Empty
+    /// without a fallback.
+    pub fn kprobe_unread_args(&self) -> Vec<&str> {
+        if !self.has_kprobe_fallback() {
+            return Vec::new();
+        }
+        let mut past: Vec<_> = self
+            .args
+            .iter()
+            .filter(|a| a.index >= KPROBE_REGISTER_ARGS)
+            .collect();
+        past.sort_by_key(|a| a.index);
+        past.into_iter().map(|a| a.name.as_str()).collect()
     }
 
     /// The fallback pair as (program name, section): the entry program only when the probe
@@ -120,4 +139,37 @@ pub fn baseline_handlers(m: &crate::types::Manifest) -> std::collections::BTreeS
         .filter(|p| p.attach == Attach::Fexit && p.layer == Layer::Core && !called.contains(&p.id))
         .map(|p| p.id)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::types::Manifest;
+    use crate::vocab::Attach;
+
+    const BNXT_7_2: &str = include_str!("../../generated/linux-7.2/bnxt_re/manifest.yaml");
+
+    #[test]
+    fn kprobe_fallback_names_the_arguments_past_the_sixth() {
+        let m = Manifest::from_yaml(BNXT_7_2, "m.yaml").expect("valid");
+        let unread: Vec<(&str, Vec<&str>)> = m
+            .probes
+            .iter()
+            .map(|p| (p.function.as_str(), p.kprobe_unread_args()))
+            .filter(|(_, a)| !a.is_empty())
+            .collect();
+        // bnxt_qplib_add_sgid(sgid_tbl, gid, smac, vlan_id, update, index, is_ugid, stats_ctx_id)
+        assert_eq!(
+            unread,
+            [("bnxt_qplib_add_sgid", vec!["is_ugid", "stats_ctx_id"])]
+        );
+        // no fallback (a clone-only probe goes by kretprobe, reading no argument): none named
+        let mut p = m
+            .probes
+            .iter()
+            .find(|p| p.function == "bnxt_qplib_add_sgid")
+            .expect("the probe")
+            .clone();
+        p.attach = Attach::CloneOnly;
+        assert!(p.kprobe_unread_args().is_empty());
+    }
 }

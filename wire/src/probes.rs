@@ -47,12 +47,28 @@ pub struct ProbeInfo {
     /// The kprobe/kretprobe fallback programs for a module without BTF, (name, section)
     /// ([`manifest::Probe::kprobe_fallback`]); empty when the probe has none.
     pub fallback: Vec<(String, String)>,
+    /// The recorded arguments that fallback cannot read (past the sixth, on the stack; they
+    /// record 0), by name ([`manifest::Probe::kprobe_unread_args`]).
+    pub kprobe_unread: Vec<String>,
 }
 
 impl ProbeInfo {
     /// The BPF program name codegen gives this probe.
     pub fn program_name(&self) -> String {
         manifest::program_name(self.id)
+    }
+
+    /// The probe as the kprobe-fallback warning names it: its function, and the arguments
+    /// that path cannot read, never silent.
+    pub fn kprobe_label(&self) -> String {
+        if self.kprobe_unread.is_empty() {
+            return self.function.clone();
+        }
+        format!(
+            "{} (arguments past the sixth not read: {})",
+            self.function,
+            self.kprobe_unread.join(", ")
+        )
     }
 
     /// The ELF section codegen gives this probe's program.
@@ -159,6 +175,7 @@ impl ProbeTable {
                     pins_user_memory: false,
                     error_sites: None,
                     fallback: Vec::new(),
+                    kprobe_unread: Vec::new(),
                 })
                 .collect(),
             ..Default::default()
@@ -260,6 +277,11 @@ fn info(p: &Probe) -> Result<ProbeInfo, TableError> {
         pins_user_memory: p.pins_user_memory,
         error_sites: p.error_sites.clone(),
         fallback: p.kprobe_fallback(),
+        kprobe_unread: p
+            .kprobe_unread_args()
+            .into_iter()
+            .map(String::from)
+            .collect(),
     })
 }
 
@@ -288,6 +310,7 @@ fn data_plane_info(d: &manifest::DataPlaneProbe) -> Result<ProbeInfo, TableError
         pins_user_memory: false,
         error_sites: None,
         fallback: Vec::new(),
+        kprobe_unread: Vec::new(),
     })
 }
 
@@ -301,6 +324,27 @@ mod tests {
     use super::*;
 
     const M: &str = include_str!("../../generated/linux-6.12/rxe/manifest.yaml");
+
+    #[test]
+    fn the_kprobe_label_names_what_that_path_cannot_read() {
+        let bnxt = include_str!("../../generated/linux-7.2/bnxt_re/manifest.yaml");
+        let t = ProbeTable::from_manifest_text(bnxt, "bnxt_re").expect("manifest");
+        let labels: Vec<String> = t
+            .probes
+            .iter()
+            .filter(|p| !p.kprobe_unread.is_empty())
+            .map(ProbeInfo::kprobe_label)
+            .collect();
+        assert_eq!(
+            labels,
+            ["bnxt_qplib_add_sgid (arguments past the sixth not read: is_ugid, stats_ctx_id)"]
+        );
+        let reg = t.probes.iter().find(|p| p.function == "ib_uverbs_reg_mr");
+        assert_eq!(
+            reg.map(ProbeInfo::kprobe_label).as_deref(),
+            Some("ib_uverbs_reg_mr")
+        );
+    }
 
     #[test]
     fn rxe_table() {

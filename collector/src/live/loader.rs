@@ -500,7 +500,7 @@ fn resolve_targets(
                 st.symbols = clone.into_iter().collect();
                 picked.extend(p.fallback.iter().map(|(n, _)| n.clone()));
                 let probes = kprobe.entry(p.module.clone()).or_default();
-                probes.push(p.function.clone());
+                probes.push(p.kprobe_label());
             }
             Target::Attach(Some(t)) => {
                 prog.set_attach_target(0, Some(t.clone()))
