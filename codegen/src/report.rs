@@ -57,6 +57,8 @@ struct ReportTemplate<'a> {
     btf_assumed: (usize, String),
     /// The arguments the kprobe fallback cannot read, `function (arg, arg)` each.
     kprobe_unread: String,
+    /// A data-plane probe is `no-btf` (its module has no BTF where the set was made).
+    data_plane_no_btf: bool,
 }
 
 /// Inputs besides the manifest that the renderers need.
@@ -162,8 +164,16 @@ pub fn render_report(m: &Manifest, cx: &RenderContext) -> Result<String, RenderE
         focus_header: &cx.selection.focus_ops.header,
         btf_assumed: btf_assumed(m),
         kprobe_unread: kprobe_unread(m),
+        data_plane_no_btf: data_plane_no_btf(m),
     }
     .render()?)
+}
+
+/// Whether a data-plane probe's module had no BTF (it has no kprobe path: not attached there).
+fn data_plane_no_btf(m: &Manifest) -> bool {
+    m.data_plane
+        .iter()
+        .any(|d| d.attach == manifest::Attach::NoBtf)
 }
 
 /// The arguments past the sixth that the kprobe fallback records as 0, `` `function` (a, b) ``
