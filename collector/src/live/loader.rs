@@ -669,9 +669,12 @@ pub(crate) fn load(
             let _ = m.set_max_entries(1);
         }
     }
+    // /proc/kallsyms and the kernel's BTF read once for every module (a module loaded later
+    // reads them again)
+    let ksyms = KernelSymbols::read(table);
     // a kernel without task storage (5.10) cannot create the baseline's task map: without it
     // libbpf poisons the baseline programs' references (they stay unloaded), the rest loads
-    if !HostBtf::open(Path::new("/sys/kernel/btf")).has_task_storage() {
+    if !ksyms.btf.has_task_storage() {
         if let Some(mut m) = open.maps_mut().find(|m| m.name() == "bl_task") {
             let _ = m.set_autocreate(false);
         }
@@ -701,8 +704,6 @@ pub(crate) fn load(
         session_refused: None,
     };
     let modules: BTreeSet<&str> = table.probes.iter().map(|p| p.module.as_str()).collect();
-    // /proc/kallsyms read once for them all (a module loaded later reads it again)
-    let ksyms = KernelSymbols::read(table);
     if let Some(c) = &opts.baseline {
         if ksyms.btf.has_fsession() {
             loaded.session = c.entry == baseline::EntryChoice::Auto;
