@@ -73,6 +73,16 @@ fn every_data_plane_probe_is_backed_by_its_evidence_in_the_tree() {
                     DataPlaneVia::QpState => {
                         assert!(line.contains("IB_QPS_ERR"), "{at}: `{line}`")
                     }
+                    // the call that hands the attributes on, with them as an argument
+                    DataPlaneVia::Dispatches => {
+                        let callee = e.detail.split('`').nth(3).unwrap_or("?");
+                        assert!(
+                            line.contains(&format!("{callee}(")) && line.contains("attr"),
+                            "{at}: {}:{}: `{line}` calls `{callee}` with the attributes",
+                            e.file,
+                            e.line
+                        )
+                    }
                 }
             }
         }
@@ -94,7 +104,33 @@ fn each_set_has_the_core_callbacks_and_its_vendors_own_points() {
             for f in ["ib_uverbs_qp_event_handler", "ib_uverbs_cq_event_handler"] {
                 assert!(core.contains(&f), "{at}: {core:?}");
             }
-            for d in m.data_plane.iter().filter(|d| d.layer == Layer::Core) {
+            // one peer probe: the core function that hands a QP's attributes to the driver,
+            // read on RTR, its mask and QP arguments known
+            let peers: Vec<_> = m
+                .data_plane
+                .iter()
+                .filter(|d| d.class == DataPlaneClass::Peer)
+                .collect();
+            assert_eq!(peers.len(), 1, "{at}: {peers:?}");
+            let p = peers[0];
+            assert_eq!(
+                (p.layer, p.attach, p.errors.as_slice()),
+                (
+                    Layer::Core,
+                    manifest::Attach::Fexit,
+                    &["IB_QPS_RTR".to_string()][..]
+                ),
+                "{at}: {p:?}"
+            );
+            assert!(
+                p.mask_arg.is_some() && p.owner.as_ref().is_some_and(|o| o.ty == "ib_qp"),
+                "{at}: {p:?}"
+            );
+            for d in m
+                .data_plane
+                .iter()
+                .filter(|d| d.layer == Layer::Core && d.class != DataPlaneClass::Peer)
+            {
                 assert_eq!(d.class, DataPlaneClass::AsyncEvent, "{at}");
                 assert!(
                     d.arg.is_some() && d.errors.iter().any(|e| e == "IB_EVENT_QP_FATAL"),

@@ -51,13 +51,16 @@ fn snapshots(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// One `VD <mode> qpn=0x.. status=NAME count=N pid=P` line of verbs_dataplane.
+/// One `VD <mode> qpn=0x.. status=NAME count=N pid=P peer=0x.. gid=G` line of verbs_dataplane.
 #[derive(Debug)]
 struct Induced {
     qpn: String,
     status: String,
     count: u64,
     pid: u64,
+    /// The remote QP number and destination GID of the QP's RTR.
+    peer: u64,
+    gid: String,
 }
 
 fn induced(log: &str) -> BTreeMap<String, Induced> {
@@ -78,6 +81,11 @@ fn induced(log: &str) -> BTreeMap<String, Induced> {
                 status: status.to_string(),
                 count: count.parse().unwrap_or(0),
                 pid: kv.get("pid").and_then(|p| p.parse().ok()).unwrap_or(0),
+                peer: kv
+                    .get("peer")
+                    .and_then(|p| u64::from_str_radix(p.trim_start_matches("0x"), 16).ok())
+                    .unwrap_or(0),
+                gid: kv.get("gid").unwrap_or(&"").to_string(),
             },
         );
     }
@@ -221,12 +229,51 @@ fn check_induced(
             "{ver}: {mode}: no rxe_qp_error record of QP {} in job {job}: {died:?}",
             v.qpn
         );
+        for r in completions.iter().chain(died.iter()) {
+            check_peer(ver, mode, v, r);
+        }
         println!(
             "{ver}: {mode}: {} x {first} on QP {} in job {job}",
             completions.len(),
             v.qpn
         );
     }
+}
+
+/// A record of the QP's death names the peer its RTR set: the remote QP number and the
+/// destination GID the job used, RoCE v2 (the testbed's GID index), an RC QP, after the RTR.
+fn check_peer(ver: &str, mode: &str, v: &Induced, r: &Value) {
+    let p = &r["peer"];
+    assert!(
+        v.peer != 0 && !v.gid.is_empty(),
+        "{ver}: {mode}: the VD line names no peer: {v:?}"
+    );
+    assert_eq!(
+        p["qpn"].as_u64(),
+        Some(v.peer),
+        "{ver}: {mode}: the peer's QP: {r}"
+    );
+    assert_eq!(
+        p["gid"].as_str(),
+        Some(v.gid.as_str()),
+        "{ver}: {mode}: the peer's GID: {r}"
+    );
+    assert_eq!(p["gid_type"], "roce-v2", "{ver}: {mode}: {r}");
+    assert_eq!(p["qp_type"], "RC", "{ver}: {mode}: {r}");
+    let since = p["since_rtr_ns"].as_u64().unwrap_or(0);
+    assert!(
+        since > 0 && since < 600_000_000_000,
+        "{ver}: {mode}: since RTR {since} ns: {r}"
+    );
+    println!(
+        "{ver}: {mode}: {} on QP {} names peer QP {:#x} at {} ({}), {:.1} ms after RTR",
+        r["errno_name"],
+        v.qpn,
+        v.peer,
+        v.gid,
+        p["gid_type"],
+        since as f64 / 1e6
+    );
 }
 
 /// The overflowed CQ: the async event, in its job.
@@ -312,4 +359,9 @@ fn check_flush(ver: &str, v: &Induced, records: &[&&Value], last: &Value) {
     );
     assert!(q["repeats"].as_u64().unwrap_or(0) >= v.count, "{ver}: {q}");
     assert_eq!(q["evicted"], 0, "{ver}: {q}");
+    assert_eq!(
+        entry["peer"]["qpn"].as_u64(),
+        Some(v.peer),
+        "{ver}: the entry's peer: {entry}"
+    );
 }

@@ -491,6 +491,15 @@ fn generated_bpf_compiles_with_one_program_per_probe() {
             .iter()
             .filter(|p| matches!(p.attach.as_str(), "fexit" | "no-btf"))
             .map(|p| p.function.as_str())
+            // the data plane's peer program reads the call's outcome: an fexit program (in
+            // the section of the function's control-path probe when it has one)
+            .chain(
+                m.data_plane
+                    .iter()
+                    .filter(|d| d.class == manifest::DataPlaneClass::Peer)
+                    .filter(|d| d.attach.as_str() == "fexit")
+                    .map(|d| d.function.as_str()),
+            )
             .collect::<std::collections::BTreeSet<_>>()
             .len();
         let want_kret = m
@@ -507,7 +516,7 @@ fn generated_bpf_compiles_with_one_program_per_probe() {
         let want_fentry = m
             .data_plane
             .iter()
-            .filter(|d| d.attach.as_str() == "fexit")
+            .filter(|d| d.attach.as_str() == "fexit" && d.class != manifest::DataPlaneClass::Peer)
             .count();
         assert_eq!(
             text.matches(" fentry/").count(),

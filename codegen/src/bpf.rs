@@ -104,6 +104,10 @@ struct DataPlaneProgram {
     /// task) and, for qp_error, of the QP number ("0" without an owner argument).
     owner: String,
     qp_num: String,
+    /// For `peer`: the QP argument as C, the attribute mask's position, the state.
+    qp: String,
+    mask_arg: usize,
+    state: String,
     /// For `every`: the recorded scalar arguments.
     argmask: String,
 }
@@ -135,6 +139,7 @@ fn data_plane_program(d: &manifest::DataPlaneProbe) -> Result<DataPlaneProgram, 
         (C::AsyncEvent, Some(_)) => "event",
         (C::Completion, Some(_)) => "completion",
         (C::QpError, Some(_)) => "qp_error",
+        (C::Peer, Some(_)) => "peer",
     };
     // the kernel's union `element` holds the QP for QP events, the port for port events
     let qp_codes = code_test(&d.errors, |e| e.contains("_QP_") || e.contains("PATH_MIG"));
@@ -147,7 +152,7 @@ fn data_plane_program(d: &manifest::DataPlaneProbe) -> Result<DataPlaneProgram, 
     Ok(DataPlaneProgram {
         id: d.id,
         name: manifest::program_name(d.id),
-        section: format!("fentry/{}", d.function),
+        section: manifest::data_plane_section(d.class, &d.function),
         comment: format!(
             "{} {}:{} ({}:{}){evidence}",
             d.class, d.module, d.function, d.file, d.line
@@ -158,6 +163,9 @@ fn data_plane_program(d: &manifest::DataPlaneProbe) -> Result<DataPlaneProgram, 
         qp_codes,
         port_codes,
         cq_codes,
+        qp: peer_qp(d)?,
+        mask_arg: d.mask_arg.unwrap_or(0),
+        state: d.errors.first().cloned().unwrap_or_default(),
         owner,
         qp_num,
         argmask: "0x0".into(),
@@ -179,6 +187,29 @@ fn owner_object(
         )));
     }
     Ok(Some((format!("(struct {} *)ctx[{}]", o.ty, o.arg), o)))
+}
+
+/// A peer program's QP argument as C (`(struct ib_qp *)ctx[0]`): the core's own struct, whose
+/// fields the header declares; "" for other classes.
+fn peer_qp(d: &manifest::DataPlaneProbe) -> Result<String, askama::Error> {
+    if d.class != manifest::DataPlaneClass::Peer {
+        return Ok(String::new());
+    }
+    match owner_object(d)? {
+        Some((obj, o)) if o.ty == o.object.core().0 && o.object == manifest::OwnerObject::Qp => {
+            if d.mask_arg.is_none() || d.errors.len() != 1 {
+                return Err(invalid(format!(
+                    "data-plane probe {}: a peer probe needs `mask_arg` and one state in `errors`",
+                    d.id
+                )));
+            }
+            Ok(obj)
+        }
+        _ => Err(invalid(format!(
+            "data-plane probe {}: a peer probe's owner must be the core's `struct ib_qp`",
+            d.id
+        ))),
+    }
 }
 
 /// (owner, QP number) of a completion or qp_error program, as C expressions.
@@ -248,6 +279,7 @@ struct BpfTemplate {
     owner_structs: Vec<(String, String, String)>,
     event_names: String,
     status_names: String,
+    state_names: String,
     kernel: String,
     config: String,
     vendor: String,
@@ -502,6 +534,7 @@ pub fn render_bpf(m: &Manifest, refresh_command: &str) -> Result<String, askama:
     BpfTemplate {
         owner_structs: owner_structs(m),
         event_names: enumerators(m, manifest::DataPlaneClass::AsyncEvent, &[]),
+        state_names: enumerators(m, manifest::DataPlaneClass::Peer, &[]),
         status_names: if has_completion {
             enumerators(m, manifest::DataPlaneClass::Completion, &["IB_WC_SUCCESS"])
         } else {

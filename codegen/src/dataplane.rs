@@ -115,7 +115,7 @@ fn entry(
     }
     // an installed callback is the verbs core's; every other pass looks in the vendor's code
     let layer = match pick.evidence.first().map(|e| e.via) {
-        Some(DataPlaneVia::Installed) => Layer::Core,
+        Some(DataPlaneVia::Installed | DataPlaneVia::Dispatches) => Layer::Core,
         _ => Layer::Vendor,
     };
     DataPlaneProbe {
@@ -135,6 +135,7 @@ fn entry(
         } else {
             pick.errors.clone()
         },
+        mask_arg: pick.mask_arg,
         owner: if derived.is_some() {
             None
         } else {
@@ -146,12 +147,13 @@ fn entry(
 }
 
 /// The argument whose object's creator owns a record: a completion function's CQ (the
-/// parameter `struct <x>_cq *`), qp_error's QP (its own argument, `struct <x>_qp *`). Events
+/// parameter `struct <x>_cq *`), qp_error's QP (its own argument, `struct <x>_qp *`), the
+/// QP whose peer a peer probe keeps (its errors look the peer up by the same owner). Events
 /// carry their object in the event itself.
 fn owner(params: &[analyzer::Param], pick: &DataPlanePick) -> Option<DataPlaneOwner> {
     let (object, suffix) = match pick.class {
         DataPlaneClass::Completion => (OwnerObject::Cq, "_cq"),
-        DataPlaneClass::QpError => (OwnerObject::Qp, "_qp"),
+        DataPlaneClass::QpError | DataPlaneClass::Peer => (OwnerObject::Qp, "_qp"),
         DataPlaneClass::AsyncEvent => return None,
     };
     let struct_of = |ty: &str| {

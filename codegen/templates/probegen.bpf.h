@@ -706,9 +706,42 @@ struct ib_cq {
 	struct rdma_restrack_entry res;
 } __attribute__((preserve_access_index));
 
+/* the kernel's enumerators a peer probe compares with (values: the running kernel's, by CO-RE;
+ * the set declares `enum ib_qp_state` with the state that sets a peer) */
+enum ib_qp_type { IB_QPT_RC };
+enum ib_gid_type { IB_GID_TYPE_IB, IB_GID_TYPE_ROCE, IB_GID_TYPE_ROCE_UDP_ENCAP };
+enum ib_qp_attr_mask { IB_QP_STATE, IB_QP_AV, IB_QP_DEST_QPN };
+enum ib_ah_flags { IB_AH_GRH };
+
+struct ib_gid_attr {
+	enum ib_gid_type gid_type;
+} __attribute__((preserve_access_index));
+
 struct ib_qp {
 	__u32 qp_num;
 	struct rdma_restrack_entry res;
+	const struct ib_gid_attr *av_sgid_attr;
+	enum ib_qp_type qp_type;
+} __attribute__((preserve_access_index));
+
+union ib_gid {
+	__u8 raw[16];
+} __attribute__((preserve_access_index));
+
+struct ib_global_route {
+	const struct ib_gid_attr *sgid_attr;
+	union ib_gid dgid;
+} __attribute__((preserve_access_index));
+
+struct rdma_ah_attr {
+	struct ib_global_route grh;
+	__u8 ah_flags;
+} __attribute__((preserve_access_index));
+
+struct ib_qp_attr {
+	enum ib_qp_state qp_state;
+	__u32 dest_qp_num;
+	struct rdma_ah_attr ah_attr;
 } __attribute__((preserve_access_index));
 
 /*
@@ -750,11 +783,42 @@ struct pg_qp_key {
 	__u32 pad;
 };
 
+/*
+ * A QP's peer as the kernel last set it: kept by the peer probe at each successful
+ * transition to RTR (the state that names the remote side), looked up by the QP's first
+ * error. Keyed like qp_errors, by the QP's number and its owner; an LRU of PG_QP_PEERS
+ * entries (the QPs of a host's jobs), so a QP whose peer was evicted has no peer, never a
+ * wrong one (a QP number reused is a new RTR, which replaces the entry).
+ */
+#define PG_QP_PEERS 16384
+
+struct pg_peer_key {
+	__u32 qpn;
+	__u32 pid;
+};
+
+struct pg_peer {
+	__u64 rtr_ns;   /* bpf_ktime_get_ns() of the RTR that set it; 0: no peer known */
+	__u8 dgid[16];  /* destination GID, network order */
+	__u32 dest_qpn; /* remote QP number */
+	__u8 gid_type;  /* 0 unknown, 1 IB, 2 RoCE v1, 3 RoCE v2 */
+	__u8 qp_type;   /* enum ib_qp_type as user space numbers it (2 RC, 3 UC, 4 UD, ...) */
+	__u8 pad[2];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, PG_QP_PEERS);
+	__type(key, struct pg_peer_key);
+	__type(value, struct pg_peer);
+} qp_peers SEC(".maps");
+
 struct pg_qp_val {
 	__u64 first_ts_ns; /* the first error (its record's ts within the program's run) */
 	__u64 repeats;     /* errors after the first: counted, not recorded */
 	__s32 code;        /* the first error's code */
 	__u32 pad;
+	struct pg_peer peer; /* the QP's peer when its first error came */
 };
 
 struct {
@@ -806,11 +870,66 @@ static __always_inline int pg_data_plane(__u32 probe_id, long code, __u64 qpn, _
 			return 0;
 		}
 		first.first_ts_ns = bpf_ktime_get_ns();
+		{
+			struct pg_peer_key pk = { .qpn = qpn, .pid = k.pid };
+			struct pg_peer *peer = bpf_map_lookup_elem(&qp_peers, &pk);
+
+			if (peer)
+				first.peer = *peer;
+		}
 		/* two CPUs racing on a QP's first error both record it: none is lost */
 		if (!bpf_map_update_elem(&qp_errors, &k, &first, BPF_NOEXIST))
 			pg_inc(&qp_firsts, &probe_id);
 	}
 	return pg_exit_owned(probe_id, code, 1, 0, 0, &v, 0, owner);
+}
+/*
+ * The peer probe's exit (fexit on the core function that hands a QP's new attributes to the
+ * driver's modify_qp): on a successful transition to `state`, the QP's peer is kept for its
+ * later errors. Counted as a call, never a failure or a record.
+ */
+static __always_inline int pg_peer(__u32 probe_id, void *ctx, struct ib_qp *qp,
+				   struct ib_qp_attr *attr, __u64 mask, int state)
+{
+	struct pg_peer_key k = {};
+	struct pg_peer p = {};
+	const struct ib_gid_attr *sgid;
+	struct task_struct *owner;
+	__u64 ret = 0;
+	int t;
+
+	if (bpf_get_func_ret(ctx, &ret) || (int)ret != 0)
+		return 0;
+	if (!(mask & bpf_core_enum_value(enum ib_qp_attr_mask, IB_QP_STATE)) ||
+	    BPF_CORE_READ(attr, qp_state) != state)
+		return 0;
+	owner = BPF_CORE_READ(qp, res.task);
+	k.qpn = BPF_CORE_READ(qp, qp_num);
+	k.pid = owner ? BPF_CORE_READ(owner, tgid) : bpf_get_current_pid_tgid() >> 32;
+	p.rtr_ns = bpf_ktime_get_ns();
+	p.qp_type = BPF_CORE_READ(qp, qp_type);
+	if (mask & bpf_core_enum_value(enum ib_qp_attr_mask, IB_QP_DEST_QPN))
+		p.dest_qpn = BPF_CORE_READ(attr, dest_qp_num);
+	if ((mask & bpf_core_enum_value(enum ib_qp_attr_mask, IB_QP_AV)) &&
+	    (BPF_CORE_READ(attr, ah_attr.ah_flags) & bpf_core_enum_value(enum ib_ah_flags, IB_AH_GRH))) {
+		bpf_core_read(&p.dgid, sizeof(p.dgid), &attr->ah_attr.grh.dgid);
+		/* the caller's attributes hold the source GID's attribute until the core
+		 * hands it to the QP (`av_sgid_attr`, set once the driver accepted) */
+		sgid = BPF_CORE_READ(attr, ah_attr.grh.sgid_attr);
+		if (!sgid)
+			sgid = BPF_CORE_READ(qp, av_sgid_attr);
+		if (sgid) {
+			t = BPF_CORE_READ(sgid, gid_type);
+			if (t == bpf_core_enum_value(enum ib_gid_type, IB_GID_TYPE_IB))
+				p.gid_type = 1;
+			else if (t == bpf_core_enum_value(enum ib_gid_type, IB_GID_TYPE_ROCE))
+				p.gid_type = 2;
+			else if (t == bpf_core_enum_value(enum ib_gid_type, IB_GID_TYPE_ROCE_UDP_ENCAP))
+				p.gid_type = 3;
+		}
+	}
+	bpf_map_update_elem(&qp_peers, &k, &p, BPF_ANY);
+	return pg_exit_owned(probe_id, 0, 0, 0, 0, 0, 0, owner);
 }
 #endif /* PG_DATA_PLANE */
 

@@ -27,6 +27,7 @@ enum ib_event_type { {{ event_names }} };
 {%- if !status_names.is_empty() %}
 enum ib_wc_status { {{ status_names }} };
 {%- endif %}
+enum ib_qp_state { {{ state_names }} };
 {%- endif %}
 #include "probegen.bpf.h"
 {%- for (ty, core, member) in owner_structs %}
@@ -189,6 +190,9 @@ int {{ d.name }}(unsigned long long *ctx)
 	if (!code)
 		code = {{ d.errors.len() + 1 }};
 	return pg_data_plane({{ d.id }}, code, BPF_CORE_READ(wc, qp_num), 0, {{ d.owner }});
+{%- else if d.kind == "peer" %}
+	return pg_peer({{ d.id }}, ctx, {{ d.qp }}, (struct ib_qp_attr *)ctx[{{ d.arg }}], ctx[{{ d.mask_arg }}],
+		       bpf_core_enum_value(enum ib_qp_state, {{ d.state }}));
 {%- else if d.kind == "qp_error" %}
 	return pg_data_plane({{ d.id }}, 1, {{ d.qp_num }}, 0, {{ d.owner }});
 {%- else %}

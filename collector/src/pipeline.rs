@@ -355,6 +355,7 @@ impl Pipeline {
             self.batch.push(Rec {
                 raw: rec,
                 proc_info,
+                peer: None,
             });
             self.win_received[id] += 1;
             self.tot_received[id] += 1;
@@ -483,7 +484,7 @@ impl Pipeline {
             records: RecordsOut {
                 // the next window's batch is allocated by its first record: an idle window
                 // allocates nothing
-                recs: std::mem::take(&mut self.batch),
+                recs: with_peers(std::mem::take(&mut self.batch), k.qp.as_ref()),
                 table: table.clone(),
             },
             counters,
@@ -1123,4 +1124,25 @@ pub(crate) mod tests {
         // a chain the baseline calls expected is counted so
         assert_eq!(p.chain_totals().keys().filter(|k| k.3).count(), 1);
     }
+}
+
+/// Each data-plane record with its QP's peer, from the QP's `qp_errors` entry (same probe,
+/// QP number and owner pid): the record was made with the entry, so the entry holds the peer
+/// the QP had at that error unless the table evicted it since.
+fn with_peers(mut recs: Vec<Rec>, qp: Option<&wire::QpErrors>) -> Vec<Rec> {
+    let Some(qp) = qp.filter(|q| q.qps.iter().any(|e| e.peer.is_some())) else {
+        return recs;
+    };
+    for r in &mut recs {
+        let (probe, pid) = (r.raw.probe_id, r.raw.pid);
+        let Some(&qpn) = r.raw.args.first().filter(|_| r.raw.nargs >= 1) else {
+            continue;
+        };
+        r.peer = qp
+            .qps
+            .binary_search_by_key(&(probe, qpn as u32, pid), |e| (e.probe, e.qpn, e.pid))
+            .ok()
+            .and_then(|i| qp.qps[i].peer.clone());
+    }
+    recs
 }

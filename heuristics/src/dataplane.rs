@@ -10,14 +10,16 @@
 //! - [`completion_functions`]: vendor functions that call a CQ's completion callback below a
 //!   function that sets an error completion status (the kernel decides the status);
 //! - [`qp_error_functions`]: vendor functions that store the error state into a QP they were
-//!   handed.
+//!   handed;
+//! - [`peer_sources`]: core functions that hand a QP's new attributes to the driver's
+//!   `modify_qp` dispatch (where the peer a QP's later errors name is kept).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use analyzer::{CallGraph, FnId, FnNode, RefSite};
 use manifest::{DataPlaneClass, DataPlaneVia};
 
-use crate::rules::{DataPlaneRule, Rules, Vendor};
+use crate::rules::{DataPlaneRule, PeerRule, Rules, Vendor};
 
 /// One fact that chose a data-plane function.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,8 +39,11 @@ pub struct DataPlanePick {
     /// call is recorded.
     pub arg: Option<usize>,
     /// What makes a record, by name: the event types (async_event), the completion statuses
-    /// (completion), the state stored (qp_error); empty: every call.
+    /// (completion), the state stored (qp_error), the state that sets the peer (peer);
+    /// empty: every call.
     pub errors: Vec<String>,
+    /// A peer pick's attribute-mask argument.
+    pub mask_arg: Option<usize>,
     pub evidence: Vec<DataPlaneFact>,
 }
 
@@ -63,6 +68,9 @@ pub(crate) fn data_plane(
     picks.retain(|p| !completion_ids.contains(&p.id));
     picks.extend(completions);
     picks.extend(qp_error_functions(g, dp, &vendor_fn));
+    if let Some(peer) = &dp.peer {
+        picks.extend(peer_sources(g, peer, &vendor_fn));
+    }
     picks.sort_by(|a, b| {
         let (na, nb) = (g.node(a.id), g.node(b.id));
         (a.class, &na.name, &na.file).cmp(&(b.class, &nb.name, &nb.file))
@@ -172,6 +180,7 @@ fn installed_event_handlers(
             class: DataPlaneClass::AsyncEvent,
             arg: Some(arg),
             errors: dp.error_events.clone(),
+            mask_arg: None,
             evidence: vec![fact, queue],
         });
     }
@@ -211,6 +220,7 @@ fn vendor_event_raisers(
             class: DataPlaneClass::AsyncEvent,
             arg: None,
             errors: Vec::new(),
+            mask_arg: None,
             evidence: vec![DataPlaneFact {
                 via: DataPlaneVia::Raised,
                 file: n.file.clone(),
@@ -287,6 +297,7 @@ fn completion_functions(
                 class: DataPlaneClass::Completion,
                 arg: Some(arg),
                 errors: dp.error_statuses.clone(),
+                mask_arg: None,
                 evidence: vec![DataPlaneFact {
                     via: DataPlaneVia::Completes,
                     file: s.file.clone(),
@@ -322,6 +333,7 @@ fn qp_error_functions(
             class: DataPlaneClass::QpError,
             arg: Some(0),
             errors: vec![dp.qp_error_state.clone()],
+            mask_arg: None,
             evidence: vec![DataPlaneFact {
                 via: DataPlaneVia::QpState,
                 file: n.file.clone(),
@@ -329,6 +341,64 @@ fn qp_error_functions(
                 detail: format!(
                     "stores `{}` into `->...{}` of an object it was handed",
                     dp.qp_error_state, dp.qp_state_field
+                ),
+            }],
+        });
+    }
+    out
+}
+
+/// Pass: core functions taking a QP and its new attributes that hand both to a function that
+/// dispatches the driver's `modify_qp` (its own call, or a header inline's). The dispatcher
+/// itself is not taken: its caller commits what the driver accepted.
+fn peer_sources(
+    g: &CallGraph,
+    rule: &PeerRule,
+    vendor_fn: &dyn Fn(&FnNode) -> bool,
+) -> Vec<DataPlanePick> {
+    let dispatches = |n: &FnNode| n.ops_calls.iter().any(|m| *m == rule.dispatch_member);
+    let mut out = Vec::new();
+    for (id, n) in g.nodes().iter().enumerate() {
+        if !n.built || vendor_fn(n) || n.in_header() {
+            continue;
+        }
+        let (Some(_), Some(attr)) = (
+            param_of_struct(n, &rule.qp_struct),
+            param_of_struct(n, &rule.attr_struct),
+        ) else {
+            continue;
+        };
+        // the attribute mask: the integer right after the attributes
+        let Some(mask) = n
+            .params
+            .get(attr + 1)
+            .filter(|p| p.ty == "int")
+            .map(|_| attr + 1)
+        else {
+            continue;
+        };
+        let Some((d, edge)) = g.callees(id).into_iter().find(|(c, _)| {
+            let c = g.node(*c);
+            dispatches(c) && param_of_struct(c, &rule.attr_struct).is_some()
+        }) else {
+            continue;
+        };
+        out.push(DataPlanePick {
+            id,
+            class: DataPlaneClass::Peer,
+            arg: Some(attr),
+            errors: vec![rule.state.clone()],
+            mask_arg: Some(mask),
+            evidence: vec![DataPlaneFact {
+                via: DataPlaneVia::Dispatches,
+                file: edge.file.clone(),
+                line: edge.line,
+                detail: format!(
+                    "hands `struct {} *` to `{}`, which dispatches `.{}`: on a successful {} the QP's peer",
+                    rule.attr_struct,
+                    g.node(d).name,
+                    rule.dispatch_member,
+                    rule.state
                 ),
             }],
         });

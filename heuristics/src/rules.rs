@@ -155,6 +155,23 @@ pub struct DataPlaneRule {
     /// The field of a QP's state and the error state stored into it.
     pub qp_state_field: String,
     pub qp_error_state: String,
+    /// Where a QP's peer is kept for its later errors; absent: no peer probe.
+    #[serde(default)]
+    pub peer: Option<PeerRule>,
+}
+
+/// `data_plane: peer:`: the core function that hands a QP's new attributes to the driver's
+/// dispatch, read on a successful transition to `state`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeerRule {
+    /// The QP (`ib_qp`) and its attributes (`ib_qp_attr`) the function takes.
+    pub qp_struct: String,
+    pub attr_struct: String,
+    /// The ops member a callee dispatches (`modify_qp`).
+    pub dispatch_member: String,
+    /// The state whose transition sets the peer (`IB_QPS_RTR`).
+    pub state: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]

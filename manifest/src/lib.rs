@@ -25,8 +25,8 @@ pub use input::{
 };
 pub use naming::{
     baseline_entry_name, baseline_entry_section, baseline_handlers, baseline_session_name,
-    baseline_session_section, fexit_section, kprobe_entry_name, kretprobe_return_name,
-    kretprobe_section, program_name,
+    baseline_session_section, data_plane_section, fexit_section, kprobe_entry_name,
+    kretprobe_return_name, kretprobe_section, program_name,
 };
 pub use record::{
     field_comments, record_size, PgErrnoKey, PgRecord, RecordField, ERRNO_ENTRIES, MAX_ERRNO,

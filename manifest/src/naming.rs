@@ -14,6 +14,16 @@ pub fn fexit_section(function: &str) -> String {
     format!("fexit/{function}")
 }
 
+/// The ELF section of a data-plane program on `function`: an entry program with its filter,
+/// but for `peer`, which reads the call's outcome (the peer is kept only once the driver
+/// accepted the new attributes).
+pub fn data_plane_section(class: crate::DataPlaneClass, function: &str) -> String {
+    match class {
+        crate::DataPlaneClass::Peer => fexit_section(function),
+        _ => format!("fentry/{function}"),
+    }
+}
+
 /// The ELF section of the kretprobe fallback on a clone symbol.
 pub fn kretprobe_section(symbol: &str) -> String {
     format!("kretprobe/{symbol}")

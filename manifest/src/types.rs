@@ -55,7 +55,8 @@ pub struct DataPlaneProbe {
     pub id: u32,
     /// Always `data_plane`: what tells these probes from the control path's in a listing.
     pub kind: String,
-    /// `async_event`, `completion` or `qp_error`.
+    /// `async_event`, `completion`, `qp_error`, or `peer` (no record: where a QP's peer is
+    /// kept for its later errors).
     pub class: DataPlaneClass,
     pub function: String,
     pub module: String,
@@ -77,6 +78,10 @@ pub struct DataPlaneProbe {
     /// enumerators (CO-RE), so the list is exact on any kernel that has them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
+    /// A `peer` probe's attribute-mask argument (from 0): the peer is read only when the
+    /// mask says the call sets the QP's state (to the state in `errors`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mask_arg: Option<usize>,
     /// The function found by the analysis when this probe is its nearest attachable caller
     /// (the derived one is inlined or static without BTF).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -139,6 +139,10 @@ string_enum! {
         Completion => "completion",
         /// A QP moved to the error state by the provider.
         QpError => "qp_error",
+        /// Where the core hands a QP's new attributes to the driver: on a successful RTR,
+        /// the QP's peer (remote QP number, destination GID and its type) is kept for the
+        /// QP's later errors. Never a record.
+        Peer => "peer",
     }
 }
 
@@ -153,6 +157,9 @@ string_enum! {
         Completes => "completes",
         /// Stores the error state into a QP it was handed.
         QpState => "qp-state",
+        /// Hands a QP's new attributes to the function that dispatches the driver's
+        /// `modify_qp`.
+        Dispatches => "dispatches",
     }
 }
 

@@ -22,11 +22,13 @@
 //                                   the async event IB_EVENT_PORT_ERR; then up again, and
 //                                   IB_EVENT_PORT_ACTIVE awaited (the port usable after it)
 //
-// Prints `VD <mode> qpn=0x<A's QP number> status=<kernel name> count=<n> pid=<pid>` (the kernel's
-// enumerator names: the record's `errno_name`), and exits 1 when the induced completion or
+// Prints `VD <mode> qpn=0x<A's QP number> status=<kernel name> count=<n> pid=<pid>
+// peer=0x<the remote QP number of A's RTR> gid=<its destination GID>` (the kernel's
+// enumerator names: the record's `errno_name`; the peer the record must name), and exits 1 when the induced completion or
 // event did not come, 2 on a setup failure. GID index 1 (the testbed's RoCE v2 GID), port 1.
 
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -52,6 +54,8 @@ struct side {
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	char *buf;
+	uint32_t remote;                  /* the RTR's remote QP number */
+	char dgid[INET6_ADDRSTRLEN];      /* and destination GID: the record's peer */
 };
 
 /* what one side tells the other to connect and write to it */
@@ -180,6 +184,9 @@ static void connect_qp(struct side *s, uint32_t remote, int timeout, int retry, 
 			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
 		die("modify RTR");
+	s->remote = remote;
+	if (!inet_ntop(AF_INET6, gid.raw, s->dgid, sizeof(s->dgid)))
+		die("inet_ntop");
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = timeout;
@@ -258,8 +265,8 @@ static int post_recv(struct side *s)
 
 static void report(const char *mode, const struct side *a, const char *status, int count)
 {
-	printf("VD %s qpn=0x%x status=%s count=%d pid=%d\n", mode, a->qp->qp_num, status, count,
-	       (int)getpid());
+	printf("VD %s qpn=0x%x status=%s count=%d pid=%d peer=0x%x gid=%s\n", mode, a->qp->qp_num,
+	       status, count, (int)getpid(), a->remote, a->dgid[0] ? a->dgid : "none");
 }
 
 /* the one completion an induced error gives: the wanted status (or `also`), else exit 1 */

@@ -67,6 +67,79 @@ pub struct QpError {
     pub first_ts_ns: u64,
     /// Errors at this probe on this QP: the first and the repeats.
     pub count: u64,
+    /// The QP's peer when its first error came (kept at its last RTR); absent when none is
+    /// known (a QP never moved to RTR while the agent ran, a UD QP, a set without a peer
+    /// probe, or an entry the peer table evicted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<QpPeer>,
+}
+
+/// A QP's peer as the kernel last set it (`struct pg_peer` in probegen.bpf.h).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QpPeer {
+    /// The remote QP number.
+    pub qpn: u32,
+    /// The destination GID as IPv6 text (RoCE v2 over IPv4: `::ffff:10.0.0.2`); absent
+    /// without a global route header (an IB QP within its subnet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gid: Option<String>,
+    pub gid_type: GidType,
+    /// `RC`, `UC`, `UD`, `XRC_INI`, `XRC_TGT`, ... (`other (n)` for a number the uapi does not
+    /// name).
+    pub qp_type: String,
+    /// From the RTR that set the peer to the QP's first error: a QP that dies within seconds
+    /// of RTR points at its configuration (a GID of the wrong type, an unreachable subnet).
+    pub since_rtr_ns: u64,
+}
+
+/// The type of a QP's source GID, which decides how the peer is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GidType {
+    /// InfiniBand.
+    Ib,
+    /// RoCE v1: Ethernet only, not routable across subnets.
+    RoceV1,
+    /// RoCE v2: UDP/IP.
+    RoceV2,
+    Unknown,
+}
+
+impl QpPeer {
+    /// The peer from `struct pg_peer`'s bytes (56-byte `pg_qp_val` from offset 24): rtr_ns
+    /// u64, dgid [u8; 16], dest_qpn u32, gid_type u8, qp_type u8; `None` when none was kept
+    /// (rtr_ns 0) or the bytes are short.
+    pub fn from_bytes(b: &[u8], first_ts_ns: u64) -> Option<QpPeer> {
+        let rtr_ns = u64::from_ne_bytes(b.get(0..8)?.try_into().ok()?);
+        if rtr_ns == 0 {
+            return None;
+        }
+        let dgid: [u8; 16] = b.get(8..24)?.try_into().ok()?;
+        let qpn = u32::from_ne_bytes(b.get(24..28)?.try_into().ok()?);
+        let gid_type = match b.get(28)? {
+            1 => GidType::Ib,
+            2 => GidType::RoceV1,
+            3 => GidType::RoceV2,
+            _ => GidType::Unknown,
+        };
+        // include/uapi/rdma/ib_user_verbs.h `enum ib_uverbs_qp_type`
+        let qp_type = match b.get(29)? {
+            2 => "RC".to_string(),
+            3 => "UC".to_string(),
+            4 => "UD".to_string(),
+            8 => "RAW_PACKET".to_string(),
+            9 => "XRC_INI".to_string(),
+            10 => "XRC_TGT".to_string(),
+            n => format!("other ({n})"),
+        };
+        Some(QpPeer {
+            qpn,
+            gid: (dgid != [0; 16]).then(|| std::net::Ipv6Addr::from(dgid).to_string()),
+            gid_type,
+            qp_type,
+            since_rtr_ns: first_ts_ns.saturating_sub(rtr_ns),
+        })
+    }
 }
 
 impl KernelTotals {

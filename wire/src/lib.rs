@@ -33,7 +33,7 @@ pub use chains::{monotonic_ns, ChainClock, ChainView, Chains, ChainsOut, Link};
 pub use decode::{comm_str, decode, encode, hex, unhex, DecodeError};
 pub use errno::{errno_label, errno_name};
 pub use job::ProcInfo;
-pub use kernel_state::{AttachStatus, KernelTotals, Mechanism, QpError, QpErrors};
+pub use kernel_state::{AttachStatus, GidType, KernelTotals, Mechanism, QpError, QpErrors, QpPeer};
 pub use outfile::{is_device, is_refused, lock_output, open_output, suffixed, OutputKind};
 // who gets the ticket for a chain whose origin is this probe (tests and tools ask it too)
 pub use owner::{decide_for as owner_by_layer, Owner};

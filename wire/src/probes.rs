@@ -76,7 +76,9 @@ impl ProbeInfo {
         match &self.kind {
             AttachKind::Fexit => manifest::fexit_section(&self.function),
             AttachKind::Kretprobe(sym) => manifest::kretprobe_section(sym),
-            AttachKind::Fentry { .. } => format!("fentry/{}", self.function),
+            AttachKind::Fentry { class, .. } => {
+                manifest::data_plane_section(*class, &self.function)
+            }
         }
     }
 

@@ -24,6 +24,9 @@ use crate::shared::SharedPart;
 pub struct Rec {
     pub raw: PgRecord,
     pub proc_info: Option<Arc<ProcInfo>>,
+    /// A data-plane record's QP peer, from its QP's `qp_errors` entry (joined when the
+    /// window's snapshot is made).
+    pub peer: Option<crate::QpPeer>,
 }
 
 /// One per-host snapshot (one JSON object, one JSONL line).
@@ -247,6 +250,9 @@ impl Serialize for RecOut<'_> {
         st.serialize_field("job", info.map_or(&NO_JOB, |i| &i.job))?;
         let names = p.map_or(&[][..], |p| p.arg_names.as_slice());
         st.serialize_field("args", &Args(&r.args[..nargs], names))?;
+        if let Some(peer) = &self.0.peer {
+            st.serialize_field("peer", peer)?;
+        }
         st.serialize_field("ts_ns", &r.ts_ns)?;
         st.serialize_field("cpu", &r.cpu)?;
         st.serialize_field("seq", &r.seq)?;

@@ -27,7 +27,8 @@ const MAPS: &[(&str, u32, u32)] = &[
 ];
 
 /// One `qp_errors` entry: key {probe_id, qpn, pid, pad} (4 x u32), value {first_ts_ns u64,
-/// repeats u64, code s32, pad} (probegen.bpf.h `pg_qp_key`, `pg_qp_val`).
+/// repeats u64, code s32, pad, peer (32 bytes, absent in objects built before it)}
+/// (probegen.bpf.h `pg_qp_key`, `pg_qp_val`).
 fn qp_error(table: &ProbeTable, key: &[u8], val: &[u8]) -> Option<QpError> {
     let u32_at = |b: &[u8], o: usize| b.get(o..o + 4)?.try_into().ok().map(u32::from_ne_bytes);
     let u64_at = |b: &[u8], o: usize| b.get(o..o + 8)?.try_into().ok().map(u64::from_ne_bytes);
@@ -44,6 +45,9 @@ fn qp_error(table: &ProbeTable, key: &[u8], val: &[u8]) -> Option<QpError> {
             .unwrap_or_else(|| format!("other ({code})")),
         first_ts_ns: u64_at(val, 0)?,
         count: u64_at(val, 8)?.saturating_add(1),
+        peer: val
+            .get(24..)
+            .and_then(|b| wire::QpPeer::from_bytes(b, u64_at(val, 0).unwrap_or(0))),
     })
 }
 

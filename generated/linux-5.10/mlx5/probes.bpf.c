@@ -19,7 +19,7 @@
  * Build: clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu
  *        -I<directory of probegen.bpf.h> -c
  */
-#define PG_NPROBES 78
+#define PG_NPROBES 79
 #include "probegen.bpf.h"
 
 /* 0: ib_core:__ib_open_qp (ptr; drivers/infiniband/core/verbs.c:1108) */

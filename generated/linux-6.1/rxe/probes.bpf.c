@@ -19,11 +19,12 @@
  * Build: clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu
  *        -I<directory of probegen.bpf.h> -c
  */
-#define PG_NPROBES 58
+#define PG_NPROBES 59
 #define PG_DATA_PLANE 1
 /* enumerators the data-plane filters compare with (values: the running kernel's, by CO-RE) */
 enum ib_event_type { IB_EVENT_CQ_ERR, IB_EVENT_QP_FATAL, IB_EVENT_QP_REQ_ERR, IB_EVENT_QP_ACCESS_ERR, IB_EVENT_PATH_MIG_ERR, IB_EVENT_DEVICE_FATAL, IB_EVENT_PORT_ERR, IB_EVENT_SRQ_ERR, IB_EVENT_WQ_FATAL };
 enum ib_wc_status { IB_WC_SUCCESS, IB_WC_LOC_LEN_ERR, IB_WC_LOC_QP_OP_ERR, IB_WC_LOC_EEC_OP_ERR, IB_WC_LOC_PROT_ERR, IB_WC_WR_FLUSH_ERR, IB_WC_MW_BIND_ERR, IB_WC_BAD_RESP_ERR, IB_WC_LOC_ACCESS_ERR, IB_WC_REM_INV_REQ_ERR, IB_WC_REM_ACCESS_ERR, IB_WC_REM_OP_ERR, IB_WC_RETRY_EXC_ERR, IB_WC_RNR_RETRY_EXC_ERR, IB_WC_LOC_RDD_VIOL_ERR, IB_WC_REM_INV_RD_REQ_ERR, IB_WC_REM_ABORT_ERR, IB_WC_INV_EECN_ERR, IB_WC_INV_EEC_STATE_ERR, IB_WC_FATAL_ERR, IB_WC_RESP_TIMEOUT_ERR, IB_WC_GENERAL_ERR };
+enum ib_qp_state { IB_QPS_RTR };
 #include "probegen.bpf.h"
 
 /* a driver's object embedding the core's `ib_cq` (a data-plane record's owner) */
@@ -1595,11 +1596,19 @@ int pg_56(unsigned long long *ctx)
 	return pg_data_plane(56, code, BPF_CORE_READ(wc, qp_num), 0, PG_OWNER((struct rxe_cq *)ctx[0], ibcq));
 }
 
-/* 57: data plane, qp_error rdma_rxe:rxe_qp_error (drivers/infiniband/sw/rxe/rxe_qp.c:552); drivers/infiniband/sw/rxe/rxe_qp.c:557: stores `IB_QPS_ERR` into `->...qp_state` of an object it was handed */
-SEC("fentry/rxe_qp_error")
+/* 57: data plane, peer ib_core:_ib_modify_qp (drivers/infiniband/core/verbs.c:1759); drivers/infiniband/core/verbs.c:1848: hands `struct ib_qp_attr *` to `ib_security_modify_qp`, which dispatches `.modify_qp`: on a successful IB_QPS_RTR the QP's peer */
+SEC("fexit/_ib_modify_qp")
 int pg_57(unsigned long long *ctx)
 {
-	return pg_data_plane(57, 1, BPF_CORE_READ((struct rxe_qp *)ctx[0], ibqp.qp_num), 0, PG_OWNER((struct rxe_qp *)ctx[0], ibqp));
+	return pg_peer(57, ctx, (struct ib_qp *)ctx[0], (struct ib_qp_attr *)ctx[1], ctx[2],
+		       bpf_core_enum_value(enum ib_qp_state, IB_QPS_RTR));
+}
+
+/* 58: data plane, qp_error rdma_rxe:rxe_qp_error (drivers/infiniband/sw/rxe/rxe_qp.c:552); drivers/infiniband/sw/rxe/rxe_qp.c:557: stores `IB_QPS_ERR` into `->...qp_state` of an object it was handed */
+SEC("fentry/rxe_qp_error")
+int pg_58(unsigned long long *ctx)
+{
+	return pg_data_plane(58, 1, BPF_CORE_READ((struct rxe_qp *)ctx[0], ibqp.qp_num), 0, PG_OWNER((struct rxe_qp *)ctx[0], ibqp));
 }
 
 char LICENSE[] SEC("license") = "GPL";

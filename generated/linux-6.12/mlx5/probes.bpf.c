@@ -19,10 +19,11 @@
  * Build: clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu
  *        -I<directory of probegen.bpf.h> -c
  */
-#define PG_NPROBES 74
+#define PG_NPROBES 75
 #define PG_DATA_PLANE 1
 /* enumerators the data-plane filters compare with (values: the running kernel's, by CO-RE) */
 enum ib_event_type { IB_EVENT_CQ_ERR, IB_EVENT_QP_FATAL, IB_EVENT_QP_REQ_ERR, IB_EVENT_QP_ACCESS_ERR, IB_EVENT_PATH_MIG_ERR, IB_EVENT_DEVICE_FATAL, IB_EVENT_PORT_ERR, IB_EVENT_SRQ_ERR, IB_EVENT_WQ_FATAL };
+enum ib_qp_state { IB_QPS_RTR };
 #include "probegen.bpf.h"
 
 /* 0: ib_core:__ib_open_qp (ptr; drivers/infiniband/core/verbs.c:1133) */
@@ -1774,6 +1775,14 @@ int pg_73(unsigned long long *ctx)
 {
 	/* every call: a vendor handler runs only for asynchronous events */
 	return pg_exit(73, 0, 1, ctx, 0x0);
+}
+
+/* 74: data plane, peer ib_core:_ib_modify_qp (drivers/infiniband/core/verbs.c:1774); drivers/infiniband/core/verbs.c:1863: hands `struct ib_qp_attr *` to `ib_security_modify_qp`, which dispatches `.modify_qp`: on a successful IB_QPS_RTR the QP's peer */
+SEC("fexit/_ib_modify_qp")
+int pg_74(unsigned long long *ctx)
+{
+	return pg_peer(74, ctx, (struct ib_qp *)ctx[0], (struct ib_qp_attr *)ctx[1], ctx[2],
+		       bpf_core_enum_value(enum ib_qp_state, IB_QPS_RTR));
 }
 
 char LICENSE[] SEC("license") = "GPL";
