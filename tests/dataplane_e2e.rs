@@ -124,6 +124,42 @@ fn induced_errors_arrive_with_qp_and_job() {
     check_induced(&ver, &vd, &jobs, &dp, last, &log);
     check_cq_overflow(&ver, &jobs, &dp);
     check_port_error(&ver, &vd, &dp, &snaps);
+    check_metrics(&ver, &read(&out.join("metrics.txt")));
+}
+
+/// `/metrics` after the jobs: the five jobs whose QPs died (rkey, lkey, rnr, flush, retry; the
+/// CQ overflow kills no QP, the healthy job none, the port error is the host's) counted once
+/// each, and the data-plane errors with the owner of their status.
+fn check_metrics(ver: &str, metrics: &str) {
+    let value = |prefix: &str| -> Vec<f64> {
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .collect()
+    };
+    assert_eq!(
+        value("probegen_qp_death_jobs_total "),
+        [5.0],
+        "{ver}: jobs whose QPs died:\n{metrics}"
+    );
+    for (status, owner) in [
+        ("IB_WC_RETRY_EXC_ERR", "network"),
+        ("IB_WC_RNR_RETRY_EXC_ERR", "application"),
+        ("IB_EVENT_PORT_ERR", "network"),
+    ] {
+        let l = format!("status=\"{status}\",owner=\"{owner}\"}}");
+        let n: f64 = metrics
+            .lines()
+            .filter(|m| m.starts_with("probegen_data_plane_errors_total{") && m.contains(&l))
+            .filter_map(|m| m.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        assert!(
+            n >= 1.0,
+            "{ver}: no {status} for {owner} in /metrics:\n{metrics}"
+        );
+    }
+    println!("{ver}: /metrics: 5 jobs lost QPs; retry and port errors to the network");
 }
 
 /// The invariant in every snapshot, exact in the last.
@@ -217,8 +253,16 @@ fn check_induced(
             "{ver}: {mode}: no completion record {first} for QP {}",
             v.qpn
         );
+        // who gets the ticket: from the status (rxe flushes a bad lkey's request: no owner,
+        // the QP's death follows it)
+        let owner = match first {
+            "IB_WC_RETRY_EXC_ERR" => Some("network"),
+            "IB_WC_WR_FLUSH_ERR" => None,
+            _ => Some("application"),
+        };
         for r in &completions {
             assert_eq!(job_of(r), job, "{ver}: {mode}: the record's job: {r}");
+            assert_eq!(r["owner"].as_str(), owner, "{ver}: {mode}: the owner: {r}");
         }
         if mode == "flush" {
             check_flush(ver, v, &of_qp("completion"), last);
@@ -309,6 +353,10 @@ fn check_port_error(ver: &str, vd: &BTreeMap<String, Induced>, dp: &[&Value], sn
         assert!(
             port == 1 || port == "0x1",
             "{ver}: IB_EVENT_PORT_ERR of port {port}: {r}"
+        );
+        assert_eq!(
+            r["owner"], "network",
+            "{ver}: a port down is the network's: {r}"
         );
     }
     let downed: u64 = snaps

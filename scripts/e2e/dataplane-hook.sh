@@ -38,7 +38,7 @@ start)
 	(
 		$X/probegen-agent collect --manifest $X/manifest.yaml --object $X/probes.bpf.o \
 			--interval $INTERVAL --drain 2ms --out /out/snapshots.jsonl \
-			>/out/collect.stdout 2>/out/collect.log &
+			--metrics 127.0.0.1:9464 >/out/collect.stdout 2>/out/collect.log &
 		echo $! >$PIDF
 		wait $!
 		echo $? >/out/collect.rc
@@ -77,6 +77,8 @@ stop)
 		sleep 0.1
 		i=$((i + 1))
 	done
+	# the exposition after every job's records: data-plane errors by owner, jobs with QP deaths
+	wget -q -O /out/metrics.txt http://127.0.0.1:9464/metrics || echo "dataplane-hook: scrape failed"
 	kill -TERM "$pid"
 	i=0
 	while kill -0 "$pid" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done

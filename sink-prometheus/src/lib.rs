@@ -5,7 +5,9 @@
 //!
 //! Metrics, labelled `function` and `module` (the probe):
 //! `probegen_calls_total`, `probegen_failures_total`, `probegen_errno_total{errno="EFAULT"}`,
-//! `probegen_data_plane_errors_total{status="IB_WC_RETRY_EXC_ERR"}` (data-plane probes),
+//! `probegen_data_plane_errors_total{status="IB_WC_RETRY_EXC_ERR",owner="network"}`
+//! (data-plane probes; `owner` from the status, empty for a flush), unlabelled
+//! `probegen_qp_death_jobs_total` (jobs whose QPs died here, each once),
 //! `probegen_probe_attached` (1/0), `probegen_records_total` (kept in snapshots),
 //! `probegen_userspace_drops_total`, `probegen_runs_missed_total` (runs the kernel skipped); unlabelled: `probegen_ring_drops_total` (kernel ring
 //! buffer full), `probegen_decode_errors_total`, `probegen_seq_gaps_total`,
@@ -58,6 +60,8 @@ struct MetricsInput<'a> {
     pub chains: &'a std::collections::BTreeMap<(Owner, u32, u32, bool), u64>,
     /// the sinks that have a state (the ClickHouse spool)
     pub sinks: &'a [SinkStatus],
+    /// jobs whose QPs died on this host, this run ([`QpDeathJobs`])
+    pub qp_death_jobs: u64,
     /// end of the last snapshot's window (0: none yet)
     pub last_snapshot_unix_ns: u64,
     /// what the agent costs (live)
@@ -187,6 +191,11 @@ fn render(m: &MetricsInput<'_>) -> String {
             "probegen_snapshots_total",
             "Snapshots written.",
             m.snapshots,
+        ),
+        (
+            "probegen_qp_death_jobs_total",
+            "Jobs whose QPs died on this host (each counted once).",
+            m.qp_death_jobs,
         ),
     ] {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}");
@@ -349,9 +358,12 @@ fn render_data_plane(o: &mut String, m: &MetricsInput<'_>, labels: &[String]) {
         }
         for (&(_, code), &v) in m.kernel.errnos.range((p.id, 0)..=(p.id, u32::MAX)) {
             let status = p.data_plane_status(code as i32).unwrap_or_default();
+            // who gets the ticket (wire::qp_owner); a flush or the error state follows the
+            // QP's first error: empty
+            let owner = collector::qp_owner(&status).map_or("", |(o, _)| o.as_str());
             let _ = writeln!(
                 o,
-                "probegen_data_plane_errors_total{{{l},status=\"{}\"}} {v}",
+                "probegen_data_plane_errors_total{{{l},status=\"{}\",owner=\"{owner}\"}} {v}",
                 esc(&status)
             );
         }
@@ -436,6 +448,57 @@ struct MetricsState {
     pub set: Option<RunningSet>,
     pub baseline: Option<BaselineMetrics>,
     pub ports: Arc<Vec<(PortCounterKey, u64)>>,
+    pub qp_jobs: QpDeathJobs,
+}
+
+/// The jobs whose QPs died on this host during the run (a data-plane record of a QP, with its
+/// owner's job: the allow-listed environment, else the cgroup): a host whose QPs die across
+/// jobs is the host's problem (its NIC, port or link), not one job's configuration. Counted
+/// once per job; the set that remembers them is bounded ([`QP_JOBS_REMEMBERED`]): past it, it
+/// starts over and a job seen again counts again (an over-count, never a missed job).
+#[derive(Debug, Clone, Default)]
+struct QpDeathJobs {
+    seen: std::collections::BTreeSet<String>,
+    total: u64,
+}
+
+/// Jobs the QP-death count remembers.
+const QP_JOBS_REMEMBERED: usize = 4096;
+
+impl QpDeathJobs {
+    fn observe(&mut self, s: &Snapshot) {
+        for r in &s.records.recs {
+            let is_qp = s
+                .records
+                .table
+                .get(r.raw.probe_id)
+                .and_then(|p| p.data_plane_status(r.raw.err))
+                .is_some()
+                && r.raw.nargs >= 1
+                && r.raw.args[0] != 0;
+            let Some(info) = r.proc_info.as_deref().filter(|_| is_qp) else {
+                continue;
+            };
+            let job = if info.job.is_empty() {
+                info.cgroup.clone()
+            } else {
+                info.job
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            if job.is_empty() {
+                continue;
+            }
+            if self.seen.len() >= QP_JOBS_REMEMBERED {
+                self.seen.clear();
+            }
+            if self.seen.insert(job) {
+                self.total += 1;
+            }
+        }
+    }
 }
 
 impl MetricsState {
@@ -464,6 +527,7 @@ impl MetricsState {
         }
         self.baseline = s.baseline.as_ref().map(BaselineMetrics::of);
         self.ports = t.ports.clone();
+        self.qp_jobs.observe(s);
     }
 
     pub(crate) fn input(&self) -> MetricsInput<'_> {
@@ -484,6 +548,7 @@ impl MetricsState {
             release: &self.release,
             baseline: self.baseline.as_ref(),
             ports: &self.ports,
+            qp_death_jobs: self.qp_jobs.total,
         }
     }
 }
@@ -707,6 +772,7 @@ mod tests {
             ]
             .into(),
             sinks: &[spool_status()],
+            qp_death_jobs: 3,
             last_snapshot_unix_ns: 1_700_000_000_250_000_000,
             agent: Some(AgentCost {
                 cpu_ns: 1_500_000_001,
@@ -794,14 +860,19 @@ mod tests {
         // data-plane probes: by status, never as errnos
         let d = "function=\"rxe_cq_post\",module=\"rdma_rxe\"";
         assert!(s.contains("# TYPE probegen_data_plane_errors_total counter\n"));
-        for status in ["IB_WC_LOC_PROT_ERR", "IB_WC_WR_FLUSH_ERR"] {
+        // with the owner of the status; a flush follows the QP's first error: none
+        for (status, owner) in [
+            ("IB_WC_LOC_PROT_ERR", "application"),
+            ("IB_WC_WR_FLUSH_ERR", ""),
+        ] {
             assert!(
                 s.contains(&format!(
-                    "probegen_data_plane_errors_total{{{d},status=\"{status}\"}} 1\n"
+                    "probegen_data_plane_errors_total{{{d},status=\"{status}\",owner=\"{owner}\"}} 1\n"
                 )),
                 "{s}"
             );
         }
+        assert!(s.contains("probegen_qp_death_jobs_total 3\n"), "{s}");
         assert!(!s.contains(&format!("probegen_errno_total{{{d}")), "{s}");
         assert!(s.contains("probegen_probe_attached{function=\"x\",module=\"m\"} 0\n"));
         assert!(s.contains("probegen_ring_drops_total 4\n"));

@@ -17,6 +17,7 @@ mod outfile;
 mod owner;
 mod ports;
 mod probes;
+mod qp_owner;
 mod record;
 mod relation;
 mod running_set;
@@ -35,6 +36,7 @@ pub use errno::{errno_label, errno_name};
 pub use job::ProcInfo;
 pub use kernel_state::{AttachStatus, GidType, KernelTotals, Mechanism, QpError, QpErrors, QpPeer};
 pub use outfile::{is_device, is_refused, lock_output, open_output, suffixed, OutputKind};
+pub use qp_owner::qp_owner;
 // who gets the ticket for a chain whose origin is this probe (tests and tools ask it too)
 pub use owner::{decide_for as owner_by_layer, Owner};
 pub use ports::{

@@ -49,15 +49,21 @@ pub enum Owner {
     /// Memory, queue or descriptor exhaustion at any layer.
     #[serde(rename = "resources")]
     Resources,
+    /// The fabric between two hosts: a link, a switch, or the peer host (a QP's transport
+    /// retries exhausted, a port gone down). Only a data-plane record goes here
+    /// (`qp_owner.rs`); a chain of calls never does.
+    #[serde(rename = "network")]
+    Network,
 }
 
 impl Owner {
-    pub const ALL: [Owner; 5] = [
+    pub const ALL: [Owner; 6] = [
         Owner::Application,
         Owner::VerbsCore,
         Owner::VendorDriver,
         Owner::DeviceFirmware,
         Owner::Resources,
+        Owner::Network,
     ];
 
     /// The serialised name (JSONL, ClickHouse, Prometheus label).
@@ -68,6 +74,7 @@ impl Owner {
             Owner::VendorDriver => "vendor-driver",
             Owner::DeviceFirmware => "device-firmware",
             Owner::Resources => "resources",
+            Owner::Network => "network",
         }
     }
 }

@@ -239,6 +239,12 @@ impl Serialize for RecOut<'_> {
                 if let crate::probes::AttachKind::Fentry { class, .. } = &p.kind {
                     st.serialize_field("data_plane", class.as_str())?;
                 }
+                // who gets the ticket for a QP's death: from its status (a flush or the
+                // error state follows the QP's first error, which names it)
+                if let Some((owner, why)) = crate::qp_owner(&status) {
+                    st.serialize_field("owner", &owner)?;
+                    st.serialize_field("owner_reason", why)?;
+                }
             }
             None => st.serialize_field("errno_name", &errno_label(err))?,
         }
