@@ -1084,11 +1084,12 @@ fn row_14_limits_hold_at_their_edges() {
         snaps.len() as u64
     );
     // the batches wait for `chains` only, and say so in their names: records, counters,
-    // snapshots and (no rows, taken without a request) baselines and port_counters took them
+    // snapshots and (no rows, taken without a request) baselines, port_counters and qp_errors
+    // took them
     let files = batch_files(&spool);
     assert!(!files.is_empty());
     for f in &files {
-        assert!(f.to_string_lossy().ends_with("-t3d.batch"), "{f:?}");
+        assert!(f.to_string_lossy().ends_with("-t7d.batch"), "{f:?}");
     }
 
     // (c) next-seq at the u64 maximum: refused at start, one line, exit 2

@@ -61,7 +61,7 @@ pub use wire::{
 };
 // the data plane: a probe's kind and class, the per-QP table
 pub use manifest::DataPlaneClass;
-pub use wire::{qp_owner, AttachKind, QpError, QpErrors, QpPeer};
+pub use wire::{qp_owner, AttachKind, GidType, QpError, QpErrors, QpPeer};
 pub use wire::{AttachedByLayer, LayerAttached, RunningSet, SetMatch, SetOut};
 pub use wire::{
     BaselineOut, Bifurcation, ChainNote, ExemplarOut, ExpectedOut, HandlerOut, HandlerSummary,

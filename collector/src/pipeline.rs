@@ -603,6 +603,27 @@ pub(crate) fn check_invariant(
     inv
 }
 
+/// Each data-plane record with its QP's peer, from the QP's `qp_errors` entry (same probe,
+/// QP number and owner pid): the record was made with the entry, so the entry holds the peer
+/// the QP had at that error unless the table evicted it since.
+fn with_peers(mut recs: Vec<Rec>, qp: Option<&wire::QpErrors>) -> Vec<Rec> {
+    let Some(qp) = qp.filter(|q| q.qps.iter().any(|e| e.peer.is_some())) else {
+        return recs;
+    };
+    for r in &mut recs {
+        let (probe, pid) = (r.raw.probe_id, r.raw.pid);
+        let Some(&qpn) = r.raw.args.first().filter(|_| r.raw.nargs >= 1) else {
+            continue;
+        };
+        r.peer = qp
+            .qps
+            .binary_search_by_key(&(probe, qpn as u32, pid), |e| (e.probe, e.qpn, e.pid))
+            .ok()
+            .and_then(|i| qp.qps[i].peer.clone());
+    }
+    recs
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -1124,25 +1145,4 @@ pub(crate) mod tests {
         // a chain the baseline calls expected is counted so
         assert_eq!(p.chain_totals().keys().filter(|k| k.3).count(), 1);
     }
-}
-
-/// Each data-plane record with its QP's peer, from the QP's `qp_errors` entry (same probe,
-/// QP number and owner pid): the record was made with the entry, so the entry holds the peer
-/// the QP had at that error unless the table evicted it since.
-fn with_peers(mut recs: Vec<Rec>, qp: Option<&wire::QpErrors>) -> Vec<Rec> {
-    let Some(qp) = qp.filter(|q| q.qps.iter().any(|e| e.peer.is_some())) else {
-        return recs;
-    };
-    for r in &mut recs {
-        let (probe, pid) = (r.raw.probe_id, r.raw.pid);
-        let Some(&qpn) = r.raw.args.first().filter(|_| r.raw.nargs >= 1) else {
-            continue;
-        };
-        r.peer = qp
-            .qps
-            .binary_search_by_key(&(probe, qpn as u32, pid), |e| (e.probe, e.qpn, e.pid))
-            .ok()
-            .and_then(|i| qp.qps[i].peer.clone());
-    }
-    recs
 }

@@ -356,7 +356,7 @@ fn peer_sources(
     rule: &PeerRule,
     vendor_fn: &dyn Fn(&FnNode) -> bool,
 ) -> Vec<DataPlanePick> {
-    let dispatches = |n: &FnNode| n.ops_calls.iter().any(|m| *m == rule.dispatch_member);
+    let dispatches = |n: &FnNode| n.ops_calls.contains(&rule.dispatch_member);
     let mut out = Vec::new();
     for (id, n) in g.nodes().iter().enumerate() {
         if !n.built || vendor_fn(n) || n.in_header() {

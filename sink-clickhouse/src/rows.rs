@@ -1,17 +1,17 @@
 //! One snapshot as one batch: `JSONEachRow` bodies for the tables of [`super::schema`], framed
 //! in one byte string (the spool file's content).
 //!
-//! Frame (v5): one header line that says what the batch must contain, then the bodies:
-//! `probegen-batch/v5 <seq> records=<rows>:<bytes> chains=.. counters=.. snapshots=..
-//! baselines=.. port_counters=.. fnv=<hex>` (`fnv`: FNV-1a 64 of everything after the header
-//! line). A batch torn, cut at a part boundary or with one byte flipped does not match its
-//! header: it is quarantined, never sent in part. Batches of earlier versions (in a host's
-//! spool across a package upgrade) are still read whole: v4 (the same header without
-//! `port_counters=`), v3 (as v4; its success shapes and the chains' bifurcation columns were in
-//! return order: [`return_order_set_aside`] leaves them out, never merged with shapes in call
-//! order), v2 (the same header without `baselines=` either) and v1 (`probegen-batch/v1
-//! <seq>\n`, then per table `<name> <bytes>\n<body>`, the first four tables), with no rows for
-//! the tables their version lacked.
+//! Frame (v6): one header line that says what the batch must contain, then the bodies:
+//! `probegen-batch/v6 <seq> records=<rows>:<bytes> chains=.. counters=.. snapshots=..
+//! baselines=.. port_counters=.. qp_errors=.. fnv=<hex>` (`fnv`: FNV-1a 64 of everything after
+//! the header line). A batch torn, cut at a part boundary or with one byte flipped does not
+//! match its header: it is quarantined, never sent in part. Batches of earlier versions (in a
+//! host's spool across a package upgrade) are still read whole: v5 (the same header without
+//! `qp_errors=`), v4 (without `port_counters=` either), v3 (as v4; its success shapes and the
+//! chains' bifurcation columns were in return order: [`return_order_set_aside`] leaves them
+//! out, never merged with shapes in call order), v2 (the same header without `baselines=`
+//! either) and v1 (`probegen-batch/v1 <seq>\n`, then per table `<name> <bytes>\n<body>`, the
+//! first four tables), with no rows for the tables their version lacked.
 //!
 //! Times: `time_ns` is wall-clock ns. A record's `ts_ns` is the kernel's CLOCK_MONOTONIC, so
 //! its wall time is `ts_ns` + (window end - "now" on the records' clock): live, "now" is this
@@ -23,11 +23,16 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use collector::{comm_str, errno_label, monotonic_ns, ChainClock, ProcInfo, Snapshot};
+use collector::{
+    comm_str, errno_label, monotonic_ns, AttachKind, ChainClock, DataPlaneClass, GidType, ProcInfo,
+    Snapshot,
+};
 
 use crate::schema::{Table, TABLES};
 
-pub(crate) const BATCH_MAGIC: &str = "probegen-batch/v5";
+pub(crate) const BATCH_MAGIC: &str = "probegen-batch/v6";
+/// v5: every table but `qp_errors`
+const BATCH_MAGIC_V5: &str = "probegen-batch/v5";
 /// v4: every table but `port_counters`
 const BATCH_MAGIC_V4: &str = "probegen-batch/v4";
 /// v3: the tables of v4, shapes and bifurcations in return order
@@ -36,8 +41,10 @@ const BATCH_MAGIC_V2: &str = "probegen-batch/v2";
 const BATCH_MAGIC_V1: &str = "probegen-batch/v1";
 /// The tables of a v1 or v2 batch (every table but `baselines`), in [`TABLES`] order.
 const TABLES_BEFORE_V3: usize = 4;
-/// The tables of a v3 or v4 batch (every table but `port_counters`).
+/// The tables of a v3 or v4 batch (every table but `port_counters` and `qp_errors`).
 const TABLES_BEFORE_V5: usize = 5;
+/// The tables of a v5 batch (every table but `qp_errors`).
+const TABLES_BEFORE_V6: usize = 6;
 
 /// One value per table of [`TABLES`].
 pub(crate) type PerTable<T> = [T; TABLES.len()];
@@ -112,6 +119,29 @@ struct RecordRow<'a> {
     ts_ns: u64,
     cpu: u32,
     rec_seq: u64,
+}
+
+#[derive(Serialize)]
+struct QpErrorRow<'a> {
+    idx: u32,
+    probe: u32,
+    function: &'a str,
+    module: &'a str,
+    class: &'static str,
+    status: String,
+    qpn: u32,
+    port: u32,
+    pid: u32,
+    comm: std::borrow::Cow<'a, str>,
+    cgroup: &'a str,
+    #[serde(flatten)]
+    job: Job<'a>,
+    peer_qpn: u32,
+    peer_gid: &'a str,
+    peer_gid_type: &'static str,
+    qp_type: &'a str,
+    since_rtr_ns: u64,
+    ts_ns: u64,
 }
 
 #[derive(Serialize)]
@@ -312,6 +342,7 @@ pub(crate) fn batch(
     snapshot_row(&mut bodies[3], key, snap, spool_dropped, covered_from);
     baseline_rows(&mut bodies[4], key, snap);
     port_counter_rows(&mut bodies[5], key, snap);
+    qp_error_rows(&mut bodies[6], key, snap, &wall);
     frame(key.seq, &bodies)
 }
 
@@ -322,7 +353,7 @@ pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The v5 frame of the tables' bodies (in [`TABLES`] order).
+/// The v6 frame of the tables' bodies (in [`TABLES`] order).
 pub(crate) fn frame(seq: u64, bodies: &PerTable<Vec<u8>>) -> Vec<u8> {
     frame_as(BATCH_MAGIC, seq, &TABLES, bodies)
 }
@@ -364,7 +395,10 @@ fn record_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot, wall: &W
                     function: p.map_or("", |p| p.function.as_str()),
                     module: p.map_or("", |p| p.module.as_str()),
                     errno: raw.err as u32,
-                    errno_name: errno_label(raw.err as u32),
+                    // a data-plane record's code names a status or an event, not an errno
+                    errno_name: p
+                        .and_then(|p| p.data_plane_status(raw.err))
+                        .map_or_else(|| errno_label(raw.err as u32), std::borrow::Cow::Owned),
                     pid: raw.pid,
                     tid: raw.tid,
                     comm: comm_str(&raw.comm),
@@ -375,6 +409,68 @@ fn record_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot, wall: &W
                     ts_ns: raw.ts_ns,
                     cpu: raw.cpu,
                     rec_seq: raw.seq,
+                },
+            },
+        );
+    }
+}
+
+/// The name of a GID type as the snapshot writes it (`roce-v2`).
+fn gid_type_name(t: GidType) -> &'static str {
+    match t {
+        GidType::Ib => "ib",
+        GidType::RoceV1 => "roce-v1",
+        GidType::RoceV2 => "roce-v2",
+        GidType::Unknown => "unknown",
+    }
+}
+
+/// A row per data-plane record of a QP or a port (the `peer` class never records; a record of
+/// it, or of a probe the table lacks, is no row), `idx` its place in `records`.
+fn qp_error_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot, wall: &WallClock) {
+    let table = &snap.records.table;
+    for (idx, r) in snap.records.recs.iter().enumerate() {
+        let raw = &r.raw;
+        let Some(p) = table.get(raw.probe_id) else {
+            continue;
+        };
+        let AttachKind::Fentry { class, .. } = &p.kind else {
+            continue;
+        };
+        if *class == DataPlaneClass::Peer {
+            continue;
+        }
+        let Some(status) = p.data_plane_status(raw.err) else {
+            continue;
+        };
+        let nargs = (raw.nargs as usize).min(raw.args.len());
+        let arg = |i: usize| raw.args[..nargs].get(i).map_or(0, |&a| a as u32);
+        let peer = r.peer.as_ref();
+        let info = r.proc_info.as_deref();
+        push_row(
+            body,
+            &Row {
+                key,
+                time_ns: wall.at(raw.ts_ns),
+                row: QpErrorRow {
+                    idx: idx as u32,
+                    probe: raw.probe_id,
+                    function: &p.function,
+                    module: &p.module,
+                    class: class.as_str(),
+                    status,
+                    qpn: arg(0),
+                    port: arg(1),
+                    pid: raw.pid,
+                    comm: comm_str(&raw.comm),
+                    cgroup: info.map_or("", |i| i.cgroup.as_str()),
+                    job: job(info),
+                    peer_qpn: peer.map_or(0, |p| p.qpn),
+                    peer_gid: peer.and_then(|p| p.gid.as_deref()).unwrap_or(""),
+                    peer_gid_type: peer.map_or("", |p| gid_type_name(p.gid_type)),
+                    qp_type: peer.map_or("", |p| p.qp_type.as_str()),
+                    since_rtr_ns: peer.map_or(0, |p| p.since_rtr_ns),
+                    ts_ns: raw.ts_ns,
                 },
             },
         );
@@ -601,7 +697,7 @@ impl std::fmt::Display for BadBatch {
     }
 }
 
-/// A v2, v3 or v4 header: the header's line after the magic (`rest`), the number of tables its
+/// A v2 to v5 header: the header's line after the magic (`rest`), the number of tables its
 /// version names (the first of [`TABLES`]); with each table's body length and the checksum.
 fn parse_counted_head(
     magic: &str,
@@ -633,10 +729,11 @@ fn parse_counted_head(
     Some((head, bytes, sum))
 }
 
-/// The magic and table count of a v2, v3 or v4 header line, and the line after the magic.
+/// The magic and table count of a v2 to v6 header line, and the line after the magic.
 fn counted_version(line: &str) -> Option<(&'static str, usize, &str)> {
     [
         (BATCH_MAGIC, TABLES.len()),
+        (BATCH_MAGIC_V5, TABLES_BEFORE_V6),
         (BATCH_MAGIC_V4, TABLES_BEFORE_V5),
         (BATCH_MAGIC_V3, TABLES_BEFORE_V5),
         (BATCH_MAGIC_V2, TABLES_BEFORE_V3),
@@ -697,7 +794,7 @@ pub(crate) fn parse_batch(bytes: &[u8], seq: u64) -> Result<Parts<'_>, BadBatch>
     v1_parts(bytes, nl + 1)
 }
 
-/// The parts of a v2, v3 or v4 batch whose header (`n` tables) ends at `at`.
+/// The parts of a v2 to v6 batch whose header (`n` tables) ends at `at`.
 fn counted_parts(
     bytes: &[u8],
     mut at: usize,
@@ -833,8 +930,15 @@ pub(crate) fn frame_v3(seq: u64, bodies: &[Vec<u8>; TABLES_BEFORE_V5]) -> Vec<u8
     frame_as(BATCH_MAGIC_V3, seq, &TABLES[..TABLES_BEFORE_V5], bodies)
 }
 
-/// A batch framed as the previous version (v4: every table but `port_counters`) did, for the
+/// A batch framed as the previous version (v5: every table but `qp_errors`) did, for the
 /// tests of reading a spool across an upgrade.
+#[cfg(test)]
+pub(crate) fn frame_v5(seq: u64, bodies: &[Vec<u8>; TABLES_BEFORE_V6]) -> Vec<u8> {
+    frame_as(BATCH_MAGIC_V5, seq, &TABLES[..TABLES_BEFORE_V6], bodies)
+}
+
+/// A batch framed as an earlier version (v4: every table but `port_counters` and
+/// `qp_errors`) did, for the tests of reading a spool across an upgrade.
 #[cfg(test)]
 pub(crate) fn frame_v4(seq: u64, bodies: &[Vec<u8>; TABLES_BEFORE_V5]) -> Vec<u8> {
     frame_as(BATCH_MAGIC_V4, seq, &TABLES[..TABLES_BEFORE_V5], bodies)
@@ -951,7 +1055,7 @@ mod tests {
         let head = parse_head(&b).expect("head");
         assert_eq!(
             (head.rows, head.len),
-            ([2, 1, 2, 1, 2, 2], Some(b.len() as u64))
+            ([2, 1, 2, 1, 2, 2, 0], Some(b.len() as u64))
         );
         let mut rows_per_table = Vec::new();
         for ((body, rows), t) in parts.iter().zip(super::super::schema::TABLES) {
@@ -979,7 +1083,7 @@ mod tests {
         }
         // two records, one chain of two, two counters rows (derived), one snapshot row, two
         // baseline shapes, two port counters (a rise, a reset)
-        assert_eq!(rows_per_table, [2, 1, 2, 1, 2, 2]);
+        assert_eq!(rows_per_table, [2, 1, 2, 1, 2, 2, 0]);
         let ports: Vec<serde_json::Value> = std::str::from_utf8(parts[5].0)
             .expect("utf8")
             .lines()
@@ -1004,8 +1108,8 @@ mod tests {
         // the same batch as the previous version framed it (v4: no port_counters): read whole
         let v4 = frame_v4(42, &std::array::from_fn(|i| parts[i].0.to_vec()));
         let back = parse_batch(&v4, 42).expect("v4");
-        assert_eq!(back.map(|p| p.1), [2, 1, 2, 1, 2, 0]);
-        assert_eq!(parse_head(&v4).map(|h| h.rows), Ok([2, 1, 2, 1, 2, 0]));
+        assert_eq!(back.map(|p| p.1), [2, 1, 2, 1, 2, 0, 0]);
+        assert_eq!(parse_head(&v4).map(|h| h.rows), Ok([2, 1, 2, 1, 2, 0, 0]));
         assert!(
             return_order_set_aside(&v4, 42).is_none(),
             "a v4 batch goes as it is"
@@ -1064,7 +1168,7 @@ mod tests {
             "{line}"
         );
         let back = parse_batch(&v4, 42).expect("framed as v4");
-        assert_eq!(back.map(|p| p.1), [2, 1, 2, 1, 0, 0]);
+        assert_eq!(back.map(|p| p.1), [2, 1, 2, 1, 0, 0, 0]);
         for t in [0, 2, 3] {
             assert_eq!(back[t].0, parts[t].0, "{}", TABLES[t].name);
         }
@@ -1144,6 +1248,224 @@ mod tests {
         }
     }
 
+    /// A table with one control-path probe and data-plane probes of every class.
+    fn data_plane_table() -> ProbeTable {
+        let mut t = ProbeTable::from_triples(&[
+            (0, "ib_uverbs_reg_mr", "ib_uverbs"),
+            (1, "rxe_cq_post", "rdma_rxe"),
+            (2, "ib_uverbs_event_handler", "ib_uverbs"),
+            (3, "_ib_modify_qp", "ib_core"),
+        ]);
+        let kinds = [
+            (
+                collector::DataPlaneClass::Completion,
+                vec!["IB_WC_LOC_LEN_ERR", "IB_WC_RETRY_EXC_ERR"],
+            ),
+            (
+                collector::DataPlaneClass::AsyncEvent,
+                vec!["IB_EVENT_QP_FATAL", "IB_EVENT_PORT_ERR"],
+            ),
+            (collector::DataPlaneClass::Peer, vec!["IB_QPS_RTR"]),
+        ];
+        for (p, (class, errors)) in t.probes[1..].iter_mut().zip(kinds) {
+            p.kind = collector::AttachKind::Fentry {
+                class,
+                errors: errors.into_iter().map(str::to_string).collect(),
+            };
+        }
+        t
+    }
+
+    /// Data-plane records: their status as `errno_name` in `records` (code 1 is not EPERM),
+    /// and a `qp_errors` row each, with the peer the collector's join gave the record; a v5
+    /// batch (no `qp_errors`) reads whole.
+    #[test]
+    fn data_plane_records_name_their_status_and_fill_qp_errors() {
+        let mut p = Pipeline::new(
+            Arc::new(data_plane_table()),
+            PipelineConfig {
+                derive_counters: true,
+                seq_from_zero: false,
+                ..Default::default()
+            },
+        );
+        let dp = |probe: u32, err: i32, qpn: u64, port: u64, seq: u64| PgRecord {
+            nargs: 2,
+            args: [qpn, port, 0, 0],
+            ..rec(probe, err, 10_000 + seq, seq)
+        };
+        let job: Arc<collector::ProcInfo> = Arc::new(collector::ProcInfo {
+            cgroup: "/slurm/job_55".into(),
+            job: [("SLURM_JOB_ID".to_string(), "55".to_string())].into(),
+            exited: false,
+        });
+        for r in [
+            rec(0, 1, 1_000, 0),
+            // completion code 1: IB_WC_LOC_LEN_ERR, no peer known
+            dp(1, 1, 0x11, 1, 1),
+            // completion code 2: the retry exceeded, a peer kept at its RTR
+            dp(1, 2, 0x12, 1, 2),
+            // a port's error event: QP 0
+            dp(2, 2, 0, 1, 3),
+            // the peer class never records; one that did is no row
+            dp(3, 1, 0x12, 1, 4),
+        ] {
+            p.ingest_with(&collector::encode(&r), |_| Some(job.clone()));
+        }
+        let mut k = p.derived();
+        let peer = collector::QpPeer {
+            qpn: 0x99,
+            gid: Some("::ffff:10.0.0.2".into()),
+            gid_type: collector::GidType::RoceV2,
+            qp_type: "RC".into(),
+            since_rtr_ns: 2_500_000_000,
+        };
+        k.qp = Some(collector::QpErrors {
+            qps: vec![collector::QpError {
+                probe: 1,
+                function: "rxe_cq_post".into(),
+                qpn: 0x12,
+                pid: 7,
+                status: "IB_WC_RETRY_EXC_ERR".into(),
+                first_ts_ns: 10_002,
+                count: 1,
+                peer: Some(peer),
+            }],
+            firsts: 1,
+            ..Default::default()
+        });
+        let end = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let snap = p.snapshot(&Arc::new(k), end, true);
+        let key = BatchKey {
+            host: "h",
+            boot_id: "b",
+            run_id: 7,
+            seq: 3,
+            kernel: "k",
+            manifest_hash: "m",
+            snapshot: 0,
+        };
+        let b = batch(
+            &key,
+            &snap,
+            ChainClock::LastRecord,
+            0,
+            snap.window.start_unix_ns,
+            &mut PidJobs::default(),
+        );
+        let parts = parse_batch(&b, 3).expect("parse");
+        let rows = |t: usize| -> Vec<serde_json::Value> {
+            std::str::from_utf8(parts[t].0)
+                .expect("utf8")
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("row"))
+                .collect()
+        };
+        let names: Vec<serde_json::Value> =
+            rows(0).iter().map(|r| r["errno_name"].clone()).collect();
+        assert_eq!(
+            names,
+            [
+                "EPERM",
+                "IB_WC_LOC_LEN_ERR",
+                "IB_WC_RETRY_EXC_ERR",
+                "IB_EVENT_PORT_ERR",
+                "IB_QPS_RTR"
+            ]
+        );
+        let qp = rows(6);
+        assert_eq!(qp.len(), 3, "{qp:?}");
+        let t = TABLES[6];
+        for r in &qp {
+            let mut got: Vec<&str> = r
+                .as_object()
+                .expect("object")
+                .keys()
+                .map(|k| k.as_str())
+                .collect();
+            let mut want: Vec<&str> = t.columns.iter().map(|c| c.0).collect();
+            got.sort_unstable();
+            want.sort_unstable();
+            assert_eq!(got, want, "{r}");
+        }
+        let brief = |r: &serde_json::Value| {
+            [
+                "idx",
+                "class",
+                "status",
+                "qpn",
+                "port",
+                "job_id",
+                "peer_qpn",
+                "peer_gid",
+                "peer_gid_type",
+                "qp_type",
+                "since_rtr_ns",
+            ]
+            .map(|c| r[c].clone())
+        };
+        assert_eq!(
+            brief(&qp[0]),
+            [
+                json!(1),
+                json!("completion"),
+                json!("IB_WC_LOC_LEN_ERR"),
+                json!(0x11),
+                json!(1),
+                json!("55"),
+                json!(0),
+                json!(""),
+                json!(""),
+                json!(""),
+                json!(0)
+            ]
+        );
+        assert_eq!(
+            brief(&qp[1]),
+            [
+                json!(2),
+                json!("completion"),
+                json!("IB_WC_RETRY_EXC_ERR"),
+                json!(0x12),
+                json!(1),
+                json!("55"),
+                json!(0x99),
+                json!("::ffff:10.0.0.2"),
+                json!("roce-v2"),
+                json!("RC"),
+                json!(2_500_000_000u64)
+            ]
+        );
+        assert_eq!(
+            (
+                &qp[2]["class"],
+                &qp[2]["status"],
+                &qp[2]["qpn"],
+                &qp[2]["port"]
+            ),
+            (
+                &json!("async_event"),
+                &json!("IB_EVENT_PORT_ERR"),
+                &json!(0),
+                &json!(1)
+            )
+        );
+        // the previous version's frame (v5, no qp_errors): read whole, no rows for it
+        let v5 = frame_v5(3, &std::array::from_fn(|i| parts[i].0.to_vec()));
+        assert!(v5.starts_with(b"probegen-batch/v5 3 records=5:"));
+        let back = parse_batch(&v5, 3).expect("v5");
+        assert_eq!(back.map(|p| p.1), [5, 1, 4, 1, 0, 0, 0]);
+        assert_eq!(parse_head(&v5).map(|h| h.rows), Ok([5, 1, 4, 1, 0, 0, 0]));
+        for t in 0..6 {
+            assert_eq!(back[t].0, parts[t].0, "{}", TABLES[t].name);
+        }
+        assert!(return_order_set_aside(&v5, 3).is_none(), "goes as it is");
+        // a v5 header naming qp_errors is not a header
+        let t = String::from_utf8(b.clone()).expect("utf8");
+        let swapped = t.replacen("batch/v6", "batch/v5", 1).into_bytes();
+        assert_eq!(parse_head(&swapped), Err(BadBatch::BadHeader));
+    }
+
     /// A host's baseline: one handler, two shapes (the second with a histogram longer than
     /// the sink's, as a state file not ours could hold).
     fn test_baseline() -> collector::BaselineOut {
@@ -1196,13 +1518,13 @@ mod tests {
         assert!(v2.starts_with(b"probegen-batch/v2 9 records=2:"));
         let parts = parse_batch(&v2, 9).expect("v2");
         // every part whole, in its table's place; no baselines
-        assert_eq!(parts.map(|p| p.1), [2, 1, 0, 1, 0, 0]);
+        assert_eq!(parts.map(|p| p.1), [2, 1, 0, 1, 0, 0, 0]);
         assert_eq!(parts[0].0, &bodies[0][..]);
         assert_eq!(parts[3].0, b"{}\n");
         let head = parse_head(&v2).expect("head");
         assert_eq!(
             (head.rows, head.len),
-            ([2, 1, 0, 1, 0, 0], Some(v2.len() as u64))
+            ([2, 1, 0, 1, 0, 0, 0], Some(v2.len() as u64))
         );
         // checked as a v4 batch is: cut, flipped, other seq
         assert!(matches!(
@@ -1248,7 +1570,7 @@ mod tests {
             v1.extend_from_slice(format!("{t} {}\n{body}", body.len()).as_bytes());
         }
         let parts = parse_batch(&v1, 7).expect("v1");
-        assert_eq!(parts.map(|p| p.1), [2, 0, 1, 1, 0, 0]);
+        assert_eq!(parts.map(|p| p.1), [2, 0, 1, 1, 0, 0, 0]);
         assert_eq!(parse_head(&v1).map(|h| (h.seq, h.len)), Ok((7, None)));
         // cut at the part boundary before `snapshots`: refused, not sent in part
         let cut = v1.len() - "snapshots 3\n{}\n".len();

@@ -201,26 +201,66 @@ pub(crate) const PORT_COUNTERS: Table = Table {
     key: "host, boot_id, run_id, seq, device, port, counter",
 };
 
+/// One row per data-plane record of a QP or a port (a QP's first error at a probe: a
+/// completion with an error status, an async error event, the QP moved to error; the `peer`
+/// class never records), its record's `idx` in `records`. `status`: the code's name
+/// (`IB_WC_RETRY_EXC_ERR`, `IB_EVENT_QP_FATAL`, `IB_QPS_ERR`); `qpn` and `port`: the record's
+/// arguments (a port event's `qpn` is 0). The `peer_` columns: the QP's remote side as its
+/// last RTR set it (`peer_gid` '' without a global route header; `peer_gid_type` `ib`,
+/// `roce-v1`, `roce-v2`, `unknown`, or '' when no peer is known: then `peer_qpn`, `qp_type`,
+/// `since_rtr_ns` are 0 and ''); `since_rtr_ns`: from that RTR to the first error.
+pub(crate) const QP_ERRORS: Table = Table {
+    name: "qp_errors",
+    columns: with_batch![
+        ("idx", "UInt32"),
+        ("probe", "UInt32"),
+        ("function", "String"),
+        ("module", "String"),
+        ("class", "String"),
+        ("status", "String"),
+        ("qpn", "UInt32"),
+        ("port", "UInt32"),
+        ("pid", "UInt32"),
+        ("comm", "String"),
+        ("cgroup", "String"),
+        ("job_id", "String"),
+        ("job_keys", "Array(String)"),
+        ("job_values", "Array(String)"),
+        ("peer_qpn", "UInt32"),
+        ("peer_gid", "String"),
+        ("peer_gid_type", "String"),
+        ("qp_type", "String"),
+        ("since_rtr_ns", "UInt64"),
+        ("ts_ns", "UInt64"),
+    ],
+    key: "host, boot_id, run_id, seq, idx",
+};
+
 /// The tables of a batch: the order of its frame's bodies and of the bits of the tables that
 /// took it (a spool file's name), so a table keeps its place across versions: `baselines`,
-/// then `port_counters`, added later, are last.
-pub(crate) const TABLES: [&Table; 6] = [
+/// then `port_counters`, then `qp_errors`, added later, are last.
+pub(crate) const TABLES: [&Table; 7] = [
     &RECORDS,
     &CHAINS,
     &COUNTERS,
     &SNAPSHOTS,
     &BASELINES,
     &PORT_COUNTERS,
+    &QP_ERRORS,
 ];
 
 /// The order a batch's tables are inserted in, indices in [`TABLES`]: `snapshots` last, so a
 /// batch with its `snapshots` row is complete.
-pub(crate) const INSERT_ORDER: [usize; 6] = [0, 1, 2, 4, 5, 3];
+pub(crate) const INSERT_ORDER: [usize; 7] = [0, 1, 2, 4, 5, 6, 3];
 
 /// Columns whose values are few names repeated across rows (a fleet has a few kernels, a
 /// manifest's few hundred functions, a few errno names): dictionary-encoded.
-const LOW_CARDINALITY: [&str; 23] = [
+const LOW_CARDINALITY: [&str; 27] = [
     "host",
+    "class",
+    "status",
+    "peer_gid_type",
+    "qp_type",
     "device",
     "counter",
     "reset",
@@ -404,7 +444,8 @@ pub fn upgrade(o: &SchemaOptions) -> Result<String, crate::ClickhouseError> {
     let mut s = format!(
         "-- probegen schema --clickhouse --upgrade: tables made by an earlier version.\n\
          -- `chains` gained the baseline's columns (collect --baseline), then the layer of the\n\
-         -- bifurcation's next functions; `baselines` is new.\n{}",
+         -- bifurcation's next functions; `baselines`, `port_counters` and `qp_errors` are new\n\
+         -- (created by the CREATE ... IF NOT EXISTS below).\n{}",
         if if_not {
             "-- IF NOT EXISTS: running it again changes nothing.\n"
         } else {
@@ -638,5 +679,55 @@ mod tests {
         assert!(
             alters[0].contains("bifurcation_this_next_layer LowCardinality(String) CODEC(ZSTD(1))")
         );
+    }
+
+    #[test]
+    fn qp_errors_is_the_last_table_in_every_variant_and_upgrade_creates_it() {
+        // last: an older frame names a prefix of the tables and still reads
+        assert_eq!(TABLES.last().map(|t| t.name), Some("qp_errors"));
+        // every table inserted once, `snapshots` last
+        let mut order = INSERT_ORDER.to_vec();
+        assert_eq!(order.last(), Some(&3));
+        order.sort_unstable();
+        assert_eq!(order, (0..TABLES.len()).collect::<Vec<_>>());
+        let o = |cluster: Option<&str>, buffer: bool, server: ServerVersion| SchemaOptions {
+            database: "fleet".into(),
+            cluster: cluster.map(str::to_string),
+            ttl_days: 0,
+            buffer,
+            server,
+        };
+        let old = ddl(&o(None, false, ServerVersion::DEBIAN_BOOKWORM)).expect("ddl");
+        assert!(
+            old.contains("CREATE TABLE IF NOT EXISTS fleet.qp_errors\n(\n    host String,\n"),
+            "{old}"
+        );
+        assert!(old.contains("    peer_gid_type String,\n    qp_type String,\n"));
+        let big = ddl(&o(Some("gpu"), true, ServerVersion::new(26, 9))).expect("ddl");
+        for want in [
+            "CREATE TABLE IF NOT EXISTS fleet.qp_errors_local\n(",
+            "ENGINE = Distributed(gpu, fleet, qp_errors_local, cityHash64(host));",
+            "ENGINE = Buffer(fleet, qp_errors, 16, 5, 60, 1000, 100000, 1048576, 67108864);",
+            "    status LowCardinality(String) CODEC(ZSTD(1)),\n",
+            "    since_rtr_ns UInt64 CODEC(Delta, ZSTD(1)),\n",
+        ] {
+            assert!(big.contains(want), "{want}: {big}");
+        }
+        // --upgrade on an existing fleet: its DDL creates the table (IF NOT EXISTS)
+        for opts in [
+            o(None, false, ServerVersion::DEBIAN_BOOKWORM),
+            o(Some("gpu"), true, ServerVersion::new(26, 9)),
+        ] {
+            let up = statements(&upgrade(&opts).expect("upgrade"));
+            let created: Vec<&String> = up
+                .iter()
+                .filter(|s| s.starts_with("CREATE TABLE IF NOT EXISTS fleet.qp_errors"))
+                .collect();
+            let want = 1 + usize::from(opts.cluster.is_some()) + usize::from(opts.buffer);
+            assert_eq!(created.len(), want, "{up:?}");
+            assert!(!up
+                .iter()
+                .any(|s| s.starts_with("ALTER TABLE fleet.qp_errors")));
+        }
     }
 }

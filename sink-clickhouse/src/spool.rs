@@ -508,6 +508,7 @@ mod tests {
             "{}\n".into(),
             String::new(),
             String::new(),
+            String::new(),
         ];
         crate::rows::frame(seq, &bodies.map(String::into_bytes))
     }
@@ -627,8 +628,9 @@ mod tests {
         let mut s = Spool::open(&d, 1 << 20).expect("reopen");
         let e = s.oldest().expect("indexed, not set aside");
         assert_eq!((e.seq, e.records, e.taken, s.quarantined), (0, 2, 0b11, 0));
-        // counters, snapshots, then baselines and port_counters (none in it): every table took it
-        for t in [2, 3, 4, 5] {
+        // counters, snapshots, then baselines, port_counters and qp_errors (none in it): every
+        // table took it
+        for t in [2, 3, 4, 5, 6] {
             s.took(0, 1 << t).expect("entry");
         }
         assert_eq!(s.took(0, 0).map(|e| e.taken), Some(ALL_TABLES));

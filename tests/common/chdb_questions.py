@@ -46,7 +46,8 @@ def main():
         with open(os.path.join(inserts_dir, name)) as f:
             body = f.read()
         run(f"INSERT INTO probegen.{table} FORMAT JSONEachRow\n{body}")
-    tables = ["records", "chains", "counters", "snapshots", "baselines", "port_counters"]
+    tables = ["records", "chains", "counters", "snapshots", "baselines", "port_counters",
+              "qp_errors"]
     for t in tables:
         run(f"OPTIMIZE TABLE probegen.{t} FINAL")
     os.makedirs(out_dir, exist_ok=True)

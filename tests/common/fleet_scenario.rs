@@ -202,6 +202,11 @@ pub(crate) fn check(ask: &dyn Fn(&str) -> Vec<Vec<String>>) {
     }
     // a replay has no baseline (it is traced live): the fleet's baseline is empty
     assert_eq!(ask("baselines"), Vec::<Vec<String>>::new());
+    // the recording has no data-plane record: no QP lost (tests/fleet_clickhouse_qp.rs asks
+    // these of a fleet that has)
+    for q in ["qp_peer_pairs", "qp_job_losses", "qp_early_deaths"] {
+        assert_eq!(ask(q), Vec::<Vec<String>>::new(), "{q}");
+    }
     // the records of one job, each with its chain's owner
     let recs = ask("job_records");
     assert_eq!(recs.len(), 26);

@@ -6,6 +6,7 @@ pub(crate) mod baselines;
 pub(crate) mod chdb;
 pub(crate) mod fake_clickhouse;
 pub(crate) mod fleet_scenario;
+pub(crate) mod qp_fleet;
 pub(crate) mod replays;
 pub(crate) mod servers;
 pub(crate) mod spread;

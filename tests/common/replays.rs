@@ -218,3 +218,28 @@ pub(crate) fn frame_v2(seq: u64, bodies: &[Vec<u8>; 4]) -> Vec<u8> {
     out.extend_from_slice(&all);
     out
 }
+
+/// A batch file as the previous version framed it (v5): the bodies of its six tables (every
+/// table but `qp_errors`).
+pub(crate) fn frame_v5(seq: u64, bodies: &[Vec<u8>; 6]) -> Vec<u8> {
+    let mut head = format!("probegen-batch/v5 {seq}");
+    for (t, b) in [
+        "records",
+        "chains",
+        "counters",
+        "snapshots",
+        "baselines",
+        "port_counters",
+    ]
+    .iter()
+    .zip(bodies)
+    {
+        let rows = b.iter().filter(|&&c| c == b'\n').count();
+        head.push_str(&format!(" {t}={rows}:{}", b.len()));
+    }
+    let all = bodies.concat();
+    head.push_str(&format!(" fnv={:016x}\n", fnv1a64(&all)));
+    let mut out = head.into_bytes();
+    out.extend_from_slice(&all);
+    out
+}
