@@ -9,7 +9,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use analyzer::{CallGraph, EdgeKind, RetKind, VendorScope};
+use analyzer::{CallGraph, EdgeKind, RetKind, SiteShape, VendorScope};
 use analyzer::{LoadOptions, SourceTree};
 use common::*;
 
@@ -809,5 +809,57 @@ fn a_module_without_btf_gives_no_btf_verdicts() {
     assert!(
         err.to_string().contains("plain.ko: no .BTF section"),
         "{err}"
+    );
+}
+
+/// A table read by the caller's index whose error is the result's initial value
+/// (`attr = ERR_PTR(-ENODATA)`, `goto` past the line that replaces it when the slot is empty),
+/// in the shape of the verbs core's GID cache: the exit is found, and it is a lookup by the
+/// caller's key that found nothing; a slot the function picks itself is not.
+#[test]
+fn a_lookup_by_the_caller_s_key_that_finds_nothing() {
+    let root = fixture("lookup-by-caller-key");
+    let (_tree, g) = fixture_graph("lookup-by-caller-key", &VendorScope::default());
+    let cache_c = format!("{CORE}/cache.c");
+    let sites = |f: &str| -> Vec<(usize, Option<String>, SiteShape)> {
+        g.node(one(&g, f))
+            .error_sites
+            .iter()
+            .map(|s| (s.line, s.errno.clone(), s.shape.clone()))
+            .collect()
+    };
+    let e = |s: &str| Some(s.to_string());
+    assert_eq!(
+        sites("addr_table_get"),
+        vec![
+            (
+                line_of(&root, &cache_c, "if (index < 0 || index >= t->sz)"),
+                e("EINVAL"),
+                SiteShape::Request
+            ),
+            (
+                line_of(&root, &cache_c, "if (!slot_in_use(t->slots[index]))"),
+                e("ENODATA"),
+                SiteShape::Lookup("index".into())
+            ),
+        ]
+    );
+    assert_eq!(
+        sites("addr_table_default"),
+        vec![(
+            line_of(&root, &cache_c, "if (!slot_in_use(t->slots[t->sz - 1]))"),
+            e("ENODATA"),
+            SiteShape::Callee("slot_in_use".into())
+        )]
+    );
+    // the caller passes the lookup's error on
+    let verbs_c = format!("{CORE}/verbs.c");
+    assert_eq!(
+        sites("fill_source_addr"),
+        vec![(
+            line_of(&root, &verbs_c, "if (IS_ERR(attr))"),
+            None,
+            SiteShape::Callee("addr_table_get".into())
+        )]
     );
 }

@@ -397,6 +397,10 @@ fn body_calls<'t>(
     if let Some(params) = fn_decl.child_by_field_id(crate::cfields::fields().parameters) {
         collect_declared_names(params, src, &mut locals);
     }
+    let mut exits = exits;
+    if let Some(e) = exits.as_deref_mut() {
+        e.set_params(locals.iter().cloned());
+    }
     let scan = scan_body(body, src, &mut locals, exits);
     let mut calls: Vec<CallSite> = scan
         .calls

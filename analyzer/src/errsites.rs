@@ -13,7 +13,16 @@
 //!
 //! An `<error>` is `-ECONST`, `ERR_PTR(-ECONST)`, a variable, `ERR_PTR(var)`, `PTR_ERR(x)`,
 //! `ERR_CAST(x)` or a call; a variable is followed to its latest assignment before the exit
-//! (a constant or a call). An exit that yields neither a constant nor a call is not listed.
+//! (a constant or a call; the `if`'s `return` or `goto`). In a pointer function a variable
+//! returned as it is counts only after a `goto` where it holds an `ERR_PTR(-ECONST)` (`attr =
+//! ERR_PTR(-ENODATA)` as the initial value, `goto done` before a lookup's result replaces it,
+//! `done: return attr;`): otherwise it is the success. An exit that yields neither a constant
+//! nor a call is not listed.
+//!
+//! A constant exit whose condition tests, negated, an entry of a table indexed by a key the
+//! caller passed (a parameter used as a value in the subscript:
+//! `!is_gid_entry_valid(table->data_vec[index])`, `!tbl[qpn & mask]`, `tbl[index] == NULL`) is a lookup that found nothing
+//! ([`SiteShape::Lookup`]): the caller named something that is not there.
 
 use std::collections::BTreeMap;
 
@@ -57,18 +66,20 @@ enum Value {
     Call(String),
 }
 
-/// One assignment of a local: `v = -ECONST` or `v = f(...)` (also `T *v = f(...)`).
-struct Assign {
+/// One assignment of a local: `v = -ECONST` or `v = f(...)` (also `T *v = f(...)`); `value`
+/// is `None` for anything else (`v = ERR_CAST(p->field)`, `v = &x->attr`).
+struct Assign<'t> {
     var: String,
-    value: Value,
+    value: Option<Value>,
     byte: usize,
+    node: Node<'t>,
 }
 
 /// What an error exit needs from a body, collected node by node during the one walk of the
 /// body that also finds its calls ([`crate::cparse`]), then decided by [`BodyExits::sites`].
 pub(crate) struct BodyExits<'t> {
     labels: BTreeMap<String, Node<'t>>,
-    assigns: Vec<Assign>,
+    assigns: Vec<Assign<'t>>,
     ifs: Vec<Node<'t>>,
     returns: Vec<Node<'t>>,
     /// Start byte of the first label: returns after it are the error epilogue.
@@ -78,6 +89,8 @@ pub(crate) struct BodyExits<'t> {
     /// Variables the body tests with `IS_ERR`/`IS_ERR_OR_NULL`: they may hold an ERR_PTR,
     /// so a pointer function returning one as it is passes the error on.
     err_ptrs: Vec<String>,
+    /// The function's parameter names: what the caller supplied.
+    params: Vec<String>,
 }
 
 /// The node kinds and fields the collection compares, as tree-sitter-c's ids, looked up once
@@ -137,7 +150,14 @@ impl<'t> BodyExits<'t> {
             first_label: usize::MAX,
             ptr,
             err_ptrs: Vec::new(),
+            params: Vec::new(),
         }
+    }
+
+    /// The function's parameter names (a subscript by one of them is a lookup by the
+    /// caller's key).
+    pub(crate) fn set_params(&mut self, params: impl IntoIterator<Item = String>) {
+        self.params = params.into_iter().collect();
     }
 
     /// One node of the body (`k`: its kind id), in the walk's left-to-right postorder (every
@@ -208,7 +228,7 @@ impl<'t> BodyExits<'t> {
     }
 }
 
-fn note_assign(n: Node, src: &str, out: &mut Vec<Assign>) {
+fn note_assign<'t>(n: Node<'t>, src: &str, out: &mut Vec<Assign<'t>>) {
     if n.child_by_field_id(crate::cfields::fields().operator)
         .map(|o| text(o, src))
         != Some("=")
@@ -224,16 +244,15 @@ fn note_assign(n: Node, src: &str, out: &mut Vec<Assign>) {
     if l.kind() != "identifier" {
         return;
     }
-    if let Some(value) = value_of(r, src) {
-        out.push(Assign {
-            var: text(l, src).to_string(),
-            value,
-            byte: n.start_byte(),
-        });
-    }
+    out.push(Assign {
+        var: text(l, src).to_string(),
+        value: value_of(r, src),
+        byte: n.start_byte(),
+        node: n,
+    });
 }
 
-fn note_init(n: Node, src: &str, out: &mut Vec<Assign>) {
+fn note_init<'t>(n: Node<'t>, src: &str, out: &mut Vec<Assign<'t>>) {
     let (Some(mut d), Some(v)) = (
         n.child_by_field_id(crate::cfields::fields().declarator),
         n.child_by_field_id(crate::cfields::fields().value),
@@ -249,13 +268,12 @@ fn note_init(n: Node, src: &str, out: &mut Vec<Assign>) {
     if d.kind() != "identifier" {
         return;
     }
-    if let Some(value) = value_of(v, src) {
-        out.push(Assign {
-            var: text(d, src).to_string(),
-            value,
-            byte: n.start_byte(),
-        });
-    }
+    out.push(Assign {
+        var: text(d, src).to_string(),
+        value: value_of(v, src),
+        byte: n.start_byte(),
+        node: n,
+    });
 }
 
 /// Strip parentheses, casts and the transparent wrappers.
@@ -353,12 +371,16 @@ fn value_of(n: Node, src: &str) -> Option<Value> {
     }
 }
 
-/// The error value a `return` statement returns (`None`: a success, or not an error).
-fn returned(r: Node, b: &BodyExits, src: &str) -> Option<Value> {
+/// The error value a `return` statement returns (`None`: a success, or not an error). In a
+/// pointer function a variable returned as it is and never tested with `IS_ERR` is the
+/// success, unless the return is reached by a `goto` at byte `goto_at` where the variable
+/// holds an `ERR_PTR(-ECONST)` (an initial error value the success path replaces after the
+/// jump).
+fn returned(r: Node, b: &BodyExits, src: &str, goto_at: Option<usize>) -> Option<Value> {
     let e = r.named_child(0)?;
     let bare = unwrap_expr(e);
     if b.ptr && bare.kind() == "identifier" && !b.err_ptrs.iter().any(|v| v == text(bare, src)) {
-        return None;
+        return held_at(b, text(bare, src), goto_at?);
     }
     value_of(e, src)
 }
@@ -377,12 +399,13 @@ fn latest(b: &BodyExits, var: &str, before: usize) -> Option<Value> {
     let mut var = var.to_string();
     let mut before = before;
     for _ in 0..4 {
-        let a = b
+        let (a, value) = b
             .assigns
             .iter()
             .rev()
-            .find(|a| a.byte < before && a.var == var)?;
-        match &a.value {
+            .filter(|a| a.byte < before && a.var == var)
+            .find_map(|a| a.value.as_ref().map(|v| (a, v)))?;
+        match value {
             Value::Var(v) => {
                 var = v.clone();
                 before = a.byte;
@@ -391,6 +414,48 @@ fn latest(b: &BodyExits, var: &str, before: usize) -> Option<Value> {
         }
     }
     None
+}
+
+/// The error constant `var` surely holds at byte `at`: its latest assignment before `at` on
+/// every path there (not one inside a branch that `at` is outside of: `if (!p) { ret =
+/// ERR_PTR(-ENOMEM); goto out; }` says nothing of a later `goto out`), when that is an
+/// `ERR_PTR(-ECONST)`; `None` when it is anything else (`ERR_CAST(p->attach)`, a pointer).
+fn held_at(b: &BodyExits, var: &str, at: usize) -> Option<Value> {
+    let a = b
+        .assigns
+        .iter()
+        .rev()
+        .find(|a| a.byte < at && a.var == var && on_every_path_to(a.node, at))?;
+    match &a.value {
+        Some(c @ Value::Const(_)) => Some(c.clone()),
+        _ => None,
+    }
+}
+
+/// Every block, branch, loop and case around `n` also holds byte `at`.
+fn on_every_path_to(n: Node, at: usize) -> bool {
+    let mut p = n.parent();
+    while let Some(x) = p {
+        match x.kind() {
+            "function_definition" => return true,
+            "compound_statement"
+            | "if_statement"
+            | "else_clause"
+            | "for_statement"
+            | "while_statement"
+            | "do_statement"
+            | "case_statement"
+            | "switch_statement"
+            | "conditional_expression"
+                if !(x.start_byte() <= at && at < x.end_byte()) =>
+            {
+                return false;
+            }
+            _ => {}
+        }
+        p = x.parent();
+    }
+    true
 }
 
 /// The last statement of a branch (the branch itself when it is not a block).
@@ -410,11 +475,12 @@ fn last_statement(n: Node) -> Option<Node> {
 fn branch_exit(branch: Node, b: &BodyExits, src: &str) -> Option<Value> {
     let s = last_statement(branch)?;
     let v = match s.kind() {
-        "return_statement" => returned(s, b, src)?,
+        "return_statement" => returned(s, b, src, None)?,
         "goto_statement" => label_exit(
             text(s.child_by_field_id(crate::cfields::fields().label)?, src),
             b,
             src,
+            s.start_byte(),
         )?,
         _ => return None,
     };
@@ -424,9 +490,9 @@ fn branch_exit(branch: Node, b: &BodyExits, src: &str) -> Option<Value> {
     })
 }
 
-/// The value the first return on the label's path returns (the label's statement and its
-/// following siblings, up to 16 statements).
-fn label_exit(label: &str, b: &BodyExits, src: &str) -> Option<Value> {
+/// The value the first return on the label's path returns, reached by a `goto` at byte `at`
+/// (the label's statement and its following siblings, up to 16 statements).
+fn label_exit(label: &str, b: &BodyExits, src: &str, at: usize) -> Option<Value> {
     let mut n = *b.labels.get(label)?;
     for _ in 0..16 {
         let stmt = if n.kind() == "labeled_statement" {
@@ -440,7 +506,7 @@ fn label_exit(label: &str, b: &BodyExits, src: &str) -> Option<Value> {
             n
         };
         if stmt.kind() == "return_statement" {
-            return returned(stmt, b, src);
+            return returned(stmt, b, src, Some(at));
         }
         n = n.next_named_sibling()?;
     }
@@ -482,11 +548,14 @@ fn if_sites(i: Node, b: &BodyExits, src: &str, out: &mut Vec<ErrorSite>) {
 }
 
 /// What decides an exit whose error is the constant `errno`, from its condition: a state
-/// test, a call's result (the callee's checks, or a predicate), an exhaustion constant, else
-/// a check of the request.
+/// test, a lookup by the caller's key that found nothing, a call's result (the callee's
+/// checks, or a predicate), an exhaustion constant, else a check of the request.
 fn classify(cond: Node, errno: Option<&str>, b: &BodyExits, src: &str) -> SiteShape {
     if mentions_state(text(cond, src)) {
         return SiteShape::State;
+    }
+    if let Some(key) = lookup_key(cond, b, src) {
+        return SiteShape::Lookup(key);
     }
     if let Some(f) = tested_call(cond, b, src) {
         return SiteShape::Callee(f);
@@ -495,6 +564,84 @@ fn classify(cond: Node, errno: Option<&str>, b: &BodyExits, src: &str) -> SiteSh
         return SiteShape::Resources;
     }
     SiteShape::Request
+}
+
+/// The caller's key of a lookup the condition finds empty: the condition is a negation (`!x`,
+/// `x == NULL`, `x == 0`) of a table entry indexed by a parameter (`tbl[index]`,
+/// `tbl[qpn & mask]`), or of a predicate on one (`!is_gid_entry_valid(table->data_vec[index])`);
+/// the key is the subscript's index as written.
+fn lookup_key(cond: Node, b: &BodyExits, src: &str) -> Option<String> {
+    let f = crate::cfields::fields();
+    let n = unwrap_expr(cond);
+    let tested = match n.kind() {
+        "unary_expression"
+            if n.child_by_field_id(f.operator).map(|o| text(o, src)) == Some("!") =>
+        {
+            unwrap_expr(n.child_by_field_id(f.argument)?)
+        }
+        "binary_expression"
+            if n.child_by_field_id(f.operator).map(|o| text(o, src)) == Some("==")
+                && matches!(
+                    n.child_by_field_id(f.right)
+                        .map(|r| text(unwrap_expr(r), src)),
+                    Some("NULL" | "0")
+                ) =>
+        {
+            unwrap_expr(n.child_by_field_id(f.left)?)
+        }
+        _ => return None,
+    };
+    // the entry itself, or the arguments of a predicate on it (not an error test: `!IS_ERR(x)`
+    // says the opposite)
+    let operands: Vec<Node> = match tested.kind() {
+        "call_expression" => {
+            if call_name(tested, src).is_some_and(|c| TRANSPARENT_CALLS.contains(&c)) {
+                return None;
+            }
+            let args = tested.child_by_field_id(f.arguments)?;
+            let mut c = args.walk();
+            let v: Vec<Node> = args.named_children(&mut c).collect();
+            v
+        }
+        _ => vec![tested],
+    };
+    operands
+        .into_iter()
+        .find_map(|o| keyed_subscript(unwrap_expr(o), b, src))
+}
+
+/// The index of `x[key]` (through `->`/`.` of it and `&`) when `key` names a parameter.
+fn keyed_subscript(mut n: Node, b: &BodyExits, src: &str) -> Option<String> {
+    let f = crate::cfields::fields();
+    loop {
+        match n.kind() {
+            "field_expression" => n = unwrap_expr(n.child_by_field_id(f.argument)?),
+            "pointer_expression" => n = unwrap_expr(n.child_by_field_id(f.argument)?),
+            "subscript_expression" => {
+                let index = n.child_by_field_id(f.index)?;
+                return names_a_param(index, b, src).then(|| {
+                    let t = text(unwrap_expr(index), src);
+                    t.split_whitespace().collect::<Vec<_>>().join(" ")
+                });
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The expression uses one of the function's parameters as a value (`index`, `qpn & mask`),
+/// not through a field of it (`attr->idx`, `dev->cur`: what a structure holds, the caller's
+/// or the object's, the syntax cannot tell).
+fn names_a_param(n: Node, b: &BodyExits, src: &str) -> bool {
+    if n.kind() == "identifier" {
+        return b.params.iter().any(|p| p == text(n, src));
+    }
+    if matches!(n.kind(), "field_expression" | "field_identifier") {
+        return false;
+    }
+    let mut c = n.walk();
+    let found = n.named_children(&mut c).any(|x| names_a_param(x, b, src));
+    found
 }
 
 /// A condition that mentions a state (`cur_state`, `attr->qp_state`, `qp->state`).
@@ -572,7 +719,7 @@ fn plain_return_site(r: Node, b: &BodyExits, src: &str) -> Option<ErrorSite> {
     if !in_case && r.start_byte() > b.first_label {
         return None;
     }
-    let v = match returned(r, b, src)? {
+    let v = match returned(r, b, src, None)? {
         Value::Var(var) => latest(b, &var, r.start_byte())?,
         v => v,
     };
@@ -654,6 +801,50 @@ mod tests {
                 (10, e("EINVAL"), SiteShape::State),
                 (12, e("ENOMEM"), SiteShape::Resources),
                 (16, None, SiteShape::Callee("tail".into())),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_lookup_by_the_caller_s_index_that_finds_nothing_is_its_own_shape() {
+        // the initial value is the error, a goto skips the success that replaces it
+        let code = "const struct ent *get_ent(struct tbl *t, int index)\n{\n\tconst struct ent *e = ERR_PTR(-ENODATA);\n\n\tif (index < 0 || index >= t->sz)\n\t\treturn ERR_PTR(-EINVAL);\n\tlock(t);\n\tif (!ent_valid(t->vec[index]))\n\t\tgoto done;\n\te = &t->vec[index]->attr;\ndone:\n\tunlock(t);\n\treturn e;\n}\n";
+        assert_eq!(
+            shapes(code),
+            vec![
+                (5, e("EINVAL"), SiteShape::Request),
+                (8, e("ENODATA"), SiteShape::Lookup("index".into())),
+            ]
+        );
+        assert_eq!(sites(code)[1].check, "!ent_valid(t->vec[index])");
+        // a key computed from the caller's argument, an entry tested against NULL
+        let code = "int use(struct dev *d, u32 qpn)\n{\n\tif (d->tbl[qpn & 0xff] == NULL)\n\t\treturn -ENOENT;\n\tif (!d->tbl[d->cur])\n\t\treturn -EINVAL;\n\tif (d->tbl[qpn])\n\t\treturn -EBUSY;\n\treturn 0;\n}\n";
+        assert_eq!(
+            shapes(code),
+            vec![
+                (3, e("ENOENT"), SiteShape::Lookup("qpn & 0xff".into())),
+                // indexed by a field (the device's own state here): not told apart, a check
+                (5, e("EINVAL"), SiteShape::Request),
+                // the entry is there: not a lookup that found nothing
+                (7, e("EBUSY"), SiteShape::Request),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_pointer_returned_as_it_is_is_the_success_unless_it_holds_an_error() {
+        // the goto is taken after the variable got the success: no site
+        let code = "struct m *h(struct a *a)\n{\n\tstruct m *m = ERR_PTR(-ENOMEM);\n\tm = find(a);\n\tif (!m->ok)\n\t\tgoto out;\n\tm->n++;\nout:\n\treturn m;\n}\n";
+        assert_eq!(shapes(code), vec![]);
+        // the value at each goto: an assignment in a branch that already jumped says nothing
+        // of a later goto to the same label; one the walk cannot read stops the search
+        let code = "struct u *mk(struct dev *d, int fd)\n{\n\tstruct u *ret = ERR_PTR(-EINVAL);\n\tstruct u *u;\n\tif (d->size < fd)\n\t\tgoto out;\n\tu = kzalloc(8, 0);\n\tif (!u) {\n\t\tret = ERR_PTR(-ENOMEM);\n\t\tgoto out;\n\t}\n\tif (!count_pages(u))\n\t\tgoto out_free;\n\tu->att = attach(d);\n\tif (IS_ERR(u->att)) {\n\t\tret = ERR_CAST(u->att);\n\t\tgoto out_free;\n\t}\n\treturn u;\nout_free:\n\tkfree(u);\nout:\n\tput(d);\n\treturn ret;\n}\n";
+        assert_eq!(
+            shapes(code),
+            vec![
+                (5, e("EINVAL"), SiteShape::Request),
+                (8, e("ENOMEM"), SiteShape::Callee("kzalloc".into())),
+                (12, e("EINVAL"), SiteShape::Callee("count_pages".into())),
             ]
         );
     }

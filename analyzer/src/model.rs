@@ -129,6 +129,10 @@ pub enum SiteShape {
     Callee(String),
     /// An error returned without a condition (an unsupported operation).
     Unconditional,
+    /// A lookup by a key the caller supplied found nothing: the condition tests, negated, a
+    /// table entry indexed by a parameter (`!is_gid_entry_valid(table->data_vec[index])`,
+    /// `!tbl[qpn & mask]`). Holds the key as written (`index`).
+    Lookup(String),
 }
 
 /// One error exit of a function body.

@@ -4,6 +4,8 @@
 //! a `propagated` site naming the probe when it has one, the rules' class for a hardware
 //! command, a pinning, a charge or an allocation, and a check of the request when the callee
 //! is a predicate (`rdma_is_port_valid`, `capable`) whose answer this body turns into an errno.
+//! A lookup by a key the caller passed that found nothing is a check of the request too, with
+//! the key (`key: index`): the caller named an entry that is not there.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -64,12 +66,16 @@ fn walk(
             file: n.file.clone(),
             line: s.line,
             check: s.check.clone(),
+            key: match &s.shape {
+                SiteShape::Lookup(k) => Some(k.clone()),
+                _ => None,
+            },
             via: via.to_vec(),
             callee: None,
             callee_probe: None,
         };
         let class = match &s.shape {
-            SiteShape::Request => SiteClass::Request,
+            SiteShape::Request | SiteShape::Lookup(_) => SiteClass::Request,
             SiteShape::Resources => SiteClass::Resources,
             SiteShape::State => SiteClass::State,
             SiteShape::Unconditional => SiteClass::Unconditional,

@@ -281,6 +281,53 @@ mod tests {
             .collect()
     }
 
+    /// An RTR whose source GID index names no GID (the `NCCL_IB_GID_INDEX` mistake) on the
+    /// checked-in 6.12 rxe set: the modify path's records, innermost first, as the kernel
+    /// sends them; the GID table lookup's ENODATA is the application's, with the site.
+    #[test]
+    fn an_rtr_whose_gid_index_names_no_gid_is_the_application_s_with_the_site() {
+        const ENODATA: i32 = 61;
+        let m = include_str!("../../generated/linux-6.12/rxe/manifest.yaml");
+        let t = Arc::new(ProbeTable::from_manifest_text(m, "6.12 rxe").expect("the 6.12 rxe set"));
+        let id = |f: &str| {
+            t.probes
+                .iter()
+                .find(|p| p.function == f)
+                .map(|p| p.id)
+                .unwrap_or_else(|| panic!("{f} is a probe of the 6.12 rxe set"))
+        };
+        let path = [
+            "rdma_fill_sgid_attr",
+            "_ib_modify_qp",
+            "ib_modify_qp_with_udata",
+            "modify_qp",
+            "ib_uverbs_modify_qp",
+        ];
+        let recs: Vec<PgRecord> = path
+            .iter()
+            .enumerate()
+            .map(|(i, f)| rec(id(f), ENODATA, 300, 1_000 + 100 * i as u64))
+            .collect();
+        let mut b = ChainBuilder::default();
+        let c = run(&mut b, &t, &recs, false);
+        assert_eq!(c.len(), 1, "{:?}", summaries(&c));
+        let c = &c[0];
+        assert_eq!(c["origin"]["function"], "rdma_fill_sgid_attr", "{c}");
+        assert_eq!(c["errno_name"], "ENODATA", "{c}");
+        assert_eq!(c["owner"], "application", "{c}");
+        let site = c["owner_site"].as_str().unwrap_or("");
+        assert!(site.starts_with("cache.c:"), "{c}");
+        let reason = c["owner_reason"].as_str().unwrap_or("");
+        assert!(
+            reason.starts_with("ENODATA at rdma_fill_sgid_attr: the caller named an entry"),
+            "{reason}"
+        );
+        assert!(
+            reason.contains(&format!("({site} via rdma_get_gid_attr)")),
+            "{reason}"
+        );
+    }
+
     #[test]
     fn relation_is_transitive_through_unattached_probes() {
         let t = table();

@@ -273,6 +273,11 @@ pub struct ErrorSite {
     /// The condition as written (whitespace collapsed; empty for a return without one).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub check: String,
+    /// For a `request` site that is a lookup finding nothing: the key the caller passed, as the
+    /// subscript writes it (`index` of `!is_gid_entry_valid(table->data_vec[index])`): the
+    /// caller named an entry that is not there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     /// The unprobed callees, outermost first, whose check this is (empty: the probe's own).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub via: Vec<String>,

@@ -7,7 +7,7 @@
 //!
 //! | site class      | owner             | why                                                    |
 //! |-----------------|-------------------|--------------------------------------------------------|
-//! | `request`       | `application`     | the caller asked for something the check refuses       |
+//! | `request`       | `application`     | the caller asked for something the check refuses, or for an entry a lookup by its key does not find (`key`) |
 //! | `state`         | `application`     | the caller asked for a transition the object's state refuses |
 //! | `resources`     | `resources`       | an allocation failed or a limit's charge was refused   |
 //! | `hardware`      | `device-firmware` | a device command came back with an error status        |
@@ -83,10 +83,6 @@ pub fn decide(p: Option<&ProbeInfo>, errno: u32) -> OwnerDecision {
         return OwnerDecision::one(by_layer(Some(p), errno), NO_SITE_DATA.into(), String::new());
     };
     let ranked = rank(sites, errno, p.layer);
-    if ranked.is_empty() && errno == ENODATA && sites.iter().any(|s| s.class == SiteClass::Request)
-    {
-        return OwnerDecision::one(Owner::Application, lookup_reason(p), String::new());
-    }
     if ranked.is_empty() {
         let owner = layer_owner(p.layer);
         let reason = format!(
@@ -108,26 +104,6 @@ pub fn decide(p: Option<&ProbeInfo>, errno: u32) -> OwnerDecision {
             })
             .collect(),
     }
-}
-
-/// ENODATA: "no data available", what the verbs core returns when a lookup by what the caller
-/// named finds no entry. No site writes it where it is an initial value returned when the
-/// entry is missing (`rdma_get_gid_attr`'s `attr = ERR_PTR(-ENODATA)`, reached through
-/// `rdma_fill_sgid_attr` at an RTR): the classifier sees no return of it. An origin that
-/// checks what the caller asked for (a `request` site) and fails with it was given a key
-/// that names nothing: a GID index with no GID behind it (`NCCL_IB_GID_INDEX`,
-/// `ibv_modify_qp`'s `ah_attr.grh.sgid_index`) is the application's configuration, not a
-/// bug of the core.
-const ENODATA: u32 = 61;
-
-fn lookup_reason(p: &ProbeInfo) -> String {
-    format!(
-        "ENODATA at {}: the entry the caller named does not exist (a GID index with no GID \
-         behind it: NCCL_IB_GID_INDEX, ah_attr.grh.sgid_index; the port's GIDs are in \
-         /sys/class/infiniband/<dev>/ports/<n>/gids/); it checks the caller's request and no \
-         site of it returns ENODATA but a lookup's initial value",
-        p.function
-    )
 }
 
 fn layer_owner(l: Layer) -> Owner {
@@ -244,6 +220,11 @@ fn what(s: &ErrorSite) -> String {
 
 /// A request check in words, from the shape of its condition.
 fn request_words(s: &ErrorSite) -> String {
+    if let Some(k) = &s.key {
+        return format!(
+            "the caller named an entry that does not exist: a lookup by its `{k}` found nothing"
+        );
+    }
     let c = s.check.as_str();
     if let Some(f) = &s.callee {
         if c.is_empty() || s.via.is_empty() && !c.contains(f.as_str()) {
@@ -373,34 +354,47 @@ mod tests {
         assert!(d.reason().contains("no error site"), "{}", d.reason());
     }
 
+    /// ENODATA, "no data available".
+    const ENODATA: u32 = 61;
+
     #[test]
     fn a_gid_index_that_names_no_gid_is_the_application_s_configuration() {
         let t = rxe();
-        // modify_qp to RTR with sgid_index 200 on a table of 16: rdma_get_gid_attr's ENODATA,
-        // returned through rdma_fill_sgid_attr (the NCCL_IB_GID_INDEX class of mistake)
-        let d = decide(Some(origin(&t, "rdma_fill_sgid_attr")), ENODATA);
-        assert_eq!(d.owner(), Owner::Application, "{d:?}");
-        assert!(
-            d.reason().starts_with("ENODATA at rdma_fill_sgid_attr: ")
-                && d.reason().contains("NCCL_IB_GID_INDEX"),
-            "{}",
-            d.reason()
-        );
-        // not any errno no site returns: EIO there stays the layer's
-        let d = decide(Some(origin(&t, "rdma_fill_sgid_attr")), 5);
-        assert_eq!(d.owner(), Owner::VerbsCore, "{d:?}");
-        // nor ENODATA where nothing checks what the caller asked for
-        let vendor = t
-            .probes
+        // modify_qp to RTR with sgid_index 3 on a table whose entry 3 is empty (the
+        // NCCL_IB_GID_INDEX class of mistake): the GID table lookup below rdma_fill_sgid_attr
+        // finds nothing and its initial ERR_PTR(-ENODATA) comes back. The generator classified
+        // that exit from the source as a lookup by the caller's index: `request` with its key.
+        let p = origin(&t, "rdma_fill_sgid_attr");
+        let site = p
+            .error_sites
             .iter()
-            .find(|p| {
-                p.error_sites.as_ref().is_some_and(|s| {
-                    !s.is_empty() && s.iter().all(|s| s.class != SiteClass::Request)
-                })
-            })
-            .expect("an origin without request sites");
+            .flatten()
+            .find(|s| s.errno.is_some_and(|e| e.number() == ENODATA))
+            .expect("the 6.12 set lists the ENODATA site of rdma_fill_sgid_attr");
+        assert_eq!(site.class, SiteClass::Request, "{site:?}");
+        assert_eq!(site.key.as_deref(), Some("index"), "{site:?}");
+        assert!(site.file.ends_with("core/cache.c"), "{site:?}");
+        let d = decide(Some(p), ENODATA);
+        assert_eq!(d.owner(), Owner::Application, "{d:?}");
+        assert_eq!(d.candidates.len(), 1, "one class: {d:?}");
+        let r = d.reason();
+        assert!(r.starts_with("ENODATA at rdma_fill_sgid_attr: "), "{r}");
+        assert!(r.contains("a lookup by its `index` found nothing"), "{r}");
+        // the site: the check as written, where it is, through which callee
+        assert!(
+            r.contains("[!is_gid_entry_valid(table->data_vec[index])]"),
+            "{r}"
+        );
+        assert!(r.contains(&format!("(cache.c:{} via ", site.line)), "{r}");
+        assert_eq!(d.site(), format!("cache.c:{}", site.line));
+        // not any errno no site returns: EIO there stays the layer's
+        let d = decide(Some(p), 5);
+        assert_eq!(d.owner(), Owner::VerbsCore, "{d:?}");
+        // nor ENODATA at an origin no site of which returns it
+        let vendor = origin(&t, "rxe_qp_chk_attr");
         let d = decide(Some(vendor), ENODATA);
-        assert_ne!(d.owner(), Owner::Application, "{d:?}");
+        assert_eq!(d.owner(), Owner::VendorDriver, "{d:?}");
+        assert!(d.reason().contains("no error site"), "{}", d.reason());
     }
 
     /// docs/collector.md's owner table is this module's `owner_of_class`, row by row.
