@@ -41,6 +41,14 @@ pub(crate) fn error_sites(cx: &SiteCtx, id: FnId) -> Vec<ErrorSite> {
     out
 }
 
+/// Adds `site` unless it is listed already: the cap counts distinct sites (a callee's sites
+/// reached twice would otherwise push a later function's out).
+fn push_unique(out: &mut Vec<ErrorSite>, site: ErrorSite) {
+    if !out.contains(&site) {
+        out.push(site);
+    }
+}
+
 /// The errno a site's constant names (`None` for none, or a name the table lacks).
 fn errno_of(name: Option<&str>) -> Option<Errno> {
     name.and_then(Errno::from_name)
@@ -90,7 +98,7 @@ fn walk(
                 continue;
             }
         };
-        out.push(site(class));
+        push_unique(out, site(class));
     }
 }
 
@@ -149,13 +157,13 @@ fn callee_site(
     site.callee = Some(cs.name.to_string());
     if let Some((class, _)) = cx.sel.callee_classes.get(cs.name) {
         site.class = *class;
-        out.push(site);
+        push_unique(out, site);
         return;
     }
     let targets = callees_named(cx, cs.f, cs.name);
     if let Some(p) = targets.iter().find_map(|c| cx.probed.get(c)) {
         site.callee_probe = Some(*p);
-        out.push(site);
+        push_unique(out, site);
         return;
     }
     let deeper: Vec<FnId> = targets
@@ -166,11 +174,11 @@ fn callee_site(
         // Outside the analysed tree, or a predicate (`rdma_is_port_valid`): a check this
         // body turns into its errno, or an error passed on as it came.
         site.class = predicate_class(cs.errno);
-        out.push(site);
+        push_unique(out, site);
         return;
     }
     if cs.via.len() + 1 >= cx.depth || deeper.iter().any(|c| seen.contains(c)) {
-        out.push(site);
+        push_unique(out, site);
         return;
     }
     let mut via = cs.via.to_vec();

@@ -484,7 +484,7 @@ impl Pipeline {
             records: RecordsOut {
                 // the next window's batch is allocated by its first record: an idle window
                 // allocates nothing
-                recs: with_peers(std::mem::take(&mut self.batch), k.qp.as_ref()),
+                recs: wire::with_peers(std::mem::take(&mut self.batch), k.qp.as_ref()),
                 table: table.clone(),
             },
             counters,
@@ -601,27 +601,6 @@ pub(crate) fn check_invariant(
     }
     inv.ok = inv.mismatches.is_empty() && (inv.unaccounted - k.drops as i64).abs() <= slack_of(k);
     inv
-}
-
-/// Each data-plane record with its QP's peer, from the QP's `qp_errors` entry (same probe,
-/// QP number and owner pid): the record was made with the entry, so the entry holds the peer
-/// the QP had at that error unless the table evicted it since.
-fn with_peers(mut recs: Vec<Rec>, qp: Option<&wire::QpErrors>) -> Vec<Rec> {
-    let Some(qp) = qp.filter(|q| q.qps.iter().any(|e| e.peer.is_some())) else {
-        return recs;
-    };
-    for r in &mut recs {
-        let (probe, pid) = (r.raw.probe_id, r.raw.pid);
-        let Some(&qpn) = r.raw.args.first().filter(|_| r.raw.nargs >= 1) else {
-            continue;
-        };
-        r.peer = qp
-            .qps
-            .binary_search_by_key(&(probe, qpn as u32, pid), |e| (e.probe, e.qpn, e.pid))
-            .ok()
-            .and_then(|i| qp.qps[i].peer.clone());
-    }
-    recs
 }
 
 #[cfg(test)]

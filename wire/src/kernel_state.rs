@@ -106,9 +106,15 @@ pub enum GidType {
 }
 
 impl QpPeer {
-    /// The peer from `struct pg_peer`'s bytes (56-byte `pg_qp_val` from offset 24): rtr_ns
-    /// u64, dgid [u8; 16], dest_qpn u32, gid_type u8, qp_type u8; `None` when none was kept
-    /// (rtr_ns 0) or the bytes are short.
+    /// The peer in a `qp_errors` value (`pg_qp_val`: first_ts_ns u64 at 0, `struct pg_peer` from
+    /// offset 24); `None` when none was kept or the value is shorter (an older object).
+    pub fn of_entry(val: &[u8]) -> Option<QpPeer> {
+        let first_ts_ns = u64::from_ne_bytes(val.get(0..8)?.try_into().ok()?);
+        QpPeer::from_bytes(val.get(24..)?, first_ts_ns)
+    }
+
+    /// The peer from `struct pg_peer`'s bytes: rtr_ns u64, dgid [u8; 16], dest_qpn u32,
+    /// gid_type u8, qp_type u8; `None` when none was kept (rtr_ns 0) or the bytes are short.
     pub fn from_bytes(b: &[u8], first_ts_ns: u64) -> Option<QpPeer> {
         let rtr_ns = u64::from_ne_bytes(b.get(0..8)?.try_into().ok()?);
         if rtr_ns == 0 {
@@ -192,4 +198,43 @@ pub enum Mechanism {
     /// `fentry` on a data-plane function (manifest `data_plane`): its in-kernel filter records
     /// only error events and error completions.
     Fentry,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `pg_qp_val` as the kernel holds it: first error at 5 ms, its QP's RTR at 2 ms towards
+    /// QP 0x21 at ::ffff:10.0.0.2 over RoCE v2, an RC QP.
+    fn entry(rtr_ns: u64) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend(5_000_000u64.to_ne_bytes());
+        v.extend(20u64.to_ne_bytes());
+        v.extend(10i32.to_ne_bytes());
+        v.extend(0u32.to_ne_bytes());
+        v.extend(rtr_ns.to_ne_bytes());
+        v.extend([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 2]);
+        v.extend(0x21u32.to_ne_bytes());
+        v.extend([3, 2, 0, 0]);
+        v
+    }
+
+    #[test]
+    fn the_peer_of_a_qp_errors_entry() {
+        let p = QpPeer::of_entry(&entry(2_000_000)).expect("a peer");
+        assert_eq!(
+            p,
+            QpPeer {
+                qpn: 0x21,
+                gid: Some("::ffff:10.0.0.2".into()),
+                gid_type: GidType::RoceV2,
+                qp_type: "RC".into(),
+                since_rtr_ns: 3_000_000,
+            }
+        );
+        // none kept (no RTR seen), an older object's 24-byte value, a short one
+        assert_eq!(QpPeer::of_entry(&entry(0)), None);
+        assert_eq!(QpPeer::of_entry(&entry(2_000_000)[..24]), None);
+        assert_eq!(QpPeer::of_entry(&entry(2_000_000)[..40]), None);
+    }
 }

@@ -50,7 +50,7 @@ pub use running_set::{AttachedByLayer, LayerAttached, RunningSet, SetMatch, SetO
 pub use shared::SharedPart;
 pub use sites::{decide as owner_of, owner_of_class, Candidate, OwnerDecision, NO_SITE_DATA};
 pub use snapshot::{
-    AgentCost, CounterOut, Drops, Errors, Invariant, InvariantProbe, MetricKind, Rec, RecordsOut,
-    SinkMetric, SinkStatus, Snapshot, Totals, Window, SNAPSHOT_KEYS,
+    with_peers, AgentCost, CounterOut, Drops, Errors, Invariant, InvariantProbe, MetricKind, Rec,
+    RecordsOut, SinkMetric, SinkStatus, Snapshot, Totals, Window, SNAPSHOT_KEYS,
 };
 pub use timefmt::{rfc3339, unix_ns};

@@ -29,6 +29,27 @@ pub struct Rec {
     pub peer: Option<crate::QpPeer>,
 }
 
+/// Each data-plane record with its QP's peer, from the QP's `qp_errors` entry (same probe,
+/// QP number and owner pid): the record was made with the entry, so the entry holds the peer
+/// the QP had at that error unless the table evicted it since.
+pub fn with_peers(mut recs: Vec<Rec>, qp: Option<&crate::QpErrors>) -> Vec<Rec> {
+    let Some(qp) = qp.filter(|q| q.qps.iter().any(|e| e.peer.is_some())) else {
+        return recs;
+    };
+    for r in &mut recs {
+        let (probe, pid) = (r.raw.probe_id, r.raw.pid);
+        let Some(&qpn) = r.raw.args.first().filter(|_| r.raw.nargs >= 1) else {
+            continue;
+        };
+        r.peer = qp
+            .qps
+            .binary_search_by_key(&(probe, qpn as u32, pid), |e| (e.probe, e.qpn, e.pid))
+            .ok()
+            .and_then(|i| qp.qps[i].peer.clone());
+    }
+    recs
+}
+
 /// One per-host snapshot (one JSON object, one JSONL line).
 #[derive(Debug, Serialize)]
 pub struct Snapshot {

@@ -45,9 +45,7 @@ fn qp_error(table: &ProbeTable, key: &[u8], val: &[u8]) -> Option<QpError> {
             .unwrap_or_else(|| format!("other ({code})")),
         first_ts_ns: u64_at(val, 0)?,
         count: u64_at(val, 8)?.saturating_add(1),
-        peer: val
-            .get(24..)
-            .and_then(|b| wire::QpPeer::from_bytes(b, u64_at(val, 0).unwrap_or(0))),
+        peer: wire::QpPeer::of_entry(val),
     })
 }
 
