@@ -625,3 +625,58 @@ fn coverage_of_the_table2_log_on_the_6_12_mlx5_set() {
     assert_eq!(v["rows"], 18);
     assert_eq!(v["total_weight"], 100.0);
 }
+
+/// A log with the data plane (NCCL's completion errors by status, async events) against the
+/// 6.12 sets: Soft-RoCE's completions pass the kernel (rxe_cq_post sees every status), mlx5's
+/// do not (the provider writes them: `nic-only`); the async events are the verbs core's on both.
+#[test]
+fn coverage_of_a_data_plane_log_on_the_6_12_rxe_and_mlx5_sets() {
+    let csv = s(&common::fixture("failures").join("nccl-dataplane.csv"));
+    let report = |vendor: &str| {
+        let manifest = s(&checked_in("6.12", vendor));
+        let o = probegen(&[
+            "coverage",
+            "--manifest",
+            &manifest,
+            "--failures",
+            &csv,
+            "--format",
+            "json",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        json_of(&o)
+    };
+    let rxe = report("rxe");
+    println!("rxe: {rxe}");
+    assert_eq!(rxe["data_plane_share"], 0.7);
+    assert_eq!(rxe["data_plane_covered_share"], 0.7);
+    assert_eq!(rxe["covered_share"], 1.0);
+    let retry = rxe["verbs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["verb"] == "ibv_poll_cq: IB_WC_RETRY_EXC_ERR")
+        .expect("the retry row");
+    assert_eq!(
+        (&retry["rule"], &retry["handler"]),
+        (&json!("data-plane"), &json!("rxe_cq_post"))
+    );
+    let mlx5 = report("mlx5");
+    println!("mlx5: {mlx5}");
+    assert_eq!(mlx5["data_plane_share"], 0.7);
+    // only the two async events pass mlx5's kernel side
+    assert_eq!(mlx5["data_plane_covered_share"], 0.1);
+    assert_eq!(mlx5["uncovered"]["nic-only"], 0.6);
+    assert_eq!(mlx5["covered_share"], 0.4);
+    let md = stdout(&probegen(&[
+        "coverage",
+        "--manifest",
+        &s(&checked_in("6.12", "mlx5")),
+        "--failures",
+        &csv,
+    ]));
+    assert!(
+        md.contains("The data plane (`ibv_poll_cq` statuses, `ibv_get_async_event` events) is 70.0% of the log; 10.0% is covered"),
+        "{md}"
+    );
+}

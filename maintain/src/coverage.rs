@@ -7,6 +7,14 @@
 //! or `create_qp`); `errno` a number (`-22`, `22`) or a name (`EINVAL`); `weight` a
 //! non-negative number. Shares are of the total weight, unknown verbs included, so
 //! `covered_share + sum(uncovered) + unknown_share = 1`.
+//!
+//! The data plane: a row of `ibv_poll_cq` with a completion status (`12`, `IBV_WC_RETRY_EXC_ERR`:
+//! NCCL's "completion with error 12") or of `ibv_get_async_event` with an event
+//! (`IBV_EVENT_QP_FATAL`) is covered when a data-plane probe of the set sees that status or
+//! event (rule `data-plane`); a completion no kernel probe sees is `nic-only` (the provider
+//! writes it into user memory: mlx5, bnxt_re, irdma; the port's error counters count it).
+//! `data_plane_share` is the log's share of such rows, `data_plane_covered_share` the part of
+//! it covered.
 
 use askama::Template;
 use serde::Serialize;
@@ -41,7 +49,88 @@ fn unquote(s: &str) -> &str {
         .trim()
 }
 
+/// `enum ibv_wc_status` (= the kernel's `ib_wc_status`, a user ABI) by number.
+const WC_STATUSES: [&str; 22] = [
+    "SUCCESS",
+    "LOC_LEN_ERR",
+    "LOC_QP_OP_ERR",
+    "LOC_EEC_OP_ERR",
+    "LOC_PROT_ERR",
+    "WR_FLUSH_ERR",
+    "MW_BIND_ERR",
+    "BAD_RESP_ERR",
+    "LOC_ACCESS_ERR",
+    "REM_INV_REQ_ERR",
+    "REM_ACCESS_ERR",
+    "REM_OP_ERR",
+    "RETRY_EXC_ERR",
+    "RNR_RETRY_EXC_ERR",
+    "LOC_RDD_VIOL_ERR",
+    "REM_INV_RD_REQ_ERR",
+    "REM_ABORT_ERR",
+    "INV_EECN_ERR",
+    "INV_EEC_STATE_ERR",
+    "FATAL_ERR",
+    "RESP_TIMEOUT_ERR",
+    "GENERAL_ERR",
+];
+
+/// A data-plane row's verb and the kernel's name of its status or event
+/// (`IB_WC_RETRY_EXC_ERR`, `IB_EVENT_QP_FATAL`); `None` for a control-path row.
+fn data_plane_status(verb: &str, code: &str) -> Option<(&'static str, String)> {
+    let v = verb.strip_prefix("ibv_").unwrap_or(verb);
+    let kernel_name = |prefix: &str| {
+        let bare = code
+            .strip_prefix(&format!("IBV_{prefix}_"))
+            .or_else(|| code.strip_prefix(&format!("IB_{prefix}_")))?;
+        Some(format!("IB_{prefix}_{bare}"))
+    };
+    match v {
+        "poll_cq" => {
+            let name = match code.trim_start_matches('-').parse::<usize>() {
+                Ok(n) => WC_STATUSES.get(n).map(|s| format!("IB_WC_{s}")),
+                Err(_) => kernel_name("WC"),
+            }?;
+            Some(("ibv_poll_cq", name))
+        }
+        "get_async_event" => Some(("ibv_get_async_event", kernel_name("EVENT")?)),
+        _ => None,
+    }
+}
+
+/// The set's verdict on a data-plane row: covered by the data-plane probe that sees `status`
+/// (its function), else why not.
+fn data_plane_verdict(
+    m: &Manifest,
+    verb: &str,
+    status: &str,
+) -> (bool, &'static str, Option<String>) {
+    use manifest::{Attach, DataPlaneClass};
+    let class = if verb == "ibv_poll_cq" {
+        DataPlaneClass::Completion
+    } else {
+        DataPlaneClass::AsyncEvent
+    };
+    let seen = m.data_plane.iter().find(|d| {
+        d.class == class && d.attach == Attach::Fexit && d.errors.iter().any(|e| e == status)
+    });
+    match seen {
+        Some(d) => (true, "data-plane", Some(d.function.clone())),
+        // the provider writes the completion into user memory: no kernel function sees it
+        None if class == DataPlaneClass::Completion => (false, "nic-only", None),
+        None => (false, "not-probed", None),
+    }
+}
+
 fn valid_errno(s: &str) -> bool {
+    if ["IBV_WC_", "IB_WC_", "IBV_EVENT_", "IB_EVENT_"]
+        .iter()
+        .any(|p| s.starts_with(p))
+    {
+        return s
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_');
+    }
     let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
     let number = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
     let name = s.len() > 1
@@ -160,6 +249,10 @@ pub struct CoverageReport {
     /// Uncovered share by the rule that excluded the handler.
     pub uncovered: BTreeMap<String, f64>,
     pub unknown_share: f64,
+    /// Share of the total weight in data-plane rows (`ibv_poll_cq`, `ibv_get_async_event`),
+    /// and the part of it a data-plane probe covers (both in `covered_share` / `uncovered`).
+    pub data_plane_share: f64,
+    pub data_plane_covered_share: f64,
     /// Verbs of the log probegen does not know, sorted.
     pub unknown_verbs: Vec<String>,
     pub verbs: Vec<VerbWeight>,
@@ -170,6 +263,37 @@ pub struct CoverageReport {
 /// Round to 6 decimals so the JSON is stable and readable.
 fn r6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
+}
+
+/// The data-plane rows' weights by (verb, status) against the set: (total, covered, a row per
+/// status); the uncovered weight goes into `uncovered` by its rule.
+fn weigh_data_plane(
+    m: &Manifest,
+    per_status: BTreeMap<(&str, String), (usize, f64)>,
+    share: &dyn Fn(f64) -> f64,
+    uncovered: &mut BTreeMap<String, f64>,
+) -> (f64, f64, Vec<VerbWeight>) {
+    let (mut total, mut covered, mut out) = (0.0, 0.0, Vec::new());
+    for ((verb, status), (n, w)) in per_status {
+        let (is_covered, rule, handler) = data_plane_verdict(m, verb, &status);
+        total += w;
+        if is_covered {
+            covered += w;
+        } else {
+            *uncovered.entry(rule.to_string()).or_default() += w;
+        }
+        out.push(VerbWeight {
+            verb: format!("{verb}: {status}"),
+            rows: n,
+            weight: r6(w),
+            share: share(w),
+            covered: is_covered,
+            rule: rule.to_string(),
+            handler,
+            probes_below: 0,
+        });
+    }
+    (total, covered, out)
 }
 
 /// Weigh the failure rows against the probe set. `origin` names the manifest in the report.
@@ -183,7 +307,15 @@ pub fn coverage(
     let total: f64 = rows.iter().map(|r| r.weight).sum();
     let share = |w: f64| if total > 0.0 { r6(w / total) } else { 0.0 };
     let mut per_verb: BTreeMap<String, (usize, f64, Option<&VerbStatus>)> = BTreeMap::new();
+    // data-plane rows by (verb, status): what each status gets from the set
+    let mut per_status: BTreeMap<(&str, String), (usize, f64)> = BTreeMap::new();
     for r in rows {
+        if let Some(key) = data_plane_status(&r.verb, &r.errno) {
+            let e = per_status.entry(key).or_default();
+            e.0 += 1;
+            e.1 += r.weight;
+            continue;
+        }
         let (name, st) = match verbs::lookup(&r.verb) {
             Some(d) => (
                 d.verb.to_string(),
@@ -222,6 +354,9 @@ pub fn coverage(
             probes_below: st.below.len(),
         });
     }
+    let (dp_total, dp_covered, dp_verbs) = weigh_data_plane(m, per_status, &share, &mut uncovered);
+    covered += dp_covered;
+    verbs_out.extend(dp_verbs);
     verbs_out.sort_by(|a, b| {
         b.weight
             .total_cmp(&a.weight)
@@ -236,6 +371,8 @@ pub fn coverage(
         covered_share: share(covered),
         uncovered: uncovered.into_iter().map(|(k, w)| (k, share(w))).collect(),
         unknown_share: share(unknown),
+        data_plane_share: share(dp_total),
+        data_plane_covered_share: share(dp_covered),
         unknown_verbs,
         verbs: verbs_out,
         skipped,
@@ -305,6 +442,27 @@ mod tests {
         assert!(bad[0].error.contains("expected 3 fields"), "{:?}", bad[0]);
         assert!(bad[1].error.contains("errno `oops`"), "{:?}", bad[1]);
         assert!(bad[2].error.contains("non-negative"), "{:?}", bad[2]);
+    }
+
+    #[test]
+    fn data_plane_rows_by_status() {
+        assert_eq!(
+            data_plane_status("ibv_poll_cq", "12"),
+            Some(("ibv_poll_cq", "IB_WC_RETRY_EXC_ERR".to_string()))
+        );
+        assert_eq!(
+            data_plane_status("poll_cq", "IBV_WC_WR_FLUSH_ERR"),
+            Some(("ibv_poll_cq", "IB_WC_WR_FLUSH_ERR".to_string()))
+        );
+        assert_eq!(
+            data_plane_status("ibv_get_async_event", "IBV_EVENT_QP_FATAL"),
+            Some(("ibv_get_async_event", "IB_EVENT_QP_FATAL".to_string()))
+        );
+        assert_eq!(data_plane_status("ibv_poll_cq", "99"), None);
+        assert_eq!(data_plane_status("ibv_create_qp", "EINVAL"), None);
+        let (rows, bad) =
+            parse_failures("ibv_poll_cq,IBV_WC_RETRY_EXC_ERR,1\nibv_poll_cq,IBV_wc,1\n");
+        assert_eq!((rows.len(), bad.len()), (1, 1));
     }
 
     #[test]
