@@ -121,7 +121,16 @@ fn induced_errors_arrive_with_qp_and_job() {
     let last = snaps.last().expect("a snapshot");
     let dp = data_plane_records(&ver, &snaps);
     check_healthy(&ver, &vd, &jobs, &dp);
-    check_induced(&ver, &vd, &jobs, &dp, last, &log);
+    // runs of rxe_qp_error's program the kernel skipped (the program already running on that
+    // CPU: one QP's death in task context interrupted by another's in softirq), which the
+    // snapshots report as `missed` beside the invariant
+    let qp_error_missed: u64 = snaps
+        .iter()
+        .flat_map(|s| s["counters"].as_array().into_iter().flatten())
+        .filter(|c| c["function"] == "rxe_qp_error")
+        .filter_map(|c| c["missed"].as_u64())
+        .sum();
+    check_induced(&ver, &vd, &jobs, &dp, last, &log, qp_error_missed);
     check_cq_overflow(&ver, &jobs, &dp);
     check_port_error(&ver, &vd, &dp, &snaps);
     check_metrics(&ver, &read(&out.join("metrics.txt")));
@@ -227,7 +236,9 @@ fn check_induced(
     dp: &[&Value],
     last: &Value,
     log: &str,
+    qp_error_missed: u64,
 ) {
+    let mut unexplained_misses = qp_error_missed;
     for mode in ["rkey", "lkey", "rnr", "flush", "retry"] {
         let v = vd
             .get(mode)
@@ -268,11 +279,20 @@ fn check_induced(
             check_flush(ver, v, &of_qp("completion"), last);
         }
         let died = of_qp("qp_error");
-        assert!(
-            died.iter().any(|r| job_of(r) == job),
-            "{ver}: {mode}: no rxe_qp_error record of QP {} in job {job}: {died:?}",
-            v.qpn
-        );
+        // the QP's death is a record, or a run the kernel skipped and the snapshots said so
+        // (the product never hides one: a missing record with no miss reported fails)
+        if !died.iter().any(|r| job_of(r) == job) {
+            assert!(
+                unexplained_misses > 0,
+                "{ver}: {mode}: no rxe_qp_error record of QP {} in job {job} and no missed run reported: {died:?}",
+                v.qpn
+            );
+            unexplained_misses -= 1;
+            println!(
+                "{ver}: {mode}: QP {}'s rxe_qp_error run skipped by the kernel (reported as missed)",
+                v.qpn
+            );
+        }
         for r in completions.iter().chain(died.iter()) {
             check_peer(ver, mode, v, r);
         }
