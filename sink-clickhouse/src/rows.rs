@@ -49,9 +49,6 @@ const TABLES_BEFORE_V6: usize = 6;
 /// One value per table of [`TABLES`].
 pub(crate) type PerTable<T> = [T; TABLES.len()];
 
-/// The job variables that name a job, first set wins (`job_id` column).
-pub(crate) const JOB_ID_VARS: [&str; 3] = ["SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "JOB_ID"];
-
 /// What identifies the batch's rows.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct BatchKey<'a> {
@@ -85,10 +82,7 @@ struct Job<'a> {
 fn job(info: Option<&ProcInfo>) -> Job<'_> {
     match info {
         Some(i) => Job {
-            job_id: JOB_ID_VARS
-                .iter()
-                .find_map(|v| i.job.get(*v).map(String::as_str))
-                .unwrap_or(""),
+            job_id: i.job_id().unwrap_or(""),
             job_keys: i.job.keys().map(String::as_str).collect(),
             job_values: i.job.values().map(String::as_str).collect(),
         },

@@ -452,9 +452,9 @@ struct MetricsState {
 }
 
 /// The jobs whose QPs died on this host during the run (a data-plane record of a QP, with its
-/// owner's job: the allow-listed environment, else the cgroup): a host whose QPs die across
-/// jobs is the host's problem (its NIC, port or link), not one job's configuration. Counted
-/// once per job; the set that remembers them is bounded ([`QP_JOBS_REMEMBERED`]): past it, it
+/// owner's job: its id, `wire::JOB_ID_VARS` as ClickHouse's `job_id`, else its cgroup; a
+/// rank is not a job): a host whose QPs die across jobs is the host's problem (its NIC, port
+/// or link), not one job's configuration. Counted once per job; the set that remembers them is bounded ([`QP_JOBS_REMEMBERED`]): past it, it
 /// starts over and a job seen again counts again (an over-count, never a missed job).
 #[derive(Debug, Clone, Default)]
 struct QpDeathJobs {
@@ -479,22 +479,15 @@ impl QpDeathJobs {
             let Some(info) = r.proc_info.as_deref().filter(|_| is_qp) else {
                 continue;
             };
-            let job = if info.job.is_empty() {
-                info.cgroup.clone()
-            } else {
-                info.job
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            };
+            // the job's id (as ClickHouse's `job_id`: a rank is not a job), else its cgroup
+            let job = info.job_id().unwrap_or(&info.cgroup);
             if job.is_empty() {
                 continue;
             }
             if self.seen.len() >= QP_JOBS_REMEMBERED {
                 self.seen.clear();
             }
-            if self.seen.insert(job) {
+            if self.seen.insert(job.to_string()) {
                 self.total += 1;
             }
         }

@@ -13,3 +13,41 @@ pub struct ProcInfo {
     /// /proc/<pid> was gone when the first record arrived.
     pub exited: bool,
 }
+
+/// The job variables that name a job, first set wins (a rank's `RANK`, `LOCAL_RANK` are not
+/// a job: eight ranks of one job are one job).
+pub const JOB_ID_VARS: [&str; 3] = ["SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "JOB_ID"];
+
+impl ProcInfo {
+    /// The job's id: the first of [`JOB_ID_VARS`] that is set, `None` without one.
+    pub fn job_id(&self) -> Option<&str> {
+        JOB_ID_VARS
+            .iter()
+            .find_map(|v| self.job.get(*v).map(String::as_str))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_job_id_is_the_first_id_variable_not_a_rank() {
+        let info = |vars: &[(&str, &str)]| ProcInfo {
+            job: vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..ProcInfo::default()
+        };
+        assert_eq!(
+            info(&[("RANK", "3"), ("SLURM_JOB_ID", "77"), ("JOB_ID", "x")]).job_id(),
+            Some("77")
+        );
+        assert_eq!(
+            info(&[("JOB_ID", "x"), ("LOCAL_RANK", "1")]).job_id(),
+            Some("x")
+        );
+        assert_eq!(info(&[("RANK", "3")]).job_id(), None);
+    }
+}
