@@ -30,6 +30,14 @@ step "kernel 7.3 (trixie-backports)"
 PROBEGEN_KERNEL_7_3=$(bash scripts/fetch-kernel.sh 7.3 | tail -n 1)
 step "kernel 7.3, cloud flavor (its mlx5 set differs: CONFIG_SECURITY_INFINIBAND=y)"
 PROBEGEN_KERNEL_7_3_CLOUD=$(bash scripts/fetch-kernel.sh --flavor cloud 7.3 | tail -n 1)
+step "rdma-core's providers (ibverbs-providers, libibverbs-dev) of bullseye, bookworm, trixie and sid"
+# libmlx5 stripped as jobs load it, libmlx5.a with its local symbols: tests/providers.rs
+PROBEGEN_RDMA_CORE_BULLSEYE=$(bash scripts/fetch-rdma-core.sh bullseye | tail -n 1)
+PROBEGEN_RDMA_CORE_BOOKWORM=$(bash scripts/fetch-rdma-core.sh bookworm | tail -n 1)
+PROBEGEN_RDMA_CORE_TRIXIE=$(bash scripts/fetch-rdma-core.sh trixie | tail -n 1)
+PROBEGEN_RDMA_CORE_SID=$(bash scripts/fetch-rdma-core.sh sid | tail -n 1)
+export PROBEGEN_RDMA_CORE_BULLSEYE PROBEGEN_RDMA_CORE_BOOKWORM PROBEGEN_RDMA_CORE_TRIXIE \
+  PROBEGEN_RDMA_CORE_SID
 export PROBEGEN_KERNEL_6_12 PROBEGEN_KERNEL_6_1 PROBEGEN_KERNEL_7_2 PROBEGEN_KERNEL_6_12_CLOUD \
   PROBEGEN_KERNEL_5_10 PROBEGEN_KERNEL_7_3 PROBEGEN_KERNEL_7_3_CLOUD
 

@@ -172,6 +172,8 @@ fn workspace_crates_depend_along_the_data_flow() {
         ),
         // The bundle: written with the compile step passed in, so no code generation in it.
         ("bundle", &["manifest"]),
+        // The user-space providers: ELF facts of a library, read by the CLI and the agent alike.
+        ("providers", &[]),
         // The runtime: the values its stages pass, the baseline on them, the collector on both.
         ("wire", &["manifest"]),
         ("baseline", &["manifest", "wire"]),
@@ -200,6 +202,7 @@ fn workspace_crates_depend_along_the_data_flow() {
                 "bundle",
                 "collector",
                 "probegen-agent",
+                "providers",
             ],
         ),
     ];
