@@ -13,6 +13,7 @@ mod cmd_bundle;
 mod cmd_collect;
 mod cmd_fleet;
 mod cmd_maintain;
+mod cmd_providers;
 mod commands;
 
 #[derive(Parser)]
@@ -136,6 +137,11 @@ enum Command {
         #[arg(long, value_name = "FILE.html")]
         html: Option<PathBuf>,
     },
+    /// User-space provider libraries: their error-completion function per build-id
+    Providers {
+        #[command(subcommand)]
+        command: cmd_providers::ProvidersCommand,
+    },
     /// Covered share of a failure log (CSV verb,errno,weight) by a probe set
     Coverage {
         #[arg(long, value_name = "MANIFEST")]
@@ -255,6 +261,7 @@ fn run(command: Command) -> ExitCode {
             Some(out) => exit(cmd_bundle::bundle(&sets, &out)),
             None => exit(Err("bundle: --out DIR or --list DIR")),
         },
+        Command::Providers { command } => exit(cmd_providers::run(&command)),
         Command::Rules { source_dirs, rules } => {
             exit(commands::rules(source_dirs, rules.as_deref()))
         }
