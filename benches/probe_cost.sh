@@ -52,6 +52,8 @@ ITERS=${PROBE_COST_ITERS:-400}
 ROUNDS=${PROBE_COST_ROUNDS:-25}
 MECH_ROUNDS=${PROBE_COST_MECH_ROUNDS:-5}
 BL_ROUNDS=${PROBE_COST_BL_ROUNDS:-5}
+DP_ROUNDS=${PROBE_COST_DP_ROUNDS:-5}
+[[ $DP_ROUNDS =~ ^[0-9]{1,2}$ ]] || { echo "PROBE_COST_DP_ROUNDS must be 0..99" >&2; exit 2; }
 [[ $BL_ROUNDS =~ ^[0-9]{1,2}$ ]] || { echo "PROBE_COST_BL_ROUNDS must be 0..99" >&2; exit 2; }
 [[ $ITERS =~ ^[1-9][0-9]*$ && $ROUNDS =~ ^[1-9][0-9]?$ && $MECH_ROUNDS =~ ^[0-9]{1,2}$ ]] ||
 	{ echo "PROBE_COST_ITERS must be a positive integer, PROBE_COST_ROUNDS 1..99, PROBE_COST_MECH_ROUNDS 0..99" >&2; exit 2; }
@@ -90,6 +92,26 @@ for f in "${FUNCS[@]}"; do
 	echo "$line" >>"$WORK/targets.txt"
 done
 [ -s "$WORK/targets.txt" ] || die "none of ${FUNCS[*]} is an fexit probe of $SET"
+# the data plane (issue 34): the completion probe (runs on every completion; its in-kernel
+# filter keeps the good ones out) and the peer probe (every ibv_modify_qp; keeps a peer only
+# on RTR), each against an empty program of its own mechanism (fentry or fexit)
+: >"$WORK/dp-targets.txt"
+if [ "$DP_ROUNDS" -gt 0 ]; then
+	awk '/^data_plane:/ { dp = 1 } dp && /^- id:/ { id = $3; fn = ""; cls = "" }
+		dp && /^  class:/ { cls = $2 } dp && /^  function:/ { fn = $2 }
+		dp && /^  attach:/ && (cls == "completion" || cls == "peer") { print id, fn, cls }' \
+		"$SET/manifest.yaml" >"$WORK/dp-list.txt"
+	while read -r id fn cls; do
+		sec=$(grep -B1 "^int pg_${id}(" "$SET/probes.bpf.c" | sed -n 's/^SEC("\(fentry\|fexit\)\/.*/\1/p')
+		[ -n "$sec" ] || die "pg_$id ($fn) has no fentry/fexit section in $SET/probes.bpf.c"
+		mech=()
+		[ "$sec" = fentry ] && mech=(-DPG_FENTRY)
+		clang "${CFLAGS_BPF[@]}" -DPG_FUNC="$fn" -DPG_NAME="dpempty_$id" "${mech[@]}" \
+			-c benches/probe_cost_empty.bpf.c -o "$STAGE/dpempty_$id.bpf.o"
+		echo "$id $fn $cls $sec" >>"$WORK/dp-targets.txt"
+	done <"$WORK/dp-list.txt"
+	[ -s "$WORK/dp-targets.txt" ] || die "$SET has no completion or peer data-plane probe"
+fi
 gcc -O2 -Wall -Wextra -o "$STAGE/probe_cost_load" benches/probe_cost_load.c -lbpf
 gcc -O2 -Wall -Wextra -o "$STAGE/probe_cost_verbs" benches/probe_cost_verbs.c -libverbs
 gcc -O2 -Wall -Wextra -o "$STAGE/probe_cost_syscall" benches/probe_cost_syscall.c
@@ -102,6 +124,7 @@ echo "$ITERS" >"$STAGE/iters"
 echo "$ROUNDS" >"$STAGE/rounds"
 echo "$MECH_ROUNDS" >"$STAGE/mech_rounds"
 echo "$BL_ROUNDS" >"$STAGE/bl_rounds"
+echo "$DP_ROUNDS" >"$STAGE/dp_rounds"
 # fsession (7.0+): the baseline phases again pinned to fentry+fexit (--baseline-entry fentry)
 case "$VER" in 7.*) echo 1 >"$STAGE/entry_phases" ;; esac
 install -m 755 scripts/e2e/probe-cost-hook.sh "$STAGE/guest-hook.sh"
@@ -114,6 +137,7 @@ cp tests/e2e/verbs_fail.c tests/e2e/owner_fail.c "$TB/tests/e2e/"
 # the testbed finds its kernel packages with fetch-kernel.sh (it reads the rules) in the
 # shared cache's debs and apt state
 cp scripts/fetch-kernel.sh "$TB/scripts/"
+cp -r scripts/lib "$TB/scripts/"
 cp heuristics/rules.yaml "$TB/heuristics/"
 SHARED_ROOT=${PROBEGEN_CACHE:-$HOME/.cache/probegen}
 SHARED=$SHARED_ROOT/e2e/$VER
@@ -208,6 +232,22 @@ baseline_figures() {
 				else printf "verbs latency %s: n/a\n", v }' "$WORK/pc-lat-set.txt" "$WORK/pc-lat-none.txt"
 	done
 }
+# issue 34: best-round ns/run of the data-plane probes on their success paths (a pingpong's good
+# completions, ibv_modify_qp RESET -> INIT -> RESET) against an empty program of the same
+# mechanism on the same function, same run
+dataplane_figures() {
+	[ "$DP_ROUNDS" -gt 0 ] || return 0
+	[ -s "$WORK/pc-dp-$DP_ROUNDS.txt" ] || { echo "data plane: no pc-dp-*.txt (see console.log)"; return 0; }
+	phase_best "$WORK/pc-dp" "$DP_ROUNDS" >"$WORK/dp.txt"
+	echo "data plane (success path: $(grep -c 'iters in' "$WORK/pc-dp-pp.txt" 2>/dev/null || echo 0) pingpongs of $ITERS iterations, ibv_modify_qp x2 per modify iteration; best of $DP_ROUNDS rounds; ratio to the empty program of the same mechanism):"
+	printf '%-24s %-10s %-7s %8s %9s %7s\n' function class program gen_ns empty_ns ratio
+	while read -r id fn cls sec; do
+		awk -v g="pg_$id" -v e="dpempty_$id" -v fn="$fn" -v cls="$cls" -v sec="$sec" '
+			$1 == g { gv = $2 } $1 == e { ev = $2 }
+			END { printf "%-24s %-10s %-7s %8s %9s %7s\n", fn, cls, sec, gv == "" ? "n/a" : gv, ev == "" ? "n/a" : ev,
+				(gv != "" && ev > 0) ? sprintf("%.2fx", gv / ev) : "n/a" }' "$WORK/dp.txt"
+	done <"$WORK/dp-targets.txt"
+}
 # every snapshot as "k name run_cnt run_time_ns" (bpftool's plain output prints
 # run_time_ns/run_cnt only when they are non-zero)
 for ((k = 0; k <= 2 * ROUNDS; k++)); do
@@ -287,6 +327,7 @@ us() { awk '/^PC / { for (i = 1; i <= NF; i++) if ($i ~ /^us_per_iter=/) { split
 			printf "mechanisms, getpgid(0), best of %d rounds: bare %.0f ns/call, empty fexit %.0f, empty kretprobe %.0f\n", n["none"], best["none"], best["fexit"], best["kretprobe"]
 			printf "per call: fexit %.0f ns, kretprobe %.0f ns, kretprobe/fexit %s (paper, native: 46-69 vs 78-81 ns)\n", f, k, r
 		}' "$WORK/pc-mech.txt"
+	dataplane_figures
 	baseline_figures
 } | tee "$WORK/summary.txt"
 [ "$rc" -eq 0 ] || log "note: the testbed reported a failed step (exit $rc); the figures above come from the hook's files"

@@ -10,7 +10,8 @@
  *     -DPG_FUNC=ib_uverbs_reg_mr -DPG_NAME=empty_25 -c probe_cost_empty.bpf.c -o empty_25.bpf.o
  * PG_NAME pairs it with the generated program pg_<id> of the manifest. With -DPG_KRETPROBE it
  * is an empty kretprobe instead (the mechanism of a module without BTF), for the per-call cost
- * of each mechanism.
+ * of each mechanism; with -DPG_FENTRY an empty fentry program, the twin of a data-plane probe
+ * that runs at entry.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -25,6 +26,12 @@
 #ifdef PG_KRETPROBE
 SEC("kretprobe/" PG_STR(PG_FUNC))
 int PG_NAME(void *ctx)
+{
+	return 0;
+}
+#elif defined(PG_FENTRY)
+SEC("fentry/" PG_STR(PG_FUNC))
+int PG_NAME(unsigned long long *ctx)
 {
 	return 0;
 }

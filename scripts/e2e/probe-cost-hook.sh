@@ -110,6 +110,42 @@ baseline_phase() {
 	stop_pid $CPID "baseline $bp collector" || rc=1
 }
 
+# the data plane's success path (issue 34): a pingpong of $n good completions, then $n
+# ibv_modify_qp RESET -> INIT -> RESET, with the whole set and the empty data-plane twins
+# attached; bpftool around every round (pc-dp-K.txt)
+dataplane_phase() {
+	dpr=$(cat $X/dp_rounds 2>/dev/null || echo 0)
+	[ "$dpr" -gt 0 ] || return 0
+	collector dp || { rc=1; return; }
+	rm -f $LPID
+	($X/probe_cost_load $X/dpempty_*.bpf.o >/out/pc-load-dp.log 2>&1 & echo $! >$LPID; wait) &
+	i=0
+	while [ ! -s $LPID ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	wait_line /out/pc-load-dp.log '^ready [1-9]' $LPID || { cat /out/pc-load-dp.log; rc=1; }
+	k=0
+	$X/bpftool prog show >/out/pc-dp-$k.txt 2>&1 || rc=1
+	while [ $k -lt "$dpr" ]; do
+		timeout 120 ibv_rc_pingpong -d rxe0 -g 1 -n "$n" >/tmp/pc-pp-server.log 2>&1 &
+		srv=$!
+		# until the server listens on TCP 18515 (0x4853), as scripts/e2e/init.sh waits
+		i=0
+		while [ $i -lt 100 ]; do
+			grep -qE ':4853 [0-9A-F]+:0000 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null && break
+			sleep 0.1
+			i=$((i + 1))
+		done
+		timeout 120 ibv_rc_pingpong -d rxe0 -g 1 -n "$n" 127.0.0.1 >>/out/pc-dp-pp.txt 2>&1 || rc=1
+		wait $srv || rc=1
+		timeout 600 $X/probe_cost_verbs rxe0 modify "$n" >>/out/pc-dp.txt 2>&1 || rc=1
+		k=$((k + 1))
+		$X/bpftool prog show >/out/pc-dp-$k.txt 2>&1 || rc=1
+	done
+	stop_pid $LPID "data-plane loader" || rc=1
+	stop_pid $CPID "data-plane collector" || rc=1
+	grep 'iters in' /out/pc-dp-pp.txt
+	cat /out/pc-dp.txt
+}
+
 case "$1" in
 start)
 	for f in probegen probes.bpf.o manifest.yaml bpftool probe_cost_load probe_cost_verbs iters rounds; do
@@ -170,6 +206,9 @@ stop)
 	[ "$(cat /out/pc-collect.rc 2>/dev/null)" = 0 ] || rc=1
 	# issue 25: the verbs' latency with nothing attached and with the whole set; the success
 	# path with the baseline on but not sampled and sampled, against the empty programs
+	echo 1 >/proc/sys/kernel/bpf_stats_enabled || rc=1
+	dataplane_phase
+	echo 0 >/proc/sys/kernel/bpf_stats_enabled
 	blr=$(cat $X/bl_rounds 2>/dev/null || echo 0)
 	if [ "$blr" -gt 0 ]; then
 		echo 1 >/proc/sys/kernel/bpf_stats_enabled || rc=1
