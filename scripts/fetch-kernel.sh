@@ -127,19 +127,11 @@ fi
 # The suffix of the binary package names: linux-image-6.12.117+deb12-cloud-amd64-unsigned.
 if [[ ${FLAVOR} == amd64 ]]; then FLAVOR_SUFFIX=amd64; else FLAVOR_SUFFIX=${FLAVOR}-amd64; fi
 
-for tool in apt-get apt-cache dpkg dpkg-deb tar xz zstd od flock awk; do
-  command -v "${tool}" >/dev/null 2>&1 || die "required tool '${tool}' not found (run scripts/install-deps.sh)"
-done
-export DEBIAN_FRONTEND=noninteractive
-
-CACHE_ROOT=${PROBEGEN_CACHE:-${HOME}/.cache/probegen}
-readonly CACHE_ROOT
-mkdir -p "${CACHE_ROOT}" || die "cannot create cache directory ${CACHE_ROOT}"
-
 # ---------------------------------------------------------------------------- own apt state
 
 # shellcheck source=scripts/lib/apt.sh
 . "${REPO}/scripts/lib/apt.sh"
+require_tools apt-get apt-cache dpkg dpkg-deb tar xz zstd od flock awk
 
 
 # One table of every kernel package apt can reach, "NAME VERSION SUITE" per line, built once

@@ -21,16 +21,9 @@ usage_error() { printf 'fetch-rdma-core: %s\n' "$*" >&2; exit 2; }
 SUITE=$1
 [[ " ${RELEASES[*]} " == *" ${SUITE} "* ]] \
   || usage_error "unknown suite '${SUITE}': expected one of ${RELEASES[*]}"
-for tool in apt-get apt-cache dpkg-deb flock awk; do
-  command -v "${tool}" >/dev/null 2>&1 || die "required tool '${tool}' not found (run scripts/install-deps.sh)"
-done
-export DEBIAN_FRONTEND=noninteractive
-
-CACHE_ROOT=${PROBEGEN_CACHE:-${HOME}/.cache/probegen}
-readonly CACHE_ROOT
-mkdir -p "${CACHE_ROOT}" || die "cannot create cache directory ${CACHE_ROOT}"
 # shellcheck source=scripts/lib/apt.sh
 . "${REPO}/scripts/lib/apt.sh"
+require_tools apt-get apt-cache dpkg-deb flock awk
 ensure_apt_lists
 
 # The suite's own version of the package (the suite itself, not its -backports or -updates).

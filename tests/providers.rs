@@ -33,6 +33,11 @@ fn probegen(args: &[&str]) -> (i32, String, String) {
 }
 
 fn library(root: &Path) -> PathBuf {
+    shared_library(root, "libmlx5.so.1.")
+}
+
+/// The real file (not a link) under the root's lib directory whose name starts with `prefix`.
+fn shared_library(root: &Path, prefix: &str) -> PathBuf {
     let dir = root.join("usr/lib/x86_64-linux-gnu");
     std::fs::read_dir(&dir)
         .expect("lib dir")
@@ -41,9 +46,9 @@ fn library(root: &Path) -> PathBuf {
             !p.is_symlink()
                 && p.file_name()
                     .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("libmlx5.so.1."))
+                    .is_some_and(|n| n.starts_with(prefix))
         })
-        .expect("libmlx5.so.1.*")
+        .unwrap_or_else(|| panic!("{}: no {prefix}*", dir.display()))
 }
 
 /// The checked-in table is exactly what the released suites' packages resolve to.
@@ -134,17 +139,7 @@ fn another_builds_archive_finds_the_same_function() {
 #[test]
 fn a_library_without_the_function_is_refused_with_its_build_id() {
     let bookworm = root("bookworm");
-    let lib_dir = bookworm.join("usr/lib/x86_64-linux-gnu");
-    let mlx4 = std::fs::read_dir(&lib_dir)
-        .expect("lib dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| {
-            !p.is_symlink()
-                && p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("libmlx4.so.1."))
-        })
-        .expect("libmlx4.so.1.*");
+    let mlx4 = shared_library(&bookworm, "libmlx4.so.1.");
     let build_id = providers::build_id(&std::fs::read(&mlx4).expect("read")).expect("build-id");
     let mixed = scratch_root("mlx4", &mlx4, &bookworm);
     let (code, stdout, stderr) = probegen(&["providers", "resolve", &mixed.display().to_string()]);

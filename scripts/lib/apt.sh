@@ -1,8 +1,21 @@
 # probegen's own apt state under the cache (<cache>/apt): lists and downloads for every Debian
 # suite the sources name, read and written with options that never touch the machine's apt
 # sources, pins or installed packages. Sourced by scripts/fetch-kernel.sh and
-# scripts/fetch-rdma-core.sh; the caller defines log, die, CACHE_ROOT and RELEASES.
+# scripts/fetch-rdma-core.sh; the caller defines log, die and RELEASES, and calls
+# require_tools with what it runs.
 # shellcheck shell=bash
+
+require_tools() {
+  local tool
+  for tool in "$@"; do
+    command -v "${tool}" >/dev/null 2>&1 || die "required tool '${tool}' not found (run scripts/install-deps.sh)"
+  done
+}
+export DEBIAN_FRONTEND=noninteractive
+
+CACHE_ROOT=${PROBEGEN_CACHE:-${HOME}/.cache/probegen}
+readonly CACHE_ROOT
+mkdir -p "${CACHE_ROOT}" || die "cannot create cache directory ${CACHE_ROOT}"
 
 APT_DIR="${CACHE_ROOT}/apt"
 # Options that make apt read only probegen's lists (no machine sources, no pins) and write
