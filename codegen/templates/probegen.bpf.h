@@ -900,8 +900,10 @@ static __always_inline int pg_peer(__u32 probe_id, void *ctx, struct ib_qp *qp,
 
 	if (bpf_get_func_ret(ctx, &ret) || (int)ret != 0)
 		return 0;
+	/* attr->qp_state: a direct load of the BTF argument, not a helper call (every
+	 * successful modify reads it) */
 	if (!(mask & bpf_core_enum_value(enum ib_qp_attr_mask, IB_QP_STATE)) ||
-	    BPF_CORE_READ(attr, qp_state) != state)
+	    attr->qp_state != state)
 		return 0;
 	owner = BPF_CORE_READ(qp, res.task);
 	k.qpn = BPF_CORE_READ(qp, qp_num);
