@@ -5,7 +5,7 @@
 # naming one and attach every attachable probe; without CAP_SYS_ADMIN it must say so and exit 2;
 # running through init's traffic, it must catch the induced EFAULT and EINVAL with their origins.
 #
-#   scripts/e2e-package.sh SERIES      (7.2, 6.12, 6.1)
+#   scripts/e2e-package.sh SERIES      (7.3, 7.2, 6.12, 6.1, 5.10)
 #   E2E_KERNEL_VERSION=6.12.117-1 E2E_PACKAGE_MATCH=series scripts/e2e-package.sh 6.12
 #       another point release of the series, built by another gcc (trixie's): the bundle has
 #       no set built for it, so the agent must take the series' set, check every probe against
@@ -23,6 +23,18 @@
 #       those that match and say so: match="nearest" in its line, the per-layer counts of the
 #       attached line summing to what attached, and the snapshots' `set` counting the same
 #       probes as their `attached` list (checked here, on the host, in unit.jsonl)
+#
+#   E2E_PACKAGE_BASELINE=unavailable E2E_PACKAGE_MATCH=exact scripts/e2e-package.sh 5.10
+#       the packaged config turns the baseline on (`baseline = true`); 5.10 has no task
+#       storage and no module BTF: the unit's run and the service must say "baseline
+#       unavailable:" naming what the kernel lacks, the service go on and catch the induced
+#       failures (step package_baseline), and every snapshot's baseline.mechanism say the same
+#       with nothing traced, each chain's bifurcation "baseline unavailable" (checked here, on
+#       the host, in service.jsonl)
+#   E2E_PACKAGE_BASELINE=fsession scripts/e2e-package.sh 7.3
+#       a kernel with fsession (7.0+): the service's baseline line counts the handlers traced
+#       by their session programs; every snapshot's baseline.records adds up, and the last
+#       has traces received, success shapes, and one fsession probe per handler counted
 #
 # E2E_PACKAGE_MATCH (exact|series|nearest): how the chosen set must match the booted release.
 # E2E_PACKAGE_SET (a vendor or a union `a+b`): the set the agent must choose.
@@ -82,7 +94,15 @@ case "$memlock" in
 [0-9]*M) memlock_kb=$((${memlock%M} * 1024)) ;;
 *) echo "e2e-package: the unit's LimitMEMLOCK=$memlock: expected <n>M" >&2; exit 2 ;;
 esac
-printf 'RELOAD=%s\nMATCH=%s\nMEMLOCK_KB=%s\n' "$RELOAD" "${E2E_PACKAGE_MATCH:-}" "$memlock_kb" >"$STAGE/hook.env"
+BASELINE=${E2E_PACKAGE_BASELINE:-}
+case $BASELINE in
+'') ;;
+unavailable) want_bl='no task storage' ;;
+fsession) want_bl='fsession on the handlers' ;;
+*) log "E2E_PACKAGE_BASELINE=$BASELINE: expected unavailable or fsession"; exit 2 ;;
+esac
+printf 'RELOAD=%s\nMATCH=%s\nMEMLOCK_KB=%s\nBASELINE=%s\nBASELINE_WANT='"'"'%s'"'"'\n' "$RELOAD" \
+	"${E2E_PACKAGE_MATCH:-}" "$memlock_kb" "$BASELINE" "${want_bl:-}" >"$STAGE/hook.env"
 rm -rf "$STAGE/pkg"
 cp /usr/bin/setpriv "$STAGE/setpriv"
 install -m 755 scripts/e2e/package-hook.sh "$STAGE/guest-hook.sh"
@@ -94,6 +114,7 @@ else
 	DIRS=${E2E_MODULE_DIRS:-drivers/infiniband/hw drivers/infiniband/sw}
 	WANT=3
 fi
+[ -n "$BASELINE" ] && WANT=$((WANT + 1))
 E2E_EXTRA_DIR=$STAGE E2E_OUT=$OUT E2E_MODULE_DIRS=$DIRS bash scripts/e2e.sh "$VER" || rc=$?
 log "scripts/e2e.sh exited $rc"
 steps=$(grep -a 'TB_STEP package_' "$OUT/console.log" || true)
@@ -135,6 +156,43 @@ print(f"unit.jsonl: {len(lines)} snapshots, set {st['dir']} match={st['match']},
 PY
 then
 	log "the snapshots' set does not count what attached"
+	exit 1
+fi
+if [ -n "$BASELINE" ] && ! python3 - "$OUT/package/service.jsonl" "$BASELINE" "$want_bl" <<'PY'
+import json, re, sys
+path, mode, want = sys.argv[1:4]
+lines = [json.loads(l) for l in open(path) if l.strip()]
+if not lines:
+    sys.exit(f"{path}: no snapshot")
+for s in lines:
+    b = s.get("baseline") or sys.exit(f"snapshot {s['snapshot']}: no baseline")
+    m, r = b["mechanism"], b["records"]
+    if want not in m or m.startswith("baseline unavailable: ") != (mode == "unavailable"):
+        sys.exit(f"snapshot {s['snapshot']}: baseline.mechanism {m!r}")
+    if mode == "unavailable" and (r["produced"] or r["received"] or b["handlers"]):
+        sys.exit(f"snapshot {s['snapshot']}: a baseline that is unavailable traced: {r}")
+    # each chain's note: no shape to compare where nothing is traced, said as such
+    for c in s["chains"]:
+        if (c.get("bifurcation") == "baseline unavailable") != (mode == "unavailable"):
+            sys.exit(f"snapshot {s['snapshot']}: chain {c['summary']}: bifurcation {c.get('bifurcation')!r}")
+    # received + dropped == produced, unless a trace was half written during the read
+    holds = r["received"] + r["dropped"] == r["produced"]
+    if holds != r["holds"] or not (holds or r["in_flight"]) or (s["final"] and not holds):
+        sys.exit(f"snapshot {s['snapshot']}: baseline.records {r}")
+    if not s["invariant"]["ok"]:
+        sys.exit(f"snapshot {s['snapshot']}: invariant {s['invariant']}")
+if mode == "fsession":
+    # every handler the line counts traced by its session program, and traces received
+    n = int(re.match(r"baseline: (\d+) handlers traced", m).group(1))
+    sessions = sum(1 for a in s["attached"] if a.get("mechanism") == "fsession" and a["attached"])
+    if sessions != n or not r["received"] or not b["handlers"]:
+        sys.exit(f"last snapshot: {sessions} fsession probes for {n} handlers, records {r}, "
+                 f"{len(b['handlers'])} handlers with shapes")
+print(f"service.jsonl: {len(lines)} snapshots, baseline.mechanism {m!r}, records {r}, "
+      f"{len(b['handlers'])} handlers with shapes, invariant {s['invariant']}", file=sys.stderr)
+PY
+then
+	log "the snapshots' baseline is not what E2E_PACKAGE_BASELINE=$BASELINE says"
 	exit 1
 fi
 [ $rc -eq 0 ] && [ "$(printf '%s\n' "$steps" | grep -c ' PASS')" -eq $WANT ]

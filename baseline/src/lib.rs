@@ -167,7 +167,12 @@ impl Baseline {
             store: store::Store::default(),
             failing: VecDeque::new(),
             expected,
-            counts: TraceCounts::default(),
+            // nothing produced, nothing received: holds until the kernel's counts say
+            // otherwise (and stays so where the baseline is unavailable: no counts are read)
+            counts: TraceCounts {
+                holds: true,
+                ..TraceCounts::default()
+            },
             jobs: jobs::Jobs::default(),
             dirty: false,
             saved: None,
@@ -288,6 +293,17 @@ impl Baseline {
         let handler = outer.probe;
         let key = (handler, origin.probe, origin.err);
         let names = (name(handler), name(origin.probe));
+        if self.handlers.is_empty() {
+            // no handler traced on this host ("baseline unavailable: <why>": 5.10, handlers
+            // attached by kprobe): no shape to compare, nothing learned; pinned or
+            // kernel-normal only
+            let v = self.expected.judge(key, names, core, false);
+            return ChainNote {
+                bifurcation: Err("baseline unavailable"),
+                expected: v.expected,
+                expected_why: v.why,
+            };
+        }
         if !self.handlers.contains(&handler) {
             // the handler did not fail (or is not probed): pinned or kernel-normal only, not
             // learned (no success of a handler to learn from)
@@ -431,6 +447,36 @@ fn expected_table(e: &expected::Expected, name: &dyn Fn(u32) -> String) -> Vec<E
             }
         })
         .collect()
+}
+
+/// The "baseline unavailable" line of a load where no handler got its baseline entry: what
+/// this kernel lacks (task storage, 5.11+; BTF of the modules whose probes attached by kprobe,
+/// which has no baseline entry: both on 5.10), else an object without baseline entries or no
+/// handler attached.
+pub fn unavailable(task_storage: bool, attached: &[wire::AttachStatus]) -> String {
+    let kprobed: BTreeSet<&str> = attached
+        .iter()
+        .filter(|s| s.attached && s.mechanism == Some(wire::Mechanism::Kprobe))
+        .map(|s| s.module.as_str())
+        .collect();
+    let mut lacks = Vec::new();
+    if !task_storage {
+        lacks.push("no task storage (BPF_MAP_TYPE_TASK_STORAGE, 5.11+) for the traces".into());
+    }
+    if !kprobed.is_empty() {
+        let modules: Vec<&str> = kprobed.into_iter().collect();
+        lacks.push(format!(
+            "{} without BTF, so the handlers attach by kprobe and the baseline's fentry/fsession entries cannot",
+            modules.join(", ")
+        ));
+    }
+    if lacks.is_empty() {
+        return "baseline unavailable: no baseline entry loaded for an attached handler (an object compiled from an older probegen.bpf.h, or no handler attached)".into();
+    }
+    format!(
+        "baseline unavailable: this kernel has {}; the failure path runs without it",
+        lacks.join(" and ")
+    )
 }
 
 /// What a state file's bytes hold, with `pinned` applied to its table (any probe set).
@@ -587,6 +633,84 @@ mod tests {
             bf.baseline_next.as_deref(),
             bf.this_next.as_deref(),
         )
+    }
+
+    #[test]
+    fn unavailable_says_what_the_kernel_lacks() {
+        let st = |module: &str, attached: bool, m: wire::Mechanism| wire::AttachStatus {
+            probe: 0,
+            function: "f".into(),
+            module: module.into(),
+            attached,
+            reason: None,
+            mechanism: Some(m),
+            symbols: Vec::new(),
+        };
+        use wire::Mechanism::{Fexit, Kprobe};
+        // 5.10: neither task storage nor module BTF
+        let five_ten = [
+            st("ib_uverbs", true, Kprobe),
+            st("ib_core", true, Kprobe),
+            st("rdma_rxe", false, Kprobe),
+        ];
+        let e = unavailable(false, &five_ten);
+        assert!(
+            e.starts_with("baseline unavailable: this kernel has "),
+            "{e}"
+        );
+        assert!(
+            e.contains("no task storage (BPF_MAP_TYPE_TASK_STORAGE, 5.11+)"),
+            "{e}"
+        );
+        // the modules whose probes attached by kprobe, each once, sorted
+        assert!(e.contains(" and ib_core, ib_uverbs without BTF, "), "{e}");
+        assert!(!e.contains("older probegen.bpf.h"), "{e}");
+        // an OFED ib_uverbs without BTF on a kernel with task storage
+        let ofed = [st("ib_uverbs", true, Kprobe), st("ib_core", true, Fexit)];
+        let e = unavailable(true, &ofed);
+        assert!(
+            e.contains("has ib_uverbs without BTF") && !e.contains("task storage"),
+            "{e}"
+        );
+        // nothing missing on the kernel's side: the object or the table
+        let e = unavailable(true, &[st("ib_uverbs", true, Fexit)]);
+        assert!(e.contains("older probegen.bpf.h"), "{e}");
+    }
+
+    #[test]
+    fn a_baseline_that_traces_no_handler_says_unavailable() {
+        let t = table();
+        let why = "baseline unavailable: this kernel has no task storage";
+        let mut b = Baseline::new(BaselineConfig::default(), BTreeSet::new(), why.into());
+        let decision = OwnerDecision { candidates: vec![] };
+        let links = [link(3, 14, 9, 50_000), link(REG, 14, 9, 50_001)];
+        let c = ChainView {
+            links: &links,
+            table: &t,
+            count: 1,
+            last_end_ns: 0,
+            owner: wire::Owner::VerbsCore,
+            decision: &decision,
+            note: None,
+        };
+        // the chain's outermost probe is a handler, but none is traced here: not "no handler
+        // probe in the chain"
+        let n = b.annotate(&c);
+        assert_eq!(n.bifurcation.unwrap_err(), "baseline unavailable");
+        assert!(!n.expected, "{}", n.expected_why);
+        let out = b.out(&t);
+        assert_eq!(out.mechanism, why);
+        assert!(out.handlers.is_empty());
+        // no kernel counts read: nothing produced, nothing received, the count holds
+        assert_eq!((out.records.produced, out.records.received), (0, 0));
+        assert!(out.records.holds);
+        // with a handler traced, a chain outside the handlers keeps its own note
+        let mut b = baseline(&t);
+        let n = b.annotate(&ChainView {
+            links: &[link(2, 14, 9, 60_000)],
+            ..c
+        });
+        assert_eq!(n.bifurcation.unwrap_err(), "no handler probe in the chain");
     }
 
     #[test]

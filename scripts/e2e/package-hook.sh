@@ -10,6 +10,11 @@
 #          then the same agent in the background, attached before init's traffic
 #   stop:  SIGTERM; TB_STEP package_induced PASS|FAIL  (the induced EFAULT and EINVAL failures
 #          caught as chains with their origins, the invariant held, exit 0)
+#          BASELINE=unavailable|fsession (hook.env, E2E_PACKAGE_BASELINE of
+#          scripts/e2e-package.sh): TB_STEP package_baseline PASS|FAIL  (the packaged config's
+#            `baseline = true`: in the unit's run and once in the service's, which exits 0,
+#            the line "baseline unavailable: <what the kernel lacks>" or "baseline: N handlers
+#            traced ... fsession ...", containing $BASELINE_WANT)
 #   RELOAD=1 (hook.env, PROBEGEN_E2E_RELOAD of scripts/e2e-package.sh), at stop before the
 #   SIGTERM, with the service running:
 #          TB_STEP package_release PASS|FAIL  (`rdma link delete rxe0`, then `modprobe -r
@@ -23,6 +28,8 @@ X=/extra
 CAPS=+bpf,+perfmon,+sys_admin
 RELOAD=
 MATCH=
+BASELINE=
+BASELINE_WANT=
 MEMLOCK_KB=
 [ -r $X/hook.env ] && . $X/hook.env
 # the unit's LimitMEMLOCK= for every agent started here (systemd sets it as root, before the
@@ -172,6 +179,25 @@ stop)
 		echo "TB_STEP package_induced PASS $(echo "$chains" | sed 's/.*comm=verbs_fail: //' | sort -u | tr '\n' ';') ${summary#probegen collect: }"
 	else
 		echo "TB_STEP package_induced FAIL rc=$(cat "$o/service.rc" 2>/dev/null): $(tail -n 4 "$o/service.log" | tr '\n' ' ')"
+	fi
+	if [ -n "$BASELINE" ]; then
+		# the packaged config turns the baseline on (`baseline = true`): one baseline line
+		# in the unit's run and in the service's, saying how this kernel traces it (fsession)
+		# or what it lacks (unavailable: the service goes on, its failures are package_induced's)
+		case $BASELINE in
+		unavailable) pat='^probegen collect: baseline unavailable: ' ;;
+		*) pat='^probegen collect: baseline: [1-9][0-9]* handlers traced' ;;
+		esac
+		lines=$(grep -a -c "$pat" "$o/service.log")
+		line=$(grep -a "$pat" "$o/service.log" | head -n 1)
+		if grep -q '^baseline = true' $X/probegen.conf && [ "$lines" = 1 ] &&
+			echo "$line" | grep -q "$BASELINE_WANT" &&
+			grep -a "$pat" "$o/unit.log" | grep -q "$BASELINE_WANT" &&
+			[ "$(cat "$o/service.rc" 2>/dev/null)" = 0 ]; then
+			echo "TB_STEP package_baseline PASS ${line#probegen collect: }"
+		else
+			echo "TB_STEP package_baseline FAIL $lines lines: ${line:-no baseline line}; rc=$(cat "$o/service.rc" 2>/dev/null)"
+		fi
 	fi
 	;;
 *)

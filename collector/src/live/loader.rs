@@ -718,7 +718,8 @@ pub(crate) fn load(
         loaded.attach_module_with(table, m, &ksyms)?;
     }
     if loaded.baseline_cfg.is_some() && loaded.baseline.is_none() {
-        loaded.baseline = Some(Err("baseline unavailable: no baseline entry loaded for an attached handler (an object compiled from an older probegen.bpf.h, or no handler attached)".into()));
+        let why = baseline::unavailable(ksyms.btf.has_task_storage(), &loaded.attached);
+        loaded.baseline = Some(Err(why));
     }
     Ok(loaded)
 }
