@@ -105,7 +105,30 @@ struct BodyIds {
     opaque: [u16; 3],
     field_function: u16,
     field_declarator: u16,
+    /// By kind id: [`SCANNED`] when the walk collects something from a node of that kind,
+    /// [`EXITS`] when the error sites do. Most nodes (identifiers, punctuation, expressions
+    /// that hold the interesting ones) are neither, and cost one lookup.
+    interest: Vec<u8>,
+    /// The kind ids of the ancestors a return's context reads ([`ReturnContext`]), by name.
+    ctx: Vec<u8>,
 }
+
+/// [`BodyIds::interest`]: the facts walk reads this kind.
+const SCANNED: u8 = 1;
+/// [`BodyIds::interest`]: the error sites read this kind.
+const EXITS: u8 = 2;
+/// [`BodyIds::interest`]: an expression whose subtree holds nothing either reads when its text
+/// has no `(` and no `=` and it has no error: no call, assignment, initializer, declaration,
+/// statement or `IS_ERR` test can be written without one of them (a statement expression or a
+/// compound literal has its parentheses), so the walk need not visit its children.
+const PLAIN_EXPR: u8 = 4;
+
+/// [`BodyIds::ctx`]: `if_statement`, `else_clause`, `labeled_statement` (a return there is no
+/// plain return), `case_statement`, `compound_statement`, `function_definition`.
+const CTX_BRANCH: u8 = 1;
+const CTX_CASE: u8 = 2;
+const CTX_BLOCK: u8 = 3;
+const CTX_FUNCTION: u8 = 4;
 
 fn body_ids() -> &'static BodyIds {
     static IDS: std::sync::OnceLock<BodyIds> = std::sync::OnceLock::new();
@@ -118,7 +141,7 @@ fn body_ids() -> &'static BodyIds {
                 .expect("tree-sitter-c has the field")
                 .get()
         };
-        BodyIds {
+        let ids = BodyIds {
             call_expression: kind("call_expression"),
             assignment_expression: kind("assignment_expression"),
             initializer_pair: kind("initializer_pair"),
@@ -136,6 +159,58 @@ fn body_ids() -> &'static BodyIds {
             ],
             field_function: field("function"),
             field_declarator: field("declarator"),
+            interest: Vec::new(),
+            ctx: Vec::new(),
+        };
+        let count = lang.node_kind_count();
+        let mut interest = vec![0u8; count];
+        for k in [
+            ids.call_expression,
+            ids.assignment_expression,
+            ids.initializer_pair,
+        ]
+        .into_iter()
+        .chain(ids.declares)
+        {
+            if let Some(x) = interest.get_mut(usize::from(k)) {
+                *x |= SCANNED;
+            }
+        }
+        for k in crate::errsites::noted_kinds() {
+            if let Some(x) = interest.get_mut(usize::from(k)) {
+                *x |= EXITS;
+            }
+        }
+        // By name, as `Node::kind` compares them: an alias shares its name with another id.
+        for (id, x) in interest.iter_mut().enumerate() {
+            let name = u16::try_from(id)
+                .ok()
+                .and_then(|id| lang.node_kind_for_id(id))
+                .unwrap_or("");
+            if name.ends_with("_expression")
+                && !matches!(name, "call_expression" | "assignment_expression")
+            {
+                *x |= PLAIN_EXPR;
+            }
+        }
+        let ctx = (0..count)
+            .map(|id| {
+                match u16::try_from(id)
+                    .ok()
+                    .and_then(|id| lang.node_kind_for_id(id))
+                {
+                    Some("if_statement" | "else_clause" | "labeled_statement") => CTX_BRANCH,
+                    Some("case_statement") => CTX_CASE,
+                    Some("compound_statement") => CTX_BLOCK,
+                    Some("function_definition") => CTX_FUNCTION,
+                    _ => 0,
+                }
+            })
+            .collect();
+        BodyIds {
+            interest,
+            ctx,
+            ..ids
         }
     })
 }
@@ -461,35 +536,49 @@ fn scan_body<'t>(
     // does not exist costs tree-sitter twice a step that does (it searches the parent's hidden
     // children), and a leaf needs no step down.
     let mut following: Vec<usize> = vec![0];
+    // The kind ids of the nodes the cursor went down from (the body first): a return's
+    // ancestors, without `Node::parent`.
+    let mut ancestors: Vec<u16> = Vec::new();
     loop {
         let n = cursor.node();
         let children = n.child_count();
-        if children > 0 && !ids.opaque.contains(&n.kind_id()) && cursor.goto_first_child() {
+        let kind = n.kind_id();
+        let interest = ids.interest.get(usize::from(kind)).copied().unwrap_or(0);
+        if children > 0
+            && !ids.opaque.contains(&kind)
+            && !(interest & PLAIN_EXPR != 0 && plain_expression(n, src))
+            && cursor.goto_first_child()
+        {
             following.push(children - 1);
+            ancestors.push(kind);
             continue;
         }
         // Leaving `n` and every ancestor whose last child this was: postorder, where each
         // node is seen once and its kind read once (what is collected is a set or sorted
         // later, so the order of the visit does not matter but for the calls).
+        let (mut done, mut kind) = (n, kind);
         loop {
-            let done = cursor.node();
-            let kind = done.kind_id();
-            if kind == ids.call_expression {
-                if let Some(f) = done.child_by_field_id(ids.field_function) {
-                    scan.calls.push((done, f, line(done)));
+            let interest = ids.interest.get(usize::from(kind)).copied().unwrap_or(0);
+            if interest & SCANNED != 0 {
+                if kind == ids.call_expression {
+                    if let Some(f) = done.child_by_field_id(ids.field_function) {
+                        scan.calls.push((done, f, line(done)));
+                    }
+                } else if kind == ids.assignment_expression {
+                    if let Some(field) = written_field(done, src) {
+                        scan.field_writes.insert(field.to_string());
+                    }
+                    scan.stores.push(done);
+                } else if kind == ids.initializer_pair {
+                    scan.stores.push(done);
+                } else if ids.declares.contains(&kind) {
+                    note_declared_name(done, src, locals);
                 }
-            } else if kind == ids.assignment_expression {
-                if let Some(field) = written_field(done, src) {
-                    scan.field_writes.insert(field.to_string());
-                }
-                scan.stores.push(done);
-            } else if kind == ids.initializer_pair {
-                scan.stores.push(done);
-            } else if ids.declares.contains(&kind) {
-                note_declared_name(done, src, locals);
             }
-            if let Some(e) = exits.as_deref_mut() {
-                e.note(done, kind, src);
+            if interest & EXITS != 0 {
+                if let Some(e) = exits.as_deref_mut() {
+                    e.note(done, kind, src, || return_context(&ancestors, ids));
+                }
             }
             let Some(left) = following.last_mut() else {
                 scan.calls.reverse();
@@ -504,12 +593,49 @@ fn scan_body<'t>(
                 break;
             }
             following.pop();
+            ancestors.pop();
             if !cursor.goto_parent() {
                 scan.calls.reverse();
                 return scan;
             }
+            done = cursor.node();
+            kind = done.kind_id();
         }
     }
+}
+
+/// A [`PLAIN_EXPR`] kind's node that holds nothing the walk reads: no `(`, no `=`, no error.
+fn plain_expression(n: Node, src: &str) -> bool {
+    !n.has_error()
+        && src
+            .as_bytes()
+            .get(n.start_byte()..n.end_byte())
+            .is_some_and(|t| !t.iter().any(|&b| b == b'(' || b == b'='))
+}
+
+/// Whether a return whose ancestors up to the body are `ancestors` (kind ids, the body first)
+/// is in a `switch` case; `None` when an `if`, an `else` or a label holds it, or the body is
+/// not the function's block. The nearest ancestor first, up to the function's block (a
+/// nested function's, or the body: the walk's first node, whose parent is the definition).
+fn return_context(ancestors: &[u16], ids: &BodyIds) -> Option<bool> {
+    let ctx = |k: u16| ids.ctx.get(usize::from(k)).copied().unwrap_or(0);
+    let mut in_case = false;
+    for (i, &k) in ancestors.iter().enumerate().rev() {
+        match ctx(k) {
+            CTX_BRANCH => return None,
+            CTX_CASE => in_case = true,
+            CTX_BLOCK
+                if i == 0
+                    || ancestors
+                        .get(i - 1)
+                        .is_some_and(|&p| ctx(p) == CTX_FUNCTION) =>
+            {
+                return Some(in_case)
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `x->field = ...`: the field.

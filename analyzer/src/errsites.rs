@@ -81,7 +81,9 @@ pub(crate) struct BodyExits<'t> {
     labels: BTreeMap<String, Node<'t>>,
     assigns: Vec<Assign<'t>>,
     ifs: Vec<Node<'t>>,
-    returns: Vec<Node<'t>>,
+    /// Each return, and whether it is in a `switch` case when no `if`, `else` or label holds
+    /// it on the way up to the body (`None`: one does, it is no plain return).
+    returns: Vec<(Node<'t>, Option<bool>)>,
     /// Start byte of the first label: returns after it are the error epilogue.
     first_label: usize,
     /// The function returns a pointer.
@@ -138,6 +140,19 @@ fn site_ids() -> &'static SiteIds {
     })
 }
 
+/// The kinds [`BodyExits::note`] reads: the walk calls it only for these.
+pub(crate) fn noted_kinds() -> [u16; 6] {
+    let ids = site_ids();
+    [
+        ids.labeled_statement,
+        ids.if_statement,
+        ids.return_statement,
+        ids.assignment_expression,
+        ids.call_expression,
+        ids.init_declarator,
+    ]
+}
+
 impl<'t> BodyExits<'t> {
     /// `ptr`: the function returns a pointer, so a bare `return var;` is a success (its errors
     /// go through `ERR_PTR`/`ERR_CAST`).
@@ -160,10 +175,19 @@ impl<'t> BodyExits<'t> {
         self.params = params.into_iter().collect();
     }
 
-    /// One node of the body (`k`: its kind id), in the walk's left-to-right postorder (every
-    /// node once). The lists are sorted by [`Self::sites`]; of two labels of one name the first
-    /// left in postorder is kept (the one the former right-to-left preorder pass saw last).
-    pub(crate) fn note(&mut self, n: Node<'t>, k: u16, src: &str) {
+    /// One node of the body (`k`: its kind id, one of [`noted_kinds`]), in the walk's
+    /// left-to-right postorder (every node once). The lists are sorted by [`Self::sites`]; of
+    /// two labels of one name the first left in postorder is kept (the one the former
+    /// right-to-left preorder pass saw last). `in_case`, asked of a return only: whether it is
+    /// in a `switch` case, `None` when an `if`, `else` or label holds it (from the walk's
+    /// path: `Node::parent` searches down from the root).
+    pub(crate) fn note(
+        &mut self,
+        n: Node<'t>,
+        k: u16,
+        src: &str,
+        in_case: impl FnOnce() -> Option<bool>,
+    ) {
         let ids = site_ids();
         if k == ids.labeled_statement {
             if let Some(l) = n.child_by_field_id(ids.field_label) {
@@ -173,7 +197,7 @@ impl<'t> BodyExits<'t> {
         } else if k == ids.if_statement {
             self.ifs.push(n);
         } else if k == ids.return_statement {
-            self.returns.push(n);
+            self.returns.push((n, in_case()));
         } else if k == ids.assignment_expression {
             note_assign(n, src, &mut self.assigns);
         } else if k == ids.call_expression {
@@ -211,14 +235,14 @@ impl<'t> BodyExits<'t> {
     pub(crate) fn sites(mut self, src: &str) -> Vec<ErrorSite> {
         self.assigns.sort_by_key(|a| a.byte);
         self.ifs.sort_by_key(|n| n.start_byte());
-        self.returns.sort_by_key(|n| n.start_byte());
+        self.returns.sort_by_key(|(n, _)| n.start_byte());
         let b = &self;
         let mut out: Vec<ErrorSite> = Vec::new();
         for &i in &b.ifs {
             if_sites(i, b, src, &mut out);
         }
-        for &r in &b.returns {
-            if let Some(s) = plain_return_site(r, b, src) {
+        for &(r, in_case) in &b.returns {
+            if let Some(s) = in_case.and_then(|in_case| plain_return_site(r, in_case, b, src)) {
                 out.push(s);
             }
         }
@@ -696,26 +720,9 @@ fn tested_call(cond: Node, b: &BodyExits, src: &str) -> Option<String> {
     }
 }
 
-/// A `return <error>` not in an `if` branch: in a switch case (a value outside the cases:
-/// the request), or unconditional before the first label.
-fn plain_return_site(r: Node, b: &BodyExits, src: &str) -> Option<ErrorSite> {
-    let mut p = r.parent()?;
-    let mut in_case = false;
-    loop {
-        match p.kind() {
-            "if_statement" | "else_clause" => return None,
-            "case_statement" => in_case = true,
-            "labeled_statement" => return None,
-            "compound_statement"
-                if p.parent()
-                    .is_some_and(|x| x.kind() == "function_definition") =>
-            {
-                break
-            }
-            _ => {}
-        }
-        p = p.parent()?;
-    }
+/// A `return <error>` not in an `if` branch: in a switch case (`in_case`: a value outside the
+/// cases, the request), or unconditional before the first label.
+fn plain_return_site(r: Node, in_case: bool, b: &BodyExits, src: &str) -> Option<ErrorSite> {
     if !in_case && r.start_byte() > b.first_label {
         return None;
     }
