@@ -122,6 +122,10 @@ const EXITS: u8 = 2;
 /// statement or `IS_ERR` test can be written without one of them (a statement expression or a
 /// compound literal has its parentheses), so the walk need not visit its children.
 const PLAIN_EXPR: u8 = 4;
+/// [`BodyIds::interest`]: a call, an argument list, a parenthesized expression or a cast,
+/// which writes one `(` of its own: with no other `(`, no `=` and no error, nothing below it
+/// is read (the call itself is, from its own fields).
+const ONE_PAREN: u8 = 8;
 
 /// [`BodyIds::ctx`]: `if_statement`, `else_clause`, `labeled_statement` (a return there is no
 /// plain return), `case_statement`, `compound_statement`, `function_definition`.
@@ -187,9 +191,15 @@ fn body_ids() -> &'static BodyIds {
                 .ok()
                 .and_then(|id| lang.node_kind_for_id(id))
                 .unwrap_or("");
-            if name.ends_with("_expression")
-                && !matches!(name, "call_expression" | "assignment_expression")
-            {
+            if matches!(
+                name,
+                "call_expression"
+                    | "argument_list"
+                    | "parenthesized_expression"
+                    | "cast_expression"
+            ) {
+                *x |= ONE_PAREN;
+            } else if name.ends_with("_expression") && name != "assignment_expression" {
                 *x |= PLAIN_EXPR;
             }
         }
@@ -546,7 +556,8 @@ fn scan_body<'t>(
         let interest = ids.interest.get(usize::from(kind)).copied().unwrap_or(0);
         if children > 0
             && !ids.opaque.contains(&kind)
-            && !(interest & PLAIN_EXPR != 0 && plain_expression(n, src))
+            && !(interest & (PLAIN_EXPR | ONE_PAREN) != 0
+                && plain_expression(n, src, usize::from(interest & ONE_PAREN != 0)))
             && cursor.goto_first_child()
         {
             following.push(children - 1);
@@ -604,13 +615,28 @@ fn scan_body<'t>(
     }
 }
 
-/// A [`PLAIN_EXPR`] kind's node that holds nothing the walk reads: no `(`, no `=`, no error.
-fn plain_expression(n: Node, src: &str) -> bool {
-    !n.has_error()
-        && src
-            .as_bytes()
-            .get(n.start_byte()..n.end_byte())
-            .is_some_and(|t| !t.iter().any(|&b| b == b'(' || b == b'='))
+/// A [`PLAIN_EXPR`] or [`ONE_PAREN`] kind's node that holds nothing the walk reads: at most
+/// `parens` `(`, no `=`, no error.
+fn plain_expression(n: Node, src: &str, parens: usize) -> bool {
+    if n.has_error() {
+        return false;
+    }
+    let Some(t) = src.as_bytes().get(n.start_byte()..n.end_byte()) else {
+        return false;
+    };
+    let mut left = parens;
+    for &b in t {
+        if b == b'=' {
+            return false;
+        }
+        if b == b'(' {
+            if left == 0 {
+                return false;
+            }
+            left -= 1;
+        }
+    }
+    true
 }
 
 /// Whether a return whose ancestors up to the body are `ancestors` (kind ids, the body first)
