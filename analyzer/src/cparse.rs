@@ -277,7 +277,7 @@ fn walk_top(root: Node, src: &str, facts: &mut FileFacts, sites_time: &mut Durat
     loop {
         let child = cursor.node();
         let mut descend = false;
-        match child.kind() {
+        match crate::cfields::kind(child) {
             "function_definition" => {
                 if let Some(f) = function_def(child, src, sites_time) {
                     facts.functions.push(f);
@@ -300,7 +300,7 @@ fn walk_top(root: Node, src: &str, facts: &mut FileFacts, sites_time: &mut Durat
             }
             "preproc_include" => {
                 if let Some(p) = child.child_by_field_id(crate::cfields::fields().path) {
-                    if p.kind() == "string_literal" {
+                    if crate::cfields::kind(p) == "string_literal" {
                         let t = text(p, src).trim_matches('"');
                         facts.local_includes.push(t.to_string());
                     }
@@ -397,7 +397,10 @@ fn specifiers(node: Node, src: &str) -> (bool, bool) {
     let mut is_inline = false;
     let mut cursor = node.walk();
     for c in node.children(&mut cursor) {
-        if matches!(c.kind(), "storage_class_specifier" | "function_specifier") {
+        if matches!(
+            crate::cfields::kind(c),
+            "storage_class_specifier" | "function_specifier"
+        ) {
             match text(c, src) {
                 "static" => is_static = true,
                 "inline" | "__inline" | "__inline__" => is_inline = true,
@@ -415,7 +418,7 @@ fn declared_name<'t>(declarator: Node<'t>, src: &str) -> Option<DeclaredName<'t>
     let mut d = declarator;
     let mut outer_fn: Option<Node> = None;
     let (name, handler_id) = loop {
-        match d.kind() {
+        match crate::cfields::kind(d) {
             "pointer_declarator" => {
                 if outer_fn.is_none() {
                     pointer = true;
@@ -667,7 +670,7 @@ fn return_context(ancestors: &[u16], ids: &BodyIds) -> Option<bool> {
 /// `x->field = ...`: the field.
 fn written_field<'a>(assignment: Node, src: &'a str) -> Option<&'a str> {
     let l = assignment.child_by_field_id(crate::cfields::fields().left)?;
-    if l.kind() == "field_expression" && text_of_op(l, src) == "->" {
+    if crate::cfields::kind(l) == "field_expression" && text_of_op(l, src) == "->" {
         return Some(text(
             l.child_by_field_id(crate::cfields::fields().field)?,
             src,
@@ -701,17 +704,17 @@ fn param_facts(fn_decl: Node, src: &str) -> Vec<crate::model::Param> {
     let mut c = params.walk();
     let mut out = Vec::new();
     for p in params.named_children(&mut c) {
-        if p.kind() != "parameter_declaration" {
+        if crate::cfields::kind(p) != "parameter_declaration" {
             continue;
         }
         let ty = p.child_by_field_id(crate::cfields::fields().r#type);
-        let ty_kind = ty.map(|t| t.kind()).unwrap_or("");
+        let ty_kind = ty.map(|t| crate::cfields::kind(t)).unwrap_or("");
         let mut stars = 0usize;
         let mut d = p.child_by_field_id(crate::cfields::fields().declarator);
         let mut scalar = !matches!(ty_kind, "struct_specifier" | "union_specifier");
         let mut name = String::new();
         while let Some(n) = d {
-            match n.kind() {
+            match crate::cfields::kind(n) {
                 "identifier" => {
                     name = text(n, src).to_string();
                     break;
@@ -721,7 +724,7 @@ fn param_facts(fn_decl: Node, src: &str) -> Vec<crate::model::Param> {
                 | "function_declarator"
                 | "abstract_pointer_declarator" => {
                     scalar = false;
-                    stars += usize::from(n.kind().contains("pointer"));
+                    stars += usize::from(crate::cfields::kind(n).contains("pointer"));
                     d = n.child_by_field_id(crate::cfields::fields().declarator);
                 }
                 _ => {
@@ -752,7 +755,7 @@ fn count_params(fn_decl: Node, src: &str) -> usize {
     let mut c = params.walk();
     let decls: Vec<Node> = params
         .named_children(&mut c)
-        .filter(|n| n.kind() == "parameter_declaration")
+        .filter(|n| crate::cfields::kind(*n) == "parameter_declaration")
         .collect();
     if decls.len() == 1 && text(decls[0], src).trim() == "void" {
         return 0;
@@ -800,7 +803,7 @@ fn text_of_op<'a>(field_expr: Node, src: &'a str) -> &'a str {
 }
 
 fn call_target(f: Node, src: &str, locals: &BTreeSet<String>) -> Option<CallTarget> {
-    match f.kind() {
+    match crate::cfields::kind(f) {
         "identifier" => {
             let name = text(f, src).to_string();
             if locals.contains(&name) {
@@ -812,7 +815,7 @@ fn call_target(f: Node, src: &str, locals: &BTreeSet<String>) -> Option<CallTarg
         "field_expression" => {
             let field = text(f.child_by_field_id(crate::cfields::fields().field)?, src).to_string();
             let base = f.child_by_field_id(crate::cfields::fields().argument)?;
-            if base.kind() == "field_expression" {
+            if crate::cfields::kind(base) == "field_expression" {
                 let base_field = base
                     .child_by_field_id(crate::cfields::fields().field)
                     .map(|x| text(x, src));
@@ -828,7 +831,7 @@ fn call_target(f: Node, src: &str, locals: &BTreeSet<String>) -> Option<CallTarg
         "parenthesized_expression" => {
             // `(((f)))(x)`: unwrap iteratively, a damaged file may nest thousands deep.
             let mut inner = f;
-            while inner.kind() == "parenthesized_expression" {
+            while crate::cfields::kind(inner) == "parenthesized_expression" {
                 let mut c = inner.walk();
                 inner = inner.named_children(&mut c).next()?;
             }
@@ -884,7 +887,7 @@ fn idents_before_paren(body: &str) -> Vec<String> {
 
 fn ops_table(decl: Node, src: &str) -> Option<OpsTable> {
     let ty = decl.child_by_field_id(crate::cfields::fields().r#type)?;
-    if ty.kind() != "struct_specifier" {
+    if crate::cfields::kind(ty) != "struct_specifier" {
         return None;
     }
     if ty
@@ -895,7 +898,7 @@ fn ops_table(decl: Node, src: &str) -> Option<OpsTable> {
         return None;
     }
     let init = decl.child_by_field_id(crate::cfields::fields().declarator)?;
-    if init.kind() != "init_declarator" {
+    if crate::cfields::kind(init) != "init_declarator" {
         return None;
     }
     let name = text(
@@ -907,7 +910,7 @@ fn ops_table(decl: Node, src: &str) -> Option<OpsTable> {
     let mut members = Vec::new();
     let mut c = list.walk();
     for pair in list.named_children(&mut c) {
-        if pair.kind() != "initializer_pair" {
+        if crate::cfields::kind(pair) != "initializer_pair" {
             continue;
         }
         let designator = pair
@@ -915,7 +918,7 @@ fn ops_table(decl: Node, src: &str) -> Option<OpsTable> {
             .map(|d| text(d, src).trim_start_matches('.').trim().to_string());
         let value = pair.child_by_field_id(crate::cfields::fields().value);
         if let (Some(member), Some(value)) = (designator, value) {
-            if value.kind() == "identifier" {
+            if crate::cfields::kind(value) == "identifier" {
                 members.push((member, text(value, src).to_string(), line(pair)));
             }
         }

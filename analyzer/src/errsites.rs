@@ -265,7 +265,7 @@ fn note_assign<'t>(n: Node<'t>, src: &str, out: &mut Vec<Assign<'t>>) {
     ) else {
         return;
     };
-    if l.kind() != "identifier" {
+    if crate::cfields::kind(l) != "identifier" {
         return;
     }
     out.push(Assign {
@@ -283,13 +283,13 @@ fn note_init<'t>(n: Node<'t>, src: &str, out: &mut Vec<Assign<'t>>) {
     ) else {
         return;
     };
-    while d.kind() == "pointer_declarator" {
+    while crate::cfields::kind(d) == "pointer_declarator" {
         match d.child_by_field_id(crate::cfields::fields().declarator) {
             Some(x) => d = x,
             None => return,
         }
     }
-    if d.kind() != "identifier" {
+    if crate::cfields::kind(d) != "identifier" {
         return;
     }
     out.push(Assign {
@@ -303,7 +303,7 @@ fn note_init<'t>(n: Node<'t>, src: &str, out: &mut Vec<Assign<'t>>) {
 /// Strip parentheses, casts and the transparent wrappers.
 fn unwrap_expr(mut n: Node) -> Node {
     loop {
-        match n.kind() {
+        match crate::cfields::kind(n) {
             "parenthesized_expression" => match n.named_child(0) {
                 Some(c) => n = c,
                 None => return n,
@@ -320,11 +320,11 @@ fn unwrap_expr(mut n: Node) -> Node {
 /// The called name of a call expression: `f` of `f(...)`, the member of a dispatch through
 /// a function pointer field (`alloc_pd` of `dev->ops.alloc_pd(...)`).
 fn call_name<'a>(n: Node, src: &'a str) -> Option<&'a str> {
-    if n.kind() != "call_expression" {
+    if crate::cfields::kind(n) != "call_expression" {
         return None;
     }
     let f = n.child_by_field_id(crate::cfields::fields().function)?;
-    match f.kind() {
+    match crate::cfields::kind(f) {
         "identifier" => Some(text(f, src)),
         "field_expression" => Some(text(
             f.child_by_field_id(crate::cfields::fields().field)?,
@@ -343,7 +343,7 @@ fn first_arg(n: Node) -> Option<Node> {
 /// `-ECONST`: the constant's name.
 fn negated_errno<'a>(n: Node, src: &'a str) -> Option<&'a str> {
     let n = unwrap_expr(n);
-    if n.kind() != "unary_expression"
+    if crate::cfields::kind(n) != "unary_expression"
         || n.child_by_field_id(crate::cfields::fields().operator)
             .map(|o| text(o, src))
             != Some("-")
@@ -352,7 +352,7 @@ fn negated_errno<'a>(n: Node, src: &'a str) -> Option<&'a str> {
     }
     let a = unwrap_expr(n.child_by_field_id(crate::cfields::fields().argument)?);
     let t = text(a, src);
-    (a.kind() == "identifier" && is_errno_name(t)).then_some(t)
+    (crate::cfields::kind(a) == "identifier" && is_errno_name(t)).then_some(t)
 }
 
 fn is_errno_name(t: &str) -> bool {
@@ -369,7 +369,7 @@ fn value_of(n: Node, src: &str) -> Option<Value> {
     if let Some(e) = negated_errno(n, src) {
         return Some(Value::Const(e.to_string()));
     }
-    match n.kind() {
+    match crate::cfields::kind(n) {
         "identifier" => {
             let t = text(n, src);
             (!matches!(t, "NULL" | "true" | "false")).then(|| Value::Var(t.to_string()))
@@ -403,7 +403,10 @@ fn value_of(n: Node, src: &str) -> Option<Value> {
 fn returned(r: Node, b: &BodyExits, src: &str, goto_at: Option<usize>) -> Option<Value> {
     let e = r.named_child(0)?;
     let bare = unwrap_expr(e);
-    if b.ptr && bare.kind() == "identifier" && !b.err_ptrs.iter().any(|v| v == text(bare, src)) {
+    if b.ptr
+        && crate::cfields::kind(bare) == "identifier"
+        && !b.err_ptrs.iter().any(|v| v == text(bare, src))
+    {
         return held_at(b, text(bare, src), goto_at?);
     }
     value_of(e, src)
@@ -460,7 +463,7 @@ fn held_at(b: &BodyExits, var: &str, at: usize) -> Option<Value> {
 fn on_every_path_to(n: Node, at: usize) -> bool {
     let mut p = n.parent();
     while let Some(x) = p {
-        match x.kind() {
+        match crate::cfields::kind(x) {
             "function_definition" => return true,
             "compound_statement"
             | "if_statement"
@@ -484,13 +487,13 @@ fn on_every_path_to(n: Node, at: usize) -> bool {
 
 /// The last statement of a branch (the branch itself when it is not a block).
 fn last_statement(n: Node) -> Option<Node> {
-    if n.kind() != "compound_statement" {
+    if crate::cfields::kind(n) != "compound_statement" {
         return Some(n);
     }
     let mut c = n.walk();
     let last = n
         .named_children(&mut c)
-        .filter(|s| s.kind() != "comment")
+        .filter(|s| crate::cfields::kind(*s) != "comment")
         .last();
     last
 }
@@ -498,7 +501,7 @@ fn last_statement(n: Node) -> Option<Node> {
 /// The error a branch exits with: its return's value, or the return its goto reaches.
 fn branch_exit(branch: Node, b: &BodyExits, src: &str) -> Option<Value> {
     let s = last_statement(branch)?;
-    let v = match s.kind() {
+    let v = match crate::cfields::kind(s) {
         "return_statement" => returned(s, b, src, None)?,
         "goto_statement" => label_exit(
             text(s.child_by_field_id(crate::cfields::fields().label)?, src),
@@ -519,17 +522,17 @@ fn branch_exit(branch: Node, b: &BodyExits, src: &str) -> Option<Value> {
 fn label_exit(label: &str, b: &BodyExits, src: &str, at: usize) -> Option<Value> {
     let mut n = *b.labels.get(label)?;
     for _ in 0..16 {
-        let stmt = if n.kind() == "labeled_statement" {
+        let stmt = if crate::cfields::kind(n) == "labeled_statement" {
             let mut c = n.walk();
             let inner = n
                 .named_children(&mut c)
-                .filter(|x| x.kind() != "statement_identifier")
+                .filter(|x| crate::cfields::kind(*x) != "statement_identifier")
                 .last();
             inner?
         } else {
             n
         };
-        if stmt.kind() == "return_statement" {
+        if crate::cfields::kind(stmt) == "return_statement" {
             return returned(stmt, b, src, Some(at));
         }
         n = n.next_named_sibling()?;
@@ -548,7 +551,7 @@ fn if_sites(i: Node, b: &BodyExits, src: &str, out: &mut Vec<ErrorSite>) {
             .and_then(|e| e.named_child(0)),
     ];
     for branch in branches.into_iter().flatten() {
-        if branch.kind() == "if_statement" {
+        if crate::cfields::kind(branch) == "if_statement" {
             continue;
         }
         let Some(exit) = branch_exit(branch, b, src) else {
@@ -597,7 +600,7 @@ fn classify(cond: Node, errno: Option<&str>, b: &BodyExits, src: &str) -> SiteSh
 fn lookup_key(cond: Node, b: &BodyExits, src: &str) -> Option<String> {
     let f = crate::cfields::fields();
     let n = unwrap_expr(cond);
-    let tested = match n.kind() {
+    let tested = match crate::cfields::kind(n) {
         "unary_expression"
             if n.child_by_field_id(f.operator).map(|o| text(o, src)) == Some("!") =>
         {
@@ -617,7 +620,7 @@ fn lookup_key(cond: Node, b: &BodyExits, src: &str) -> Option<String> {
     };
     // the entry itself, or the arguments of a predicate on it (not an error test: `!IS_ERR(x)`
     // says the opposite)
-    let operands: Vec<Node> = match tested.kind() {
+    let operands: Vec<Node> = match crate::cfields::kind(tested) {
         "call_expression" => {
             if call_name(tested, src).is_some_and(|c| TRANSPARENT_CALLS.contains(&c)) {
                 return None;
@@ -638,7 +641,7 @@ fn lookup_key(cond: Node, b: &BodyExits, src: &str) -> Option<String> {
 fn keyed_subscript(mut n: Node, b: &BodyExits, src: &str) -> Option<String> {
     let f = crate::cfields::fields();
     loop {
-        match n.kind() {
+        match crate::cfields::kind(n) {
             "field_expression" => n = unwrap_expr(n.child_by_field_id(f.argument)?),
             "pointer_expression" => n = unwrap_expr(n.child_by_field_id(f.argument)?),
             "subscript_expression" => {
@@ -657,10 +660,13 @@ fn keyed_subscript(mut n: Node, b: &BodyExits, src: &str) -> Option<String> {
 /// not through a field of it (`attr->idx`, `dev->cur`: what a structure holds, the caller's
 /// or the object's, the syntax cannot tell).
 fn names_a_param(n: Node, b: &BodyExits, src: &str) -> bool {
-    if n.kind() == "identifier" {
+    if crate::cfields::kind(n) == "identifier" {
         return b.params.iter().any(|p| p == text(n, src));
     }
-    if matches!(n.kind(), "field_expression" | "field_identifier") {
+    if matches!(
+        crate::cfields::kind(n),
+        "field_expression" | "field_identifier"
+    ) {
         return false;
     }
     let mut c = n.walk();
@@ -679,7 +685,7 @@ fn mentions_state(cond: &str) -> bool {
 fn tested_call(cond: Node, b: &BodyExits, src: &str) -> Option<String> {
     let mut n = unwrap_expr(cond);
     loop {
-        match n.kind() {
+        match crate::cfields::kind(n) {
             "unary_expression"
                 if n.child_by_field_id(crate::cfields::fields().operator)
                     .map(|o| text(o, src))
