@@ -166,63 +166,63 @@ fn body_ids() -> &'static BodyIds {
             interest: Vec::new(),
             ctx: Vec::new(),
         };
-        let count = lang.node_kind_count();
-        let mut interest = vec![0u8; count];
-        for k in [
-            ids.call_expression,
-            ids.assignment_expression,
-            ids.initializer_pair,
-        ]
-        .into_iter()
-        .chain(ids.declares)
-        {
-            if let Some(x) = interest.get_mut(usize::from(k)) {
-                *x |= SCANNED;
-            }
-        }
-        for k in crate::errsites::noted_kinds() {
-            if let Some(x) = interest.get_mut(usize::from(k)) {
-                *x |= EXITS;
-            }
-        }
-        // By name, as `Node::kind` compares them: an alias shares its name with another id.
-        for (id, x) in interest.iter_mut().enumerate() {
-            let name = u16::try_from(id)
-                .ok()
-                .and_then(|id| lang.node_kind_for_id(id))
-                .unwrap_or("");
-            if matches!(
-                name,
-                "call_expression"
-                    | "argument_list"
-                    | "parenthesized_expression"
-                    | "cast_expression"
-            ) {
-                *x |= ONE_PAREN;
-            } else if name.ends_with("_expression") && name != "assignment_expression" {
-                *x |= PLAIN_EXPR;
-            }
-        }
-        let ctx = (0..count)
-            .map(|id| {
-                match u16::try_from(id)
-                    .ok()
-                    .and_then(|id| lang.node_kind_for_id(id))
-                {
-                    Some("if_statement" | "else_clause" | "labeled_statement") => CTX_BRANCH,
-                    Some("case_statement") => CTX_CASE,
-                    Some("compound_statement") => CTX_BLOCK,
-                    Some("function_definition") => CTX_FUNCTION,
-                    _ => 0,
-                }
-            })
-            .collect();
+        let (interest, ctx) = kind_tables(&lang, &ids);
         BodyIds {
             interest,
             ctx,
             ..ids
         }
     })
+}
+
+/// [`BodyIds::interest`] and [`BodyIds::ctx`], by kind id.
+fn kind_tables(lang: &tree_sitter::Language, ids: &BodyIds) -> (Vec<u8>, Vec<u8>) {
+    let count = lang.node_kind_count();
+    let name = |id: usize| {
+        u16::try_from(id)
+            .ok()
+            .and_then(|id| lang.node_kind_for_id(id))
+    };
+    let mut interest = vec![0u8; count];
+    for k in [
+        ids.call_expression,
+        ids.assignment_expression,
+        ids.initializer_pair,
+    ]
+    .into_iter()
+    .chain(ids.declares)
+    {
+        if let Some(x) = interest.get_mut(usize::from(k)) {
+            *x |= SCANNED;
+        }
+    }
+    for k in crate::errsites::noted_kinds() {
+        if let Some(x) = interest.get_mut(usize::from(k)) {
+            *x |= EXITS;
+        }
+    }
+    // By name, as `Node::kind` compares them: an alias shares its name with another id.
+    for (id, x) in interest.iter_mut().enumerate() {
+        let name = name(id).unwrap_or("");
+        if matches!(
+            name,
+            "call_expression" | "argument_list" | "parenthesized_expression" | "cast_expression"
+        ) {
+            *x |= ONE_PAREN;
+        } else if name.ends_with("_expression") && name != "assignment_expression" {
+            *x |= PLAIN_EXPR;
+        }
+    }
+    let ctx = (0..count)
+        .map(|id| match name(id) {
+            Some("if_statement" | "else_clause" | "labeled_statement") => CTX_BRANCH,
+            Some("case_statement") => CTX_CASE,
+            Some("compound_statement") => CTX_BLOCK,
+            Some("function_definition") => CTX_FUNCTION,
+            _ => 0,
+        })
+        .collect();
+    (interest, ctx)
 }
 
 /// The node's text: a slice of the (already valid UTF-8) source, no re-validation
