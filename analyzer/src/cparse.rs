@@ -118,13 +118,14 @@ const SCANNED: u8 = 1;
 /// [`BodyIds::interest`]: the error sites read this kind.
 const EXITS: u8 = 2;
 /// [`BodyIds::interest`]: an expression whose subtree holds nothing either reads when its text
-/// has no `(` and no `=` and it has no error: no call, assignment, initializer, declaration,
-/// statement or `IS_ERR` test can be written without one of them (a statement expression or a
-/// compound literal has its parentheses), so the walk need not visit its children.
+/// has no `(`, no `=`, no `{` and it has no error: no call, assignment, initializer,
+/// declaration, statement or `IS_ERR` test can be written without one of them (a statement
+/// expression `({ ... })` and an initializer list have their braces), so the walk need not
+/// visit its children.
 const PLAIN_EXPR: u8 = 4;
 /// [`BodyIds::interest`]: a call, an argument list, a parenthesized expression or a cast,
-/// which writes one `(` of its own: with no other `(`, no `=` and no error, nothing below it
-/// is read (the call itself is, from its own fields).
+/// which writes one `(` of its own: with no other `(`, no `=`, no `{` and no error, nothing
+/// below it is read (the call itself is, from its own fields).
 const ONE_PAREN: u8 = 8;
 
 /// [`BodyIds::ctx`]: `if_statement`, `else_clause`, `labeled_statement` (a return there is no
@@ -619,7 +620,7 @@ fn scan_body<'t>(
 }
 
 /// A [`PLAIN_EXPR`] or [`ONE_PAREN`] kind's node that holds nothing the walk reads: at most
-/// `parens` `(`, no `=`, no error.
+/// `parens` `(`, no `=`, no `{`, no error.
 fn plain_expression(n: Node, src: &str, parens: usize) -> bool {
     if n.has_error() {
         return false;
@@ -629,7 +630,7 @@ fn plain_expression(n: Node, src: &str, parens: usize) -> bool {
     };
     let mut left = parens;
     for &b in t {
-        if b == b'=' {
+        if b == b'=' || b == b'{' {
             return false;
         }
         if b == b'(' {
@@ -1111,6 +1112,23 @@ mod tests {
         assert!(t.contains(&CallTarget::LocalPointer("cb".into())));
         assert!(t.contains(&CallTarget::Named("g".into())));
         assert_eq!(fun.field_writes, vec!["usecnt".to_string()]);
+    }
+
+    #[test]
+    fn statement_expressions_are_walked() {
+        // `(({ ... }))`: the inner parentheses hold one `(` of their own and no `=`; their
+        // braces still make the walk go in (a declaration, a return).
+        let f = facts("int f(int a)\n{\n\tif (({ int h; h; }))\n\t\th(1);\n\tg(({ return -EINVAL; }));\n\treturn 0;\n}\n");
+        let fun = &f.functions[0];
+        let t: Vec<_> = fun.calls.iter().map(|c| c.target.clone()).collect();
+        assert!(t.contains(&CallTarget::LocalPointer("h".into())), "{t:?}");
+        assert!(
+            fun.error_sites
+                .iter()
+                .any(|s| s.errno.as_deref() == Some("EINVAL")),
+            "{:?}",
+            fun.error_sites
+        );
     }
 
     #[test]
