@@ -60,3 +60,25 @@ pub(crate) fn fields() -> &'static FieldIds {
         }
     })
 }
+
+/// `Node::kind` without its cost per call (a `strlen` and a UTF-8 check of the name): the
+/// names by kind id, looked up once. The same name: `Node::kind` is the name of the node's
+/// kind id (an alias's included); an id outside the table (`ERROR`) asks tree-sitter.
+pub(crate) fn kind(n: tree_sitter::Node) -> &'static str {
+    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        let lang: tree_sitter::Language = tree_sitter_c::LANGUAGE.into();
+        (0..lang.node_kind_count())
+            .map(|id| {
+                u16::try_from(id)
+                    .ok()
+                    .and_then(|id| lang.node_kind_for_id(id))
+                    .unwrap_or("")
+            })
+            .collect()
+    });
+    match names.get(usize::from(n.kind_id())) {
+        Some(k) if !k.is_empty() => k,
+        _ => n.kind(),
+    }
+}

@@ -105,7 +105,35 @@ struct BodyIds {
     opaque: [u16; 3],
     field_function: u16,
     field_declarator: u16,
+    /// By kind id: [`SCANNED`] when the walk collects something from a node of that kind,
+    /// [`EXITS`] when the error sites do. Most nodes (identifiers, punctuation, expressions
+    /// that hold the interesting ones) are neither, and cost one lookup.
+    interest: Vec<u8>,
+    /// The kind ids of the ancestors a return's context reads ([`ReturnContext`]), by name.
+    ctx: Vec<u8>,
 }
+
+/// [`BodyIds::interest`]: the facts walk reads this kind.
+const SCANNED: u8 = 1;
+/// [`BodyIds::interest`]: the error sites read this kind.
+const EXITS: u8 = 2;
+/// [`BodyIds::interest`]: an expression whose subtree holds nothing either reads when its text
+/// has no `(`, no `=`, no `{` and it has no error: no call, assignment, initializer,
+/// declaration, statement or `IS_ERR` test can be written without one of them (a statement
+/// expression `({ ... })` and an initializer list have their braces), so the walk need not
+/// visit its children.
+const PLAIN_EXPR: u8 = 4;
+/// [`BodyIds::interest`]: a call, an argument list, a parenthesized expression or a cast,
+/// which writes one `(` of its own: with no other `(`, no `=`, no `{` and no error, nothing
+/// below it is read (the call itself is, from its own fields).
+const ONE_PAREN: u8 = 8;
+
+/// [`BodyIds::ctx`]: `if_statement`, `else_clause`, `labeled_statement` (a return there is no
+/// plain return), `case_statement`, `compound_statement`, `function_definition`.
+const CTX_BRANCH: u8 = 1;
+const CTX_CASE: u8 = 2;
+const CTX_BLOCK: u8 = 3;
+const CTX_FUNCTION: u8 = 4;
 
 fn body_ids() -> &'static BodyIds {
     static IDS: std::sync::OnceLock<BodyIds> = std::sync::OnceLock::new();
@@ -118,7 +146,7 @@ fn body_ids() -> &'static BodyIds {
                 .expect("tree-sitter-c has the field")
                 .get()
         };
-        BodyIds {
+        let ids = BodyIds {
             call_expression: kind("call_expression"),
             assignment_expression: kind("assignment_expression"),
             initializer_pair: kind("initializer_pair"),
@@ -136,8 +164,66 @@ fn body_ids() -> &'static BodyIds {
             ],
             field_function: field("function"),
             field_declarator: field("declarator"),
+            interest: Vec::new(),
+            ctx: Vec::new(),
+        };
+        let (interest, ctx) = kind_tables(&lang, &ids);
+        BodyIds {
+            interest,
+            ctx,
+            ..ids
         }
     })
+}
+
+/// [`BodyIds::interest`] and [`BodyIds::ctx`], by kind id.
+fn kind_tables(lang: &tree_sitter::Language, ids: &BodyIds) -> (Vec<u8>, Vec<u8>) {
+    let count = lang.node_kind_count();
+    let name = |id: usize| {
+        u16::try_from(id)
+            .ok()
+            .and_then(|id| lang.node_kind_for_id(id))
+    };
+    let mut interest = vec![0u8; count];
+    for k in [
+        ids.call_expression,
+        ids.assignment_expression,
+        ids.initializer_pair,
+    ]
+    .into_iter()
+    .chain(ids.declares)
+    {
+        if let Some(x) = interest.get_mut(usize::from(k)) {
+            *x |= SCANNED;
+        }
+    }
+    for k in crate::errsites::noted_kinds() {
+        if let Some(x) = interest.get_mut(usize::from(k)) {
+            *x |= EXITS;
+        }
+    }
+    // By name, as `Node::kind` compares them: an alias shares its name with another id.
+    for (id, x) in interest.iter_mut().enumerate() {
+        let name = name(id).unwrap_or("");
+        if matches!(
+            name,
+            "call_expression" | "argument_list" | "parenthesized_expression" | "cast_expression"
+        ) {
+            *x |= ONE_PAREN;
+        } else if name.ends_with("_expression") && name != "assignment_expression" {
+            *x |= PLAIN_EXPR;
+        }
+    }
+    let ctx = (0..count)
+        .map(|id| match name(id) {
+            Some("if_statement" | "else_clause" | "labeled_statement") => CTX_BRANCH,
+            Some("case_statement") => CTX_CASE,
+            Some("compound_statement") => CTX_BLOCK,
+            Some("function_definition") => CTX_FUNCTION,
+            _ => 0,
+        })
+        .collect();
+    (interest, ctx)
 }
 
 /// The node's text: a slice of the (already valid UTF-8) source, no re-validation
@@ -192,7 +278,7 @@ fn walk_top(root: Node, src: &str, facts: &mut FileFacts, sites_time: &mut Durat
     loop {
         let child = cursor.node();
         let mut descend = false;
-        match child.kind() {
+        match crate::cfields::kind(child) {
             "function_definition" => {
                 if let Some(f) = function_def(child, src, sites_time) {
                     facts.functions.push(f);
@@ -215,7 +301,7 @@ fn walk_top(root: Node, src: &str, facts: &mut FileFacts, sites_time: &mut Durat
             }
             "preproc_include" => {
                 if let Some(p) = child.child_by_field_id(crate::cfields::fields().path) {
-                    if p.kind() == "string_literal" {
+                    if crate::cfields::kind(p) == "string_literal" {
                         let t = text(p, src).trim_matches('"');
                         facts.local_includes.push(t.to_string());
                     }
@@ -312,7 +398,10 @@ fn specifiers(node: Node, src: &str) -> (bool, bool) {
     let mut is_inline = false;
     let mut cursor = node.walk();
     for c in node.children(&mut cursor) {
-        if matches!(c.kind(), "storage_class_specifier" | "function_specifier") {
+        if matches!(
+            crate::cfields::kind(c),
+            "storage_class_specifier" | "function_specifier"
+        ) {
             match text(c, src) {
                 "static" => is_static = true,
                 "inline" | "__inline" | "__inline__" => is_inline = true,
@@ -330,7 +419,7 @@ fn declared_name<'t>(declarator: Node<'t>, src: &str) -> Option<DeclaredName<'t>
     let mut d = declarator;
     let mut outer_fn: Option<Node> = None;
     let (name, handler_id) = loop {
-        match d.kind() {
+        match crate::cfields::kind(d) {
             "pointer_declarator" => {
                 if outer_fn.is_none() {
                     pointer = true;
@@ -461,35 +550,50 @@ fn scan_body<'t>(
     // does not exist costs tree-sitter twice a step that does (it searches the parent's hidden
     // children), and a leaf needs no step down.
     let mut following: Vec<usize> = vec![0];
+    // The kind ids of the nodes the cursor went down from (the body first): a return's
+    // ancestors, without `Node::parent`.
+    let mut ancestors: Vec<u16> = Vec::new();
     loop {
         let n = cursor.node();
         let children = n.child_count();
-        if children > 0 && !ids.opaque.contains(&n.kind_id()) && cursor.goto_first_child() {
+        let kind = n.kind_id();
+        let interest = ids.interest.get(usize::from(kind)).copied().unwrap_or(0);
+        if children > 0
+            && !ids.opaque.contains(&kind)
+            && !(interest & (PLAIN_EXPR | ONE_PAREN) != 0
+                && plain_expression(n, src, usize::from(interest & ONE_PAREN != 0)))
+            && cursor.goto_first_child()
+        {
             following.push(children - 1);
+            ancestors.push(kind);
             continue;
         }
         // Leaving `n` and every ancestor whose last child this was: postorder, where each
         // node is seen once and its kind read once (what is collected is a set or sorted
         // later, so the order of the visit does not matter but for the calls).
+        let (mut done, mut kind) = (n, kind);
         loop {
-            let done = cursor.node();
-            let kind = done.kind_id();
-            if kind == ids.call_expression {
-                if let Some(f) = done.child_by_field_id(ids.field_function) {
-                    scan.calls.push((done, f, line(done)));
+            let interest = ids.interest.get(usize::from(kind)).copied().unwrap_or(0);
+            if interest & SCANNED != 0 {
+                if kind == ids.call_expression {
+                    if let Some(f) = done.child_by_field_id(ids.field_function) {
+                        scan.calls.push((done, f, line(done)));
+                    }
+                } else if kind == ids.assignment_expression {
+                    if let Some(field) = written_field(done, src) {
+                        scan.field_writes.insert(field.to_string());
+                    }
+                    scan.stores.push(done);
+                } else if kind == ids.initializer_pair {
+                    scan.stores.push(done);
+                } else if ids.declares.contains(&kind) {
+                    note_declared_name(done, src, locals);
                 }
-            } else if kind == ids.assignment_expression {
-                if let Some(field) = written_field(done, src) {
-                    scan.field_writes.insert(field.to_string());
-                }
-                scan.stores.push(done);
-            } else if kind == ids.initializer_pair {
-                scan.stores.push(done);
-            } else if ids.declares.contains(&kind) {
-                note_declared_name(done, src, locals);
             }
-            if let Some(e) = exits.as_deref_mut() {
-                e.note(done, kind, src);
+            if interest & EXITS != 0 {
+                if let Some(e) = exits.as_deref_mut() {
+                    e.note(done, kind, src, || return_context(&ancestors, ids));
+                }
             }
             let Some(left) = following.last_mut() else {
                 scan.calls.reverse();
@@ -504,18 +608,70 @@ fn scan_body<'t>(
                 break;
             }
             following.pop();
+            ancestors.pop();
             if !cursor.goto_parent() {
                 scan.calls.reverse();
                 return scan;
             }
+            done = cursor.node();
+            kind = done.kind_id();
         }
     }
+}
+
+/// A [`PLAIN_EXPR`] or [`ONE_PAREN`] kind's node that holds nothing the walk reads: at most
+/// `parens` `(`, no `=`, no `{`, no error.
+fn plain_expression(n: Node, src: &str, parens: usize) -> bool {
+    if n.has_error() {
+        return false;
+    }
+    let Some(t) = src.as_bytes().get(n.start_byte()..n.end_byte()) else {
+        return false;
+    };
+    let mut left = parens;
+    for &b in t {
+        if b == b'=' || b == b'{' {
+            return false;
+        }
+        if b == b'(' {
+            if left == 0 {
+                return false;
+            }
+            left -= 1;
+        }
+    }
+    true
+}
+
+/// Whether a return whose ancestors up to the body are `ancestors` (kind ids, the body first)
+/// is in a `switch` case; `None` when an `if`, an `else` or a label holds it, or the body is
+/// not the function's block. The nearest ancestor first, up to the function's block (a
+/// nested function's, or the body: the walk's first node, whose parent is the definition).
+fn return_context(ancestors: &[u16], ids: &BodyIds) -> Option<bool> {
+    let ctx = |k: u16| ids.ctx.get(usize::from(k)).copied().unwrap_or(0);
+    let mut in_case = false;
+    for (i, &k) in ancestors.iter().enumerate().rev() {
+        match ctx(k) {
+            CTX_BRANCH => return None,
+            CTX_CASE => in_case = true,
+            CTX_BLOCK
+                if i == 0
+                    || ancestors
+                        .get(i - 1)
+                        .is_some_and(|&p| ctx(p) == CTX_FUNCTION) =>
+            {
+                return Some(in_case)
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `x->field = ...`: the field.
 fn written_field<'a>(assignment: Node, src: &'a str) -> Option<&'a str> {
     let l = assignment.child_by_field_id(crate::cfields::fields().left)?;
-    if l.kind() == "field_expression" && text_of_op(l, src) == "->" {
+    if crate::cfields::kind(l) == "field_expression" && text_of_op(l, src) == "->" {
         return Some(text(
             l.child_by_field_id(crate::cfields::fields().field)?,
             src,
@@ -549,17 +705,17 @@ fn param_facts(fn_decl: Node, src: &str) -> Vec<crate::model::Param> {
     let mut c = params.walk();
     let mut out = Vec::new();
     for p in params.named_children(&mut c) {
-        if p.kind() != "parameter_declaration" {
+        if crate::cfields::kind(p) != "parameter_declaration" {
             continue;
         }
         let ty = p.child_by_field_id(crate::cfields::fields().r#type);
-        let ty_kind = ty.map(|t| t.kind()).unwrap_or("");
+        let ty_kind = ty.map(|t| crate::cfields::kind(t)).unwrap_or("");
         let mut stars = 0usize;
         let mut d = p.child_by_field_id(crate::cfields::fields().declarator);
         let mut scalar = !matches!(ty_kind, "struct_specifier" | "union_specifier");
         let mut name = String::new();
         while let Some(n) = d {
-            match n.kind() {
+            match crate::cfields::kind(n) {
                 "identifier" => {
                     name = text(n, src).to_string();
                     break;
@@ -569,7 +725,7 @@ fn param_facts(fn_decl: Node, src: &str) -> Vec<crate::model::Param> {
                 | "function_declarator"
                 | "abstract_pointer_declarator" => {
                     scalar = false;
-                    stars += usize::from(n.kind().contains("pointer"));
+                    stars += usize::from(crate::cfields::kind(n).contains("pointer"));
                     d = n.child_by_field_id(crate::cfields::fields().declarator);
                 }
                 _ => {
@@ -600,7 +756,7 @@ fn count_params(fn_decl: Node, src: &str) -> usize {
     let mut c = params.walk();
     let decls: Vec<Node> = params
         .named_children(&mut c)
-        .filter(|n| n.kind() == "parameter_declaration")
+        .filter(|n| crate::cfields::kind(*n) == "parameter_declaration")
         .collect();
     if decls.len() == 1 && text(decls[0], src).trim() == "void" {
         return 0;
@@ -648,7 +804,7 @@ fn text_of_op<'a>(field_expr: Node, src: &'a str) -> &'a str {
 }
 
 fn call_target(f: Node, src: &str, locals: &BTreeSet<String>) -> Option<CallTarget> {
-    match f.kind() {
+    match crate::cfields::kind(f) {
         "identifier" => {
             let name = text(f, src).to_string();
             if locals.contains(&name) {
@@ -660,7 +816,7 @@ fn call_target(f: Node, src: &str, locals: &BTreeSet<String>) -> Option<CallTarg
         "field_expression" => {
             let field = text(f.child_by_field_id(crate::cfields::fields().field)?, src).to_string();
             let base = f.child_by_field_id(crate::cfields::fields().argument)?;
-            if base.kind() == "field_expression" {
+            if crate::cfields::kind(base) == "field_expression" {
                 let base_field = base
                     .child_by_field_id(crate::cfields::fields().field)
                     .map(|x| text(x, src));
@@ -676,7 +832,7 @@ fn call_target(f: Node, src: &str, locals: &BTreeSet<String>) -> Option<CallTarg
         "parenthesized_expression" => {
             // `(((f)))(x)`: unwrap iteratively, a damaged file may nest thousands deep.
             let mut inner = f;
-            while inner.kind() == "parenthesized_expression" {
+            while crate::cfields::kind(inner) == "parenthesized_expression" {
                 let mut c = inner.walk();
                 inner = inner.named_children(&mut c).next()?;
             }
@@ -732,7 +888,7 @@ fn idents_before_paren(body: &str) -> Vec<String> {
 
 fn ops_table(decl: Node, src: &str) -> Option<OpsTable> {
     let ty = decl.child_by_field_id(crate::cfields::fields().r#type)?;
-    if ty.kind() != "struct_specifier" {
+    if crate::cfields::kind(ty) != "struct_specifier" {
         return None;
     }
     if ty
@@ -743,7 +899,7 @@ fn ops_table(decl: Node, src: &str) -> Option<OpsTable> {
         return None;
     }
     let init = decl.child_by_field_id(crate::cfields::fields().declarator)?;
-    if init.kind() != "init_declarator" {
+    if crate::cfields::kind(init) != "init_declarator" {
         return None;
     }
     let name = text(
@@ -755,7 +911,7 @@ fn ops_table(decl: Node, src: &str) -> Option<OpsTable> {
     let mut members = Vec::new();
     let mut c = list.walk();
     for pair in list.named_children(&mut c) {
-        if pair.kind() != "initializer_pair" {
+        if crate::cfields::kind(pair) != "initializer_pair" {
             continue;
         }
         let designator = pair
@@ -763,7 +919,7 @@ fn ops_table(decl: Node, src: &str) -> Option<OpsTable> {
             .map(|d| text(d, src).trim_start_matches('.').trim().to_string());
         let value = pair.child_by_field_id(crate::cfields::fields().value);
         if let (Some(member), Some(value)) = (designator, value) {
-            if value.kind() == "identifier" {
+            if crate::cfields::kind(value) == "identifier" {
                 members.push((member, text(value, src).to_string(), line(pair)));
             }
         }
@@ -956,6 +1112,23 @@ mod tests {
         assert!(t.contains(&CallTarget::LocalPointer("cb".into())));
         assert!(t.contains(&CallTarget::Named("g".into())));
         assert_eq!(fun.field_writes, vec!["usecnt".to_string()]);
+    }
+
+    #[test]
+    fn statement_expressions_are_walked() {
+        // `(({ ... }))`: the inner parentheses hold one `(` of their own and no `=`; their
+        // braces still make the walk go in (a declaration, a return).
+        let f = facts("int f(int a)\n{\n\tif (({ int h; h; }))\n\t\th(1);\n\tg(({ return -EINVAL; }));\n\treturn 0;\n}\n");
+        let fun = &f.functions[0];
+        let t: Vec<_> = fun.calls.iter().map(|c| c.target.clone()).collect();
+        assert!(t.contains(&CallTarget::LocalPointer("h".into())), "{t:?}");
+        assert!(
+            fun.error_sites
+                .iter()
+                .any(|s| s.errno.as_deref() == Some("EINVAL")),
+            "{:?}",
+            fun.error_sites
+        );
     }
 
     #[test]

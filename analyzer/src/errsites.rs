@@ -81,7 +81,9 @@ pub(crate) struct BodyExits<'t> {
     labels: BTreeMap<String, Node<'t>>,
     assigns: Vec<Assign<'t>>,
     ifs: Vec<Node<'t>>,
-    returns: Vec<Node<'t>>,
+    /// Each return, and whether it is in a `switch` case when no `if`, `else` or label holds
+    /// it on the way up to the body (`None`: one does, it is no plain return).
+    returns: Vec<(Node<'t>, Option<bool>)>,
     /// Start byte of the first label: returns after it are the error epilogue.
     first_label: usize,
     /// The function returns a pointer.
@@ -138,6 +140,19 @@ fn site_ids() -> &'static SiteIds {
     })
 }
 
+/// The kinds [`BodyExits::note`] reads: the walk calls it only for these.
+pub(crate) fn noted_kinds() -> [u16; 6] {
+    let ids = site_ids();
+    [
+        ids.labeled_statement,
+        ids.if_statement,
+        ids.return_statement,
+        ids.assignment_expression,
+        ids.call_expression,
+        ids.init_declarator,
+    ]
+}
+
 impl<'t> BodyExits<'t> {
     /// `ptr`: the function returns a pointer, so a bare `return var;` is a success (its errors
     /// go through `ERR_PTR`/`ERR_CAST`).
@@ -160,10 +175,19 @@ impl<'t> BodyExits<'t> {
         self.params = params.into_iter().collect();
     }
 
-    /// One node of the body (`k`: its kind id), in the walk's left-to-right postorder (every
-    /// node once). The lists are sorted by [`Self::sites`]; of two labels of one name the first
-    /// left in postorder is kept (the one the former right-to-left preorder pass saw last).
-    pub(crate) fn note(&mut self, n: Node<'t>, k: u16, src: &str) {
+    /// One node of the body (`k`: its kind id, one of [`noted_kinds`]), in the walk's
+    /// left-to-right postorder (every node once). The lists are sorted by [`Self::sites`]; of
+    /// two labels of one name the first left in postorder is kept (the one the former
+    /// right-to-left preorder pass saw last). `in_case`, asked of a return only: whether it is
+    /// in a `switch` case, `None` when an `if`, `else` or label holds it (from the walk's
+    /// path: `Node::parent` searches down from the root).
+    pub(crate) fn note(
+        &mut self,
+        n: Node<'t>,
+        k: u16,
+        src: &str,
+        in_case: impl FnOnce() -> Option<bool>,
+    ) {
         let ids = site_ids();
         if k == ids.labeled_statement {
             if let Some(l) = n.child_by_field_id(ids.field_label) {
@@ -173,7 +197,7 @@ impl<'t> BodyExits<'t> {
         } else if k == ids.if_statement {
             self.ifs.push(n);
         } else if k == ids.return_statement {
-            self.returns.push(n);
+            self.returns.push((n, in_case()));
         } else if k == ids.assignment_expression {
             note_assign(n, src, &mut self.assigns);
         } else if k == ids.call_expression {
@@ -211,14 +235,14 @@ impl<'t> BodyExits<'t> {
     pub(crate) fn sites(mut self, src: &str) -> Vec<ErrorSite> {
         self.assigns.sort_by_key(|a| a.byte);
         self.ifs.sort_by_key(|n| n.start_byte());
-        self.returns.sort_by_key(|n| n.start_byte());
+        self.returns.sort_by_key(|(n, _)| n.start_byte());
         let b = &self;
         let mut out: Vec<ErrorSite> = Vec::new();
         for &i in &b.ifs {
             if_sites(i, b, src, &mut out);
         }
-        for &r in &b.returns {
-            if let Some(s) = plain_return_site(r, b, src) {
+        for &(r, in_case) in &b.returns {
+            if let Some(s) = in_case.and_then(|in_case| plain_return_site(r, in_case, b, src)) {
                 out.push(s);
             }
         }
@@ -241,7 +265,7 @@ fn note_assign<'t>(n: Node<'t>, src: &str, out: &mut Vec<Assign<'t>>) {
     ) else {
         return;
     };
-    if l.kind() != "identifier" {
+    if crate::cfields::kind(l) != "identifier" {
         return;
     }
     out.push(Assign {
@@ -259,13 +283,13 @@ fn note_init<'t>(n: Node<'t>, src: &str, out: &mut Vec<Assign<'t>>) {
     ) else {
         return;
     };
-    while d.kind() == "pointer_declarator" {
+    while crate::cfields::kind(d) == "pointer_declarator" {
         match d.child_by_field_id(crate::cfields::fields().declarator) {
             Some(x) => d = x,
             None => return,
         }
     }
-    if d.kind() != "identifier" {
+    if crate::cfields::kind(d) != "identifier" {
         return;
     }
     out.push(Assign {
@@ -279,7 +303,7 @@ fn note_init<'t>(n: Node<'t>, src: &str, out: &mut Vec<Assign<'t>>) {
 /// Strip parentheses, casts and the transparent wrappers.
 fn unwrap_expr(mut n: Node) -> Node {
     loop {
-        match n.kind() {
+        match crate::cfields::kind(n) {
             "parenthesized_expression" => match n.named_child(0) {
                 Some(c) => n = c,
                 None => return n,
@@ -296,11 +320,11 @@ fn unwrap_expr(mut n: Node) -> Node {
 /// The called name of a call expression: `f` of `f(...)`, the member of a dispatch through
 /// a function pointer field (`alloc_pd` of `dev->ops.alloc_pd(...)`).
 fn call_name<'a>(n: Node, src: &'a str) -> Option<&'a str> {
-    if n.kind() != "call_expression" {
+    if crate::cfields::kind(n) != "call_expression" {
         return None;
     }
     let f = n.child_by_field_id(crate::cfields::fields().function)?;
-    match f.kind() {
+    match crate::cfields::kind(f) {
         "identifier" => Some(text(f, src)),
         "field_expression" => Some(text(
             f.child_by_field_id(crate::cfields::fields().field)?,
@@ -319,7 +343,7 @@ fn first_arg(n: Node) -> Option<Node> {
 /// `-ECONST`: the constant's name.
 fn negated_errno<'a>(n: Node, src: &'a str) -> Option<&'a str> {
     let n = unwrap_expr(n);
-    if n.kind() != "unary_expression"
+    if crate::cfields::kind(n) != "unary_expression"
         || n.child_by_field_id(crate::cfields::fields().operator)
             .map(|o| text(o, src))
             != Some("-")
@@ -328,7 +352,7 @@ fn negated_errno<'a>(n: Node, src: &'a str) -> Option<&'a str> {
     }
     let a = unwrap_expr(n.child_by_field_id(crate::cfields::fields().argument)?);
     let t = text(a, src);
-    (a.kind() == "identifier" && is_errno_name(t)).then_some(t)
+    (crate::cfields::kind(a) == "identifier" && is_errno_name(t)).then_some(t)
 }
 
 fn is_errno_name(t: &str) -> bool {
@@ -345,7 +369,7 @@ fn value_of(n: Node, src: &str) -> Option<Value> {
     if let Some(e) = negated_errno(n, src) {
         return Some(Value::Const(e.to_string()));
     }
-    match n.kind() {
+    match crate::cfields::kind(n) {
         "identifier" => {
             let t = text(n, src);
             (!matches!(t, "NULL" | "true" | "false")).then(|| Value::Var(t.to_string()))
@@ -379,7 +403,10 @@ fn value_of(n: Node, src: &str) -> Option<Value> {
 fn returned(r: Node, b: &BodyExits, src: &str, goto_at: Option<usize>) -> Option<Value> {
     let e = r.named_child(0)?;
     let bare = unwrap_expr(e);
-    if b.ptr && bare.kind() == "identifier" && !b.err_ptrs.iter().any(|v| v == text(bare, src)) {
+    if b.ptr
+        && crate::cfields::kind(bare) == "identifier"
+        && !b.err_ptrs.iter().any(|v| v == text(bare, src))
+    {
         return held_at(b, text(bare, src), goto_at?);
     }
     value_of(e, src)
@@ -436,7 +463,7 @@ fn held_at(b: &BodyExits, var: &str, at: usize) -> Option<Value> {
 fn on_every_path_to(n: Node, at: usize) -> bool {
     let mut p = n.parent();
     while let Some(x) = p {
-        match x.kind() {
+        match crate::cfields::kind(x) {
             "function_definition" => return true,
             "compound_statement"
             | "if_statement"
@@ -460,13 +487,13 @@ fn on_every_path_to(n: Node, at: usize) -> bool {
 
 /// The last statement of a branch (the branch itself when it is not a block).
 fn last_statement(n: Node) -> Option<Node> {
-    if n.kind() != "compound_statement" {
+    if crate::cfields::kind(n) != "compound_statement" {
         return Some(n);
     }
     let mut c = n.walk();
     let last = n
         .named_children(&mut c)
-        .filter(|s| s.kind() != "comment")
+        .filter(|s| crate::cfields::kind(*s) != "comment")
         .last();
     last
 }
@@ -474,7 +501,7 @@ fn last_statement(n: Node) -> Option<Node> {
 /// The error a branch exits with: its return's value, or the return its goto reaches.
 fn branch_exit(branch: Node, b: &BodyExits, src: &str) -> Option<Value> {
     let s = last_statement(branch)?;
-    let v = match s.kind() {
+    let v = match crate::cfields::kind(s) {
         "return_statement" => returned(s, b, src, None)?,
         "goto_statement" => label_exit(
             text(s.child_by_field_id(crate::cfields::fields().label)?, src),
@@ -495,17 +522,17 @@ fn branch_exit(branch: Node, b: &BodyExits, src: &str) -> Option<Value> {
 fn label_exit(label: &str, b: &BodyExits, src: &str, at: usize) -> Option<Value> {
     let mut n = *b.labels.get(label)?;
     for _ in 0..16 {
-        let stmt = if n.kind() == "labeled_statement" {
+        let stmt = if crate::cfields::kind(n) == "labeled_statement" {
             let mut c = n.walk();
             let inner = n
                 .named_children(&mut c)
-                .filter(|x| x.kind() != "statement_identifier")
+                .filter(|x| crate::cfields::kind(*x) != "statement_identifier")
                 .last();
             inner?
         } else {
             n
         };
-        if stmt.kind() == "return_statement" {
+        if crate::cfields::kind(stmt) == "return_statement" {
             return returned(stmt, b, src, Some(at));
         }
         n = n.next_named_sibling()?;
@@ -524,7 +551,7 @@ fn if_sites(i: Node, b: &BodyExits, src: &str, out: &mut Vec<ErrorSite>) {
             .and_then(|e| e.named_child(0)),
     ];
     for branch in branches.into_iter().flatten() {
-        if branch.kind() == "if_statement" {
+        if crate::cfields::kind(branch) == "if_statement" {
             continue;
         }
         let Some(exit) = branch_exit(branch, b, src) else {
@@ -573,7 +600,7 @@ fn classify(cond: Node, errno: Option<&str>, b: &BodyExits, src: &str) -> SiteSh
 fn lookup_key(cond: Node, b: &BodyExits, src: &str) -> Option<String> {
     let f = crate::cfields::fields();
     let n = unwrap_expr(cond);
-    let tested = match n.kind() {
+    let tested = match crate::cfields::kind(n) {
         "unary_expression"
             if n.child_by_field_id(f.operator).map(|o| text(o, src)) == Some("!") =>
         {
@@ -593,7 +620,7 @@ fn lookup_key(cond: Node, b: &BodyExits, src: &str) -> Option<String> {
     };
     // the entry itself, or the arguments of a predicate on it (not an error test: `!IS_ERR(x)`
     // says the opposite)
-    let operands: Vec<Node> = match tested.kind() {
+    let operands: Vec<Node> = match crate::cfields::kind(tested) {
         "call_expression" => {
             if call_name(tested, src).is_some_and(|c| TRANSPARENT_CALLS.contains(&c)) {
                 return None;
@@ -614,7 +641,7 @@ fn lookup_key(cond: Node, b: &BodyExits, src: &str) -> Option<String> {
 fn keyed_subscript(mut n: Node, b: &BodyExits, src: &str) -> Option<String> {
     let f = crate::cfields::fields();
     loop {
-        match n.kind() {
+        match crate::cfields::kind(n) {
             "field_expression" => n = unwrap_expr(n.child_by_field_id(f.argument)?),
             "pointer_expression" => n = unwrap_expr(n.child_by_field_id(f.argument)?),
             "subscript_expression" => {
@@ -633,10 +660,13 @@ fn keyed_subscript(mut n: Node, b: &BodyExits, src: &str) -> Option<String> {
 /// not through a field of it (`attr->idx`, `dev->cur`: what a structure holds, the caller's
 /// or the object's, the syntax cannot tell).
 fn names_a_param(n: Node, b: &BodyExits, src: &str) -> bool {
-    if n.kind() == "identifier" {
+    if crate::cfields::kind(n) == "identifier" {
         return b.params.iter().any(|p| p == text(n, src));
     }
-    if matches!(n.kind(), "field_expression" | "field_identifier") {
+    if matches!(
+        crate::cfields::kind(n),
+        "field_expression" | "field_identifier"
+    ) {
         return false;
     }
     let mut c = n.walk();
@@ -655,7 +685,7 @@ fn mentions_state(cond: &str) -> bool {
 fn tested_call(cond: Node, b: &BodyExits, src: &str) -> Option<String> {
     let mut n = unwrap_expr(cond);
     loop {
-        match n.kind() {
+        match crate::cfields::kind(n) {
             "unary_expression"
                 if n.child_by_field_id(crate::cfields::fields().operator)
                     .map(|o| text(o, src))
@@ -696,26 +726,9 @@ fn tested_call(cond: Node, b: &BodyExits, src: &str) -> Option<String> {
     }
 }
 
-/// A `return <error>` not in an `if` branch: in a switch case (a value outside the cases:
-/// the request), or unconditional before the first label.
-fn plain_return_site(r: Node, b: &BodyExits, src: &str) -> Option<ErrorSite> {
-    let mut p = r.parent()?;
-    let mut in_case = false;
-    loop {
-        match p.kind() {
-            "if_statement" | "else_clause" => return None,
-            "case_statement" => in_case = true,
-            "labeled_statement" => return None,
-            "compound_statement"
-                if p.parent()
-                    .is_some_and(|x| x.kind() == "function_definition") =>
-            {
-                break
-            }
-            _ => {}
-        }
-        p = p.parent()?;
-    }
+/// A `return <error>` not in an `if` branch: in a switch case (`in_case`: a value outside the
+/// cases, the request), or unconditional before the first label.
+fn plain_return_site(r: Node, in_case: bool, b: &BodyExits, src: &str) -> Option<ErrorSite> {
     if !in_case && r.start_byte() > b.first_label {
         return None;
     }

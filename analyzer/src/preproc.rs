@@ -118,22 +118,31 @@ struct Frame {
 pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
     let mut out = String::with_capacity(src.len());
     let mut cond = Conditionals::new(config);
-    let lines: Vec<&str> = src.split_inclusive('\n').collect();
-    let mut i = 0;
-    while i < lines.len() {
-        let (directive, span) = logical_directive(&lines, i);
-        let keep = match directive {
-            Some(logical) => cond.directive(&logical, i + 1),
-            None => cond.active(),
-        };
-        for l in &lines[i..i + span] {
+    // Line by line, without a list of the lines: a directive takes its continuation lines
+    // from the iterator.
+    let mut lines = src.split_inclusive('\n');
+    let mut line_no = 0;
+    let mut span_lines: Vec<&str> = Vec::new();
+    while let Some(first) = lines.next() {
+        line_no += 1;
+        if !first.trim_start().starts_with('#') {
+            if cond.active() {
+                out.push_str(first);
+            } else {
+                blank_into(&mut out, first);
+            }
+            continue;
+        }
+        let logical = logical_directive(first, &mut lines, &mut span_lines);
+        let keep = cond.directive(&logical, line_no);
+        for l in span_lines.iter().copied() {
             if keep {
                 out.push_str(l);
             } else {
                 blank_into(&mut out, l);
             }
         }
-        i += span;
+        line_no += span_lines.len() - 1;
     }
     blank_annotations(&mut out);
     rewrite_macro_idioms(&mut out);
@@ -147,22 +156,26 @@ pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
     }
 }
 
-/// The directive starting at `lines[i]` with its backslash continuations joined into one
-/// logical line, and how many physical lines it spans (1 for a line that is not a directive).
-fn logical_directive(lines: &[&str], i: usize) -> (Option<String>, usize) {
-    let first = lines[i];
-    if !first.trim_start().starts_with('#') {
-        return (None, 1);
-    }
+/// The directive whose first line is `first` with its backslash continuations (taken from
+/// `rest`) joined into one logical line; `span` gets its physical lines.
+fn logical_directive<'s>(
+    first: &'s str,
+    rest: &mut impl Iterator<Item = &'s str>,
+    span: &mut Vec<&'s str>,
+) -> String {
+    span.clear();
+    span.push(first);
     let mut logical = first.trim_end_matches(['\n', '\r']).to_string();
-    let mut span = 1;
-    while logical.ends_with('\\') && i + span < lines.len() {
+    while logical.ends_with('\\') {
+        let Some(next) = rest.next() else {
+            break;
+        };
         logical.pop();
         logical.push(' ');
-        logical.push_str(lines[i + span].trim_end_matches(['\n', '\r']));
-        span += 1;
+        logical.push_str(next.trim_end_matches(['\n', '\r']));
+        span.push(next);
     }
-    (Some(logical), span)
+    logical
 }
 
 /// The `#if` nesting of one file as its directives are read in order, the file's own
@@ -284,16 +297,13 @@ impl<'a> Conditionals<'a> {
 }
 
 fn blank_into(out: &mut String, line: &str) {
-    for c in line.chars() {
-        if c == '\n' || c == '\r' {
-            out.push(c);
-        } else {
-            // Keep byte length: a multi-byte char becomes as many spaces as it had bytes.
-            for _ in 0..c.len_utf8() {
-                out.push(' ');
-            }
-        }
-    }
+    // Keep byte length: a multi-byte char becomes as many spaces as it had bytes (none of
+    // its bytes is ASCII).
+    out.extend(line.bytes().map(|b| match b {
+        b'\n' => '\n',
+        b'\r' => '\r',
+        _ => ' ',
+    }));
 }
 
 fn split_word(s: &str) -> (&str, &str) {

@@ -26,8 +26,11 @@ fn line(n: Node) -> usize {
 fn outside_name<'a>(n: Node, src: &'a str, locals: &BTreeSet<String>) -> Option<&'a str> {
     let mut v = n;
     // `&f` and `(f)` name f as well
-    while matches!(v.kind(), "parenthesized_expression" | "pointer_expression") {
-        if v.kind() == "pointer_expression"
+    while matches!(
+        crate::cfields::kind(v),
+        "parenthesized_expression" | "pointer_expression"
+    ) {
+        if crate::cfields::kind(v) == "pointer_expression"
             && v.child_by_field_id(fields().operator).map(|o| text(o, src)) != Some("&")
         {
             return None;
@@ -37,12 +40,12 @@ fn outside_name<'a>(n: Node, src: &'a str, locals: &BTreeSet<String>) -> Option<
             .or_else(|| v.named_child(0))?;
     }
     let name = text(v, src);
-    (v.kind() == "identifier" && !locals.contains(name)).then_some(name)
+    (crate::cfields::kind(v) == "identifier" && !locals.contains(name)).then_some(name)
 }
 
 /// `a->f = x` / `a.f = x`: (field, through a pointer).
 fn stored_field(left: Node, src: &str) -> Option<(String, bool)> {
-    if left.kind() != "field_expression" {
+    if crate::cfields::kind(left) != "field_expression" {
         return None;
     }
     let field = text(left.child_by_field_id(fields().field)?, src).to_string();
@@ -123,7 +126,7 @@ pub(crate) fn of_call(call: Node, src: &str, locals: &BTreeSet<String>, out: &mu
     let Some(f) = call.child_by_field_id(fields().function) else {
         return;
     };
-    if f.kind() != "identifier" {
+    if crate::cfields::kind(f) != "identifier" {
         return;
     }
     let callee = text(f, src);
