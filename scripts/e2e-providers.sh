@@ -22,7 +22,7 @@ log() { printf '[e2e-providers %s] %s\n' "$VER" "$*" >&2; }
 fail() { log "FAIL: $*"; exit 1; }
 TABLE=generated/providers.yaml
 # the QP number, syndrome (0x04: local protection) and vendor syndrome the call's CQE carries
-QPN=0x123457 SYNDROME=0x4 VENDOR=0x99
+QPN=0x123456 SYNDROME=0x4 VENDOR=0x99
 
 rm -rf "$STAGE"
 mkdir -p "$STAGE"
@@ -41,7 +41,7 @@ for suite in bookworm trixie; do
 	cp "$lib" "$STAGE/$suite/"
 	echo "/extra/$suite/$(basename "$lib"):$off" >>"$STAGE/targets.txt"
 	if [ "$suite" = bookworm ]; then
-		echo "/extra/$suite/$(basename "$lib") $off 0x123456 $SYNDROME $VENDOR" >"$STAGE/call.txt"
+		echo "/extra/$suite/$(basename "$lib") $off $QPN $SYNDROME $VENDOR" >"$STAGE/call.txt"
 	fi
 done
 clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu \
