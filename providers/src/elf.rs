@@ -79,7 +79,14 @@ pub enum ResolveError {
 
 /// The GNU build-id of an ELF file, lowercase hex.
 pub fn build_id(elf: &[u8]) -> Result<String, ResolveError> {
-    let file = object::File::parse(elf).map_err(|e| ResolveError::NotElf(e.to_string()))?;
+    build_id_of(&parse_elf(elf)?)
+}
+
+fn parse_elf(elf: &[u8]) -> Result<object::File<'_>, ResolveError> {
+    object::File::parse(elf).map_err(|e| ResolveError::NotElf(e.to_string()))
+}
+
+fn build_id_of(file: &object::File<'_>) -> Result<String, ResolveError> {
     match file.build_id() {
         Ok(Some(id)) if !id.is_empty() => Ok(hex(id)),
         _ => Err(ResolveError::NoBuildId),
@@ -89,11 +96,13 @@ pub fn build_id(elf: &[u8]) -> Result<String, ResolveError> {
 /// The file offset of `path.symbol` in `library`, found through the same function in
 /// `archive` (both of one rdma-core build).
 pub fn resolve(library: &[u8], archive: &[u8], path: &ErrorPath) -> Result<Resolved, ResolveError> {
-    let build_id = build_id(library)?;
+    // the library parsed once: its build-id, the match and the calls that reach it
+    let file = parse_elf(library)?;
+    let build_id = build_id_of(&file)?;
     let (member, pattern) = function_pattern(archive, path.symbol)?;
-    let offsets = occurrences(library, &pattern)?;
+    let offsets = occurrences(&file, library, &pattern);
     match offsets.as_slice() {
-        [offset] => match callers(library, *offset)? {
+        [offset] => match callers(&file, library, *offset) {
             0 => Err(ResolveError::NoCaller {
                 build_id,
                 symbol: path.symbol.to_string(),
@@ -182,8 +191,7 @@ fn symbol_pattern(obj: &object::File<'_>, symbol: &str) -> Option<Pattern> {
 }
 
 /// Every file offset in the library's code sections where the pattern matches.
-fn occurrences(library: &[u8], pattern: &Pattern) -> Result<Vec<u64>, ResolveError> {
-    let file = object::File::parse(library).map_err(|e| ResolveError::NotElf(e.to_string()))?;
+fn occurrences(file: &object::File<'_>, library: &[u8], pattern: &Pattern) -> Vec<u64> {
     let mut offsets = Vec::new();
     for section in file.sections().filter(|s| s.kind() == SectionKind::Text) {
         let Some((file_offset, size)) = section.file_range() else {
@@ -209,13 +217,12 @@ fn occurrences(library: &[u8], pattern: &Pattern) -> Result<Vec<u64>, ResolveErr
             }
         }
     }
-    Ok(offsets)
+    offsets
 }
 
 /// How many `call rel32` (0xe8) in the code sections target the function at file offset
 /// `target` (addresses compared as the loader maps them).
-fn callers(library: &[u8], target: u64) -> Result<usize, ResolveError> {
-    let file = object::File::parse(library).map_err(|e| ResolveError::NotElf(e.to_string()))?;
+fn callers(file: &object::File<'_>, library: &[u8], target: u64) -> usize {
     let code: Vec<_> = file
         .sections()
         .filter(|s| s.kind() == SectionKind::Text)
@@ -227,7 +234,7 @@ fn callers(library: &[u8], target: u64) -> Result<usize, ResolveError> {
         .find(|(_, (off, size))| (*off..off + size).contains(&target))
         .map(|(addr, (off, _))| addr + (target - off))
     else {
-        return Ok(0);
+        return 0;
     };
     let mut count = 0;
     for (addr, (off, size)) in &code {
@@ -248,7 +255,7 @@ fn callers(library: &[u8], target: u64) -> Result<usize, ResolveError> {
             }
         }
     }
-    Ok(count)
+    count
 }
 
 fn hex(bytes: &[u8]) -> String {
