@@ -4,7 +4,8 @@
 #   scripts/build-deb.sh
 #
 # Contents: /usr/bin/probegen-agent (stripped), the bundle of every checked-in set
-# (/usr/lib/probegen/bundle, `probegen bundle`), /lib/modprobe.d/probegen.conf (a `remove` rule
+# (/usr/lib/probegen/bundle, `probegen bundle`), the provider uprobe and its table
+# (/usr/lib/probegen/providers), /lib/modprobe.d/probegen.conf (a `remove` rule
 # per driver module of the bundle), the unit /lib/systemd/system/probegen-agent.service,
 # the conffile /etc/probegen/probegen.conf, the man page, copyright, changelog, the lintian
 # overrides; maintainer scripts from deploy/debian/. Built with Debian's dpkg-deb directly (no
@@ -43,6 +44,11 @@ mkdir -p "$ROOT/DEBIAN" "$ROOT/usr/bin" "$ROOT/usr/lib/probegen" "$ROOT/lib/syst
 	"$ROOT/usr/share/lintian/overrides"
 strip --strip-unneeded --remove-section=.comment -o "$ROOT/usr/bin/probegen-agent" target/release/probegen-agent
 target/release/probegen bundle --sets generated --out "$ROOT/usr/lib/probegen/bundle" >/dev/null
+# `collect --provider-probes`: the mlx5 error-completion uprobe and the table of its offsets
+mkdir -p "$ROOT/usr/lib/probegen/providers"
+clang -target bpf -O2 -g -D__TARGET_ARCH_x86 -I/usr/include/x86_64-linux-gnu \
+	-c providers/bpf/mlx5_cqe.bpf.c -o "$ROOT/usr/lib/probegen/providers/mlx5_cqe.bpf.o"
+install -m 644 generated/providers.yaml "$ROOT/usr/lib/probegen/providers/providers.yaml"
 # modprobe.d: a `remove` rule per driver module of the bundle's sets, so that `modprobe -r`
 # first has the running agent detach that module's probes (docs/operations.md, "Drivers that come and go")
 mkdir -p "$ROOT/lib/modprobe.d"

@@ -180,6 +180,10 @@ fn workspace_crates_depend_along_the_data_flow() {
         ("collector", &["manifest", "wire", "baseline"]),
         ("sink-clickhouse", &["collector"]),
         ("sink-prometheus", &["collector"]),
+        // A stage of the run an embedder adds (`collect --provider-probes`): the collector's
+        // face and the provider table it probes by.
+        ("stage-providers", &["wire", "collector", "providers"]),
+        ("stage-ports", &["wire", "collector"]),
         (
             "probegen-agent",
             &[
@@ -189,6 +193,8 @@ fn workspace_crates_depend_along_the_data_flow() {
                 "collector",
                 "sink-clickhouse",
                 "sink-prometheus",
+                "stage-providers",
+                "stage-ports",
             ],
         ),
         // The command line: the pipeline and the agent, one call per command; the bundle with
@@ -233,6 +239,8 @@ fn agent_adds_no_crate_beyond_the_collector_but_its_command_line() {
         "collector",
         "sink-clickhouse",
         "sink-prometheus",
+        "stage-providers",
+        "stage-ports",
     ];
     let extra: Vec<&String> = graph["probegen-agent"]
         .iter()
@@ -251,4 +259,21 @@ fn agent_adds_no_crate_beyond_the_collector_but_its_command_line() {
             .collect();
         assert!(extra.is_empty(), "{stage} adds {extra:?} (justify it here)");
     }
+    // the provider stage (`--provider-probes`) adds the provider table's readers only: ELF
+    // build-ids (object) and the YAML table
+    let mut extra: Vec<String> = closure(&graph, "stage-providers")
+        .into_iter()
+        .filter(|d| {
+            !collector.contains(d)
+                && !["stage-providers", "collector", "wire"].contains(&d.as_str())
+        })
+        .collect();
+    extra.sort();
+    assert_eq!(
+        extra, PROVIDER_STAGE_ADDS,
+        "stage-providers adds {extra:?} (justify it here)"
+    );
 }
+
+/// What `stage-providers` adds to the agent beyond the collector.
+const PROVIDER_STAGE_ADDS: &[&str] = &["object", "providers"];

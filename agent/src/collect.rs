@@ -116,6 +116,8 @@ pub struct CollectArgs {
     pub fleet: FleetArgs,
     #[command(flatten)]
     pub baseline: crate::baseline::BaselineArgs,
+    #[command(flatten)]
+    pub providers: crate::providers::ProviderArgs,
 }
 
 /// Runs the collector as the flags say; the summary and the events go to stderr.
@@ -160,8 +162,18 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
     let a = &a;
     let (opts, sinks) = options(a)?;
     let mut keep = None;
-    if opts.object.is_some() && opts.replay.is_none() {
-        let job_vars = !opts.job_vars.is_empty() && opts.proc_root.is_some();
+    let live = opts.object.is_some() && opts.replay.is_none();
+    let providers = live
+        .then(|| {
+            let proc_root = opts.proc_root.clone().unwrap_or_else(|| "/proc".into());
+            a.providers.options(proc_root, &opts.job_vars)
+        })
+        .flatten();
+    if live {
+        // the provider stage reads other users' /proc/<pid>/maps and libraries, as the job
+        // variables do
+        let job_vars =
+            (!opts.job_vars.is_empty() && opts.proc_root.is_some()) || providers.is_some();
         if let Some(line) = crate::caps::check_this_process(job_vars).map_err(AgentError::Usage)? {
             eprintln!("probegen collect: {line}");
         }
@@ -173,6 +185,7 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
         sinks,
         out: &a.out,
         keep,
+        providers,
         metrics: waiting.zip(running),
     };
     let s = collector::run(&opts, &mut hooks)?;
@@ -267,6 +280,8 @@ struct Printer<'a> {
     keep: Option<u64>,
     /// `--metrics` bound while the bundle's set was chosen, and that set
     metrics: Option<(WaitingMetrics, RunningSet)>,
+    /// `--provider-probes` (live)
+    providers: Option<stage_providers::ProviderStageOptions>,
 }
 
 impl Hooks for Printer<'_> {
@@ -295,6 +310,16 @@ impl Hooks for Printer<'_> {
             sinks.push(Box::new(m));
         }
         Ok(sinks)
+    }
+
+    /// Live: the RDMA ports' error counters, and with `--provider-probes` the provider stage.
+    fn stages(&mut self) -> Result<Vec<Box<dyn collector::Stage>>, CollectError> {
+        let ports = stage_ports::PortStage::new(stage_ports::SYSFS_INFINIBAND.into());
+        let mut stages: Vec<Box<dyn collector::Stage>> = vec![Box::new(ports)];
+        if let Some(o) = self.providers.take() {
+            stages.push(crate::providers::start(&o)?);
+        }
+        Ok(stages)
     }
 
     fn event(&mut self, event: Event<'_>) {

@@ -61,6 +61,10 @@ const KEYS: &[(&str, Value)] = &[
     ("baseline-state-bytes", Value::Count),
     ("baseline-ringbuf-bytes", Value::Count),
     ("baseline-entry", Value::Text),
+    ("provider-probes", Value::Switch),
+    ("provider-object", Value::Text),
+    ("provider-table", Value::Text),
+    ("provider-rescan", Value::Count),
 ];
 
 /// The arguments with `collect --config FILE`'s lines added as flags (unchanged without it).

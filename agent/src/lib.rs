@@ -13,6 +13,7 @@ mod error;
 mod flags;
 mod fleet;
 mod host;
+mod providers;
 mod release;
 
 pub use baseline::{baseline_show, BaselineArgs, BaselineShowArgs};
@@ -21,4 +22,5 @@ pub use config::expand_config;
 pub use error::AgentError;
 pub use flags::{parse_duration, parse_listen, FlagError};
 pub use fleet::{report, schema, Fleet, FleetArgs, SchemaArgs};
+pub use providers::ProviderArgs;
 pub use release::{release, ReleaseArgs, DEFAULT_CONTROL};

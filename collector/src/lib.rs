@@ -14,6 +14,9 @@
 //! * `sinks/`: the [`Sink`] trait and the JSONL file. A sink sees wire types only; the
 //!   ClickHouse spool (`sink-clickhouse`) and the Prometheus exposition (`sink-prometheus`)
 //!   implement the same trait in their own crates and come in through [`Hooks::sinks`].
+//! * stages beside the source (`stage.rs`: the [`Stage`] trait): the port counters
+//!   (`stage-ports`) and the provider uprobes (`stage-providers`) each in their own crate on
+//!   `wire`'s types, added by the embedder through [`Hooks::stages`], given the QPs' peers.
 //! * `run/`: the loop over a source, the sinks in order, the error count, the [`Event`]s the
 //!   embedder prints ([`Hooks`]); the library prints no chain line and no sink error.
 //!
@@ -27,12 +30,12 @@ mod chains;
 mod error;
 mod live;
 mod pipeline;
-mod ports;
 mod procinfo;
 mod replay;
 mod run;
 mod sinks;
 mod source;
+mod stage;
 mod stop;
 mod timings;
 mod warning;
@@ -46,6 +49,7 @@ pub use run::outputs::MAX_CHAIN_LINES;
 pub use run::{run, Event, Hooks, Options, Summary};
 pub use sinks::jsonl::JsonlSink;
 pub use sinks::{Sink, SinkError};
+pub use stage::{PeerLookup, Stage};
 pub use stop::request_stop;
 pub use warning::Warning;
 // The stages below the collector, under the names its users have always had.
@@ -68,3 +72,4 @@ pub use wire::{
     JobMixOut, ShapeOut, StateView, TraceCounts, VerbMixOut, LOG2_BUCKETS,
 };
 pub use wire::{CounterReset, PortCounterKey, PortCounterOut, PORT_ERROR_COUNTERS};
+pub use wire::{ProvidersOut, MLX5_PROVIDER};

@@ -517,6 +517,8 @@ impl Pipeline {
                 && invariant.ok,
             invariant,
             qp_errors: k.qp.clone(),
+            // the run's provider stage fills it in (`--provider-probes`)
+            providers: None,
             chains,
             totals: Totals {
                 kernel: k.clone(),

@@ -51,6 +51,12 @@ pub(crate) trait Source {
         None
     }
 
+    /// The QPs' peers as the kernel keeps them, for the run's stages (live: the set's
+    /// `qp_peers` map).
+    fn peers(&self) -> &dyn crate::stage::PeerLookup {
+        &()
+    }
+
     /// Keep serving metrics this long after the input ended (replay `--linger`).
     fn linger(&self) -> Option<Duration> {
         None

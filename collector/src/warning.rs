@@ -49,6 +49,8 @@ pub enum Warning {
     /// `--baseline`: how calls are traced, or `baseline unavailable: <why>` (the failure path
     /// keeps working without it)
     Baseline(String),
+    /// A line of a stage of the run (`providers: ...`).
+    Stage(String),
 }
 
 impl fmt::Display for Warning {
@@ -107,6 +109,7 @@ impl fmt::Display for Warning {
                 path.display()
             ),
             Warning::Baseline(what) => f.write_str(what),
+            Warning::Stage(line) => f.write_str(line),
         }
     }
 }

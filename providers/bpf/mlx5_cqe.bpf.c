@@ -24,6 +24,8 @@ struct pg_provider_cqe {
 	__u8 pad;
 	__u32 pad2;
 	__u64 ts_ns;
+	__u64 cgroup_id; /* the job's cgroup, kept when the process is gone before it is read */
+	char comm[16];
 };
 
 struct {
@@ -71,6 +73,8 @@ int BPF_KPROBE(pg_mlx5_dump_cqe, void *mctx, const __u8 *cqe)
 	r->pad = 0;
 	r->pad2 = 0;
 	r->ts_ns = bpf_ktime_get_ns();
+	r->cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	bpf_ringbuf_submit(r, 0);
 	return 0;
 }

@@ -6,9 +6,16 @@
 #          generated/providers.yaml names in each staged libmlx5 (bookworm 44.0, trixie 56.1)
 #   stop:  mlx5_cqe_call calls bookworm's dump_cqe with a built error CQE (what a job's poll
 #          does when the NIC hands it one), then SIGTERM to the loader
-# Outputs in /out: uprobe.log (the loader's lines), call.log, targets.txt.
+#   and the agent: probegen-agent collect --provider-probes (the rxe set for the live run) scans
+#          the processes every window; in stop, a job (SLURM_JOB_ID) with an RC QP pair at RTR
+#          holds bookworm's library mapped until the agent probes it, then calls dump_cqe three
+#          times for its QP (tests/e2e/verbs_dataplane.c, mode provider), while
+#          another process calls a copy of it whose build-id no table names (never probed)
+# Outputs in /out: uprobe.log (the loader's lines), call.log, targets.txt; snapshots.jsonl,
+# collect.log (the agent's), job.log, unknown.log.
 X=/extra
 PIDF=/tmp/provider-uprobe.pid
+APIDF=/tmp/provider-agent.pid
 mkdir -p /out
 case "$1" in
 start)
@@ -22,11 +29,43 @@ start)
 		i=$((i + 1))
 	done
 	cat /out/uprobe.log
-	grep -q '^ready [1-9]' /out/uprobe.log
+	grep -q '^ready [1-9]' /out/uprobe.log || exit 1
+	mkdir -p /sys/fs/cgroup
+	mount -t cgroup2 none /sys/fs/cgroup 2>/dev/null
+	($X/probegen-agent collect --manifest $X/manifest.yaml --object $X/probes.bpf.o \
+		--interval 1s --out /out/snapshots.jsonl --provider-probes \
+		--provider-object $X/mlx5_cqe.bpf.o --provider-table $X/providers.yaml \
+		--provider-rescan 1 >/out/collect.stdout 2>/out/collect.log &
+		echo $! >$APIDF; wait) &
+	i=0
+	while ! grep -q '^probegen collect: attached' /out/collect.log 2>/dev/null && [ $i -lt 900 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	cat /out/collect.log
+	grep -q '^probegen collect: attached' /out/collect.log
 	;;
 stop)
 	cp $X/targets.txt /out/
 	rc=0
+	# the agent's part: the job's library is probed once the agent's scan sees it mapped
+	# shellcheck disable=SC2086
+	MLX5_CQE_CALL_WAIT=4 $X/mlx5_cqe_call $(cat $X/unknown.txt) >/out/unknown.log 2>&1 &
+	upid=$!
+	# shellcheck disable=SC2086
+	SLURM_JOB_ID=prov-77 MLX5_CQE_CALL_WAIT=4 \
+		$X/verbs_dataplane rxe0 provider $(cat $X/job.txt) >/out/job.log 2>&1 || rc=1
+	wait $upid || rc=1
+	cat /out/job.log /out/unknown.log
+	sleep 2
+	apid=$(cat $APIDF 2>/dev/null)
+	[ -n "$apid" ] && kill -TERM "$apid"
+	i=0
+	while [ -n "$apid" ] && kill -0 "$apid" 2>/dev/null && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	cat /out/collect.log
 	# shellcheck disable=SC2086
 	$X/mlx5_cqe_call $(cat $X/call.txt) >/out/call.log 2>&1 || rc=1
 	cat /out/call.log

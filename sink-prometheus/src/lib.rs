@@ -72,6 +72,8 @@ struct MetricsInput<'a> {
     pub baseline: Option<&'a BaselineMetrics>,
     /// the RDMA ports' error counters as last read (live)
     pub ports: &'a [(PortCounterKey, u64)],
+    /// `--provider-probes`: the provider stage's part of the last snapshot
+    pub providers: Option<&'a collector::ProvidersOut>,
 }
 
 /// What the exposition shows of the baseline: per handler its distinct success shapes and
@@ -217,7 +219,47 @@ fn render(m: &MetricsInput<'_>) -> String {
         render_baseline(&mut o, b);
     }
     render_ports(&mut o, m.ports);
+    if let Some(p) = m.providers {
+        render_providers(&mut o, p);
+    }
     o
+}
+
+/// `--provider-probes`: the error completions only a user-space provider sees, by status;
+/// those the uprobe's ring had no room for; the libraries found, by what was done with them.
+fn render_providers(o: &mut String, p: &collector::ProvidersOut) {
+    let _ = writeln!(
+        o,
+        "# HELP probegen_provider_error_completions_total Error completions a user-space provider library saw (libmlx5), by the status it reports to the job.\n\
+         # TYPE probegen_provider_error_completions_total counter"
+    );
+    let provider = collector::MLX5_PROVIDER;
+    for (status, v) in &p.by_status {
+        let _ = writeln!(
+            o,
+            "probegen_provider_error_completions_total{{provider=\"{provider}\",status=\"{status}\"}} {v}"
+        );
+    }
+    let _ = writeln!(
+        o,
+        "# HELP probegen_provider_error_completions_dropped_total Error completions the provider uprobe's ring had no room for.\n\
+         # TYPE probegen_provider_error_completions_dropped_total counter\n\
+         probegen_provider_error_completions_dropped_total {}",
+        p.dropped
+    );
+    let _ = writeln!(
+        o,
+        "# HELP probegen_provider_libraries Provider libraries the host's processes map, by what the agent does with each (unresolved: a build the provider table does not name, never probed).\n\
+         # TYPE probegen_provider_libraries gauge"
+    );
+    for state in ["probed", "unresolved", "detached", "failed"] {
+        let n = p
+            .libraries
+            .iter()
+            .filter(|l| l.state.as_str() == state)
+            .count();
+        let _ = writeln!(o, "probegen_provider_libraries{{state=\"{state}\"}} {n}");
+    }
 }
 
 /// The ports' error counters as the NIC counts them: the hardware's value, not the run's
@@ -448,6 +490,7 @@ struct MetricsState {
     pub set: Option<RunningSet>,
     pub baseline: Option<BaselineMetrics>,
     pub ports: Arc<Vec<(PortCounterKey, u64)>>,
+    pub providers: Option<collector::ProvidersOut>,
     pub qp_jobs: QpDeathJobs,
 }
 
@@ -520,6 +563,7 @@ impl MetricsState {
         }
         self.baseline = s.baseline.as_ref().map(BaselineMetrics::of);
         self.ports = t.ports.clone();
+        self.providers.clone_from(&s.providers);
         self.qp_jobs.observe(s);
     }
 
@@ -541,6 +585,7 @@ impl MetricsState {
             release: &self.release,
             baseline: self.baseline.as_ref(),
             ports: &self.ports,
+            providers: self.providers.as_ref(),
             qp_death_jobs: self.qp_jobs.total,
         }
     }
@@ -784,6 +829,7 @@ mod tests {
                 },
                 jobs_differing: 1,
             }),
+            providers: None,
             ports: &[
                 (
                     ("mlx5_0".into(), 1, "req_transport_retries_exceeded".into()),

@@ -1,79 +1,40 @@
 // mlx5_cqe_call: what a job's poll does when the NIC hands it an error completion, without the
 // NIC: loads the given libmlx5 (dlopen, as libibverbs loads its provider) and calls the
 // library's own dump_cqe at the file offset generated/providers.yaml names, with an error CQE
-// built here (QPN, syndrome, vendor syndrome, opcode chosen by the caller) and a zeroed
-// context (no debug file: dump_cqe prints nothing).
+// built here (QPN, syndrome, vendor syndrome chosen by the caller; mlx5_dump_cqe.h).
 //
 //   mlx5_cqe_call LIBRARY OFFSET QPN SYNDROME VENDOR_SYNDROME
+//
+// MLX5_CQE_CALL_WAIT=S: hold the library mapped S seconds before the call (an agent scanning
+// the host's processes finds it and attaches); MLX5_CQE_CALL_TIMES=N: N calls (a dying QP's
+// error completions, one entry and a count).
 #define _GNU_SOURCE
-#include <dlfcn.h>
-#include <link.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
-struct want {
-	const char *path;
-	unsigned long off;
-	void *addr;
-};
+#include "mlx5_dump_cqe.h"
 
-/* the address the loader mapped file offset `off` of the library at */
-static int find(struct dl_phdr_info *info, size_t size, void *data)
+static unsigned long env_num(const char *name, unsigned long dflt)
 {
-	struct want *w = data;
-	int i;
-
-	(void)size;
-	if (!info->dlpi_name || strcmp(info->dlpi_name, w->path))
-		return 0;
-	for (i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-
-		if (p->p_type == PT_LOAD && w->off >= p->p_offset &&
-		    w->off < p->p_offset + p->p_filesz)
-			w->addr = (void *)(info->dlpi_addr + p->p_vaddr + (w->off - p->p_offset));
-	}
-	return 1;
+	return getenv(name) ? strtoul(getenv(name), NULL, 0) : dflt;
 }
 
 int main(int argc, char **argv)
 {
-	unsigned char cqe[64] = { 0 };
-	struct want w;
-	unsigned long qpn;
-	void (*dump_cqe)(void *mctx, void *cqe);
-	void *mctx;
+	unsigned long off, times;
+	void *fn;
 
 	if (argc != 6) {
 		fprintf(stderr, "usage: %s LIBRARY OFFSET QPN SYNDROME VENDOR_SYNDROME\n", argv[0]);
 		return 2;
 	}
-	if (!dlopen(argv[1], RTLD_NOW)) {
-		fprintf(stderr, "mlx5_cqe_call: %s\n", dlerror());
+	off = strtoul(argv[2], NULL, 0);
+	fn = pg_dump_cqe_of(argv[1], off);
+	if (!fn)
 		return 1;
-	}
-	w.path = argv[1];
-	w.off = strtoul(argv[2], NULL, 0);
-	w.addr = NULL;
-	dl_iterate_phdr(find, &w);
-	if (!w.addr) {
-		fprintf(stderr, "mlx5_cqe_call: offset %#lx is in no loaded segment of %s\n", w.off,
-			argv[1]);
-		return 1;
-	}
-	qpn = strtoul(argv[3], NULL, 0);
-	cqe[0x36] = (unsigned char)strtoul(argv[5], NULL, 0);
-	cqe[0x37] = (unsigned char)strtoul(argv[4], NULL, 0);
-	cqe[0x39] = (qpn >> 16) & 0xff;
-	cqe[0x3a] = (qpn >> 8) & 0xff;
-	cqe[0x3b] = qpn & 0xff;
-	cqe[0x3f] = 0xd0; /* requester error */
-	/* larger than any rdma-core's struct mlx5_context, zeroed: no debug file */
-	mctx = calloc(1, 1 << 20);
-	dump_cqe = (void (*)(void *, void *))w.addr;
-	dump_cqe(mctx, cqe);
-	printf("called dump_cqe at %p (file offset %#lx) pid=%d\n", w.addr, w.off, getpid());
+	sleep((unsigned)env_num("MLX5_CQE_CALL_WAIT", 0));
+	times = env_num("MLX5_CQE_CALL_TIMES", 1);
+	pg_call_dump_cqe(fn, strtoul(argv[3], NULL, 0), (unsigned)strtoul(argv[4], NULL, 0),
+			 (unsigned)strtoul(argv[5], NULL, 0), times);
+	printf("called dump_cqe at %p (file offset %#lx) %lu times pid=%d\n", fn, off, times, getpid());
 	return 0;
 }

@@ -20,7 +20,8 @@ struct pg_provider_cqe {
 	unsigned int tgid, qpn;
 	unsigned char syndrome, vendor_syndrome, opcode, pad;
 	unsigned int pad2;
-	unsigned long long ts_ns;
+	unsigned long long ts_ns, cgroup_id;
+	char comm[16];
 };
 
 static volatile sig_atomic_t stop;

@@ -17,6 +17,12 @@
 //                                   the async event IB_EVENT_CQ_ERR
 //   verbs_dataplane DEV retry       B in a child process, killed after 50 good writes; the
 //                                   next write: IB_WC_RETRY_EXC_ERR on A (retry_cnt 2)
+//   verbs_dataplane DEV provider LIBRARY OFFSET
+//                                   libmlx5's own dump_cqe (at OFFSET of LIBRARY, loaded) called
+//                                   3 times with an error CQE of A's QP once A is at RTR with its
+//                                   peer: what mlx5's poll does for an error completion, for the
+//                                   agent's provider uprobe (MLX5_CQE_CALL_WAIT=S first holds the
+//                                   library mapped S seconds; mlx5_dump_cqe.h)
 //   verbs_dataplane DEV porterr NETDEV
 //                                   the async fd open, NETDEV (the one under DEV) set down:
 //                                   the async event IB_EVENT_PORT_ERR; then up again, and
@@ -42,6 +48,8 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+
+#include "mlx5_dump_cqe.h"
 
 #define BUF 65536
 #define GID_INDEX 1
@@ -454,6 +462,20 @@ static int retry(struct side *a)
 	return good == 50 ? 0 : 1;
 }
 
+/* the provider's error path for A's QP, three times (a dying QP's completions), then alive 3 s */
+static int provider(struct side *a, const char *lib, unsigned long off)
+{
+	void *fn = pg_dump_cqe_of(lib, off);
+
+	if (!fn)
+		return 2;
+	sleep(getenv("MLX5_CQE_CALL_WAIT") ? (unsigned)atoi(getenv("MLX5_CQE_CALL_WAIT")) : 0);
+	pg_call_dump_cqe(fn, a->qp->qp_num, 0x4, 0x99, 3);
+	report("provider", a, "IBV_WC_LOC_PROT_ERR", 3);
+	sleep(3);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct side a, b;
@@ -462,7 +484,7 @@ int main(int argc, char **argv)
 	int n, rc = 0;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: verbs_dataplane DEV healthy|rkey|lkey|rnr|flush|cqoverflow|retry|porterr [N|NETDEV]\n");
+		fprintf(stderr, "usage: verbs_dataplane DEV healthy|rkey|lkey|rnr|flush|cqoverflow|retry|porterr|provider [N|NETDEV|LIBRARY OFFSET]\n");
 		return 2;
 	}
 	dev_name = argv[1];
@@ -506,6 +528,8 @@ int main(int argc, char **argv)
 		rc = flush(&a, &pb, n);
 	} else if (!strcmp(mode, "cqoverflow")) {
 		rc = cq_overflow(&a, &pb);
+	} else if (!strcmp(mode, "provider") && argc > 4) {
+		rc = provider(&a, argv[3], strtoul(argv[4], NULL, 0));
 	} else {
 		fprintf(stderr, "verbs_dataplane: unknown mode %s\n", mode);
 		return 2;

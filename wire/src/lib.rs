@@ -17,6 +17,7 @@ mod outfile;
 mod owner;
 mod ports;
 mod probes;
+mod providers;
 mod qp_owner;
 mod record;
 mod relation;
@@ -44,6 +45,10 @@ pub use ports::{
     PORT_ERROR_COUNTERS,
 };
 pub use probes::{AttachKind, ProbeInfo, ProbeTable, TableError};
+pub use providers::{
+    mlx5_side, mlx5_status, LibraryState, ProviderLibrary, ProviderQpError, ProvidersOut,
+    MLX5_PROVIDER,
+};
 pub use record::{PgErrnoKey, PgRecord, RECORD_SIZE};
 pub use relation::CallRelation;
 pub use running_set::{AttachedByLayer, LayerAttached, RunningSet, SetMatch, SetOut};

@@ -86,6 +86,10 @@ pub struct Snapshot {
     /// rest; absent while no QP has had one
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qp_errors: Option<crate::QpErrors>,
+    /// With `collect --provider-probes`: the error completions only a user-space provider
+    /// library saw (per QP the first and a count), the libraries and the stage's accounting
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub providers: Option<crate::ProvidersOut>,
     /// With `collect --baseline`: the success shapes per handler, the expected failures and
     /// the trace records' counts
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -415,6 +419,7 @@ pub const SNAPSHOT_KEYS: &[&str] = &[
     "errors",
     "invariant",
     "qp_errors",
+    "providers",
     "baseline",
 ];
 

@@ -387,6 +387,18 @@ pub(crate) struct Loaded {
     session_refused: Option<String>,
 }
 
+/// The `qp_peers` map of the set (`struct pg_peer_key` {qpn, pid}); none without a peer probe.
+impl crate::stage::PeerLookup for Loaded {
+    fn peer(&self, qpn: u32, pid: u32, at_ns: u64) -> Option<wire::QpPeer> {
+        let m = self.map("qp_peers").ok()?;
+        let mut key = [0u8; 8];
+        key[..4].copy_from_slice(&qpn.to_ne_bytes());
+        key[4..].copy_from_slice(&pid.to_ne_bytes());
+        let val = m.lookup(&key, MapFlags::ANY).ok()??;
+        wire::QpPeer::from_bytes(&val, at_ns)
+    }
+}
+
 /// One module's attached programs (the links drop before their object).
 struct ModulePrograms {
     /// held: dropping a link detaches it

@@ -608,6 +608,10 @@ impl Source for LiveSource {
         std::mem::take(&mut self.warnings)
     }
 
+    fn peers(&self) -> &dyn crate::stage::PeerLookup {
+        &self.loaded
+    }
+
     fn cost(&mut self) -> Option<wire::AgentCost> {
         let mut c = super::cost::process()?;
         if super::cost::bpf_stats_enabled() {

@@ -5,6 +5,7 @@ use wire::{ChainClock, ChainView, Invariant};
 
 use crate::error::CollectError;
 use crate::sinks::{Sink, SinkError};
+use crate::stage::Stage;
 use crate::warning::Warning;
 
 /// What the embedder of a run provides: the sinks besides JSONL (ClickHouse, Prometheus), and what to
@@ -13,6 +14,13 @@ pub trait Hooks {
     /// The sinks to add, opened once the run knows the records' clock (live: this host's
     /// monotonic clock; replay: the newest record's).
     fn sinks(&mut self, _clock: ChainClock) -> Result<Vec<Box<dyn Sink>>, CollectError> {
+        Ok(Vec::new())
+    }
+
+    /// The stages besides the built-in ones (the port counters) that add their part to each
+    /// snapshot of a live run, opened once the probe set is loaded; a replay runs none (the
+    /// host it runs on is not the one recorded).
+    fn stages(&mut self) -> Result<Vec<Box<dyn Stage>>, CollectError> {
         Ok(Vec::new())
     }
 

@@ -17,11 +17,11 @@ use crate::chains::ChainClock;
 use crate::error::CollectError;
 use crate::live::{LiveSource, Timing};
 use crate::pipeline::{Pipeline, PipelineConfig};
-use crate::ports::{PortStage, SYSFS_INFINIBAND};
 use crate::procinfo::ProcCache;
 use crate::replay::{sleep_unless_stopped, Header, ReplayOptions, ReplaySource, REPLAY_SCHEMA};
 use crate::sinks::jsonl::JsonlSink;
 use crate::source::{Source, Step};
+use crate::stage::Stage;
 use crate::stop::{self, install_signal_handlers, stop_requested};
 pub use hooks::{Event, Hooks};
 pub use options::Options;
@@ -121,7 +121,7 @@ fn collect(
     pipe: &mut Pipeline,
     outputs: &mut Outputs,
     hooks: &mut dyn Hooks,
-    (flush, mut ports): (Duration, Option<PortStage>),
+    (flush, mut stages): (Duration, Vec<Box<dyn Stage>>),
 ) -> Result<Summary, CollectError> {
     let mut ended = Ok(());
     while !stop_requested() {
@@ -133,9 +133,7 @@ fn collect(
                 crate::timings::mark("source");
                 let mut s = pipe.snapshot(&k, SystemTime::now(), false);
                 s.agent = source.cost();
-                if let Some(p) = &mut ports {
-                    p.window(&mut s);
-                }
+                run_stages(&mut stages, &mut s, &*source, hooks);
                 crate::timings::mark("snapshot");
                 outputs.emit(&mut s, hooks);
                 let window = s.snapshot;
@@ -158,9 +156,7 @@ fn collect(
     report_warnings(source, hooks);
     let mut s = pipe.snapshot(&k, SystemTime::now(), true);
     s.agent = source.cost();
-    if let Some(p) = &mut ports {
-        p.window(&mut s);
-    }
+    run_stages(&mut stages, &mut s, &*source, hooks);
     let ok = s.invariant.ok;
     if !ok {
         hooks.event(Event::InvariantViolated(&s.invariant));
@@ -177,6 +173,21 @@ fn collect(
     }
     let sum = summary(pipe, &k, outputs, ok, flush);
     ended.map(|()| sum)
+}
+
+/// Each stage's part of the window's snapshot, and the lines the stages have for the operator.
+fn run_stages(
+    stages: &mut [Box<dyn Stage>],
+    s: &mut wire::Snapshot,
+    source: &dyn Source,
+    hooks: &mut dyn Hooks,
+) {
+    for line in stages
+        .iter_mut()
+        .flat_map(|st| st.window(s, source.peers()))
+    {
+        hooks.event(Event::Warning(&crate::warning::Warning::Stage(line)));
+    }
 }
 
 /// Hands what the source warned about to the hooks (nothing to take on most turns: no
@@ -260,7 +271,7 @@ fn run_replay(
         &mut pipe,
         &mut outputs,
         hooks,
-        (opts.sink_flush, None),
+        (opts.sink_flush, Vec::new()),
     )
 }
 
@@ -374,9 +385,12 @@ fn run_live(
         s.start(pipe.table(), pipe.attached_shared(), &statuses);
     }
     pipe.start_window(SystemTime::now());
-    let stage = (
-        opts.sink_flush,
-        Some(PortStage::new(PathBuf::from(SYSFS_INFINIBAND))),
-    );
-    collect(&mut source, &mut pipe, &mut outputs, hooks, stage)
+    let stages = hooks.stages()?;
+    collect(
+        &mut source,
+        &mut pipe,
+        &mut outputs,
+        hooks,
+        (opts.sink_flush, stages),
+    )
 }

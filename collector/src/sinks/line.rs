@@ -13,8 +13,8 @@ use std::io::Write;
 use serde::Serialize;
 
 use wire::{
-    AttachStatus, BaselineOut, CounterOut, Drops, Errors, Invariant, PortCounterOut, QpErrors,
-    SharedPart, SinkStatus, Snapshot,
+    AttachStatus, BaselineOut, CounterOut, Drops, Errors, Invariant, PortCounterOut, ProvidersOut,
+    QpErrors, SharedPart, SinkStatus, Snapshot,
 };
 
 /// One part's last value and its JSON.
@@ -34,6 +34,7 @@ struct RestKey {
     errors: Errors,
     invariant: Invariant,
     qp_errors: Option<QpErrors>,
+    providers: Option<ProvidersOut>,
     sinks: Vec<SinkStatus>,
     baseline: Option<BaselineOut>,
 }
@@ -50,6 +51,7 @@ impl RestKey {
             errors: s.errors.clone(),
             invariant: s.invariant.clone(),
             qp_errors: s.qp_errors.clone(),
+            providers: s.providers.clone(),
             sinks: s.sinks.clone(),
             baseline: s.baseline.clone(),
         })
@@ -67,6 +69,7 @@ impl RestKey {
             && self.errors == s.errors
             && self.invariant == s.invariant
             && self.qp_errors == s.qp_errors
+            && self.providers == s.providers
             && self.sinks == s.sinks
             && self.baseline == s.baseline
     }
@@ -189,6 +192,9 @@ impl LineCache {
         field(v, "invariant", &s.invariant)?;
         if let Some(q) = &s.qp_errors {
             field(v, "qp_errors", q)?;
+        }
+        if let Some(p) = &s.providers {
+            field(v, "providers", p)?;
         }
         if let Some(b) = &s.baseline {
             field(v, "baseline", b)?;

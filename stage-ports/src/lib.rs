@@ -1,4 +1,4 @@
-//! The port stage of a live run: each window, the error counters of every RDMA port
+//! The port stage of a live run (a [`collector::Stage`] the agent adds): each window, the error counters of every RDMA port
 //! (`/sys/class/infiniband/<dev>/ports/<n>/hw_counters/` and `counters/`, world-readable,
 //! no privilege and no configuration), turned into the snapshot's `port_counters` deltas by
 //! [`wire::PortCounters`] (which counters, and how a reset reads: there).
@@ -6,34 +6,38 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use collector::{PeerLookup, Stage};
 use wire::{is_port_error_counter, PortCounterKey, PortCounters, PortReading, Snapshot};
 
 /// Where the kernel lists the RDMA devices.
-pub(crate) const SYSFS_INFINIBAND: &str = "/sys/class/infiniband";
+pub const SYSFS_INFINIBAND: &str = "/sys/class/infiniband";
 
 /// The counter directories of a port, in the order a name is taken from (a name in both is
 /// the vendor's `hw_counters/` one).
 const COUNTER_DIRS: [&str; 2] = ["hw_counters", "counters"];
 
-pub(crate) struct PortStage {
+pub struct PortStage {
     root: PathBuf,
     counters: PortCounters,
 }
 
 impl PortStage {
     /// The stage with its first reading: the base the first window's deltas are taken from.
-    pub(crate) fn new(root: PathBuf) -> Self {
+    pub fn new(root: PathBuf) -> Self {
         let mut counters = PortCounters::default();
         counters.update(read_ports(&root));
         PortStage { root, counters }
     }
+}
 
+impl Stage for PortStage {
     /// Reads the counters now and puts the window's changes into `s` (a change makes the
     /// window not idle), and every counter's value into its totals for the exposition.
-    pub(crate) fn window(&mut self, s: &mut Snapshot) {
+    fn window(&mut self, s: &mut Snapshot, _peers: &dyn PeerLookup) -> Vec<String> {
         s.port_counters = self.counters.update(read_ports(&self.root));
         s.idle &= s.port_counters.is_empty();
         s.totals.ports = std::sync::Arc::new(self.counters.totals());
+        Vec::new()
     }
 }
 
@@ -50,7 +54,7 @@ fn names(dir: &Path) -> Vec<String> {
 }
 
 /// Every error counter file under `root` (devices, their ports, the counter directories).
-pub(crate) fn read_ports(root: &Path) -> BTreeMap<PortCounterKey, PortReading> {
+fn read_ports(root: &Path) -> BTreeMap<PortCounterKey, PortReading> {
     let mut out = BTreeMap::new();
     for dev in names(root) {
         let ports = root.join(&dev).join("ports");
