@@ -3,7 +3,8 @@
 //! found the library a job mapped, probed bookworm's build at the table's offset, recorded the
 //! job's three error completions of one QP as one entry counted three times with its job and
 //! the peer the kernel kept at the QP's RTR, and named a copy whose build-id no table lists
-//! without probing it (its call left no entry).
+//! without probing it (its call left no entry); a library replaced under a running job (a new
+//! file renamed over it) has its probe detached and the new build named, never probed.
 //!
 //! Environment (set by the script): PROBEGEN_E2E_OUT (the guest's /out), PROBEGEN_E2E_LIBRARY
 //! and PROBEGEN_E2E_UNKNOWN (the two libraries' paths in the guest), PROBEGEN_E2E_UNKNOWN_QPN.
@@ -95,6 +96,7 @@ fn the_agent_probes_the_jobs_provider_and_names_the_unknown_build() {
     );
     assert_eq!(p["by_status"]["IBV_WC_LOC_PROT_ERR"].as_u64(), received);
     agent_lines(&out, &library, &unknown);
+    replaced(&out, qps);
     println!(
         "provider stage: QP {:#x} count {} status {} job {} peer {}; seen {seen:?} = received {received:?} + dropped {dropped:?}",
         vd.qpn,
@@ -179,5 +181,32 @@ fn vd_line(out: &std::path::Path) -> Vd {
         pid: num("pid"),
         peer: num("peer"),
         gid: kv.get("gid").unwrap_or(&"").to_string(),
+    }
+}
+
+/// The library replaced under a running job: one line naming the path and both build-ids, the
+/// probe detached; neither the old job's later call nor the new build's is recorded.
+fn replaced(out: &std::path::Path, qps: &[Value]) {
+    let path = std::fs::read_to_string(out.join("replaced.txt")).expect("replaced.txt");
+    let path = path.trim();
+    let log = std::fs::read_to_string(out.join("collect.log")).expect("collect.log");
+    assert!(
+        log.lines()
+            .any(|l| l.contains(path) && l.contains("uprobe on dump_cqe at file offset 0xa020")),
+        "the library to replace was never probed:\n{log}"
+    );
+    let want = format!(
+        "provider {path}: its file changed under the running jobs (build-id \
+         800c6ca768baceb592682738a03643f11379cbdd -> 800c6ca768baceb592682738a03643f11379cbff), detached"
+    );
+    assert!(
+        log.lines().any(|l| l.ends_with(&want)),
+        "no line '{want}':\n{log}"
+    );
+    for qpn in [0x111111u64, 0x222222] {
+        assert!(
+            qps.iter().all(|q| q["qpn"].as_u64() != Some(qpn)),
+            "QP {qpn:#x} of the replaced library was recorded: {qps:?}"
+        );
     }
 }

@@ -185,6 +185,7 @@ pub fn collect(a: &CollectArgs) -> Result<ExitCode, AgentError> {
         sinks,
         out: &a.out,
         keep,
+        live,
         providers,
         metrics: waiting.zip(running),
     };
@@ -280,6 +281,8 @@ struct Printer<'a> {
     keep: Option<u64>,
     /// `--metrics` bound while the bundle's set was chosen, and that set
     metrics: Option<(WaitingMetrics, RunningSet)>,
+    /// a live run (else a replay)
+    live: bool,
     /// `--provider-probes` (live)
     providers: Option<stage_providers::ProviderStageOptions>,
 }
@@ -312,8 +315,12 @@ impl Hooks for Printer<'_> {
         Ok(sinks)
     }
 
-    /// Live: the RDMA ports' error counters, and with `--provider-probes` the provider stage.
+    /// Live: the RDMA ports' error counters, and with `--provider-probes` the provider stage
+    /// (a replay: none, the host it runs on is not the one recorded).
     fn stages(&mut self) -> Result<Vec<Box<dyn collector::Stage>>, CollectError> {
+        if !self.live {
+            return Ok(Vec::new());
+        }
         let ports = stage_ports::PortStage::new(stage_ports::SYSFS_INFINIBAND.into());
         let mut stages: Vec<Box<dyn collector::Stage>> = vec![Box::new(ports)];
         if let Some(o) = self.providers.take() {

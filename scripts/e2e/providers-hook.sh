@@ -12,7 +12,8 @@
 #          times for its QP (tests/e2e/verbs_dataplane.c, mode provider), while
 #          another process calls a copy of it whose build-id no table names (never probed)
 # Outputs in /out: uprobe.log (the loader's lines), call.log, targets.txt; snapshots.jsonl,
-# collect.log (the agent's), job.log, unknown.log.
+# collect.log (the agent's), job.log, unknown.log, old.log, new.log, replaced.txt (a library
+# replaced under a running job).
 X=/extra
 PIDF=/tmp/provider-uprobe.pid
 APIDF=/tmp/provider-agent.pid
@@ -57,6 +58,21 @@ stop)
 		$X/verbs_dataplane rxe0 provider $(cat $X/job.txt) >/out/job.log 2>&1 || rc=1
 	wait $upid || rc=1
 	cat /out/job.log /out/unknown.log
+	# a library replaced under a running job (a package upgrade renames a new file over it):
+	# the probe made on the old build is detached, the new build named
+	lib=$(cut -d' ' -f1 $X/job.txt)
+	off=$(cut -d' ' -f2 $X/job.txt)
+	R=/tmp/replace/$(basename "$lib")
+	mkdir -p /tmp/replace
+	cp "$lib" "$R"
+	MLX5_CQE_CALL_WAIT=8 $X/mlx5_cqe_call "$R" "$off" 0x111111 0x4 0x99 >/out/old.log 2>&1 &
+	opid=$!
+	sleep 3
+	cp "$(cut -d' ' -f1 $X/unknown.txt)" "$R.new" && mv "$R.new" "$R"
+	MLX5_CQE_CALL_WAIT=3 $X/mlx5_cqe_call "$R" "$off" 0x222222 0x4 0x99 >/out/new.log 2>&1 || rc=1
+	wait $opid || rc=1
+	echo "$R" >/out/replaced.txt
+	cat /out/old.log /out/new.log
 	sleep 2
 	apid=$(cat $APIDF 2>/dev/null)
 	[ -n "$apid" ] && kill -TERM "$apid"

@@ -17,9 +17,8 @@ pub trait Hooks {
         Ok(Vec::new())
     }
 
-    /// The stages besides the built-in ones (the port counters) that add their part to each
-    /// snapshot of a live run, opened once the probe set is loaded; a replay runs none (the
-    /// host it runs on is not the one recorded).
+    /// The stages that add their part to each snapshot (the agent's: the port counters, the
+    /// provider uprobes, live only), opened once the probe set is loaded and the sinks are.
     fn stages(&mut self) -> Result<Vec<Box<dyn Stage>>, CollectError> {
         Ok(Vec::new())
     }

@@ -265,13 +265,15 @@ fn run_replay(
     pipe.set_running_set(opts.set.clone());
     let mut outputs = open_outputs(jsonl, ChainClock::LastRecord, hooks)?;
     pipe.start_window(SystemTime::now());
-    // a replay has no ports of its own: the host it runs on is not the one recorded
+    // the embedder's stages (the agent adds none to a replay: the host it runs on is not the
+    // one recorded)
+    let stages = hooks.stages()?;
     collect(
         &mut source,
         &mut pipe,
         &mut outputs,
         hooks,
-        (opts.sink_flush, Vec::new()),
+        (opts.sink_flush, stages),
     )
 }
 
