@@ -72,4 +72,4 @@ pub use wire::{
     JobMixOut, ShapeOut, StateView, TraceCounts, VerbMixOut, LOG2_BUCKETS,
 };
 pub use wire::{CounterReset, PortCounterKey, PortCounterOut, PORT_ERROR_COUNTERS};
-pub use wire::{ProvidersOut, MLX5_PROVIDER};
+pub use wire::{ProviderQpError, ProvidersOut, MLX5_FUNCTION, MLX5_LIBRARY, MLX5_PROVIDER};

@@ -422,6 +422,7 @@ fn gid_type_name(t: GidType) -> &'static str {
 /// A row per data-plane record of a QP or a port (the `peer` class never records; a record of
 /// it, or of a probe the table lacks, is no row), `idx` its place in `records`.
 fn qp_error_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot, wall: &WallClock) {
+    provider_rows(body, key, snap, wall);
     let table = &snap.records.table;
     for (idx, r) in snap.records.recs.iter().enumerate() {
         let raw = &r.raw;
@@ -465,6 +466,59 @@ fn qp_error_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot, wall: 
                     qp_type: peer.map_or("", |p| p.qp_type.as_str()),
                     since_rtr_ns: peer.map_or(0, |p| p.since_rtr_ns),
                     ts_ns: raw.ts_ns,
+                },
+            },
+        );
+    }
+}
+
+/// A row per QP the provider stage (`--provider-probes`) made an entry for in this window
+/// (its first error completion, class `provider`; its count is in the snapshot line), `idx`
+/// after the records' so the key stays unique; `probe` is none of the set's (`u32::MAX`).
+fn provider_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot, wall: &WallClock) {
+    let Some(p) = &snap.providers else {
+        return;
+    };
+    let made: Vec<_> = p
+        .qps
+        .iter()
+        .filter(|e| e.snapshot == snap.snapshot)
+        .collect();
+    // the job as a record's (its id from the same variables)
+    let jobs: Vec<ProcInfo> = made
+        .iter()
+        .map(|e| ProcInfo {
+            cgroup: e.cgroup.clone(),
+            job: e.job.clone(),
+            exited: false,
+        })
+        .collect();
+    for (i, (e, info)) in made.iter().zip(&jobs).enumerate() {
+        let peer = e.peer.as_ref();
+        push_row(
+            body,
+            &Row {
+                key,
+                time_ns: wall.at(e.first_ts_ns),
+                row: QpErrorRow {
+                    idx: (snap.records.len() + i) as u32,
+                    probe: u32::MAX,
+                    function: collector::MLX5_FUNCTION,
+                    module: collector::MLX5_LIBRARY,
+                    class: "provider",
+                    status: e.status.to_string(),
+                    qpn: e.qpn,
+                    port: 0,
+                    pid: e.pid,
+                    comm: std::borrow::Cow::Borrowed(&e.comm),
+                    cgroup: &e.cgroup,
+                    job: job(Some(info)),
+                    peer_qpn: peer.map_or(0, |p| p.qpn),
+                    peer_gid: peer.and_then(|p| p.gid.as_deref()).unwrap_or(""),
+                    peer_gid_type: peer.map_or("", |p| gid_type_name(p.gid_type)),
+                    qp_type: peer.map_or("", |p| p.qp_type.as_str()),
+                    since_rtr_ns: peer.map_or(0, |p| p.since_rtr_ns),
+                    ts_ns: e.first_ts_ns,
                 },
             },
         );
@@ -1268,6 +1322,101 @@ mod tests {
             };
         }
         t
+    }
+
+    /// The provider stage's QPs (`--provider-probes`): a `qp_errors` row for each entry made in
+    /// this snapshot's window (class `provider`, the library's function, the job and peer of
+    /// the entry), none for one an earlier window made (its row was written then).
+    #[test]
+    fn provider_entries_of_the_window_fill_qp_errors_once() {
+        let mut p = Pipeline::new(
+            Arc::new(data_plane_table()),
+            PipelineConfig {
+                derive_counters: true,
+                seq_from_zero: false,
+                ..Default::default()
+            },
+        );
+        p.ingest_with(&collector::encode(&rec(0, 1, 1_000, 0)), |_| None);
+        let k = p.derived();
+        let end = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let mut snap = p.snapshot(&Arc::new(k), end, true);
+        let entry = |qpn: u32, snapshot: u64| collector::ProviderQpError {
+            provider: "mlx5".into(),
+            qpn,
+            pid: 42,
+            comm: "trainer".into(),
+            status: "IBV_WC_REM_ACCESS_ERR",
+            syndrome: 0x13,
+            vendor_syndrome: 0x88,
+            side: "requester",
+            first_ts_ns: 20_000,
+            snapshot,
+            count: 9,
+            cgroup: "/slurm/job_77".into(),
+            job: [("SLURM_JOB_ID".to_string(), "77".to_string())].into(),
+            peer: Some(collector::QpPeer {
+                qpn: 0x31,
+                gid: Some("::ffff:10.0.0.9".into()),
+                gid_type: collector::GidType::RoceV2,
+                qp_type: "RC".into(),
+                since_rtr_ns: 1_000,
+            }),
+        };
+        snap.providers = Some(collector::ProvidersOut {
+            qps: vec![entry(0x30, snap.snapshot), entry(0x40, snap.snapshot + 7)],
+            ..Default::default()
+        });
+        let key = BatchKey {
+            host: "h",
+            boot_id: "b",
+            run_id: 7,
+            seq: 4,
+            kernel: "k",
+            manifest_hash: "m",
+            snapshot: 0,
+        };
+        let b = batch(
+            &key,
+            &snap,
+            ChainClock::LastRecord,
+            0,
+            snap.window.start_unix_ns,
+            &mut PidJobs::default(),
+        );
+        let parts = parse_batch(&b, 4).expect("parse");
+        let qp: Vec<serde_json::Value> = std::str::from_utf8(parts[6].0)
+            .expect("utf8")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("row"))
+            .collect();
+        assert_eq!(qp.len(), 1, "{qp:?}");
+        let r = &qp[0];
+        let got: Vec<&serde_json::Value> = [
+            "idx", "probe", "function", "module", "class", "status", "qpn", "pid", "comm",
+            "job_id", "peer_qpn", "peer_gid", "ts_ns",
+        ]
+        .iter()
+        .map(|k| &r[*k])
+        .collect();
+        assert_eq!(
+            got,
+            [
+                &json!(1),
+                &json!(u32::MAX),
+                &json!("dump_cqe"),
+                &json!("libmlx5"),
+                &json!("provider"),
+                &json!("IBV_WC_REM_ACCESS_ERR"),
+                &json!(0x30),
+                &json!(42),
+                &json!("trainer"),
+                &json!("77"),
+                &json!(0x31),
+                &json!("::ffff:10.0.0.9"),
+                &json!(20_000)
+            ]
+        );
     }
 
     /// Data-plane records: their status as `errno_name` in `records` (code 1 is not EPERM),

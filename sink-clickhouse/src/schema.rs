@@ -208,7 +208,10 @@ pub(crate) const PORT_COUNTERS: Table = Table {
 /// arguments (a port event's `qpn` is 0). The `peer_` columns: the QP's remote side as its
 /// last RTR set it (`peer_gid` '' without a global route header; `peer_gid_type` `ib`,
 /// `roce-v1`, `roce-v2`, `unknown`, or '' when no peer is known: then `peer_qpn`, `qp_type`,
-/// `since_rtr_ns` are 0 and ''); `since_rtr_ns`: from that RTR to the first error.
+/// `since_rtr_ns` are 0 and ''); `since_rtr_ns`: from that RTR to the first error. With
+/// `--provider-probes`, also a row per QP's first error completion the user-space provider saw
+/// (class `provider`, `function` dump_cqe, `module` libmlx5, `probe` 4294967295, `port` 0,
+/// `status` the `IBV_WC_*` the provider reports), in the window that saw it.
 pub(crate) const QP_ERRORS: Table = Table {
     name: "qp_errors",
     columns: with_batch![

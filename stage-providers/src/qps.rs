@@ -39,7 +39,7 @@ impl QpTable {
     pub(crate) fn add(
         &mut self,
         r: &ProviderCqe,
-        provider: &str,
+        (provider, snapshot): (&str, u64),
         procs: &mut ProcCache,
         peers: &dyn PeerLookup,
     ) -> bool {
@@ -68,6 +68,7 @@ impl QpTable {
                 vendor_syndrome: r.vendor_syndrome,
                 side: mlx5_side(r.opcode),
                 first_ts_ns: r.ts_ns,
+                snapshot,
                 count: 1,
                 cgroup: info.as_ref().map(|i| i.cgroup.clone()).unwrap_or_default(),
                 job: info.map(|i| i.job.clone()).unwrap_or_default(),
@@ -107,7 +108,7 @@ mod tests {
         let mut procs = ProcCache::disabled();
         // a dying QP's flush completions: one entry, counted
         for i in 0..1000 {
-            t.add(&cqe(7, 100, i), "mlx5", &mut procs, &());
+            t.add(&cqe(7, 100, i), ("mlx5", 0), &mut procs, &());
         }
         let e = t.entries();
         assert_eq!(e.len(), 1);
@@ -117,7 +118,7 @@ mod tests {
         );
         // thousands of QPs at once: the oldest entries go, counted
         for q in 0..3000 {
-            t.add(&cqe(1000 + q, 100, 5), "mlx5", &mut procs, &());
+            t.add(&cqe(1000 + q, 100, 5), ("mlx5", 1), &mut procs, &());
         }
         assert_eq!(t.entries().len(), 2);
         assert_eq!(t.evicted, 2999);

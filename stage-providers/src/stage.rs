@@ -107,8 +107,8 @@ impl Stage for ProviderStage {
                         .by_status
                         .entry(wire::mlx5_status(r.syndrome))
                         .or_default() += 1;
-                    self.qps
-                        .add(&r, MLX5_ERROR_PATH.provider, &mut self.procs, peers);
+                    let made = (MLX5_ERROR_PATH.provider, s.snapshot);
+                    self.qps.add(&r, made, &mut self.procs, peers);
                 }
                 None => self.undecodable += 1,
             }

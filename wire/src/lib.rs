@@ -47,7 +47,7 @@ pub use ports::{
 pub use probes::{AttachKind, ProbeInfo, ProbeTable, TableError};
 pub use providers::{
     mlx5_side, mlx5_status, LibraryState, ProviderLibrary, ProviderQpError, ProvidersOut,
-    MLX5_PROVIDER,
+    MLX5_FUNCTION, MLX5_LIBRARY, MLX5_PROVIDER,
 };
 pub use record::{PgErrnoKey, PgRecord, RECORD_SIZE};
 pub use relation::CallRelation;

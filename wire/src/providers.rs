@@ -98,6 +98,8 @@ pub struct ProviderQpError {
     pub side: &'static str,
     /// bpf_ktime_get_ns() of the first (the records' clock).
     pub first_ts_ns: u64,
+    /// The snapshot whose window made the entry (a fleet sink's row is written once, then).
+    pub snapshot: u64,
     pub count: u64,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub cgroup: String,
@@ -111,6 +113,9 @@ pub struct ProviderQpError {
 
 /// The provider whose error completions the stage records (libmlx5's `dump_cqe`).
 pub const MLX5_PROVIDER: &str = "mlx5";
+/// Its library and error-completion function, as a fleet row names them.
+pub const MLX5_LIBRARY: &str = "libmlx5";
+pub const MLX5_FUNCTION: &str = "dump_cqe";
 
 /// The `ibv_wc_status` mlx5's poll reports for an error CQE's syndrome (rdma-core
 /// `providers/mlx5/cq.c`, `mlx5_handle_error_cqe`); an unknown syndrome is a general error.
