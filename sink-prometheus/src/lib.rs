@@ -841,6 +841,36 @@ mod tests {
     }
 
     #[test]
+    fn the_providers_error_completions_by_status_and_the_libraries_by_state() {
+        let lib = |state| wire::ProviderLibrary {
+            path: "/usr/lib/x86_64-linux-gnu/libmlx5.so.1.24.44.0".into(),
+            build_id: None,
+            state,
+            processes: 1,
+        };
+        let p = collector::ProvidersOut {
+            libraries: vec![
+                lib(wire::LibraryState::Unresolved),
+                lib(wire::LibraryState::Unresolved),
+            ],
+            dropped: 2,
+            by_status: [("IBV_WC_REM_ACCESS_ERR", 5), ("IBV_WC_LOC_PROT_ERR", 1)].into(),
+            ..Default::default()
+        };
+        let mut o = String::new();
+        render_providers(&mut o, &p);
+        for want in [
+            "probegen_provider_error_completions_total{provider=\"mlx5\",status=\"IBV_WC_LOC_PROT_ERR\"} 1",
+            "probegen_provider_error_completions_total{provider=\"mlx5\",status=\"IBV_WC_REM_ACCESS_ERR\"} 5",
+            "probegen_provider_error_completions_dropped_total 2",
+            "probegen_provider_libraries{state=\"unresolved\"} 2",
+            "probegen_provider_libraries{state=\"probed\"} 0",
+        ] {
+            assert!(o.lines().any(|l| l == want), "no `{want}` in:\n{o}");
+        }
+    }
+
+    #[test]
     fn the_ports_error_counters_as_the_device_counts_them() {
         let s = input_text();
         assert!(
