@@ -37,6 +37,16 @@
 # best-round ns/run over its empty twin's in the same phase, beside the main rounds' success
 # path (off), and the handler's own entry program pg_<id>_bl.
 #
+# The mlx5 provider's uprobe (issue 34; PROBE_COST_PROV_ROUNDS, default 5, 0 = skip) runs on
+# this machine's own kernel before the boot (uprobes need no fexit; a real kernel, not TCG):
+# PROBEGEN_RDMA_CORE_BOOKWORM's libmlx5, at generated/providers.yaml's dump_cqe offset; per
+# round 500 calls of the library's own dump_cqe (tests/e2e/mlx5_cqe_call.c) bare, under an
+# empty uprobe (benches/probe_cost_empty.bpf.c -DPG_UPROBE) and under the provider's
+# (providers/bpf/mlx5_cqe.bpf.c), each attached alone by tests/e2e/provider_uprobe.c: the
+# program's bpf_stats ns/run against the empty one's, and the whole per-call cost (the trap
+# included) of each. The poll loop of a job is not probed (only its error branch calls
+# dump_cqe): a good completion costs nothing. Needs root (bpf_stats, uprobes).
+#
 # The testbed is scripts/e2e.sh with E2E_EXTRA_DIR and the hook, run from a private copy under
 # target/probe-cost/<ver>/tb with its own cache directory (the kernel tree of the shared cache
 # is linked, not copied), so a concurrent scripts/e2e.sh or scripts/e2e-collect.sh run of the
@@ -53,6 +63,8 @@ ROUNDS=${PROBE_COST_ROUNDS:-25}
 MECH_ROUNDS=${PROBE_COST_MECH_ROUNDS:-5}
 BL_ROUNDS=${PROBE_COST_BL_ROUNDS:-5}
 DP_ROUNDS=${PROBE_COST_DP_ROUNDS:-5}
+PROV_ROUNDS=${PROBE_COST_PROV_ROUNDS:-5}
+[[ $PROV_ROUNDS =~ ^[0-9]{1,2}$ ]] || { echo "PROBE_COST_PROV_ROUNDS must be 0..99" >&2; exit 2; }
 [[ $DP_ROUNDS =~ ^[0-9]{1,2}$ ]] || { echo "PROBE_COST_DP_ROUNDS must be 0..99" >&2; exit 2; }
 [[ $BL_ROUNDS =~ ^[0-9]{1,2}$ ]] || { echo "PROBE_COST_BL_ROUNDS must be 0..99" >&2; exit 2; }
 [[ $ITERS =~ ^[1-9][0-9]*$ && $ROUNDS =~ ^[1-9][0-9]?$ && $MECH_ROUNDS =~ ^[0-9]{1,2}$ ]] ||
@@ -235,6 +247,62 @@ baseline_figures() {
 # issue 34: best-round ns/run of the data-plane probes on their success paths (a pingpong's good
 # completions, ibv_modify_qp RESET -> INIT -> RESET) against an empty program of the same
 # mechanism on the same function, same run
+# the provider's uprobe on this machine's kernel: "bare|empty|gen ns_per_call [prog_ns]" per
+# round in $WORK/prov.txt
+provider_rounds() {
+	[ "$PROV_ROUNDS" -gt 0 ] || return 0
+	local root=${PROBEGEN_RDMA_CORE_BOOKWORM:-} lib id off k kind obj pid ns
+	[ -n "$root" ] || die "PROBEGEN_RDMA_CORE_BOOKWORM is not set (scripts/fetch-rdma-core.sh bookworm), or PROBE_COST_PROV_ROUNDS=0"
+	lib=$(find "$root/usr/lib/x86_64-linux-gnu" -maxdepth 1 -type f -name 'libmlx5.so.1.*' | head -n 1)
+	[ -n "$lib" ] || die "$root: no libmlx5.so.1.*"
+	id=$(readelf -n "$lib" | awk '/Build ID:/ { print $3 }')
+	off=$(awk -v id="$id" '/^  build_id:/ { b = $2 } /^  offset:/ && b == id { print $2; exit }' generated/providers.yaml)
+	[ -n "$off" ] || die "build-id $id ($lib) is not in generated/providers.yaml"
+	local P=$WORK/prov
+	mkdir -p "$P"
+	clang "${CFLAGS_BPF[@]}" -c providers/bpf/mlx5_cqe.bpf.c -o "$P/gen.bpf.o"
+	clang "${CFLAGS_BPF[@]}" -DPG_FUNC=dump_cqe -DPG_NAME=empty_prov -DPG_UPROBE \
+		-c benches/probe_cost_empty.bpf.c -o "$P/empty.bpf.o"
+	gcc -O2 -Wall -Wextra -o "$P/call" tests/e2e/mlx5_cqe_call.c -ldl
+	gcc -O2 -Wall -Wextra -o "$P/load" tests/e2e/provider_uprobe.c -lbpf
+	sysctl -qw kernel.bpf_stats_enabled=1 || die "kernel.bpf_stats_enabled: not root?"
+	: >"$WORK/prov.txt"
+	for ((k = 1; k <= PROV_ROUNDS; k++)); do
+		for kind in bare empty gen; do
+			pid=
+			if [ "$kind" != bare ]; then
+				"$P/load" "$P/$kind.bpf.o" "$lib:$off" >"$P/$kind.log" 2>&1 &
+				pid=$!
+				for _ in $(seq 100); do grep -q '^ready 1' "$P/$kind.log" && break; sleep 0.05; done
+				grep -q '^ready 1' "$P/$kind.log" || { kill "$pid"; die "$kind uprobe: $(cat "$P/$kind.log")"; }
+			fi
+			ns=$(MLX5_CQE_CALL_TIMES=500 "$P/call" "$lib" "$off" 0x1 0x4 0x99 | sed -n 's/.*ns_per_call=\([0-9]*\).*/\1/p')
+			local prog=""
+			if [ -n "$pid" ]; then
+				prog=$(bpftool prog show | awk -v n="$([ "$kind" = gen ] && echo pg_mlx5_dump_cqe || echo empty_prov)" '
+					/^[0-9]+: / { m = 0; for (i = 1; i < NF; i++) { if ($i == "name" && $(i + 1) == n) m = 1
+						if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) }
+						if (m && c > 0) printf "%.0f", t / c }')
+				kill -TERM "$pid"
+				wait "$pid" || true
+			fi
+			echo "$kind $ns $prog" >>"$WORK/prov.txt"
+		done
+	done
+	sysctl -qw kernel.bpf_stats_enabled=0 || true
+}
+provider_figures() {
+	[ "$PROV_ROUNDS" -gt 0 ] && [ -s "$WORK/prov.txt" ] || return 0
+	awk -v r="$PROV_ROUNDS" -v k="$(uname -r)" '
+		!($1 in c) || $2 < c[$1] { c[$1] = $2 }
+		NF > 2 && (!($1 in p) || $3 < p[$1]) { p[$1] = $3 }
+		END {
+			printf "mlx5 provider uprobe (libmlx5 dump_cqe, this machine: %s; best of %d rounds of 500 calls):\n", k, r
+			printf "  per call: bare %d ns, empty uprobe %d ns, provider uprobe %d ns (+%d ns over the empty one)\n", c["bare"], c["empty"], c["gen"], c["gen"] - c["empty"]
+			printf "  program (bpf_stats): provider %d ns/run, empty %d ns/run, %s\n", p["gen"], p["empty"], p["empty"] > 0 ? sprintf("%.2fx", p["gen"] / p["empty"]) : "n/a"
+			print "  a good completion: 0 (the uprobe is on the error branch only; the poll loop is not probed)"
+		}' "$WORK/prov.txt"
+}
 dataplane_figures() {
 	[ "$DP_ROUNDS" -gt 0 ] || return 0
 	[ -s "$WORK/pc-dp-$DP_ROUNDS.txt" ] || { echo "data plane: no pc-dp-*.txt (see console.log)"; return 0; }
@@ -265,6 +333,9 @@ done >"$WORK/stats.txt"
 krel=$(grep -a -m1 -o 'kernel=[^ ]*' "$WORK/console.log" | cut -d= -f2 || true)
 us() { awk '/^PC / { for (i = 1; i <= NF; i++) if ($i ~ /^us_per_iter=/) { split($i, a, "="); s += a[2]; n++ } }
 	END { if (n) printf "%.1f", s / n; else printf "?" }' "$1"; }
+# the provider's uprobe, on this machine's kernel (after the boot: a quiet host)
+provider_rounds
+
 {
 	echo "== probe cost: Debian $krel under qemu (${E2E_ACCEL:-tcg}), rxe, bpf_stats;" \
 		"$ROUNDS rounds x $ITERS iterations per path; host load ${LOAD0:-?} on $(nproc) CPUs"
@@ -329,6 +400,7 @@ us() { awk '/^PC / { for (i = 1; i <= NF; i++) if ($i ~ /^us_per_iter=/) { split
 		}' "$WORK/pc-mech.txt"
 	dataplane_figures
 	baseline_figures
+	provider_figures
 } | tee "$WORK/summary.txt"
 [ "$rc" -eq 0 ] || log "note: the testbed reported a failed step (exit $rc); the figures above come from the hook's files"
 exit 0

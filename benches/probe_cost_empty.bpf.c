@@ -11,7 +11,8 @@
  * PG_NAME pairs it with the generated program pg_<id> of the manifest. With -DPG_KRETPROBE it
  * is an empty kretprobe instead (the mechanism of a module without BTF), for the per-call cost
  * of each mechanism; with -DPG_FENTRY an empty fentry program, the twin of a data-plane probe
- * that runs at entry.
+ * that runs at entry; with -DPG_UPROBE an empty uprobe (PG_FUNC unused), the twin of the
+ * provider's.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -23,7 +24,15 @@
 #define PG_STR2(x) #x
 #define PG_STR(x) PG_STR2(x)
 
-#ifdef PG_KRETPROBE
+#ifdef PG_UPROBE
+/* the twin of the mlx5 provider's uprobe (providers/bpf/mlx5_cqe.bpf.c), attached at the same
+ * offset of the same library */
+SEC("uprobe")
+int PG_NAME(void *ctx)
+{
+	return 0;
+}
+#elif defined(PG_KRETPROBE)
 SEC("kretprobe/" PG_STR(PG_FUNC))
 int PG_NAME(void *ctx)
 {

@@ -18,17 +18,34 @@ X=/extra
 PIDF=/tmp/provider-uprobe.pid
 APIDF=/tmp/provider-agent.pid
 mkdir -p /out
+
+# wait_line <file> <regex> <tenths>: until the line is in the file, at most <tenths> x 0.1 s
+wait_line() {
+	i=0
+	while ! grep -q "$2" "$1" 2>/dev/null && [ $i -lt "$3" ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# stop_pid <pidfile>: SIGTERM, then up to 30 s for the process to end
+stop_pid() {
+	pid=$(cat "$1" 2>/dev/null)
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid"
+	i=0
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
 case "$1" in
 start)
 	rm -f /out/uprobe.log $PIDF
 	# shellcheck disable=SC2046
 	($X/provider_uprobe $X/mlx5_cqe.bpf.o $(cat $X/targets.txt) >/out/uprobe.log 2>&1 &
 		echo $! >$PIDF; wait) &
-	i=0
-	while ! grep -q '^ready' /out/uprobe.log 2>/dev/null && [ $i -lt 300 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_line /out/uprobe.log '^ready' 300
 	cat /out/uprobe.log
 	grep -q '^ready [1-9]' /out/uprobe.log || exit 1
 	mkdir -p /sys/fs/cgroup
@@ -38,11 +55,7 @@ start)
 		--provider-object $X/mlx5_cqe.bpf.o --provider-table $X/providers.yaml \
 		--provider-rescan 1 >/out/collect.stdout 2>/out/collect.log &
 		echo $! >$APIDF; wait) &
-	i=0
-	while ! grep -q '^probegen collect: attached' /out/collect.log 2>/dev/null && [ $i -lt 900 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	wait_line /out/collect.log '^probegen collect: attached' 900
 	cat /out/collect.log
 	grep -q '^probegen collect: attached' /out/collect.log
 	;;
@@ -74,25 +87,13 @@ stop)
 	echo "$R" >/out/replaced.txt
 	cat /out/old.log /out/new.log
 	sleep 2
-	apid=$(cat $APIDF 2>/dev/null)
-	[ -n "$apid" ] && kill -TERM "$apid"
-	i=0
-	while [ -n "$apid" ] && kill -0 "$apid" 2>/dev/null && [ $i -lt 300 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	stop_pid $APIDF
 	cat /out/collect.log
 	# shellcheck disable=SC2086
 	$X/mlx5_cqe_call $(cat $X/call.txt) >/out/call.log 2>&1 || rc=1
 	cat /out/call.log
 	sleep 1
-	pid=$(cat $PIDF 2>/dev/null)
-	[ -n "$pid" ] && kill -TERM "$pid"
-	i=0
-	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do
-		sleep 0.1
-		i=$((i + 1))
-	done
+	stop_pid $PIDF
 	cat /out/uprobe.log
 	exit $rc
 	;;

@@ -1297,6 +1297,27 @@ mod tests {
     }
 
     /// A table with one control-path probe and data-plane probes of every class.
+    /// `snap` as batch `seq` of host h, boot b, run 7 (a replay's clock, no chain earlier).
+    fn replayed_batch(snap: &Snapshot, seq: u64) -> Vec<u8> {
+        let key = BatchKey {
+            host: "h",
+            boot_id: "b",
+            run_id: 7,
+            seq,
+            kernel: "k",
+            manifest_hash: "m",
+            snapshot: 0,
+        };
+        batch(
+            &key,
+            snap,
+            ChainClock::LastRecord,
+            0,
+            snap.window.start_unix_ns,
+            &mut PidJobs::default(),
+        )
+    }
+
     fn data_plane_table() -> ProbeTable {
         let mut t = ProbeTable::from_triples(&[
             (0, "ib_uverbs_reg_mr", "ib_uverbs"),
@@ -1367,23 +1388,7 @@ mod tests {
             qps: vec![entry(0x30, snap.snapshot), entry(0x40, snap.snapshot + 7)],
             ..Default::default()
         });
-        let key = BatchKey {
-            host: "h",
-            boot_id: "b",
-            run_id: 7,
-            seq: 4,
-            kernel: "k",
-            manifest_hash: "m",
-            snapshot: 0,
-        };
-        let b = batch(
-            &key,
-            &snap,
-            ChainClock::LastRecord,
-            0,
-            snap.window.start_unix_ns,
-            &mut PidJobs::default(),
-        );
+        let b = replayed_batch(&snap, 4);
         let parts = parse_batch(&b, 4).expect("parse");
         let qp: Vec<serde_json::Value> = std::str::from_utf8(parts[6].0)
             .expect("utf8")
@@ -1479,23 +1484,7 @@ mod tests {
         });
         let end = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
         let snap = p.snapshot(&Arc::new(k), end, true);
-        let key = BatchKey {
-            host: "h",
-            boot_id: "b",
-            run_id: 7,
-            seq: 3,
-            kernel: "k",
-            manifest_hash: "m",
-            snapshot: 0,
-        };
-        let b = batch(
-            &key,
-            &snap,
-            ChainClock::LastRecord,
-            0,
-            snap.window.start_unix_ns,
-            &mut PidJobs::default(),
-        );
+        let b = replayed_batch(&snap, 3);
         let parts = parse_batch(&b, 3).expect("parse");
         let rows = |t: usize| -> Vec<serde_json::Value> {
             std::str::from_utf8(parts[t].0)

@@ -9,6 +9,7 @@
 // the host's processes finds it and attaches); MLX5_CQE_CALL_TIMES=N: N calls (a dying QP's
 // error completions, one entry and a count).
 #define _GNU_SOURCE
+#include <time.h>
 #include <unistd.h>
 
 #include "mlx5_dump_cqe.h"
@@ -21,6 +22,7 @@ static unsigned long env_num(const char *name, unsigned long dflt)
 int main(int argc, char **argv)
 {
 	unsigned long off, times;
+	struct timespec t0, t1;
 	void *fn;
 
 	if (argc != 6) {
@@ -33,8 +35,13 @@ int main(int argc, char **argv)
 		return 1;
 	sleep((unsigned)env_num("MLX5_CQE_CALL_WAIT", 0));
 	times = env_num("MLX5_CQE_CALL_TIMES", 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	pg_call_dump_cqe(fn, strtoul(argv[3], NULL, 0), (unsigned)strtoul(argv[4], NULL, 0),
 			 (unsigned)strtoul(argv[5], NULL, 0), times);
-	printf("called dump_cqe at %p (file offset %#lx) %lu times pid=%d\n", fn, off, times, getpid());
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* the whole per-call cost (benches/probe_cost.sh): a uprobe's trap and program included */
+	printf("called dump_cqe at %p (file offset %#lx) %lu times ns_per_call=%.0f pid=%d\n", fn, off,
+	       times, ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / (double)times,
+	       getpid());
 	return 0;
 }

@@ -121,8 +121,11 @@ fn collect(
     pipe: &mut Pipeline,
     outputs: &mut Outputs,
     hooks: &mut dyn Hooks,
-    (flush, mut stages): (Duration, Vec<Box<dyn Stage>>),
+    flush: Duration,
 ) -> Result<Summary, CollectError> {
+    // the embedder's stages (the agent adds none to a replay: the host it runs on is not the
+    // one recorded)
+    let mut stages = hooks.stages()?;
     let mut ended = Ok(());
     while !stop_requested() {
         let step = source.next(pipe);
@@ -265,16 +268,7 @@ fn run_replay(
     pipe.set_running_set(opts.set.clone());
     let mut outputs = open_outputs(jsonl, ChainClock::LastRecord, hooks)?;
     pipe.start_window(SystemTime::now());
-    // the embedder's stages (the agent adds none to a replay: the host it runs on is not the
-    // one recorded)
-    let stages = hooks.stages()?;
-    collect(
-        &mut source,
-        &mut pipe,
-        &mut outputs,
-        hooks,
-        (opts.sink_flush, stages),
-    )
+    collect(&mut source, &mut pipe, &mut outputs, hooks, opts.sink_flush)
 }
 
 /// `--baseline`: the pipeline's baseline, with the line that says how calls are traced (or
@@ -387,12 +381,5 @@ fn run_live(
         s.start(pipe.table(), pipe.attached_shared(), &statuses);
     }
     pipe.start_window(SystemTime::now());
-    let stages = hooks.stages()?;
-    collect(
-        &mut source,
-        &mut pipe,
-        &mut outputs,
-        hooks,
-        (opts.sink_flush, stages),
-    )
+    collect(&mut source, &mut pipe, &mut outputs, hooks, opts.sink_flush)
 }
