@@ -299,7 +299,8 @@ provider_figures() {
 		END {
 			printf "mlx5 provider uprobe (libmlx5 dump_cqe, this machine: %s; best of %d rounds of 500 calls):\n", k, r
 			printf "  per call: bare %d ns, empty uprobe %d ns, provider uprobe %d ns (+%d ns over the empty one)\n", c["bare"], c["empty"], c["gen"], c["gen"] - c["empty"]
-			printf "  program (bpf_stats): provider %d ns/run, empty %d ns/run, %s\n", p["gen"], p["empty"], p["empty"] > 0 ? sprintf("%.2fx", p["gen"] / p["empty"]) : "n/a"
+			ratio = p["empty"] > 0 ? sprintf("%.2fx", p["gen"] / p["empty"]) : "n/a"
+			printf "  program (bpf_stats): provider %d ns/run, empty %d ns/run, %s\n", p["gen"], p["empty"], ratio
 			print "  a good completion: 0 (the uprobe is on the error branch only; the poll loop is not probed)"
 		}' "$WORK/prov.txt"
 }
