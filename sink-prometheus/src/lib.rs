@@ -527,12 +527,38 @@ impl QpDeathJobs {
             if job.is_empty() {
                 continue;
             }
-            if self.seen.len() >= QP_JOBS_REMEMBERED {
-                self.seen.clear();
+            self.count(job);
+        }
+        self.observe_providers(s);
+    }
+
+    /// A job whose QP died: counted once (the set that remembers them is bounded).
+    fn count(&mut self, job: &str) {
+        if self.seen.len() >= QP_JOBS_REMEMBERED {
+            self.seen.clear();
+        }
+        if self.seen.insert(job.to_string()) {
+            self.total += 1;
+        }
+    }
+
+    /// The QPs the provider stage saw die in this window (`--provider-probes`: on mlx5 the
+    /// kernel never sees an error completion), their jobs counted the same way.
+    fn observe_providers(&mut self, s: &Snapshot) {
+        let Some(p) = &s.providers else {
+            return;
+        };
+        for e in p.qps.iter().filter(|e| e.snapshot == s.snapshot) {
+            let info = collector::ProcInfo {
+                cgroup: e.cgroup.clone(),
+                job: e.job.clone(),
+                exited: false,
+            };
+            let job = info.job_id().unwrap_or(&info.cgroup);
+            if job.is_empty() {
+                continue;
             }
-            if self.seen.insert(job.to_string()) {
-                self.total += 1;
-            }
+            self.count(job);
         }
     }
 }
@@ -868,6 +894,47 @@ mod tests {
         ] {
             assert!(o.lines().any(|l| l == want), "no `{want}` in:\n{o}");
         }
+    }
+
+    /// On mlx5 only the provider sees a QP die: its entries made in a window count their jobs
+    /// (once each, an earlier window's entry not again).
+    #[test]
+    fn provider_qp_deaths_count_their_jobs_once() {
+        let mut pipe = collector::Pipeline::new(
+            Arc::new(collector::ProbeTable::default()),
+            collector::PipelineConfig::default(),
+        );
+        let k = Arc::new(pipe.derived());
+        let mut s = pipe.snapshot(&k, std::time::SystemTime::now(), false);
+        let entry = |qpn: u32, job: &str, snapshot: u64| collector::ProviderQpError {
+            provider: "mlx5".into(),
+            qpn,
+            pid: 1,
+            comm: "trainer".into(),
+            status: "IBV_WC_REM_ACCESS_ERR",
+            syndrome: 0x13,
+            vendor_syndrome: 0,
+            side: "requester",
+            first_ts_ns: 1,
+            snapshot,
+            count: 1,
+            cgroup: String::new(),
+            job: [("SLURM_JOB_ID".to_string(), job.to_string())].into(),
+            peer: None,
+        };
+        s.providers = Some(collector::ProvidersOut {
+            qps: vec![
+                entry(1, "a", s.snapshot),
+                entry(2, "a", s.snapshot),
+                entry(3, "b", s.snapshot),
+                entry(4, "c", s.snapshot + 1),
+            ],
+            ..Default::default()
+        });
+        let mut jobs = QpDeathJobs::default();
+        jobs.observe(&s);
+        jobs.observe(&s);
+        assert_eq!(jobs.total, 2);
     }
 
     #[test]
