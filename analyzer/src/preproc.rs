@@ -124,17 +124,25 @@ pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
     let mut lines = src.split_inclusive('\n');
     let mut line_no = 0;
     let mut span_lines: Vec<&str> = Vec::new();
+    // The active lines not yet copied, `src[run.0..run.1]`: copied at once, not line by line.
+    let mut run = (0usize, 0usize);
     while let Some(first) = lines.next() {
         line_no += 1;
+        let at = run.1;
+        run.1 += first.len();
         if !first.trim_start().starts_with('#') {
             if cond.active() {
-                out.push_str(first);
-            } else {
-                blank_into(&mut out, first);
+                continue;
             }
+            out.push_str(&src[run.0..at]);
+            blank_into(&mut out, first);
+            run.0 = run.1;
             continue;
         }
+        out.push_str(&src[run.0..at]);
         let logical = logical_directive(first, &mut lines, &mut span_lines);
+        run.1 = at + span_lines.iter().map(|l| l.len()).sum::<usize>();
+        run.0 = run.1;
         let keep = cond.directive(&logical, line_no);
         for l in span_lines.iter().copied() {
             if keep {
@@ -145,6 +153,7 @@ pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
         }
         line_no += span_lines.len() - 1;
     }
+    out.push_str(&src[run.0..run.1]);
     blank_and_rewrite(&mut out);
     blank_tracepoint_definitions(&mut out);
     Preprocessed {
