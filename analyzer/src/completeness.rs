@@ -215,12 +215,28 @@ fn lost_definitions(facts: &FileFacts, preprocessed: &str) -> Vec<usize> {
         let i = starts.partition_point(|&s| s < line.saturating_sub(8));
         starts.get(i).is_some_and(|&s| s <= line)
     };
-    preprocessed
-        .lines()
-        .enumerate()
-        .filter(|(i, l)| *l == "{" && !found(i + 1))
-        .map(|(i, _)| i + 1)
-        .collect()
+    // The `{` lines (`str::lines`' lines equal to "{": a `\r` before the `\n` is dropped), from
+    // the `{` bytes; the newlines before each counted once.
+    let b = preprocessed.as_bytes();
+    let mut out = Vec::new();
+    let (mut counted, mut line) = (0usize, 1usize);
+    for (p, _) in preprocessed.match_indices('{') {
+        let alone = (p == 0 || b[p - 1] == b'\n')
+            && match b.get(p + 1) {
+                None | Some(b'\n') => true,
+                Some(b'\r') => b.get(p + 2) == Some(&b'\n'),
+                _ => false,
+            };
+        if !alone {
+            continue;
+        }
+        line += b[counted..p].iter().filter(|&&c| c == b'\n').count();
+        counted = p;
+        if !found(line) {
+            out.push(line);
+        }
+    }
+    out
 }
 
 /// The first byte that no kernel source file holds: invalid UTF-8, or a control character
@@ -722,6 +738,30 @@ pub fn module_gaps<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    /// [`lost_definitions`]' scan of the `{` bytes finds the lines `str::lines` gives as "{".
+    #[test]
+    fn brace_lines_are_the_lines_of_one_brace() {
+        let texts = [
+            "{",
+            "{\n",
+            "{\r\n",
+            "{\r",
+            "a\n{\nb\n{ x\n {\n{{\n\r{\n{\r\r\n{",
+            "\n\n{\n\n{\r\n",
+            "x{\n{",
+            "",
+        ];
+        for t in texts {
+            let facts = FileFacts::default();
+            let want: Vec<usize> = t
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| *l == "{")
+                .map(|(i, _)| i + 1)
+                .collect();
+            assert_eq!(lost_definitions(&facts, t), want, "{t:?}");
+        }
+    }
 
     fn cfg(text: &str) -> KernelConfig {
         KernelConfig::parse(text)

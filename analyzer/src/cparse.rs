@@ -123,6 +123,19 @@ const EXITS: u8 = 2;
 /// expression `({ ... })` and an initializer list have their braces), so the walk need not
 /// visit its children.
 const PLAIN_EXPR: u8 = 4;
+/// Kinds besides the expressions that hold nothing either reads when their text has no `(`,
+/// `=`, `{` and no error: a statement of one expression (a statement expression has its
+/// braces), a jump, a type named without a body (a local's `struct ib_qp`).
+const PLAIN_NON_EXPRESSIONS: &[&str] = &[
+    "expression_statement",
+    "goto_statement",
+    "break_statement",
+    "continue_statement",
+    "struct_specifier",
+    "union_specifier",
+    "enum_specifier",
+    "type_descriptor",
+];
 /// [`BodyIds::interest`]: a call, an argument list, a parenthesized expression or a cast,
 /// which writes one `(` of its own: with no other `(`, no `=`, no `{` and no error, nothing
 /// below it is read (the call itself is, from its own fields).
@@ -210,7 +223,9 @@ fn kind_tables(lang: &tree_sitter::Language, ids: &BodyIds) -> (Vec<u8>, Vec<u8>
             "call_expression" | "argument_list" | "parenthesized_expression" | "cast_expression"
         ) {
             *x |= ONE_PAREN;
-        } else if name.ends_with("_expression") && name != "assignment_expression" {
+        } else if (name.ends_with("_expression") && name != "assignment_expression")
+            || PLAIN_NON_EXPRESSIONS.contains(&name)
+        {
             *x |= PLAIN_EXPR;
         }
     }
@@ -355,6 +370,7 @@ fn function_def(node: Node, src: &str, sites_time: &mut Duration) -> Option<Func
     let declared = declared_name(declarator, src)?;
     let outer_fn = declared.fn_declarator;
     let ret = ret_kind(declared.pointer, &ret_type);
+    let (nparams, params) = param_facts(outer_fn, src);
     // every int or pointer body: one without an error constant may still pass a callee's on
     let mut exits = matches!(ret, RetKind::Int | RetKind::Ptr)
         .then(|| crate::errsites::BodyExits::new(ret == RetKind::Ptr));
@@ -377,8 +393,8 @@ fn function_def(node: Node, src: &str, sites_time: &mut Duration) -> Option<Func
         } else {
             ret_type
         },
-        nparams: count_params(outer_fn, src),
-        params: param_facts(outer_fn, src),
+        nparams,
+        params,
         calls,
         field_writes,
         reads_method_handler: body_text.contains("method_elm->handler"),
@@ -697,16 +713,23 @@ fn has_error_code(body: &str) -> bool {
     })
 }
 
-/// Name and scalar-ness of each parameter (`(void)` has none).
-fn param_facts(fn_decl: Node, src: &str) -> Vec<crate::model::Param> {
+/// The parameter count (`(void)`: none) and the name and scalar-ness of each parameter, in one
+/// pass over the list.
+fn param_facts(fn_decl: Node, src: &str) -> (usize, Vec<crate::model::Param>) {
     let Some(params) = fn_decl.child_by_field_id(crate::cfields::fields().parameters) else {
-        return Vec::new();
+        return (0, Vec::new());
     };
     let mut c = params.walk();
     let mut out = Vec::new();
+    let (mut decls, mut first_void) = (0usize, false);
     for p in params.named_children(&mut c) {
         if crate::cfields::kind(p) != "parameter_declaration" {
             continue;
+        }
+        let void = text(p, src).trim() == "void";
+        decls += 1;
+        if decls == 1 {
+            first_void = void;
         }
         let ty = p.child_by_field_id(crate::cfields::fields().r#type);
         let ty_kind = ty.map(|t| crate::cfields::kind(t)).unwrap_or("");
@@ -734,7 +757,7 @@ fn param_facts(fn_decl: Node, src: &str) -> Vec<crate::model::Param> {
                 }
             }
         }
-        if name.is_empty() && text(p, src).trim() == "void" {
+        if name.is_empty() && void {
             continue;
         }
         let base = ty.map(|t| text(t, src)).unwrap_or("");
@@ -746,22 +769,9 @@ fn param_facts(fn_decl: Node, src: &str) -> Vec<crate::model::Param> {
         };
         out.push(crate::model::Param { name, scalar, ty });
     }
-    out
-}
-
-fn count_params(fn_decl: Node, src: &str) -> usize {
-    let Some(params) = fn_decl.child_by_field_id(crate::cfields::fields().parameters) else {
-        return 0;
-    };
-    let mut c = params.walk();
-    let decls: Vec<Node> = params
-        .named_children(&mut c)
-        .filter(|n| crate::cfields::kind(*n) == "parameter_declaration")
-        .collect();
-    if decls.len() == 1 && text(decls[0], src).trim() == "void" {
-        return 0;
-    }
-    decls.len()
+    // `(void)` alone declares none; `void` among others is still counted.
+    let count = if decls == 1 && first_void { 0 } else { decls };
+    (count, out)
 }
 
 /// Names declared as parameters or local variables (to tell `handler(x)` through a local

@@ -8,7 +8,8 @@
 //! 2. blanks kernel annotations (`__user`, `__must_check`, `__printf(1, 2)`, ...) that the C
 //!    grammar does not know and that otherwise derail tree-sitter;
 //! 3. rewrites macro idioms tree-sitter cannot parse (`list_for_each_entry(...)` loops,
-//!    `container_of(p, struct T, m)`) into C of the same length (`rewrite_macro_idioms`);
+//!    `container_of(p, struct T, m)`) into C of the same length (2 and 3 in one scan:
+//!    `blank_and_rewrite`);
 //! 4. for headers, blanks type bodies (`blank_type_bodies`), whose fields are not calls.
 //!
 //! Blanking replaces bytes with spaces, never removes them, so every line number and byte
@@ -123,17 +124,25 @@ pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
     let mut lines = src.split_inclusive('\n');
     let mut line_no = 0;
     let mut span_lines: Vec<&str> = Vec::new();
+    // The active lines not yet copied, `src[run.0..run.1]`: copied at once, not line by line.
+    let mut run = (0usize, 0usize);
     while let Some(first) = lines.next() {
         line_no += 1;
+        let at = run.1;
+        run.1 += first.len();
         if !first.trim_start().starts_with('#') {
             if cond.active() {
-                out.push_str(first);
-            } else {
-                blank_into(&mut out, first);
+                continue;
             }
+            out.push_str(&src[run.0..at]);
+            blank_into(&mut out, first);
+            run.0 = run.1;
             continue;
         }
+        out.push_str(&src[run.0..at]);
         let logical = logical_directive(first, &mut lines, &mut span_lines);
+        run.1 = at + span_lines.iter().map(|l| l.len()).sum::<usize>();
+        run.0 = run.1;
         let keep = cond.directive(&logical, line_no);
         for l in span_lines.iter().copied() {
             if keep {
@@ -144,8 +153,8 @@ pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
         }
         line_no += span_lines.len() - 1;
     }
-    blank_annotations(&mut out);
-    rewrite_macro_idioms(&mut out);
+    out.push_str(&src[run.0..run.1]);
+    blank_and_rewrite(&mut out);
     blank_tracepoint_definitions(&mut out);
     Preprocessed {
         text: out,
@@ -617,76 +626,20 @@ fn tokenize(s: &str) -> Vec<Tok> {
     out
 }
 
-/// Replace kernel annotations with spaces, in place (same byte length).
-fn blank_annotations(text: &mut String) {
-    // Work on bytes: annotations and parentheses are ASCII, so replacing ASCII bytes with
-    // spaces keeps the string valid UTF-8.
-    let mut bytes = std::mem::take(text).into_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let c = bytes[i];
-        if !(c.is_ascii_alphabetic() || c == b'_') {
-            i += 1;
-            continue;
-        }
-        let prev_ident = i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
-        let start = i;
-        while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
-            i += 1;
-        }
-        if prev_ident {
-            continue;
-        }
-        let word = &bytes[start..i];
-        if word.first() != Some(&b'_') && word != b"noinline" && word != b"noinline_for_stack" {
-            continue;
-        }
-        let Ok(w) = std::str::from_utf8(word) else {
-            continue;
-        };
-        if BARE_ANNOTATIONS.contains(&w) {
-            bytes[start..i].fill(b' ');
-        } else if CALL_ANNOTATIONS.contains(&w) {
-            let mut j = i;
-            while j < bytes.len() && bytes[j] == b' ' {
-                j += 1;
-            }
-            if bytes.get(j) == Some(&b'(') {
-                let mut depth = 0usize;
-                let mut k = j;
-                while k < bytes.len() {
-                    match bytes[k] {
-                        b'(' => depth += 1,
-                        b')' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                break;
-                            }
-                        }
-                        b'\n' => break,
-                        _ => {}
-                    }
-                    k += 1;
-                }
-                if bytes.get(k) == Some(&b')') {
-                    bytes[start..=k].fill(b' ');
-                    i = k + 1;
-                }
-            }
-        }
-    }
-    // Only ASCII bytes were replaced by ASCII spaces.
-    *text = String::from_utf8(bytes).unwrap_or_default();
-}
-
-/// Two kernel macro idioms that are not C and cost tree-sitter most of its error recovery (and
-/// most of its time) are rewritten in place, same length, so the code around them parses:
+/// Blank kernel annotations and rewrite the macro idioms tree-sitter cannot parse, in place
+/// and in one scan of the words (same byte length):
+/// - annotations (`__user`, `__printf(1, 2)`: [`BARE_ANNOTATIONS`], [`CALL_ANNOTATIONS`] with
+///   their arguments closed on the same line) become spaces;
 /// - loop macros at the start of a statement, `list_for_each_entry(pos, head, member) {`, become
 ///   `while              (pos, head, member) {`;
 /// - a type passed as a macro argument after a comma, `container_of(p, struct ib_qp, dev)`,
 ///   loses its `struct`/`union` keyword (`container_of(p,        ib_qp, dev)`). Casts follow `(`,
 ///   never a comma, so they are untouched.
-fn rewrite_macro_idioms(text: &mut String) {
+///
+/// The idioms are decided on the text as it reads with every annotation blanked: what is
+/// behind a word is already final, and the look-ahead past a word ([`skip_blanked`]) takes the
+/// annotations after it for spaces.
+fn blank_and_rewrite(text: &mut String) {
     let mut bytes = std::mem::take(text).into_bytes();
     let n = bytes.len();
     let mut i = 0;
@@ -707,55 +660,123 @@ fn rewrite_macro_idioms(text: &mut String) {
             i += 1;
             continue;
         }
-        let prev_ident = i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        let prev_ident = i > 0 && is_ident(bytes[i - 1]);
         let start = i;
-        while i < n && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
-            i += 1;
-        }
+        i = word_end(&bytes, i);
         if prev_ident {
             line_start = false;
             continue;
         }
-        let word = &bytes[start..i];
+        if let Some(end) = annotation_end(&bytes, start, i) {
+            // Spaces now: the statement start is where it was.
+            bytes[start..end].fill(b' ');
+            i = end;
+            continue;
+        }
         let at_statement_start = line_start;
         line_start = false;
-        let next_non_space = bytes[i..]
-            .iter()
-            .position(|b| *b != b' ' && *b != b'\t')
-            .map(|p| i + p);
-        if at_statement_start
-            && word.len() >= 8
-            && word.windows(8).any(|w| w == b"for_each")
-            && next_non_space.is_some_and(|p| bytes[p] == b'(')
-        {
-            bytes[start..start + 5].copy_from_slice(b"while");
-            bytes[start + 5..i].fill(b' ');
-        } else if word == b"struct" || word == b"union" {
-            let prev = bytes[..start]
-                .iter()
-                .rposition(|b| !b.is_ascii_whitespace())
-                .map(|p| bytes[p]);
-            if prev == Some(b',') {
-                // Followed by `ident` and then `,` or `)`: a type as a macro argument.
-                let mut j = i;
-                while j < n && bytes[j].is_ascii_whitespace() {
-                    j += 1;
-                }
-                let id_start = j;
-                while j < n && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'_') {
-                    j += 1;
-                }
-                while j < n && bytes[j].is_ascii_whitespace() {
-                    j += 1;
-                }
-                if j > id_start && j < n && (bytes[j] == b',' || bytes[j] == b')') {
-                    bytes[start..i].fill(b' ');
-                }
-            }
-        }
+        rewrite_idiom(&mut bytes, start, i, at_statement_start);
     }
     // Only ASCII bytes were replaced by ASCII bytes.
     *text = String::from_utf8(bytes).unwrap_or_default();
+}
+
+/// The idiom rewrite of the word `bytes[start..end]` (not an annotation), if it is one.
+fn rewrite_idiom(bytes: &mut [u8], start: usize, end: usize, at_statement_start: bool) {
+    let n = bytes.len();
+    let word = &bytes[start..end];
+    if at_statement_start
+        && word.len() >= 8
+        && word.windows(8).any(|w| w == b"for_each")
+        && bytes.get(skip_blanked(bytes, end, |b| b == b' ' || b == b'\t')) == Some(&b'(')
+    {
+        bytes[start..start + 5].copy_from_slice(b"while");
+        bytes[start + 5..end].fill(b' ');
+    } else if word == b"struct" || word == b"union" {
+        let prev = bytes[..start]
+            .iter()
+            .rposition(|b| !b.is_ascii_whitespace())
+            .map(|p| bytes[p]);
+        if prev == Some(b',') {
+            // Followed by `ident` and then `,` or `)`: a type as a macro argument.
+            let id_start = skip_blanked(bytes, end, |b| b.is_ascii_whitespace());
+            let id_end = word_end(bytes, id_start);
+            let j = skip_blanked(bytes, id_end, |b| b.is_ascii_whitespace());
+            if id_end > id_start && j < n && (bytes[j] == b',' || bytes[j] == b')') {
+                bytes[start..end].fill(b' ');
+            }
+        }
+    }
+}
+
+fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// The end of the run of identifier bytes that starts at `i`.
+fn word_end(bytes: &[u8], mut i: usize) -> usize {
+    while i < bytes.len() && is_ident(bytes[i]) {
+        i += 1;
+    }
+    i
+}
+
+/// The end of the blanked range when the word `bytes[start..end]` is an annotation that is
+/// blanked: a bare one, or a call one whose `(` follows (after spaces) and closes on the line.
+fn annotation_end(bytes: &[u8], start: usize, end: usize) -> Option<usize> {
+    let word = &bytes[start..end];
+    if word.first() != Some(&b'_') && word != b"noinline" && word != b"noinline_for_stack" {
+        return None;
+    }
+    let w = std::str::from_utf8(word).ok()?;
+    if BARE_ANNOTATIONS.contains(&w) {
+        return Some(end);
+    }
+    if !CALL_ANNOTATIONS.contains(&w) {
+        return None;
+    }
+    let mut j = end;
+    while bytes.get(j) == Some(&b' ') {
+        j += 1;
+    }
+    if bytes.get(j) != Some(&b'(') {
+        return None;
+    }
+    let mut depth = 0usize;
+    for (k, &b) in bytes.iter().enumerate().skip(j) {
+        match b {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k + 1);
+                }
+            }
+            b'\n' => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The first index at or after `j` (the end of a word, or what follows one) that holds neither
+/// a `space` byte nor an annotation that [`blank_and_rewrite`] blanks when it gets there.
+fn skip_blanked(bytes: &[u8], mut j: usize, space: impl Fn(u8) -> bool) -> usize {
+    loop {
+        while j < bytes.len() && space(bytes[j]) {
+            j += 1;
+        }
+        let word_start = j < bytes.len()
+            && (bytes[j].is_ascii_alphabetic() || bytes[j] == b'_')
+            && !(j > 0 && is_ident(bytes[j - 1]));
+        if word_start {
+            if let Some(end) = annotation_end(bytes, j, word_end(bytes, j)) {
+                j = end;
+                continue;
+            }
+        }
+        return j;
+    }
 }
 
 /// The index after the comment, string or character literal (or, when `directives`, the
@@ -967,6 +988,155 @@ pub fn blank_type_bodies(text: &mut String) {
     *text = String::from_utf8(bytes).unwrap_or_default();
 }
 
+/// The two passes [`blank_and_rewrite`] replaced, kept as its reference.
+#[cfg(test)]
+mod two_passes {
+    use super::{BARE_ANNOTATIONS, CALL_ANNOTATIONS};
+
+    /// Replace kernel annotations with spaces, in place (same byte length).
+    pub(super) fn blank_annotations(text: &mut String) {
+        // Work on bytes: annotations and parentheses are ASCII, so replacing ASCII bytes with
+        // spaces keeps the string valid UTF-8.
+        let mut bytes = std::mem::take(text).into_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let c = bytes[i];
+            if !(c.is_ascii_alphabetic() || c == b'_') {
+                i += 1;
+                continue;
+            }
+            let prev_ident =
+                i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+            let start = i;
+            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            if prev_ident {
+                continue;
+            }
+            let word = &bytes[start..i];
+            if word.first() != Some(&b'_') && word != b"noinline" && word != b"noinline_for_stack" {
+                continue;
+            }
+            let Ok(w) = std::str::from_utf8(word) else {
+                continue;
+            };
+            if BARE_ANNOTATIONS.contains(&w) {
+                bytes[start..i].fill(b' ');
+            } else if CALL_ANNOTATIONS.contains(&w) {
+                let mut j = i;
+                while j < bytes.len() && bytes[j] == b' ' {
+                    j += 1;
+                }
+                if bytes.get(j) == Some(&b'(') {
+                    let mut depth = 0usize;
+                    let mut k = j;
+                    while k < bytes.len() {
+                        match bytes[k] {
+                            b'(' => depth += 1,
+                            b')' => {
+                                depth -= 1;
+                                if depth == 0 {
+                                    break;
+                                }
+                            }
+                            b'\n' => break,
+                            _ => {}
+                        }
+                        k += 1;
+                    }
+                    if bytes.get(k) == Some(&b')') {
+                        bytes[start..=k].fill(b' ');
+                        i = k + 1;
+                    }
+                }
+            }
+        }
+        // Only ASCII bytes were replaced by ASCII spaces.
+        *text = String::from_utf8(bytes).unwrap_or_default();
+    }
+
+    /// Two kernel macro idioms that are not C and cost tree-sitter most of its error recovery (and
+    /// most of its time) are rewritten in place, same length, so the code around them parses:
+    /// - loop macros at the start of a statement, `list_for_each_entry(pos, head, member) {`, become
+    ///   `while              (pos, head, member) {`;
+    /// - a type passed as a macro argument after a comma, `container_of(p, struct ib_qp, dev)`,
+    ///   loses its `struct`/`union` keyword (`container_of(p,        ib_qp, dev)`). Casts follow `(`,
+    ///   never a comma, so they are untouched.
+    pub(super) fn rewrite_macro_idioms(text: &mut String) {
+        let mut bytes = std::mem::take(text).into_bytes();
+        let n = bytes.len();
+        let mut i = 0;
+        let mut line_start = true;
+        while i < n {
+            let c = bytes[i];
+            if c == b'\n' {
+                line_start = true;
+                i += 1;
+                continue;
+            }
+            if c == b' ' || c == b'\t' {
+                i += 1;
+                continue;
+            }
+            if !(c.is_ascii_alphabetic() || c == b'_') {
+                line_start = false;
+                i += 1;
+                continue;
+            }
+            let prev_ident =
+                i > 0 && (bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+            let start = i;
+            while i < n && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                i += 1;
+            }
+            if prev_ident {
+                line_start = false;
+                continue;
+            }
+            let word = &bytes[start..i];
+            let at_statement_start = line_start;
+            line_start = false;
+            let next_non_space = bytes[i..]
+                .iter()
+                .position(|b| *b != b' ' && *b != b'\t')
+                .map(|p| i + p);
+            if at_statement_start
+                && word.len() >= 8
+                && word.windows(8).any(|w| w == b"for_each")
+                && next_non_space.is_some_and(|p| bytes[p] == b'(')
+            {
+                bytes[start..start + 5].copy_from_slice(b"while");
+                bytes[start + 5..i].fill(b' ');
+            } else if word == b"struct" || word == b"union" {
+                let prev = bytes[..start]
+                    .iter()
+                    .rposition(|b| !b.is_ascii_whitespace())
+                    .map(|p| bytes[p]);
+                if prev == Some(b',') {
+                    // Followed by `ident` and then `,` or `)`: a type as a macro argument.
+                    let mut j = i;
+                    while j < n && bytes[j].is_ascii_whitespace() {
+                        j += 1;
+                    }
+                    let id_start = j;
+                    while j < n && (bytes[j].is_ascii_alphanumeric() || bytes[j] == b'_') {
+                        j += 1;
+                    }
+                    while j < n && bytes[j].is_ascii_whitespace() {
+                        j += 1;
+                    }
+                    if j > id_start && j < n && (bytes[j] == b',' || bytes[j] == b')') {
+                        bytes[start..i].fill(b' ');
+                    }
+                }
+            }
+        }
+        // Only ASCII bytes were replaced by ASCII bytes.
+        *text = String::from_utf8(bytes).unwrap_or_default();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1001,6 +1171,63 @@ mod tests {
         let src = "#ifndef G_H\n#define G_H\n#define N 3\n#if N > 2\nyes\n#endif\n#endif\n";
         let p = preprocess(src, &cfg());
         assert!(p.text.contains("yes"));
+    }
+
+    /// [`blank_and_rewrite`] against the two passes it replaced, on token soup built from what
+    /// either pass reads (annotations next to idioms, on one line and across lines).
+    #[test]
+    fn one_scan_equals_the_two_passes() {
+        const TOKENS: &[&str] = &[
+            "struct",
+            "union",
+            ",",
+            ")",
+            "(",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "\r",
+            "__user",
+            "__rcu",
+            "noinline",
+            "__printf",
+            "__aligned",
+            "(8)",
+            "list_for_each_entry",
+            "for_each_x",
+            "x",
+            "ib_qp",
+            "1",
+            "_",
+            "__",
+            "a__user",
+            "{",
+            ";",
+            "é",
+            "__counted_by(n)",
+            "__printf(1, (2))",
+            "__free(kfree)",
+            "__must_check",
+            "0x__user",
+        ];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        for case in 0..20_000 {
+            let mut src = String::new();
+            for _ in 0..(case % 24) {
+                seed = seed
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                let k = usize::try_from(seed >> 33).unwrap_or(0) % TOKENS.len();
+                src.push_str(TOKENS[k]);
+            }
+            let mut two = src.clone();
+            two_passes::blank_annotations(&mut two);
+            two_passes::rewrite_macro_idioms(&mut two);
+            let mut one = src.clone();
+            blank_and_rewrite(&mut one);
+            assert_eq!(one, two, "{src:?}");
+        }
     }
 
     #[test]

@@ -344,7 +344,7 @@ fn extract_or_reuse(
     };
     let (text, lossy) = decode_text(&bytes);
     let Some(cache) = cache else {
-        return extract_file(parser, rel, &bytes, text, lossy, config, times).map(Ok);
+        return extract_file(parser, rel, &bytes, &text, lossy, config, times).map(Ok);
     };
     let t1 = std::time::Instant::now();
     let key = FactsCache::key(rel, &bytes, &text, config);
@@ -353,21 +353,22 @@ fn extract_or_reuse(
     if let Some(entry) = hit {
         return Ok(Ok(entry));
     }
-    let entry = extract_file(parser, rel, &bytes, text, lossy, config, times)?;
+    let entry = extract_file(parser, rel, &bytes, &text, lossy, config, times)?;
     let t2 = std::time::Instant::now();
     cache.put(&key, &entry);
     times.cache_store = t2.elapsed();
     Ok(Ok(entry))
 }
 
-/// The text of a file, and the line of its first invalid UTF-8 byte (decoded lossily).
-fn decode_text(bytes: &[u8]) -> (String, Option<usize>) {
+/// The text of a file (borrowed when it is valid UTF-8), and the line of its first invalid
+/// UTF-8 byte (decoded lossily).
+fn decode_text(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, Option<usize>) {
     match std::str::from_utf8(bytes) {
-        Ok(s) => (s.to_string(), None),
+        Ok(s) => (std::borrow::Cow::Borrowed(s), None),
         Err(e) => {
             let valid = e.valid_up_to();
             let line = bytes[..valid].iter().filter(|b| **b == b'\n').count() + 1;
-            (String::from_utf8_lossy(bytes).into_owned(), Some(line))
+            (String::from_utf8_lossy(bytes), Some(line))
         }
     }
 }
@@ -377,14 +378,13 @@ fn extract_file(
     parser: &mut tree_sitter::Parser,
     rel: &str,
     bytes: &[u8],
-    text: String,
+    text: &str,
     lossy: Option<usize>,
     config: &KernelConfig,
     times: &mut FileTimes,
 ) -> Result<FileEntry, AnalyzerError> {
     let t0 = std::time::Instant::now();
-    let mut pre = preprocess(&text, config);
-    drop(text);
+    let mut pre = preprocess(text, config);
     if let Some(line) = pre.too_deep {
         return Err(AnalyzerError::Syntax {
             file: rel.to_string(),
