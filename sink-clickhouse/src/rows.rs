@@ -81,16 +81,24 @@ struct Job<'a> {
 
 fn job(info: Option<&ProcInfo>) -> Job<'_> {
     match info {
-        Some(i) => Job {
-            job_id: i.job_id().unwrap_or(""),
-            job_keys: i.job.keys().map(String::as_str).collect(),
-            job_values: i.job.values().map(String::as_str).collect(),
-        },
+        Some(i) => job_of(i.job_id(), &i.job),
         None => Job {
             job_id: "",
             job_keys: Vec::new(),
             job_values: Vec::new(),
         },
+    }
+}
+
+/// The job columns from its id and its allow-listed variables.
+fn job_of<'a>(
+    id: Option<&'a str>,
+    vars: &'a std::collections::BTreeMap<String, String>,
+) -> Job<'a> {
+    Job {
+        job_id: id.unwrap_or(""),
+        job_keys: vars.keys().map(String::as_str).collect(),
+        job_values: vars.values().map(String::as_str).collect(),
     }
 }
 
@@ -479,21 +487,8 @@ fn provider_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot, wall: 
     let Some(p) = &snap.providers else {
         return;
     };
-    let made: Vec<_> = p
-        .qps
-        .iter()
-        .filter(|e| e.snapshot == snap.snapshot)
-        .collect();
-    // the job as a record's (its id from the same variables)
-    let jobs: Vec<ProcInfo> = made
-        .iter()
-        .map(|e| ProcInfo {
-            cgroup: e.cgroup.clone(),
-            job: e.job.clone(),
-            exited: false,
-        })
-        .collect();
-    for (i, (e, info)) in made.iter().zip(&jobs).enumerate() {
+    let made = p.qps.iter().filter(|e| e.snapshot == snap.snapshot);
+    for (i, e) in made.enumerate() {
         let peer = e.peer.as_ref();
         push_row(
             body,
@@ -512,7 +507,7 @@ fn provider_rows(body: &mut Vec<u8>, key: &BatchKey<'_>, snap: &Snapshot, wall: 
                     pid: e.pid,
                     comm: std::borrow::Cow::Borrowed(&e.comm),
                     cgroup: &e.cgroup,
-                    job: job(Some(info)),
+                    job: job_of(e.job_id(), &e.job),
                     peer_qpn: peer.map_or(0, |p| p.qpn),
                     peer_gid: peer.and_then(|p| p.gid.as_deref()).unwrap_or(""),
                     peer_gid_type: peer.map_or("", |p| gid_type_name(p.gid_type)),
@@ -1318,6 +1313,18 @@ mod tests {
         )
     }
 
+    /// A replay pipeline of [`data_plane_table`] (counters derived from the records).
+    fn data_plane_pipeline() -> Pipeline {
+        Pipeline::new(
+            Arc::new(data_plane_table()),
+            PipelineConfig {
+                derive_counters: true,
+                seq_from_zero: false,
+                ..Default::default()
+            },
+        )
+    }
+
     fn data_plane_table() -> ProbeTable {
         let mut t = ProbeTable::from_triples(&[
             (0, "ib_uverbs_reg_mr", "ib_uverbs"),
@@ -1350,14 +1357,7 @@ mod tests {
     /// the entry), none for one an earlier window made (its row was written then).
     #[test]
     fn provider_entries_of_the_window_fill_qp_errors_once() {
-        let mut p = Pipeline::new(
-            Arc::new(data_plane_table()),
-            PipelineConfig {
-                derive_counters: true,
-                seq_from_zero: false,
-                ..Default::default()
-            },
-        );
+        let mut p = data_plane_pipeline();
         p.ingest_with(&collector::encode(&rec(0, 1, 1_000, 0)), |_| None);
         let k = p.derived();
         let end = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
@@ -1429,14 +1429,7 @@ mod tests {
     /// batch (no `qp_errors`) reads whole.
     #[test]
     fn data_plane_records_name_their_status_and_fill_qp_errors() {
-        let mut p = Pipeline::new(
-            Arc::new(data_plane_table()),
-            PipelineConfig {
-                derive_counters: true,
-                seq_from_zero: false,
-                ..Default::default()
-            },
-        );
+        let mut p = data_plane_pipeline();
         let dp = |probe: u32, err: i32, qpn: u64, port: u64, seq: u64| PgRecord {
             nargs: 2,
             args: [qpn, port, 0, 0],

@@ -549,12 +549,7 @@ impl QpDeathJobs {
             return;
         };
         for e in p.qps.iter().filter(|e| e.snapshot == s.snapshot) {
-            let info = collector::ProcInfo {
-                cgroup: e.cgroup.clone(),
-                job: e.job.clone(),
-                exited: false,
-            };
-            let job = info.job_id().unwrap_or(&info.cgroup);
+            let job = e.job_id().unwrap_or(&e.cgroup);
             if job.is_empty() {
                 continue;
             }

@@ -21,10 +21,16 @@ pub const JOB_ID_VARS: [&str; 3] = ["SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "JOB_
 impl ProcInfo {
     /// The job's id: the first of [`JOB_ID_VARS`] that is set, `None` without one.
     pub fn job_id(&self) -> Option<&str> {
-        JOB_ID_VARS
-            .iter()
-            .find_map(|v| self.job.get(*v).map(String::as_str))
+        job_id_of(&self.job)
     }
+}
+
+/// The job's id among allow-listed variables: the first of [`JOB_ID_VARS`] that is set (a
+/// record's process, a provider stage's entry).
+pub fn job_id_of(vars: &BTreeMap<String, String>) -> Option<&str> {
+    JOB_ID_VARS
+        .iter()
+        .find_map(|v| vars.get(*v).map(String::as_str))
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ pub use baseline::{
 pub use chains::{monotonic_ns, ChainClock, ChainView, Chains, ChainsOut, Link};
 pub use decode::{comm_str, decode, encode, hex, unhex, DecodeError};
 pub use errno::{errno_label, errno_name};
-pub use job::{ProcInfo, JOB_ID_VARS};
+pub use job::{job_id_of, ProcInfo, JOB_ID_VARS};
 pub use kernel_state::{AttachStatus, GidType, KernelTotals, Mechanism, QpError, QpErrors, QpPeer};
 pub use outfile::{is_device, is_refused, lock_output, open_output, suffixed, OutputKind};
 pub use qp_owner::qp_owner;

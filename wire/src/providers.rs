@@ -111,6 +111,13 @@ pub struct ProviderQpError {
     pub peer: Option<QpPeer>,
 }
 
+impl ProviderQpError {
+    /// The entry's job id, as a record's (`crate::ProcInfo::job_id`).
+    pub fn job_id(&self) -> Option<&str> {
+        crate::job::job_id_of(&self.job)
+    }
+}
+
 /// The provider whose error completions the stage records (libmlx5's `dump_cqe`).
 pub const MLX5_PROVIDER: &str = "mlx5";
 /// Its library and error-completion function, as a fleet row names them.
