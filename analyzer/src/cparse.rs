@@ -118,16 +118,18 @@ const SCANNED: u8 = 1;
 /// [`BodyIds::interest`]: the error sites read this kind.
 const EXITS: u8 = 2;
 /// [`BodyIds::interest`]: an expression whose subtree holds nothing either reads when its text
-/// has no `(`, no `=`, no `{` and it has no error: no call, assignment, initializer,
-/// declaration, statement or `IS_ERR` test can be written without one of them (a statement
-/// expression `({ ... })` and an initializer list have their braces), so the walk need not
-/// visit its children.
+/// has no call's `(`, no assignment's `=`, no `{` and it has no error: no call, assignment,
+/// initializer, declaration, statement or `IS_ERR` test can be written without one of them (a
+/// statement expression `({ ... })` and an initializer list have their braces), so the walk
+/// need not visit its children (see [`plain_text`] for which `(` and `=` count).
 const PLAIN_EXPR: u8 = 4;
-/// Kinds besides the expressions that hold nothing either reads when their text has no `(`,
-/// `=`, `{` and no error: a statement of one expression (a statement expression has its
-/// braces), a jump, a type named without a body (a local's `struct ib_qp`).
+/// Kinds besides the expressions that hold nothing either reads when their text has no call's
+/// `(`, no assignment's `=`, no `{` and no error: a statement of one expression (a statement
+/// expression has its braces), a return (itself noted, from its fields), a jump, a type named
+/// without a body (a local's `struct ib_qp`).
 const PLAIN_NON_EXPRESSIONS: &[&str] = &[
     "expression_statement",
+    "return_statement",
     "goto_statement",
     "break_statement",
     "continue_statement",
@@ -136,10 +138,16 @@ const PLAIN_NON_EXPRESSIONS: &[&str] = &[
     "enum_specifier",
     "type_descriptor",
 ];
-/// [`BodyIds::interest`]: a call, an argument list, a parenthesized expression or a cast,
-/// which writes one `(` of its own: with no other `(`, no `=`, no `{` and no error, nothing
-/// below it is read (the call itself is, from its own fields).
+/// [`BodyIds::interest`]: a call or an argument list, which writes one call's `(` of its own:
+/// with no other, no assignment's `=`, no `{` and no error, nothing below it is read (the call
+/// itself is, from its own fields).
 const ONE_PAREN: u8 = 8;
+/// [`BodyIds::interest`]: a parenthesized expression or a cast, which opens with a `(` of its
+/// own: past it, no call's `(`, no assignment's `=`, no `{`.
+const LEADING_PAREN: u8 = 16;
+/// [`BodyIds::interest`]: an assignment, which writes one `=` of its own (read, with what it
+/// stores, from its fields): with no other, no call's `(` and no `{`, nothing below it is read.
+const ONE_ASSIGN: u8 = 32;
 
 /// [`BodyIds::ctx`]: `if_statement`, `else_clause`, `labeled_statement` (a return there is no
 /// plain return), `case_statement`, `compound_statement`, `function_definition`.
@@ -218,16 +226,15 @@ fn kind_tables(lang: &tree_sitter::Language, ids: &BodyIds) -> (Vec<u8>, Vec<u8>
     // By name, as `Node::kind` compares them: an alias shares its name with another id.
     for (id, x) in interest.iter_mut().enumerate() {
         let name = name(id).unwrap_or("");
-        if matches!(
-            name,
-            "call_expression" | "argument_list" | "parenthesized_expression" | "cast_expression"
-        ) {
-            *x |= ONE_PAREN;
-        } else if (name.ends_with("_expression") && name != "assignment_expression")
-            || PLAIN_NON_EXPRESSIONS.contains(&name)
-        {
-            *x |= PLAIN_EXPR;
-        }
+        *x |= match name {
+            "call_expression" | "argument_list" => ONE_PAREN,
+            "parenthesized_expression" | "cast_expression" => LEADING_PAREN,
+            "assignment_expression" => ONE_ASSIGN,
+            _ if name.ends_with("_expression") || PLAIN_NON_EXPRESSIONS.contains(&name) => {
+                PLAIN_EXPR
+            }
+            _ => 0,
+        };
     }
     let ctx = (0..count)
         .map(|id| match name(id) {
@@ -576,8 +583,7 @@ fn scan_body<'t>(
         let interest = ids.interest.get(usize::from(kind)).copied().unwrap_or(0);
         if children > 0
             && !ids.opaque.contains(&kind)
-            && !(interest & (PLAIN_EXPR | ONE_PAREN) != 0
-                && plain_expression(n, src, usize::from(interest & ONE_PAREN != 0)))
+            && !(interest & PLAIN != 0 && plain_expression(n, src, interest))
             && cursor.goto_first_child()
         {
             following.push(children - 1);
@@ -635,28 +641,96 @@ fn scan_body<'t>(
     }
 }
 
-/// A [`PLAIN_EXPR`] or [`ONE_PAREN`] kind's node that holds nothing the walk reads: at most
-/// `parens` `(`, no `=`, no `{`, no error.
-fn plain_expression(n: Node, src: &str, parens: usize) -> bool {
+/// The kinds [`plain_expression`] is asked about.
+const PLAIN: u8 = PLAIN_EXPR | ONE_PAREN | LEADING_PAREN | ONE_ASSIGN;
+
+/// A node of a [`PLAIN`] kind (`interest`: its bits) that holds nothing the walk reads: no error,
+/// and in its text no `{` and no call's `(` or assignment's `=` beyond its own.
+fn plain_expression(n: Node, src: &str, interest: u8) -> bool {
     if n.has_error() {
         return false;
     }
-    let Some(t) = src.as_bytes().get(n.start_byte()..n.end_byte()) else {
+    let (start, end) = (n.start_byte(), n.end_byte());
+    let (start, calls, assigns) = if interest & LEADING_PAREN != 0 {
+        (start + 1, 0, 0)
+    } else {
+        (
+            start,
+            usize::from(interest & ONE_PAREN != 0),
+            usize::from(interest & ONE_ASSIGN != 0),
+        )
+    };
+    plain_text(src.as_bytes(), start, end, calls, assigns)
+}
+
+/// Whether `src[start..end]` has no `{`, at most `calls` call's `(` and at most `assigns`
+/// assignment's `=`. A `(` is a call's unless what comes before it (spaces skipped, looking
+/// back before `start` too) is an operator, a `(`, a `,` or `sizeof`: a cast or a grouping
+/// opens no call. A `=` is an assignment's unless it is part of `==`, `!=`, `<=` or `>=`
+/// (`<<=` and `>>=` assign). Either is counted when in doubt (a comment before a `(`, a `=` in
+/// a character literal), which costs a visit, never a missed call.
+fn plain_text(src: &[u8], start: usize, end: usize, calls: usize, assigns: usize) -> bool {
+    let Some(t) = src.get(start..end) else {
         return false;
     };
-    let mut left = parens;
-    for &b in t {
-        if b == b'=' || b == b'{' {
-            return false;
-        }
-        if b == b'(' {
-            if left == 0 {
-                return false;
+    let (mut calls, mut assigns) = (calls, assigns);
+    let mut i = 0;
+    while let Some(&b) = t.get(i) {
+        match b {
+            b'{' => return false,
+            b'=' if t.get(i + 1) == Some(&b'=') => i += 1,
+            b'=' if !compares(t, i) => {
+                if assigns == 0 {
+                    return false;
+                }
+                assigns -= 1;
             }
-            left -= 1;
+            b'(' if opens_call(src, start + i) => {
+                if calls == 0 {
+                    return false;
+                }
+                calls -= 1;
+            }
+            _ => {}
         }
+        i += 1;
     }
     true
+}
+
+/// Whether the `=` at `t[i]` ends a comparison, `!=`, `<=` or `>=` (`==` is skipped by its
+/// first `=`), rather than an assignment (`<<=` and `>>=` assign).
+fn compares(t: &[u8], i: usize) -> bool {
+    let before = |k: usize| i.checked_sub(k).and_then(|j| t.get(j)).copied();
+    match before(1) {
+        Some(b'!') => true,
+        Some(c @ (b'<' | b'>')) => before(2) != Some(c),
+        _ => false,
+    }
+}
+
+/// Whether the `(` at `src[at]` may open a call's arguments: what precedes it (spaces skipped)
+/// ends an identifier other than `sizeof`, a `)`, a `]`, or is a `/` (a comment's end: in
+/// doubt, a call).
+fn opens_call(src: &[u8], at: usize) -> bool {
+    let head = src.get(..at).unwrap_or(&[]);
+    let Some(last) = head.iter().rposition(|b| !b.is_ascii_whitespace()) else {
+        return false;
+    };
+    match head.get(last) {
+        Some(b')' | b']' | b'/') => true,
+        Some(&c) if c.is_ascii_alphanumeric() || c == b'_' => {
+            let word_start = head
+                .get(..=last)
+                .and_then(|w| {
+                    w.iter()
+                        .rposition(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+                })
+                .map_or(0, |p| p + 1);
+            head.get(word_start..=last) != Some(b"sizeof".as_slice())
+        }
+        _ => false,
+    }
 }
 
 /// Whether a return whose ancestors up to the body are `ancestors` (kind ids, the body first)
@@ -1139,6 +1213,74 @@ mod tests {
             "{:?}",
             fun.error_sites
         );
+    }
+
+    #[test]
+    fn casts_comparisons_and_sizeof_open_nothing_calls_and_assignments_do() {
+        let plain = |t: &str, calls: usize, assigns: usize| {
+            plain_text(t.as_bytes(), 0, t.len(), calls, assigns)
+        };
+        for t in [
+            "a == b",
+            "a != b",
+            "a <= b",
+            "a >= b",
+            "(u32)x",
+            "sizeof(*qp)",
+            "(a & (b | c))",
+        ] {
+            assert!(plain(t, 0, 0), "{t}");
+        }
+        for t in [
+            "a = b",
+            "a |= b",
+            "a <<= 1",
+            "a >>= 1",
+            "f(x)",
+            "a->f (x)",
+            "(*fp)(x)",
+            "t[i](x)",
+            "f /* c */ (x)",
+            "({ x; })",
+        ] {
+            assert!(!plain(t, 0, 0), "{t}");
+        }
+        assert!(plain("f((int)x, sizeof(y))", 1, 0));
+        assert!(!plain("f(g(x))", 1, 0));
+        assert!(plain("x = a == b", 0, 1));
+        assert!(!plain("x = y = z", 0, 1));
+        // The `(` of a call found by looking back before the node: `g (x)` from `(x)`.
+        let src = b"g (x)";
+        assert!(!plain_text(src, 2, 5, 0, 0));
+    }
+
+    #[test]
+    fn calls_and_stores_under_casts_comparisons_returns_and_assignments_are_found() {
+        let f = facts(
+            "int f(struct s *p)
+{
+	int a = (int)g1(p);
+	if (p->n != g2(p))
+		return (g3(p));
+	p->cb = (void *)g4;
+	p->x = p->y = g5(p);
+	a = sizeof(*p) + g6(sizeof(p));
+	return a <= g7(p) ? -EINVAL : 0;
+}
+",
+        );
+        let fun = &f.functions[0];
+        let mut t: Vec<String> = fun
+            .calls
+            .iter()
+            .map(|c| match &c.target {
+                CallTarget::Named(n) => n.clone(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        t.sort();
+        assert_eq!(t, ["g1", "g2", "g3", "g5", "g6", "g7"]);
+        assert_eq!(fun.field_writes, ["cb", "x", "y"]);
     }
 
     #[test]
