@@ -78,7 +78,7 @@ struct Assign<'t> {
 /// What an error exit needs from a body, collected node by node during the one walk of the
 /// body that also finds its calls ([`crate::cparse`]), then decided by [`BodyExits::sites`].
 pub(crate) struct BodyExits<'t> {
-    labels: BTreeMap<String, Node<'t>>,
+    labels: BTreeMap<String, Label<'t>>,
     assigns: Vec<Assign<'t>>,
     ifs: Vec<Node<'t>>,
     /// Each return, and whether it is in a `switch` case when no `if`, `else` or label holds
@@ -93,6 +93,14 @@ pub(crate) struct BodyExits<'t> {
     err_ptrs: Vec<String>,
     /// The function's parameter names: what the caller supplied.
     params: Vec<String>,
+}
+
+/// A label of the body: its statement, and the first return on its path once a `goto` asked
+/// (every `goto` of a label reaches the same one; finding it steps along the siblings, and
+/// `Node::next_named_sibling` searches the parent's children from the first each time).
+struct Label<'t> {
+    node: Node<'t>,
+    first_return: std::cell::OnceCell<Option<Node<'t>>>,
 }
 
 /// The node kinds and fields the collection compares, as tree-sitter-c's ids, looked up once
@@ -191,7 +199,12 @@ impl<'t> BodyExits<'t> {
         let ids = site_ids();
         if k == ids.labeled_statement {
             if let Some(l) = n.child_by_field_id(ids.field_label) {
-                self.labels.entry(text(l, src).to_string()).or_insert(n);
+                self.labels
+                    .entry(text(l, src).to_string())
+                    .or_insert_with(|| Label {
+                        node: n,
+                        first_return: std::cell::OnceCell::new(),
+                    });
                 self.first_label = self.first_label.min(n.start_byte());
             }
         } else if k == ids.if_statement {
@@ -517,10 +530,17 @@ fn branch_exit(branch: Node, b: &BodyExits, src: &str) -> Option<Value> {
     })
 }
 
-/// The value the first return on the label's path returns, reached by a `goto` at byte `at`
-/// (the label's statement and its following siblings, up to 16 statements).
+/// The value the first return on the label's path returns, reached by a `goto` at byte `at`.
 fn label_exit(label: &str, b: &BodyExits, src: &str, at: usize) -> Option<Value> {
-    let mut n = *b.labels.get(label)?;
+    let l = b.labels.get(label)?;
+    let stmt = (*l.first_return.get_or_init(|| first_return(l.node)))?;
+    returned(stmt, b, src, Some(at))
+}
+
+/// The first return among the label's statement and its following siblings (up to 16
+/// statements).
+fn first_return(label: Node) -> Option<Node> {
+    let mut n = label;
     for _ in 0..16 {
         let stmt = if crate::cfields::kind(n) == "labeled_statement" {
             let mut c = n.walk();
@@ -533,7 +553,7 @@ fn label_exit(label: &str, b: &BodyExits, src: &str, at: usize) -> Option<Value>
             n
         };
         if crate::cfields::kind(stmt) == "return_statement" {
-            return returned(stmt, b, src, Some(at));
+            return Some(stmt);
         }
         n = n.next_named_sibling()?;
     }
