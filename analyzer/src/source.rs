@@ -367,7 +367,7 @@ fn decode_text(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, Option<usize>) {
         Ok(s) => (std::borrow::Cow::Borrowed(s), None),
         Err(e) => {
             let valid = e.valid_up_to();
-            let line = bytes[..valid].iter().filter(|b| **b == b'\n').count() + 1;
+            let line = crate::preproc::count_newlines(&bytes[..valid]) + 1;
             (String::from_utf8_lossy(bytes), Some(line))
         }
     }
