@@ -178,12 +178,7 @@ fn install_allocator_and_panic_hook() {
     // SAFETY: first thing in main, before any tree-sitter allocation; mimalloc's functions have
     // the C allocator signatures.
     unsafe {
-        tree_sitter::set_allocator(
-            Some(libmimalloc_sys::mi_malloc),
-            Some(libmimalloc_sys::mi_calloc),
-            Some(libmimalloc_sys::mi_realloc),
-            Some(libmimalloc_sys::mi_free),
-        );
+        pipeline::use_mimalloc_for_trees();
     }
     set_panic_hook();
 }

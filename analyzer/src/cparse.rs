@@ -13,6 +13,7 @@ use crate::model::{
     ValueRef, WriteCommand,
 };
 use crate::timings::ExtractTimes;
+use crate::tree_heap::FileHeap;
 
 /// Most ERROR ranges reported per file; the count is still exact.
 const MAX_ERROR_WARNINGS_PER_FILE: usize = 5;
@@ -37,7 +38,7 @@ fn parse_time_limit(len: usize) -> std::time::Duration {
 
 /// Parse `text` (already preprocessed) and extract its facts.
 pub fn extract(parser: &mut Parser, path: &str, text: &str) -> FileFacts {
-    extract_timed(parser, path, text, &mut ExtractTimes::default())
+    extract_timed(parser, path, text, &mut ExtractTimes::default(), None)
 }
 
 /// [`extract`], adding what its phases took to `times`.
@@ -46,6 +47,7 @@ pub(crate) fn extract_timed(
     path: &str,
     text: &str,
     times: &mut ExtractTimes,
+    heap: Option<&FileHeap>,
 ) -> FileFacts {
     let mut facts = FileFacts {
         path: path.to_string(),
@@ -84,7 +86,11 @@ pub(crate) fn extract_timed(
     if path.ends_with(".c") {
         scan_uverbs_declarations(text, &mut facts);
     }
-    drop(tree);
+    // In a file's heap the tree goes with the heap, all at once; else node by node.
+    match heap {
+        Some(heap) => heap.abandon(tree),
+        None => drop(tree),
+    }
     times.error_sites += sites_time;
     times.facts += t1.elapsed().saturating_sub(sites_time);
     facts

@@ -26,6 +26,7 @@ mod preproc;
 mod source;
 mod timings;
 mod traceability;
+mod tree_heap;
 mod valuerefs;
 
 // The tree: files, config, Kbuild, the per-file facts cache.
@@ -37,6 +38,7 @@ pub use layout::SourceLayout;
 pub use limits::MAX_NESTING;
 pub use source::{LoadOptions, SourceTree};
 pub use timings::LoadTimings;
+pub use tree_heap::install as use_mimalloc_for_trees;
 
 // The C front end, one file at a time (what the facts cache stores; the fuzz target's input).
 pub use cparse::{extract, new_parser};

@@ -15,6 +15,7 @@ use crate::kconfig::KernelConfig;
 use crate::model::FileFacts;
 use crate::preproc::preprocess;
 use crate::timings::{ExtractTimes, FileTimes, LoadTimings};
+use crate::tree_heap::FileHeap;
 
 pub(crate) use crate::layout::SourceLayout;
 
@@ -405,7 +406,16 @@ fn extract_file(
     }
     times.preprocess = t0.elapsed();
     let mut ext = ExtractTimes::default();
-    let mut facts = cparse::extract_timed(parser, rel, &pre.text, &mut ext);
+    // With a heap of the file's own, a parser of its own too: a parser keeps freed nodes for
+    // reuse, which must not outlive the heap they came from.
+    let heap = FileHeap::enter();
+    let mut own = heap.as_ref().map(|_| cparse::new_parser());
+    let parser = own.as_mut().unwrap_or(parser);
+    let mut facts = cparse::extract_timed(parser, rel, &pre.text, &mut ext, heap.as_ref());
+    if let (Some(heap), Some(own)) = (&heap, own) {
+        heap.abandon(own);
+    }
+    drop(heap);
     (times.parse, times.facts, times.error_sites) = (ext.parse, ext.facts, ext.error_sites);
     let t1 = std::time::Instant::now();
     facts.ops_struct = ops_struct;

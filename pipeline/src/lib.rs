@@ -17,6 +17,8 @@ mod render;
 mod selection;
 mod source;
 
+/// For the binary, first thing: tree-sitter allocates from mimalloc and a heap per file.
+pub use analyzer::use_mimalloc_for_trees;
 pub use degraded::degraded_markdown;
 pub use error::Error;
 pub use generate::generate;

@@ -1,0 +1,118 @@
+//! tree-sitter's memory. Every node of a parse is a small allocation and a tree is freed node by
+//! node (a walk of the whole tree, a reference count per node): a tenth of a cold load went to
+//! freeing trees. tree-sitter allocates from mimalloc ([`install`], by the binary, first thing),
+//! and while a file is extracted from a heap of its own ([`FileHeap`]), which is then destroyed
+//! whole, page by page, with its tree and its parser in it.
+
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use libmimalloc_sys as mi;
+
+/// Whether [`install`] ran: without it tree-sitter uses the C library's allocator and no
+/// [`FileHeap`] is made (a library user, a unit test).
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// The heap of the file this thread is extracting; null: mimalloc's own.
+    static CURRENT: Cell<*mut mi::mi_heap_t> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+fn current() -> *mut mi::mi_heap_t {
+    CURRENT.with(Cell::get)
+}
+
+unsafe extern "C" fn ts_malloc(size: usize) -> *mut c_void {
+    let heap = current();
+    // SAFETY: mimalloc's allocation functions, on a heap made on this thread and not yet
+    // destroyed (CURRENT is cleared before its destruction).
+    unsafe {
+        if heap.is_null() {
+            mi::mi_malloc(size)
+        } else {
+            mi::mi_heap_malloc(heap, size)
+        }
+    }
+}
+
+unsafe extern "C" fn ts_calloc(count: usize, size: usize) -> *mut c_void {
+    let heap = current();
+    // SAFETY: as in ts_malloc.
+    unsafe {
+        if heap.is_null() {
+            mi::mi_calloc(count, size)
+        } else {
+            mi::mi_heap_calloc(heap, count, size)
+        }
+    }
+}
+
+unsafe extern "C" fn ts_realloc(p: *mut c_void, size: usize) -> *mut c_void {
+    let heap = current();
+    // SAFETY: as in ts_malloc; `p` is tree-sitter's, from one of these functions.
+    unsafe {
+        if heap.is_null() {
+            mi::mi_realloc(p, size)
+        } else {
+            mi::mi_heap_realloc(heap, p, size)
+        }
+    }
+}
+
+/// Make tree-sitter allocate from mimalloc (and from a [`FileHeap`] while one is entered).
+///
+/// # Safety
+/// Call once, before anything allocates through tree-sitter (a parser, a tree, a cursor made
+/// earlier would be freed by the wrong allocator).
+pub unsafe fn install() {
+    // SAFETY: the caller's promise; the functions have the C allocator signatures.
+    unsafe {
+        tree_sitter::set_allocator(
+            Some(ts_malloc),
+            Some(ts_calloc),
+            Some(ts_realloc),
+            Some(mi::mi_free),
+        );
+    }
+    INSTALLED.store(true, Ordering::Release);
+}
+
+/// The heap one file's parser and tree live in, on this thread, destroyed whole when dropped.
+/// Whatever tree-sitter allocated while it was entered must be gone by then or never touched
+/// again: [`FileHeap::abandon`] takes the parser and the tree instead of their destructors.
+pub(crate) struct FileHeap {
+    heap: *mut mi::mi_heap_t,
+}
+
+impl FileHeap {
+    /// A new heap, entered on this thread; `None` without [`install`], or when one is already
+    /// entered here (no nesting: the inner one would free the outer one's memory).
+    pub(crate) fn enter() -> Option<FileHeap> {
+        if !INSTALLED.load(Ordering::Acquire) || !current().is_null() {
+            return None;
+        }
+        // SAFETY: a fresh heap of this thread.
+        let heap = unsafe { mi::mi_heap_new() };
+        if heap.is_null() {
+            return None;
+        }
+        CURRENT.with(|c| c.set(heap));
+        Some(FileHeap { heap })
+    }
+
+    /// Leave `x` (a parser, a tree made in this heap) to the heap's destruction.
+    pub(crate) fn abandon<T>(&self, x: T) {
+        std::mem::forget(x);
+    }
+}
+
+impl Drop for FileHeap {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(std::ptr::null_mut()));
+        // SAFETY: made by mi_heap_new on this thread (FileHeap is neither Send nor Sync: it
+        // holds a raw pointer); nothing made in it is used after this point (the parser and the
+        // tree were abandoned, every cursor dropped with the extraction that made it).
+        unsafe { mi::mi_heap_destroy(self.heap) };
+    }
+}
