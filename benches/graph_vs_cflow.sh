@@ -158,6 +158,8 @@ bench_tree() {
   nodes=$(sed -nE 's/^[[:space:]]*([A-Za-z_][A-Za-z0-9_]*)\(\).*/\1/p' "${TMP}/cflow.out" | sort -u | wc -l)
   lw=$(awk '$1 == "load" { print $2 }' "${TMP}/phases" | median)
   pw=$(awk '$1 == "parse" { print $2 }' "${TMP}/phases" | median)
+  ew=$(awk '$1 == "extract" { print $2 }' "${TMP}/phases" | median)
+  sw=$(awk '$1 == "summed_over_threads" { print $2 }' "${TMP}/phases" | median)
   printf 'load phases of the cold runs (median ms; serial steps wall, per-file phases summed over threads):\n'
   awk '{ if (!($1 in n)) order[++k] = $1; v[$1, ++n[$1]] = $2 }
     END {
@@ -175,6 +177,7 @@ bench_tree() {
   grep -m 1 '^timings: load' "${TMP}/cold.err" | sed 's/^timings: /last cold run: /' | fold -s -w 100
   awk -v cw="${cw}" -v ww="${ww}" -v fw="${fw}" -v cr="${cr}" -v wr="${wr}" -v fr="${fr}" \
       -v ow="${ow}" -v vw="${vw}" -v lw="${lw:-0}" -v pw="${pw:-0}" -v four="${FOUR}" \
+      -v ew="${ew:-0}" -v sw="${sw:-0}" -v cores="$(nproc)" \
       -v reach="${reach:-?}" -v funcs="${funcs:-?}" -v nodes="${nodes}" '
   BEGIN {
     printf "%-15s %12s %12s  %s\n", "tool", "median wall", "peak RSS", "output"
@@ -193,6 +196,11 @@ bench_tree() {
     printf "target warm <= 0.05x cflow: %s (%.3fx)\n", (fw > 0 && w <= 0.05) ? "PASS" : "FAIL", w
     printf "target four vendors <= 1.15x one: %s (%.2fx)\n", (ow > 0 && v <= 1.15) ? "PASS" : "FAIL", v
     printf "target cold peak RSS <= 200 MB: %s (%.1f MB)\n", (cr / 1024 <= 200) ? "PASS" : "FAIL", cr / 1024
+    # load/parse has two parts: how well the threads overlap, and how much per-file work
+    # there is besides the parse. With perfect overlap on N cores it is (1 + other/parse) / N.
+    if (ew > 0 && pw > 0 && sw > 0) {
+      printf "why: the threads were busy %.0f%% of the extract wall (%.0f ms summed over %d cores in %.0f ms); the per-file work besides the parse is %.2fx the parse, so load/parse is at least %.2fx on %d cores\n", 100 * sw / (ew * cores), sw, cores, ew, (sw - pw) / pw, (1 + (sw - pw) / pw) / cores, cores
+    }
   }'
 }
 
