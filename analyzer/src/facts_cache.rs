@@ -444,7 +444,9 @@ fn config_symbols(text: &str) -> BTreeSet<&str> {
     let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let mut out = BTreeSet::new();
     let mut from = 0;
-    while let Some(at) = text[from..].find("CONFIG_") {
+    // memmem's SIMD scan: every file's key reads all of its text for these.
+    let finder = memchr::memmem::Finder::new("CONFIG_");
+    while let Some(at) = bytes.get(from..).and_then(|rest| finder.find(rest)) {
         let start = from + at;
         let mut end = start + "CONFIG_".len();
         while end < bytes.len() && is_ident(bytes[end]) {
