@@ -1301,6 +1301,20 @@ mod tests {
         );
     }
 
+    /// The callees of `fun`, sorted: a name, or the call target's debug form.
+    fn called_names(fun: &FunctionDef) -> Vec<String> {
+        let mut t: Vec<String> = fun
+            .calls
+            .iter()
+            .map(|c| match &c.target {
+                CallTarget::Named(n) => n.clone(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        t.sort();
+        t
+    }
+
     #[test]
     fn casts_comparisons_and_sizeof_open_nothing_calls_and_assignments_do() {
         let plain = |t: &str, calls: usize, assigns: usize| {
@@ -1356,15 +1370,7 @@ mod tests {
 ",
         );
         let fun = &f.functions[0];
-        let mut t: Vec<String> = fun
-            .calls
-            .iter()
-            .map(|c| match &c.target {
-                CallTarget::Named(n) => n.clone(),
-                other => format!("{other:?}"),
-            })
-            .collect();
-        t.sort();
+        let t = called_names(fun);
         assert_eq!(t, ["g1", "g2", "g3", "g5", "g6", "g7"]);
         assert_eq!(fun.field_writes, ["cb", "x", "y"]);
     }
@@ -1374,15 +1380,7 @@ mod tests {
         // Empty blocks, a bare return, comments next to the delimiters.
         let f = facts("int f(int a)\n{\n\tif (a) {}\n\tif /* c */ (g1(a)) { /* c */ }\n\t{ /* c */ g2(a); }\n\twhile (g3(a)) g4(a) /* c */ ;\n\tswitch (g5(a)) { case 1: return g6(a); }\n\tfor (a = g7(); a; a--) {}\n\tif (a)\n\t\treturn;\n\treturn 0;\n}\n");
         let fun = &f.functions[0];
-        let mut t: Vec<String> = fun
-            .calls
-            .iter()
-            .map(|c| match &c.target {
-                CallTarget::Named(n) => n.clone(),
-                other => format!("{other:?}"),
-            })
-            .collect();
-        t.sort();
+        let t = called_names(fun);
         assert_eq!(t, ["g1", "g2", "g3", "g4", "g5", "g6", "g7"]);
     }
 

@@ -1245,6 +1245,27 @@ mod tests {
         assert!(p.text.contains("yes"));
     }
 
+    /// 20,000 texts of up to `longest - 1` tokens drawn from `tokens` (a fixed LCG from `seed`:
+    /// the same texts every run), the i-th of `i % longest` tokens.
+    fn token_soup(
+        tokens: &'static [&'static str],
+        longest: usize,
+        seed: u64,
+    ) -> impl Iterator<Item = String> {
+        let mut seed = seed;
+        (0..20_000usize).map(move |case| {
+            let mut src = String::new();
+            for _ in 0..(case % longest) {
+                seed = seed
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                let k = usize::try_from(seed >> 33).unwrap_or(0) % tokens.len();
+                src.push_str(tokens[k]);
+            }
+            src
+        })
+    }
+
     /// [`blank_and_rewrite`] against the two passes it replaced, on token soup built from what
     /// either pass reads (annotations next to idioms, on one line and across lines).
     #[test]
@@ -1283,16 +1304,7 @@ mod tests {
             "__must_check",
             "0x__user",
         ];
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        for case in 0..20_000 {
-            let mut src = String::new();
-            for _ in 0..(case % 24) {
-                seed = seed
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                let k = usize::try_from(seed >> 33).unwrap_or(0) % TOKENS.len();
-                src.push_str(TOKENS[k]);
-            }
+        for src in token_soup(TOKENS, 24, 0x9e37_79b9_7f4a_7c15) {
             let mut two = src.clone();
             two_passes::blank_annotations(&mut two);
             two_passes::rewrite_macro_idioms(&mut two);
@@ -1380,16 +1392,7 @@ mod tests {
             "#",
             "y",
         ];
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        for case in 0..20_000 {
-            let mut src = String::new();
-            for _ in 0..(case % 30) {
-                seed = seed
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                let k = usize::try_from(seed >> 33).unwrap_or(0) % TOKENS.len();
-                src.push_str(TOKENS[k]);
-            }
+        for src in token_soup(TOKENS, 30, 0x2545_f491_4f6c_dd1d) {
             let (new, old) = (preprocess(&src, &cfg()), line_by_line(&src, &cfg()));
             assert_eq!(new.text, old.text, "{src:?}");
             assert_eq!(new.unknown_conditions, old.unknown_conditions, "{src:?}");
