@@ -173,10 +173,10 @@ fn main() -> ExitCode {
 fn install_allocator_and_panic_hook() {
     // tree-sitter allocates a node per token and frees whole trees after each file: under
     // glibc's malloc that churn (consolidation, free lists) was about a tenth of a cold `graph`.
-    // Only tree-sitter gets mimalloc: the collector, always on every host, keeps the system
-    // allocator (mimalloc as the global allocator tripled its RSS, 10.6 -> 29.3 MB).
-    // SAFETY: first thing in main, before any tree-sitter allocation; mimalloc's functions have
-    // the C allocator signatures.
+    // Only tree-sitter gets mimalloc (each file's parser and tree in a heap of their own,
+    // destroyed whole): the collector, always on every host, keeps the system allocator
+    // (mimalloc as the global allocator tripled its RSS, 10.6 -> 29.3 MB).
+    // SAFETY: first thing in main, before any tree-sitter allocation (the function's contract).
     unsafe {
         pipeline::use_mimalloc_for_trees();
     }
