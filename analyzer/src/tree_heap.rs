@@ -1,6 +1,6 @@
 //! tree-sitter's memory. Every node of a parse is a small allocation and a tree is freed node by
-//! node (a walk of the whole tree, a reference count per node): a tenth of a cold load went to
-//! freeing trees. tree-sitter allocates from mimalloc ([`install`], by the binary, first thing),
+//! node (a walk of the whole tree, a reference count per node): on the 6.12 tree that was 40 ms
+//! of a cold load's 1.5 s of work. tree-sitter allocates from mimalloc ([`install`], by the binary, first thing),
 //! and while a file is extracted from a heap of its own ([`FileHeap`]), which is then destroyed
 //! whole, page by page, with its tree and its parser in it.
 
