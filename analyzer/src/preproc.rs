@@ -143,7 +143,7 @@ pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
         }
         let between = src.get(done..line_start).unwrap_or("");
         copy_or_blank(&mut out, between, cond.active());
-        line_no += newlines(between);
+        line_no += count_newlines(between.as_bytes());
         let mut lines = src.get(line_start..).unwrap_or("").split_inclusive('\n');
         let Some(first) = lines.next() else {
             break;
@@ -158,9 +158,15 @@ pub fn preprocess(src: &str, config: &KernelConfig) -> Preprocessed {
         search = done;
     }
     copy_or_blank(&mut out, src.get(done..).unwrap_or(""), cond.active());
+    finish(out, cond)
+}
+
+/// The text with its conditionals decided (`out`) rewritten for tree-sitter, and what the
+/// conditionals found.
+fn finish(mut out: Vec<u8>, cond: Conditionals<'_>) -> Preprocessed {
     blank_and_rewrite(&mut out);
     // Only whole lines were blanked, and only ASCII bytes replaced by ASCII bytes: still the
-    // valid UTF-8 `src` was.
+    // valid UTF-8 the source was.
     let mut text = String::from_utf8(out).unwrap_or_default();
     blank_tracepoint_definitions(&mut text);
     Preprocessed {
@@ -184,10 +190,6 @@ fn copy_or_blank(out: &mut Vec<u8>, text: &str, active: bool) {
             _ => b' ',
         }));
     }
-}
-
-fn newlines(text: &str) -> usize {
-    count_newlines(text.as_bytes())
 }
 
 /// The `\n` bytes of `bytes`. Summed as bytes over blocks of 255 (no block can overflow one),
@@ -1318,14 +1320,7 @@ mod tests {
     /// The line-by-line loop [`preprocess`] replaced (every line split off and asked whether it
     /// is a directive), the reference its directive-to-directive loop is checked against.
     fn line_by_line(src: &str, config: &KernelConfig) -> Preprocessed {
-        fn blank_into(out: &mut String, line: &str) {
-            out.extend(line.bytes().map(|b| match b {
-                b'\n' => '\n',
-                b'\r' => '\r',
-                _ => ' ',
-            }));
-        }
-        let mut out = String::with_capacity(src.len());
+        let mut out: Vec<u8> = Vec::with_capacity(src.len());
         let mut cond = Conditionals::new(config);
         let mut lines = src.split_inclusive('\n');
         let mut line_no = 0;
@@ -1333,35 +1328,17 @@ mod tests {
         while let Some(first) = lines.next() {
             line_no += 1;
             if !first.trim_start().starts_with('#') {
-                if cond.active() {
-                    out.push_str(first);
-                } else {
-                    blank_into(&mut out, first);
-                }
+                copy_or_blank(&mut out, first, cond.active());
                 continue;
             }
             let logical = logical_directive(first, &mut lines, &mut span_lines);
             let keep = cond.directive(&logical, line_no);
             for l in span_lines.iter().copied() {
-                if keep {
-                    out.push_str(l);
-                } else {
-                    blank_into(&mut out, l);
-                }
+                copy_or_blank(&mut out, l, keep);
             }
             line_no += span_lines.len() - 1;
         }
-        let mut out = out.into_bytes();
-        blank_and_rewrite(&mut out);
-        let mut text = String::from_utf8(out).unwrap_or_default();
-        blank_tracepoint_definitions(&mut text);
-        Preprocessed {
-            text,
-            unknown_conditions: cond.unknown_conditions,
-            unbalanced: cond.unbalanced,
-            unterminated: cond.stack.iter().map(|f| f.line).collect(),
-            too_deep: cond.too_deep,
-        }
+        finish(out, cond)
     }
 
     /// [`preprocess`] against [`line_by_line`] on directive soup: nesting, continuations, `#`
