@@ -634,7 +634,7 @@ fn scan_body<'t>(
             && !ids.opaque.contains(&kind)
             && !(interest & PLAIN != 0 && plain_expression(n, src, interest))
         {
-            if let Some(left) = enter(&mut cursor, n, children, ids, src) {
+            if let Some(left) = enter(&mut cursor, n, kind, children, ids, src) {
                 following.push(left);
                 ancestors.push(kind);
                 continue;
@@ -698,13 +698,14 @@ fn scan_body<'t>(
 fn enter(
     cursor: &mut tree_sitter::TreeCursor,
     n: Node,
+    kind: u16,
     children: usize,
     ids: &BodyIds,
     src: &str,
 ) -> Option<usize> {
     let d = ids
         .delimiters
-        .get(usize::from(n.kind_id()))
+        .get(usize::from(kind))
         .copied()
         .unwrap_or_default();
     let (start, end) = (n.start_byte(), n.end_byte());
