@@ -389,7 +389,12 @@ fn check(ver: &str) {
     // So at --interval 1s ticks are only reported: 11-18 ms, 1-2 ticks in 12 runs on 7.2, 6.12
     // and 6.1 (17-26 ms and 1-3 ticks before; 30-45 ms and 4-5 before that; 22 ticks at
     // first). At the fleet's 5s (PROBEGEN_E2E_INTERVAL=5s): 3.1-4.7 ms, 1 tick in 3 runs
-    // (4.6-6.7 ms, 0-1 ticks in 10 runs before), so at least 5 s asks for <= 2 ticks.
+    // (4.6-6.7 ms, 0-1 ticks in 10 runs before). Ticks are sampled: a tick charges the whole
+    // 10 ms to whoever runs when it fires, so under a loaded TCG host 3 ticks came with a few ms
+    // of run time (CI, 6.1 at 5s). The bound is on the exact run time instead (schedstat, all
+    // threads): at least 5 s asks for <= 50 ms per 10 s, ten times the measured figure; a
+    // collector that polls (the 2 ms drain timer: 22 ticks) or reads its maps every idle window
+    // is far above it. Ticks are printed, not asserted.
     let idle = std::fs::read_to_string(out.join("idle.txt")).unwrap_or_default();
     let field = |k: &str| -> Option<u64> {
         idle.split_whitespace()
@@ -423,17 +428,27 @@ fn check(ver: &str) {
                     "idle collector woke {w} times in 10 s (want <= {max_wakeups}: once per window)"
                 ));
             }
-            if interval_s.is_some_and(|s| s >= 5) && t > 2 {
-                problems.push(format!(
-                    "idle collector used {t} CPU ticks in 10 s at --interval {}s (want <= 2)",
-                    interval_s.unwrap_or(0)
-                ));
-            }
         }
         _ => problems.push(format!("no idle measurement in idle.txt: {idle:?}")),
     }
-    if let Ok(threads) = std::fs::read_to_string(out.join("idle-threads.txt")) {
-        println!("{ver}: idle per thread:\n{}", threads.trim_end());
+    let threads = read(&out.join("idle-threads.txt"));
+    println!("{ver}: idle per thread:\n{}", threads.trim_end());
+    let runtime_us = threads.lines().find_map(|l| {
+        l.strip_prefix("process runtime_us=")?
+            .trim()
+            .parse::<u64>()
+            .ok()
+    });
+    match (interval_s, runtime_us) {
+        (_, None) => problems.push(format!(
+            "no `process runtime_us=` in idle-threads.txt: {threads:?}"
+        )),
+        (Some(s), Some(us)) if s >= 5 && us > IDLE_RUNTIME_MAX_US => problems.push(format!(
+            "idle collector ran {:.1} ms in 10 s at --interval {s}s (want <= {} ms)",
+            us as f64 / 1000.0,
+            IDLE_RUNTIME_MAX_US / 1000
+        )),
+        _ => {}
     }
 
     // 6. the metrics scrape in the guest
@@ -525,6 +540,10 @@ fn check(ver: &str) {
 
     assert!(problems.is_empty(), "{ver}: {}", problems.join("\n"));
 }
+
+/// The most run time an idle collector may use in the hook's 10 s at `--interval` 5s or
+/// more, all threads (schedstat): ten times the 3.1-4.7 ms measured under TCG.
+const IDLE_RUNTIME_MAX_US: u64 = 50_000;
 
 /// A port counter: (device, port, counter file name).
 type PortKey = (String, u64, String);
