@@ -389,12 +389,11 @@ fn check(ver: &str) {
     // So at --interval 1s ticks are only reported: 11-18 ms, 1-2 ticks in 12 runs on 7.2, 6.12
     // and 6.1 (17-26 ms and 1-3 ticks before; 30-45 ms and 4-5 before that; 22 ticks at
     // first). At the fleet's 5s (PROBEGEN_E2E_INTERVAL=5s): 3.1-4.7 ms, 1 tick in 3 runs
-    // (4.6-6.7 ms, 0-1 ticks in 10 runs before). Ticks are sampled: a tick charges the whole
-    // 10 ms to whoever runs when it fires, so under a loaded TCG host 3 ticks came with a few ms
-    // of run time (CI, 6.1 at 5s). The bound is on the exact run time instead (schedstat, all
-    // threads): at least 5 s asks for <= 50 ms per 10 s, ten times the measured figure; a
-    // collector that polls (the 2 ms drain timer: 22 ticks) or reads its maps every idle window
-    // is far above it. Ticks are printed, not asserted.
+    // (4.6-6.7 ms, 0-1 ticks in 10 runs before). Ticks are sampled: a tick charges its whole
+    // 10 ms to whoever runs when it fires, and one loaded CI run charged 3 (6.1 at 5s). So the
+    // bound is on the exact run time (schedstat, all threads): at least 5 s asks for <= 100 ms
+    // per 10 s, 1% of a CPU, twenty times the measured figure. A collector that polls (the 2 ms
+    // drain timer: 22 ticks at 1s) fails the wake-up count first. Ticks are printed only.
     let idle = std::fs::read_to_string(out.join("idle.txt")).unwrap_or_default();
     let field = |k: &str| -> Option<u64> {
         idle.split_whitespace()
@@ -542,8 +541,9 @@ fn check(ver: &str) {
 }
 
 /// The most run time an idle collector may use in the hook's 10 s at `--interval` 5s or
-/// more, all threads (schedstat): ten times the 3.1-4.7 ms measured under TCG.
-const IDLE_RUNTIME_MAX_US: u64 = 50_000;
+/// more, all threads (schedstat): 1% of one CPU, twenty times the 3.1-4.7 ms measured under
+/// TCG, room for a loaded CI host; a polling collector is caught by its wake-ups.
+const IDLE_RUNTIME_MAX_US: u64 = 100_000;
 
 /// A port counter: (device, port, counter file name).
 type PortKey = (String, u64, String);
