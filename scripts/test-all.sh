@@ -113,8 +113,8 @@ step "end to end: the collector on Soft-RoCE under qemu (Debian 6.12 and 6.1 sto
 # snapshot's invariant must hold (issue 21 row 13: a read between a failure's count and its
 # record claimed a loss in 6 of 728 snapshots before the fence)
 PROBEGEN_E2E_INTERVAL=20ms bash scripts/e2e-collect.sh 6.12
-# 6.1 at the fleet's default --interval 5s: there the idle collector's CPU ticks are asserted
-# (<= 2 in 10 s; at 1s, TCG timing spread keeps them a report).
+# 6.1 at the fleet's default --interval 5s: there the idle collector's run time is asserted
+# (<= 100 ms in 10 s, schedstat; ticks are sampled and only printed).
 PROBEGEN_E2E_INTERVAL=5s bash scripts/e2e-collect.sh 6.1
 # rdma_rxe without .BTF, as DKMS / vendor OFED builds ship drivers: its probes attach by the
 # kprobe/kretprobe fallback and the rxe-level origins of the induced failures are still caught
