@@ -388,8 +388,8 @@ fn check(ver: &str) {
     // while `activity` stands still, no fdatasync, no --record write; PROBEGEN_COLLECT_TIMINGS=1).
     // So at --interval 1s ticks are only reported: 11-18 ms, 1-2 ticks in 12 runs on 7.2, 6.12
     // and 6.1 (17-26 ms and 1-3 ticks before; 30-45 ms and 4-5 before that; 22 ticks at
-    // first). At the fleet's 5s (PROBEGEN_E2E_INTERVAL=5s): 3.1-4.7 ms, 1 tick in 3 runs, 13.7 ms in a later one
-    // (4.6-6.7 ms, 0-1 ticks in 10 runs before). Ticks are sampled: a tick charges its whole
+    // first). At the fleet's 5s (PROBEGEN_E2E_INTERVAL=5s): 3.1-4.7 ms, 1 tick in 3 runs,
+    // 13.7 ms in a later one (4.6-6.7 ms, 0-1 ticks in 10 runs before). Ticks are sampled: a tick charges its whole
     // 10 ms to whoever runs when it fires, and one loaded CI run charged 3 (6.1 at 5s). So the
     // bound is on the exact run time (schedstat, all threads): at least 5 s asks for <= 100 ms
     // per 10 s, 1% of a CPU, seven times the most measured. A collector that polls (the 2 ms
