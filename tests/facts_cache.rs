@@ -69,7 +69,7 @@ fn is_pack(p: &Path) -> bool {
 }
 
 /// One pack, split at its documented layout (analyzer/src/facts_cache.rs):
-/// `probegen-facts-pack 1 <records> <index bytes> <sha256>\n`, index lines
+/// `probegen-facts-pack 2 <records> <index bytes> <sha256>\n`, index lines
 /// `<key> <offset> <length> <sha256>`, then the payloads.
 struct PackFile {
     index: Vec<[String; 4]>,
@@ -82,7 +82,7 @@ impl PackFile {
         let nl = bytes.iter().position(|b| *b == b'\n').expect("header line");
         let header = std::str::from_utf8(&bytes[..nl]).expect("utf-8 header");
         let fields: Vec<&str> = header.split(' ').collect();
-        assert_eq!(fields[..2], ["probegen-facts-pack", "1"], "{header}");
+        assert_eq!(fields[..2], ["probegen-facts-pack", "2"], "{header}");
         let index_len: usize = fields[3].parse().expect("index length");
         let index = std::str::from_utf8(&bytes[nl + 1..nl + 1 + index_len]).expect("utf-8 index");
         let index: Vec<[String; 4]> = index
@@ -108,7 +108,7 @@ impl PackFile {
             .map(|b| format!("{b:02x}"))
             .collect();
         let mut bytes = format!(
-            "probegen-facts-pack 1 {} {} {sum}\n{index}",
+            "probegen-facts-pack 2 {} {} {sum}\n{index}",
             self.index.len(),
             index.len()
         )
