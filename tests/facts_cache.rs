@@ -451,3 +451,43 @@ fn the_cache_stays_under_its_bound() {
     );
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// A pack an older probegen wrote (another format number in its header) is removed without
+/// being reported as damaged, and its files are parsed again; a pack whose header is garbage
+/// is still counted as damaged.
+#[test]
+fn a_pack_of_another_format_is_dropped_quietly() {
+    let root = stub_tree("cache-format");
+    let cache = root.with_file_name("cache");
+    let src = root.to_string_lossy().into_owned();
+    let args = ["graph", "--kernel-src", &src, "--entry", STUB_ENTRY];
+    let files = stats(&run(&cache, None, &args)).parsed;
+    let list = facts_files(&cache);
+    assert_eq!(list.len(), 1, "{list:?}");
+    let bytes = std::fs::read(&list[0]).expect("read pack");
+    let old = [b"probegen-facts-pack 1".as_slice(), &bytes[21..]].concat();
+    assert!(bytes.starts_with(b"probegen-facts-pack 2 "));
+    std::fs::write(&list[0], &old).expect("write pack");
+
+    let upgraded = run(&cache, None, &args);
+    let s = stats(&upgraded);
+    assert_eq!((s.reused, s.parsed, s.damaged), (0, files, 0));
+    assert!(
+        !stderr(&upgraded).contains("damaged packs"),
+        "{}",
+        stderr(&upgraded)
+    );
+    assert!(!list[0].exists(), "the old pack stayed");
+
+    let list = facts_files(&cache);
+    assert_eq!(list.len(), 1, "{list:?}");
+    std::fs::write(&list[0], b"probegen-facts-pack x garbage\n").expect("write pack");
+    let garbage = run(&cache, None, &args);
+    assert_eq!(stats(&garbage).parsed, files);
+    assert!(
+        stderr(&garbage).contains("1 damaged packs dropped"),
+        "{}",
+        stderr(&garbage)
+    );
+    let _ = std::fs::remove_dir_all(root.parent().expect("temp dir"));
+}

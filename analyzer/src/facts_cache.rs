@@ -23,8 +23,8 @@
 //!
 //! Payloads are [postcard](https://docs.rs/postcard) (serde's compact binary form), not JSON
 //! (format 1): encoding them as JSON was 34 ms of a cold load's 1.6 s summed on 6.12, as much as
-//! the error sites; nothing but this cache reads them. A format-1 pack fails the header check
-//! and is dropped like a damaged one.
+//! the error sites; nothing but this cache reads them. A pack of another format (an older
+//! probegen's) fails the header check and is removed quietly, not counted as damaged.
 //!
 //! A pack whose header or index fails its check is dropped (deleted; its files are parsed
 //! again). A record that fails any check (short, checksum, decoding, path) is counted as damaged and
@@ -196,7 +196,11 @@ impl FactsCache {
             return; // evicted by a concurrent run since the listing
         };
         let Some((data_start, records)) = read_index(&file) else {
-            self.stats.damaged_packs.fetch_add(1, Ordering::Relaxed);
+            // A pack of another format (an older probegen's) is stale, not damaged: removed
+            // quietly, its files parsed again once.
+            if !is_other_format(&file) {
+                self.stats.damaged_packs.fetch_add(1, Ordering::Relaxed);
+            }
             let _ = std::fs::remove_file(&path);
             return;
         };
@@ -331,6 +335,33 @@ fn packs_newest_first(dir: &Path) -> Vec<(SystemTime, PathBuf)> {
         .collect();
     packs.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     packs
+}
+
+/// Whether the pack's header names another format of these packs (`probegen-facts-pack N`, N not
+/// this build's).
+fn is_other_format(file: &File) -> bool {
+    // by offset: reading the index moved the file's position
+    let mut buf = [0u8; MAX_INDEX_LINE];
+    let Ok(n) = file.read_at(&mut buf, 0) else {
+        return false;
+    };
+    let Some(header) = std::str::from_utf8(&buf[..n])
+        .ok()
+        .and_then(|t| t.split_once('\n'))
+        .map(|(line, _)| line)
+    else {
+        return false;
+    };
+    let prefix = MAGIC.rsplit_once(' ').map_or(MAGIC, |(p, _)| p);
+    header
+        .strip_prefix(prefix)
+        .and_then(|rest| rest.strip_prefix(' '))
+        .and_then(|rest| rest.split(' ').next())
+        .is_some_and(|version| {
+            !version.is_empty()
+                && version.bytes().all(|b| b.is_ascii_digit())
+                && Some(version) != MAGIC.rsplit_once(' ').map(|(_, v)| v)
+        })
 }
 
 /// A pack's header fields: records, index length, index checksum.
