@@ -15,6 +15,10 @@ use crate::model::{
 use crate::timings::ExtractTimes;
 use crate::tree_heap::FileHeap;
 
+/// The names a body declares (parameters and locals), borrowed from the file's text: a hash
+/// set, looked up for every call and stored name, and filled without an allocation per name.
+pub(crate) type Locals<'s> = rustc_hash::FxHashSet<&'s str>;
+
 /// Most ERROR ranges reported per file; the count is still exact.
 const MAX_ERROR_WARNINGS_PER_FILE: usize = 5;
 
@@ -554,13 +558,13 @@ fn body_calls<'t>(
     src: &str,
     exits: Option<&mut BodyExits<'t>>,
 ) -> (Vec<CallSite>, Vec<String>, Vec<ValueRef>) {
-    let mut locals: BTreeSet<String> = BTreeSet::new();
+    let mut locals = Locals::default();
     if let Some(params) = fn_decl.child_by_field_id(crate::cfields::fields().parameters) {
         collect_declared_names(params, src, &mut locals);
     }
     let mut exits = exits;
     if let Some(e) = exits.as_deref_mut() {
-        e.set_params(locals.iter().cloned());
+        e.set_params(locals.iter().map(|p| p.to_string()));
     }
     let scan = scan_body(body, src, &mut locals, exits);
     let mut calls: Vec<CallSite> = scan
@@ -605,10 +609,10 @@ struct BodyScan<'t> {
 /// collected here, which is the order the call sites have always had within one line. What
 /// the error sites read (`exits`, for int and pointer bodies) is noted in the same postorder:
 /// no second walk of the body.
-fn scan_body<'t>(
+fn scan_body<'t, 's>(
     body: Node<'t>,
-    src: &str,
-    locals: &mut BTreeSet<String>,
+    src: &'s str,
+    locals: &mut Locals<'s>,
     mut exits: Option<&mut BodyExits<'t>>,
 ) -> BodyScan<'t> {
     let mut scan = BodyScan {
@@ -937,7 +941,7 @@ fn param_facts(fn_decl: Node, src: &str) -> (usize, Vec<crate::model::Param>) {
 
 /// Names declared as parameters or local variables (to tell `handler(x)` through a local
 /// function pointer from a call of a function named `handler`).
-fn collect_declared_names(node: Node, src: &str, out: &mut BTreeSet<String>) {
+fn collect_declared_names<'s>(node: Node, src: &'s str, out: &mut Locals<'s>) {
     let mut cursor = node.walk();
     loop {
         note_declared_name(cursor.node(), src, out);
@@ -953,15 +957,12 @@ fn collect_declared_names(node: Node, src: &str, out: &mut BTreeSet<String>) {
 }
 
 /// The identifier `n` declares, when it is a declaration, parameter or declarator of one.
-fn note_declared_name(n: Node, src: &str, out: &mut BTreeSet<String>) {
+fn note_declared_name<'s>(n: Node, src: &'s str, out: &mut Locals<'s>) {
     let ids = body_ids();
     if ids.declares.contains(&n.kind_id()) {
         if let Some(d) = n.child_by_field_id(ids.field_declarator) {
             if d.kind_id() == ids.identifier {
-                let name = text(d, src);
-                if !out.contains(name) {
-                    out.insert(name.to_string());
-                }
+                out.insert(text(d, src));
             }
         }
     }
@@ -974,11 +975,11 @@ fn text_of_op<'a>(field_expr: Node, src: &'a str) -> &'a str {
         .unwrap_or("")
 }
 
-fn call_target(f: Node, src: &str, locals: &BTreeSet<String>) -> Option<CallTarget> {
+fn call_target(f: Node, src: &str, locals: &Locals) -> Option<CallTarget> {
     match crate::cfields::kind(f) {
         "identifier" => {
             let name = text(f, src).to_string();
-            if locals.contains(&name) {
+            if locals.contains(name.as_str()) {
                 Some(CallTarget::LocalPointer(name))
             } else {
                 Some(CallTarget::Named(name))

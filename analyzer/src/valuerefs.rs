@@ -5,11 +5,10 @@
 //! calls matter is the rules' business (heuristics): the facts keep every one, so a cached
 //! file never depends on the rules.
 
-use std::collections::BTreeSet;
-
 use tree_sitter::Node;
 
 use crate::cfields::fields;
+use crate::cparse::Locals;
 use crate::model::{RefSite, ValueRef};
 
 /// The node's text: a slice of the (already valid UTF-8) source, no re-validation
@@ -23,7 +22,7 @@ fn line(n: Node) -> usize {
 }
 
 /// A bare identifier that is not a local: a function, a global or a constant.
-fn outside_name<'a>(n: Node, src: &'a str, locals: &BTreeSet<String>) -> Option<&'a str> {
+fn outside_name<'a>(n: Node, src: &'a str, locals: &Locals) -> Option<&'a str> {
     let mut v = n;
     // `&f` and `(f)` name f as well
     while matches!(
@@ -55,12 +54,7 @@ fn stored_field(left: Node, src: &str) -> Option<(String, bool)> {
 }
 
 /// The value refs of an assignment (`=` only: `|=` and friends compute, they install nothing).
-pub(crate) fn of_assignment(
-    n: Node,
-    src: &str,
-    locals: &BTreeSet<String>,
-    out: &mut Vec<ValueRef>,
-) {
+pub(crate) fn of_assignment(n: Node, src: &str, locals: &Locals, out: &mut Vec<ValueRef>) {
     if n.child_by_field_id(fields().operator).map(|o| text(o, src)) != Some("=") {
         return;
     }
@@ -86,12 +80,7 @@ pub(crate) fn of_assignment(
 }
 
 /// `.f = x` in an initializer list (a local's or a compound literal's: not through a pointer).
-pub(crate) fn of_initializer_pair(
-    n: Node,
-    src: &str,
-    locals: &BTreeSet<String>,
-    out: &mut Vec<ValueRef>,
-) {
+pub(crate) fn of_initializer_pair(n: Node, src: &str, locals: &Locals, out: &mut Vec<ValueRef>) {
     // the first designator (`.a.b = x`: `.a`)
     let Some(designator) = n.child_by_field_id(fields().designator) else {
         return;
@@ -122,7 +111,7 @@ pub(crate) fn of_initializer_pair(
 /// The arguments of a call by name that name something outside the body. Only names with a
 /// lower-case letter (functions, by the kernel's style): constants passed as arguments are
 /// too many to keep and no rule reads them.
-pub(crate) fn of_call(call: Node, src: &str, locals: &BTreeSet<String>, out: &mut Vec<ValueRef>) {
+pub(crate) fn of_call(call: Node, src: &str, locals: &Locals, out: &mut Vec<ValueRef>) {
     let Some(f) = call.child_by_field_id(fields().function) else {
         return;
     };
