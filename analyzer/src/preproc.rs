@@ -1006,6 +1006,21 @@ fn invocation_end(bytes: &[u8], mut i: usize) -> Option<usize> {
     None
 }
 
+/// The bytes [`blank_type_bodies`] stops at inside braces: braces, and the starts of comments,
+/// literals and (`BODY_STOPS` only: not while blanking) directives.
+const BODY_STOPS: [bool; 256] = byte_set(b"{}/\"'#");
+const BLANKING_STOPS: [bool; 256] = byte_set(b"{}/\"'");
+
+const fn byte_set(bytes: &[u8]) -> [bool; 256] {
+    let mut set = [false; 256];
+    let mut i = 0;
+    while i < bytes.len() {
+        set[bytes[i] as usize] = true;
+        i += 1;
+    }
+    set
+}
+
 /// In a header, the bodies of top-level `struct`/`union`/`enum` definitions hold no calls the
 /// graph needs, yet they are most of the bytes (mlx5_ifc.h: 300 KB of field layouts). Blank them
 /// (newlines kept) so tree-sitter parses only what matters: inline functions and macros.
@@ -1018,6 +1033,21 @@ pub fn blank_type_bodies(text: &mut String) {
     let mut blanking: Option<(usize, usize)> = None;
     let mut pending_type = false;
     while i < n {
+        if depth > 0 {
+            // Inside braces only braces, comments, literals and (when not blanking)
+            // directives change anything: words and `;()=` count at the top level only.
+            let stops = if blanking.is_none() {
+                &BODY_STOPS
+            } else {
+                &BLANKING_STOPS
+            };
+            while i < n && !stops[usize::from(bytes[i])] {
+                i += 1;
+            }
+            if i == n {
+                break;
+            }
+        }
         let c = bytes[i];
         if let Some(next) = skip_non_code(&bytes, i, blanking.is_none()) {
             i = next;
@@ -1421,6 +1451,94 @@ mod tests {
             "casts are kept: {}",
             p.text
         );
+    }
+
+    /// [`blank_type_bodies`] before it skipped to the next brace, comment or literal inside
+    /// braces: every byte through `skip_non_code` and the top-level match.
+    fn blank_type_bodies_byte_by_byte(text: &mut String) {
+        let mut bytes = std::mem::take(text).into_bytes();
+        let n = bytes.len();
+        let (mut depth, mut i) = (0usize, 0);
+        let mut blanking: Option<(usize, usize)> = None;
+        let mut pending_type = false;
+        while i < n {
+            let c = bytes[i];
+            if let Some(next) = skip_non_code(&bytes, i, blanking.is_none()) {
+                i = next;
+                continue;
+            }
+            match c {
+                b'{' => {
+                    if depth == 0 && pending_type && blanking.is_none() {
+                        blanking = Some((i + 1, depth));
+                    }
+                    pending_type = false;
+                    depth += 1;
+                }
+                b'}' => {
+                    depth = depth.saturating_sub(1);
+                    if let Some((start, d)) = blanking {
+                        if depth == d {
+                            blank_keeping_newlines(&mut bytes[start..i]);
+                            blanking = None;
+                        }
+                    }
+                }
+                b';' | b'(' | b')' | b'=' if depth == 0 => pending_type = false,
+                _ if c.is_ascii_alphabetic() || c == b'_' => {
+                    let start = i;
+                    while i < n && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+                        i += 1;
+                    }
+                    let w = &bytes[start..i];
+                    if depth == 0 && (w == b"struct" || w == b"union" || w == b"enum") {
+                        pending_type = true;
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        *text = String::from_utf8(bytes).unwrap_or_default();
+    }
+
+    #[test]
+    fn type_bodies_skipped_to_the_next_stop_equal_byte_by_byte() {
+        const TOKENS: &[&str] = &[
+            "struct a ",
+            "union ",
+            "enum ",
+            "{",
+            "}",
+            ";",
+            "(",
+            ")",
+            "=",
+            " x ",
+            "f(p)",
+            "/* } */",
+            "/*",
+            "*/",
+            "// { x\n",
+            "\n",
+            "\"}\"",
+            "'{'",
+            "'\\''",
+            "\"\\\"\"",
+            "#define X {\n",
+            "# if }\\\n }\n",
+            "a # b",
+            "é",
+            "struct_x ",
+            "1'0",
+        ];
+        for src in token_soup(TOKENS, 40, 0x9e37_79b9_7f4a_7c15) {
+            let (mut new, mut old) = (src.clone(), src.clone());
+            blank_type_bodies(&mut new);
+            blank_type_bodies_byte_by_byte(&mut old);
+            assert_eq!(new, old, "{src:?}");
+        }
     }
 
     #[test]
