@@ -47,6 +47,8 @@ cargo clippy --workspace --all-targets --release -- -D warnings
 
 step "cargo test (unit, fixtures, real 7.3, 7.2, 6.12, 6.1 and 5.10 trees)"
 cargo test --workspace --release --no-fail-fast
+# the vendored layout's crossing count against the release's scan (third_party/layout-rs/PROBEGEN.md)
+cargo test --release --manifest-path third_party/layout-rs/Cargo.toml --target-dir target/third_party
 
 step "benchmark (reports, never fails the run): cold and warm graph vs GNU cflow, load phases, four vendors vs one, on 6.12 and 7.2"
 bash benches/graph_vs_cflow.sh 3

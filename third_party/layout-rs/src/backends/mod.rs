@@ -1,0 +1,2 @@
+//! Defines and keeps the implementation of the rendering backends.
+pub mod svg;

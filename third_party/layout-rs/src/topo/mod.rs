@@ -1,0 +1,5 @@
+//! A module that implements the topological-based layout.
+
+pub mod layout;
+pub mod optimizer;
+pub mod placer;
