@@ -579,11 +579,12 @@ fn body_calls<'t>(
         .collect();
     calls.sort_by_key(|c| c.line);
     let mut refs = Vec::new();
-    for &n in &scan.stores {
-        if n.kind_id() == body_ids().assignment_expression {
-            crate::valuerefs::of_assignment(n, src, &locals, &mut refs);
-        } else {
-            crate::valuerefs::of_initializer_pair(n, src, &locals, &mut refs);
+    for store in &scan.stores {
+        match *store {
+            Store::Assignment(a) => crate::valuerefs::of_assignment(&a, src, &locals, &mut refs),
+            Store::InitializerPair(n) => {
+                crate::valuerefs::of_initializer_pair(n, src, &locals, &mut refs)
+            }
         }
     }
     for &(call, _, _) in &scan.calls {
@@ -594,13 +595,43 @@ fn body_calls<'t>(
     (calls, scan.field_writes.into_iter().collect(), refs)
 }
 
+/// An assignment's operator, left and right side, looked up once for its three readers: the
+/// written field, the stored name ([`crate::valuerefs`]) and the error sites' assignments
+/// ([`BodyExits`]); each lookup by field walks the node's children in tree-sitter.
+#[derive(Clone, Copy)]
+pub(crate) struct Assignment<'t> {
+    pub node: Node<'t>,
+    /// `=`, not `|=` and friends (they compute, they install nothing).
+    pub plain: bool,
+    pub left: Option<Node<'t>>,
+    pub right: Option<Node<'t>>,
+}
+
+impl<'t> Assignment<'t> {
+    fn of(node: Node<'t>, src: &str) -> Self {
+        let f = crate::cfields::fields();
+        Self {
+            node,
+            plain: node.child_by_field_id(f.operator).map(|o| text(o, src)) == Some("="),
+            left: node.child_by_field_id(f.left),
+            right: node.child_by_field_id(f.right),
+        }
+    }
+}
+
+/// A store of a body, for its `value_refs` once every local is known.
+enum Store<'t> {
+    Assignment(Assignment<'t>),
+    InitializerPair(Node<'t>),
+}
+
 /// What one walk of a body finds: call sites (call node, callee node, line) and fields
 /// written via `->`. The call node is kept: `Node::parent` searches down from the root.
 struct BodyScan<'t> {
     calls: Vec<(Node<'t>, Node<'t>, usize)>,
     field_writes: BTreeSet<String>,
     /// Assignments and initializer pairs, for `value_refs` once every local is known.
-    stores: Vec<Node<'t>>,
+    stores: Vec<Store<'t>>,
 }
 
 /// One preorder walk of a body with one tree cursor (the bodies are most of the tree, and a
@@ -654,14 +685,21 @@ fn scan_body<'t, 's>(
                 if kind == ids.call_expression {
                     if let Some(f) = done.child_by_field_id(ids.field_function) {
                         scan.calls.push((done, f, line(done)));
+                        if let Some(e) = exits.as_deref_mut() {
+                            e.note_call(done, f, src);
+                        }
                     }
                 } else if kind == ids.assignment_expression {
-                    if let Some(field) = written_field(done, src) {
+                    let a = Assignment::of(done, src);
+                    if let Some(field) = written_field(&a, src) {
                         scan.field_writes.insert(field.to_string());
                     }
-                    scan.stores.push(done);
+                    if let Some(e) = exits.as_deref_mut() {
+                        e.note_assignment(&a, src);
+                    }
+                    scan.stores.push(Store::Assignment(a));
                 } else if kind == ids.initializer_pair {
-                    scan.stores.push(done);
+                    scan.stores.push(Store::InitializerPair(done));
                 } else if ids.declares.contains(&kind) {
                     note_declared_name(done, src, locals);
                 }
@@ -850,8 +888,8 @@ fn return_context(ancestors: &[u16], ids: &BodyIds) -> Option<bool> {
 }
 
 /// `x->field = ...`: the field.
-fn written_field<'a>(assignment: Node, src: &'a str) -> Option<&'a str> {
-    let l = assignment.child_by_field_id(crate::cfields::fields().left)?;
+fn written_field<'a>(assignment: &Assignment, src: &'a str) -> Option<&'a str> {
+    let l = assignment.left?;
     if crate::cfields::kind(l) == "field_expression" && text_of_op(l, src) == "->" {
         return Some(text(
             l.child_by_field_id(crate::cfields::fields().field)?,

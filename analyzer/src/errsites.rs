@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 
 use tree_sitter::Node;
 
+use crate::cparse::Assignment;
 use crate::model::{ErrorSite, SiteShape};
 
 /// Longest `check` text kept (the condition as written, whitespace collapsed).
@@ -109,14 +110,11 @@ struct SiteIds {
     labeled_statement: u16,
     if_statement: u16,
     return_statement: u16,
-    assignment_expression: u16,
-    call_expression: u16,
     init_declarator: u16,
     identifier: u16,
     field_expression: u16,
     field_label: u16,
     field_field: u16,
-    field_function: u16,
     field_arguments: u16,
 }
 
@@ -135,28 +133,25 @@ fn site_ids() -> &'static SiteIds {
             labeled_statement: kind("labeled_statement"),
             if_statement: kind("if_statement"),
             return_statement: kind("return_statement"),
-            assignment_expression: kind("assignment_expression"),
-            call_expression: kind("call_expression"),
             init_declarator: kind("init_declarator"),
             identifier: kind("identifier"),
             field_expression: kind("field_expression"),
             field_label: field("label"),
             field_field: field("field"),
-            field_function: field("function"),
             field_arguments: field("arguments"),
         }
     })
 }
 
 /// The kinds [`BodyExits::note`] reads: the walk calls it only for these.
-pub(crate) fn noted_kinds() -> [u16; 6] {
+pub(crate) fn noted_kinds() -> [u16; 4] {
     let ids = site_ids();
+    // assignments and calls come through [`BodyExits::note_assignment`] and
+    // [`BodyExits::note_call`], with the fields the walk already looked up
     [
         ids.labeled_statement,
         ids.if_statement,
         ids.return_statement,
-        ids.assignment_expression,
-        ids.call_expression,
         ids.init_declarator,
     ]
 }
@@ -211,27 +206,43 @@ impl<'t> BodyExits<'t> {
             self.ifs.push(n);
         } else if k == ids.return_statement {
             self.returns.push((n, in_case()));
-        } else if k == ids.assignment_expression {
-            note_assign(n, src, &mut self.assigns);
-        } else if k == ids.call_expression {
-            self.note_is_err(n, src, ids);
         } else if k == ids.init_declarator {
             note_init(n, src, &mut self.assigns);
         }
     }
 
-    /// `IS_ERR(v)` / `IS_ERR_OR_NULL(v)`: `v` may hold an ERR_PTR.
-    fn note_is_err(&mut self, n: Node<'t>, src: &str, ids: &SiteIds) {
-        // What `call_name` reads: the function's name, or a called field's.
-        let name = n.child_by_field_id(ids.field_function).and_then(|f| {
-            if f.kind_id() == ids.identifier {
-                Some(f)
-            } else if f.kind_id() == ids.field_expression {
-                f.child_by_field_id(ids.field_field)
-            } else {
-                None
-            }
+    /// An assignment of the body (the walk looked up its fields once for every reader): `v =
+    /// value` of a local or parameter `v`.
+    pub(crate) fn note_assignment(&mut self, a: &Assignment<'t>, src: &str) {
+        if !a.plain {
+            return;
+        }
+        let (Some(l), Some(r)) = (a.left, a.right) else {
+            return;
+        };
+        if crate::cfields::kind(l) != "identifier" {
+            return;
+        }
+        self.assigns.push(Assign {
+            var: text(l, src).to_string(),
+            value: value_of(r, src),
+            byte: a.node.start_byte(),
+            node: a.node,
         });
+    }
+
+    /// A call of the body (`f`: its function, which the walk looked up): `IS_ERR(v)` /
+    /// `IS_ERR_OR_NULL(v)` says `v` may hold an ERR_PTR.
+    pub(crate) fn note_call(&mut self, n: Node<'t>, f: Node<'t>, src: &str) {
+        let ids = site_ids();
+        // What `call_name` reads: the function's name, or a called field's.
+        let name = if f.kind_id() == ids.identifier {
+            Some(f)
+        } else if f.kind_id() == ids.field_expression {
+            f.child_by_field_id(ids.field_field)
+        } else {
+            None
+        };
         if !name.is_some_and(|f| matches!(text(f, src), "IS_ERR" | "IS_ERR_OR_NULL")) {
             return;
         }
@@ -263,30 +274,6 @@ impl<'t> BodyExits<'t> {
         out.dedup_by(|a, b| a.line == b.line && a.errno == b.errno && a.shape == b.shape);
         out
     }
-}
-
-fn note_assign<'t>(n: Node<'t>, src: &str, out: &mut Vec<Assign<'t>>) {
-    if n.child_by_field_id(crate::cfields::fields().operator)
-        .map(|o| text(o, src))
-        != Some("=")
-    {
-        return;
-    }
-    let (Some(l), Some(r)) = (
-        n.child_by_field_id(crate::cfields::fields().left),
-        n.child_by_field_id(crate::cfields::fields().right),
-    ) else {
-        return;
-    };
-    if crate::cfields::kind(l) != "identifier" {
-        return;
-    }
-    out.push(Assign {
-        var: text(l, src).to_string(),
-        value: value_of(r, src),
-        byte: n.start_byte(),
-        node: n,
-    });
 }
 
 fn note_init<'t>(n: Node<'t>, src: &str, out: &mut Vec<Assign<'t>>) {

@@ -8,7 +8,7 @@
 use tree_sitter::Node;
 
 use crate::cfields::fields;
-use crate::cparse::Locals;
+use crate::cparse::{Assignment, Locals};
 use crate::model::{RefSite, ValueRef};
 
 /// The node's text: a slice of the (already valid UTF-8) source, no re-validation
@@ -54,14 +54,11 @@ fn stored_field(left: Node, src: &str) -> Option<(String, bool)> {
 }
 
 /// The value refs of an assignment (`=` only: `|=` and friends compute, they install nothing).
-pub(crate) fn of_assignment(n: Node, src: &str, locals: &Locals, out: &mut Vec<ValueRef>) {
-    if n.child_by_field_id(fields().operator).map(|o| text(o, src)) != Some("=") {
+pub(crate) fn of_assignment(a: &Assignment, src: &str, locals: &Locals, out: &mut Vec<ValueRef>) {
+    if !a.plain {
         return;
     }
-    let (Some(left), Some(right)) = (
-        n.child_by_field_id(fields().left),
-        n.child_by_field_id(fields().right),
-    ) else {
+    let (Some(left), Some(right)) = (a.left, a.right) else {
         return;
     };
     let (Some((field, through_pointer)), Some(name)) =
@@ -75,7 +72,7 @@ pub(crate) fn of_assignment(n: Node, src: &str, locals: &Locals, out: &mut Vec<V
             through_pointer,
         },
         name: name.to_string(),
-        line: line(n),
+        line: line(a.node),
     });
 }
 
