@@ -1,5 +1,8 @@
-//! A leaf the C walks share (`cparse`'s facts walk, `errsites`' exits): tree-sitter-c's field
-//! ids.
+//! A leaf the C walks share (`cparse`'s facts walk, `errsites`' exits, `valuerefs`):
+//! tree-sitter-c's field ids and kind names, and what the facts walk reads once for the other
+//! readers of a body (its locals, an assignment's parts).
+
+use tree_sitter::Node;
 
 /// tree-sitter-c's field ids, looked up once: `child_by_field_name` searches the grammar's
 /// field names (a string compare per name) on every call, and the walks call it per node.
@@ -81,4 +84,38 @@ pub(crate) fn kind(n: tree_sitter::Node) -> &'static str {
         Some(k) if !k.is_empty() => k,
         _ => n.kind(),
     }
+}
+
+/// The names a body declares (parameters and locals), borrowed from the file's text: a hash
+/// set, looked up for every call and stored name, and filled without an allocation per name.
+pub(crate) type Locals<'s> = rustc_hash::FxHashSet<&'s str>;
+
+/// An assignment's operator, left and right side, looked up once for its three readers: the
+/// written field, the stored name (`valuerefs`) and the error sites' assignments
+/// (`errsites::BodyExits`); each lookup by field walks the node's children in tree-sitter.
+#[derive(Clone, Copy)]
+pub(crate) struct Assignment<'t> {
+    pub node: Node<'t>,
+    /// `=`, not `|=` and friends (they compute, they install nothing).
+    pub plain: bool,
+    pub left: Option<Node<'t>>,
+    pub right: Option<Node<'t>>,
+}
+
+impl<'t> Assignment<'t> {
+    pub(crate) fn of(node: Node<'t>, src: &str) -> Self {
+        let f = fields();
+        Self {
+            node,
+            plain: node.child_by_field_id(f.operator).map(|o| text(o, src)) == Some("="),
+            left: node.child_by_field_id(f.left),
+            right: node.child_by_field_id(f.right),
+        }
+    }
+}
+
+/// The node's text: a slice of the (already valid UTF-8) source, no re-validation
+/// (`Node::utf8_text` checks every byte of a body again).
+pub(crate) fn text<'a>(n: Node, src: &'a str) -> &'a str {
+    src.get(n.start_byte()..n.end_byte()).unwrap_or("")
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tree_sitter::{Node, Parser};
 
+use crate::cfields::{Assignment, Locals};
 use crate::error::Warning;
 use crate::errsites::BodyExits;
 use crate::model::{
@@ -14,10 +15,6 @@ use crate::model::{
 };
 use crate::timings::ExtractTimes;
 use crate::tree_heap::FileHeap;
-
-/// The names a body declares (parameters and locals), borrowed from the file's text: a hash
-/// set, looked up for every call and stored name, and filled without an allocation per name.
-pub(crate) type Locals<'s> = rustc_hash::FxHashSet<&'s str>;
 
 /// Most ERROR ranges reported per file; the count is still exact.
 const MAX_ERROR_WARNINGS_PER_FILE: usize = 5;
@@ -593,30 +590,6 @@ fn body_calls<'t>(
     refs.sort();
     refs.dedup();
     (calls, scan.field_writes.into_iter().collect(), refs)
-}
-
-/// An assignment's operator, left and right side, looked up once for its three readers: the
-/// written field, the stored name ([`crate::valuerefs`]) and the error sites' assignments
-/// ([`BodyExits`]); each lookup by field walks the node's children in tree-sitter.
-#[derive(Clone, Copy)]
-pub(crate) struct Assignment<'t> {
-    pub node: Node<'t>,
-    /// `=`, not `|=` and friends (they compute, they install nothing).
-    pub plain: bool,
-    pub left: Option<Node<'t>>,
-    pub right: Option<Node<'t>>,
-}
-
-impl<'t> Assignment<'t> {
-    fn of(node: Node<'t>, src: &str) -> Self {
-        let f = crate::cfields::fields();
-        Self {
-            node,
-            plain: node.child_by_field_id(f.operator).map(|o| text(o, src)) == Some("="),
-            left: node.child_by_field_id(f.left),
-            right: node.child_by_field_id(f.right),
-        }
-    }
 }
 
 /// A store of a body, for its `value_refs` once every local is known.

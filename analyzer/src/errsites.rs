@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 use tree_sitter::Node;
 
-use crate::cparse::Assignment;
+use crate::cfields::Assignment;
 use crate::model::{ErrorSite, SiteShape};
 
 /// Longest `check` text kept (the condition as written, whitespace collapsed).

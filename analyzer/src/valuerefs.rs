@@ -7,15 +7,8 @@
 
 use tree_sitter::Node;
 
-use crate::cfields::fields;
-use crate::cparse::{Assignment, Locals};
+use crate::cfields::{fields, text, Assignment, Locals};
 use crate::model::{RefSite, ValueRef};
-
-/// The node's text: a slice of the (already valid UTF-8) source, no re-validation
-/// (`Node::utf8_text` checks every byte of a body again).
-fn text<'a>(n: Node, src: &'a str) -> &'a str {
-    src.get(n.start_byte()..n.end_byte()).unwrap_or("")
-}
 
 fn line(n: Node) -> usize {
     n.start_position().row + 1
