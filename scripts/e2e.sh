@@ -157,6 +157,13 @@ elif ! grep -qa '^E2E_DONE' "$OUT/console.log"; then
 	echo "guest did not finish (qemu rc=$QEMU_RC); see $OUT/console.log"
 	rc=1
 fi
+if [ $rc -ne 0 ]; then
+	# CI keeps only what is printed: the console's last lines that are not a shipped file's
+	# base64 carry what stopped the guest (a panic, an oops, the OOM killer, init exiting),
+	# also when it interrupted a file
+	echo "the console's last lines, files' base64 left out:"
+	grep -av -E '^[A-Za-z0-9+/]*={0,2}$' "$OUT/console.log" | tail -n 40 | sed 's/^/  | /'
+fi
 log "guest $(grep -a -m1 '^E2E_INIT_START' "$OUT/console.log" | grep -o 'uptime=[0-9.]*' || true) -> $(grep -a -m1 '^E2E_DONE' "$OUT/console.log" | grep -o 'uptime=[0-9.]*' || true); total $(elapsed "$T_START") s; outputs in ${OUT#"$REPO"/}"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] || rc=1
