@@ -105,6 +105,7 @@ struct BodyIds {
     assignment_expression: u16,
     initializer_pair: u16,
     identifier: u16,
+    parameter_declaration: u16,
     /// Kinds whose `declarator` field may be the declared identifier.
     declares: [u16; 4],
     /// Kinds whose children the walk need not visit: literals, whose parts (quotes, contents,
@@ -196,6 +197,7 @@ fn body_ids() -> &'static BodyIds {
             assignment_expression: kind("assignment_expression"),
             initializer_pair: kind("initializer_pair"),
             identifier: kind("identifier"),
+            parameter_declaration: kind("parameter_declaration"),
             declares: [
                 kind("parameter_declaration"),
                 kind("declaration"),
@@ -427,13 +429,13 @@ fn function_def(node: Node, src: &str, sites_time: &mut Duration) -> Option<Func
     let declared = declared_name(declarator, src)?;
     let outer_fn = declared.fn_declarator;
     let ret = ret_kind(declared.pointer, &ret_type);
-    let (nparams, params) = param_facts(outer_fn, src);
+    let mut locals = Locals::default();
+    let (nparams, params) = parameters(outer_fn, src, &mut locals);
     // every int or pointer body: one without an error constant may still pass a callee's on
     let mut exits = matches!(ret, RetKind::Int | RetKind::Ptr)
         .then(|| crate::errsites::BodyExits::new(ret == RetKind::Ptr));
-    let (calls, field_writes, value_refs) = body_calls(outer_fn, body, src, exits.as_mut());
-    let body_text = text(body, src);
-    let returns_error = has_error_code(body_text);
+    let (calls, field_writes, value_refs) = body_calls(locals, body, src, exits.as_mut());
+    let marks = BodyMarks::of(text(body, src));
     let t0 = std::time::Instant::now();
     let error_sites = exits.map(|e| e.sites(src)).unwrap_or_default();
     *sites_time += t0.elapsed();
@@ -454,13 +456,10 @@ fn function_def(node: Node, src: &str, sites_time: &mut Duration) -> Option<Func
         params,
         calls,
         field_writes,
-        reads_method_handler: body_text.contains("method_elm->handler"),
-        returns_error,
+        reads_method_handler: marks.reads_method_handler,
+        returns_error: marks.error_code,
         error_sites,
-        null_ok: body_text.contains("return NULL")
-            && ["ERR_PTR(", "IS_ERR(", "ERR_CAST(", "PTR_ERR("]
-                .iter()
-                .any(|m| body_text.contains(m)),
+        null_ok: marks.returns_null && marks.err_test,
         value_refs,
     })
 }
@@ -548,17 +547,13 @@ fn ret_kind(pointer: bool, ret_type: &str) -> RetKind {
 }
 
 /// The calls of a body, the fields it writes through pointers and the names it stores or
-/// passes; parameters and locals are told apart from functions.
-fn body_calls<'t>(
-    fn_decl: Node<'t>,
+/// passes; parameters (`locals` holds their names) and locals are told apart from functions.
+fn body_calls<'t, 's>(
+    mut locals: Locals<'s>,
     body: Node<'t>,
-    src: &str,
+    src: &'s str,
     exits: Option<&mut BodyExits<'t>>,
 ) -> (Vec<CallSite>, Vec<String>, Vec<ValueRef>) {
-    let mut locals = Locals::default();
-    if let Some(params) = fn_decl.child_by_field_id(crate::cfields::fields().parameters) {
-        collect_declared_names(params, src, &mut locals);
-    }
     let mut exits = exits;
     if let Some(e) = exits.as_deref_mut() {
         e.set_params(locals.iter().map(|p| p.to_string()));
@@ -619,20 +614,22 @@ fn scan_body<'t, 's>(
     locals: &mut Locals<'s>,
     mut exits: Option<&mut BodyExits<'t>>,
 ) -> BodyScan<'t> {
+    // sized for most bodies at once: growing them was a tenth of the walk
     let mut scan = BodyScan {
-        calls: Vec::new(),
+        calls: Vec::with_capacity(32),
         field_writes: BTreeSet::new(),
-        stores: Vec::new(),
+        stores: Vec::with_capacity(16),
     };
     let ids = body_ids();
     let mut cursor = body.walk();
     // How many siblings follow each node on the cursor's path: a step to a next sibling that
     // does not exist costs tree-sitter twice a step that does (it searches the parent's hidden
     // children), and a leaf needs no step down.
-    let mut following: Vec<usize> = vec![0];
+    let mut following: Vec<usize> = Vec::with_capacity(64);
+    following.push(0);
     // The kind ids of the nodes the cursor went down from (the body first): a return's
     // ancestors, without `Node::parent`.
-    let mut ancestors: Vec<u16> = Vec::new();
+    let mut ancestors: Vec<u16> = Vec::with_capacity(64);
     loop {
         let n = cursor.node();
         let children = n.child_count();
@@ -872,86 +869,176 @@ fn written_field<'a>(assignment: &Assignment, src: &'a str) -> Option<&'a str> {
     None
 }
 
-/// `-EXXX` (an errno constant) or the ERR_PTR family anywhere in a body.
-fn has_error_code(body: &str) -> bool {
-    if ["ERR_PTR(", "PTR_ERR(", "ERR_CAST(", "PTR_ERR_OR_ZERO("]
-        .iter()
-        .any(|m| body.contains(m))
-    {
-        return true;
-    }
-    let b = body.as_bytes();
-    b.windows(3).enumerate().any(|(i, w)| {
-        w[0] == b'-'
-            && w[1] == b'E'
-            && w[2].is_ascii_uppercase()
-            && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
-    })
+/// What a body's text says, found in one pass of memmem scans instead of a `contains` (and a
+/// byte loop for `-EXXX`) per question: every definition's body is read, so this is part of
+/// each cold parse's per-file work.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct BodyMarks {
+    /// `-EXXX` (an errno constant) or the ERR_PTR family: `ERR_PTR(`, `PTR_ERR(`, `ERR_CAST(`,
+    /// `PTR_ERR_OR_ZERO(`.
+    error_code: bool,
+    /// An error-pointer test or conversion: `ERR_PTR(`, `IS_ERR(`, `ERR_CAST(`, `PTR_ERR(`.
+    err_test: bool,
+    /// `return NULL`.
+    returns_null: bool,
+    /// `method_elm->handler`.
+    reads_method_handler: bool,
 }
 
-/// The parameter count (`(void)`: none) and the name and scalar-ness of each parameter, in one
-/// pass over the list.
-fn param_facts(fn_decl: Node, src: &str) -> (usize, Vec<crate::model::Param>) {
-    let Some(params) = fn_decl.child_by_field_id(crate::cfields::fields().parameters) else {
-        return (0, Vec::new());
-    };
-    let mut c = params.walk();
-    let mut out = Vec::new();
-    let (mut decls, mut first_void) = (0usize, false);
-    for p in params.named_children(&mut c) {
-        if crate::cfields::kind(p) != "parameter_declaration" {
-            continue;
+impl BodyMarks {
+    fn of(body: &str) -> BodyMarks {
+        struct Finders {
+            err: memchr::memmem::Finder<'static>,
+            minus_e: memchr::memmem::Finder<'static>,
+            return_null: memchr::memmem::Finder<'static>,
+            method_handler: memchr::memmem::Finder<'static>,
         }
-        let void = text(p, src).trim() == "void";
-        decls += 1;
-        if decls == 1 {
-            first_void = void;
-        }
-        let ty = p.child_by_field_id(crate::cfields::fields().r#type);
-        let ty_kind = ty.map(|t| crate::cfields::kind(t)).unwrap_or("");
-        let mut stars = 0usize;
-        let mut d = p.child_by_field_id(crate::cfields::fields().declarator);
-        let mut scalar = !matches!(ty_kind, "struct_specifier" | "union_specifier");
-        let mut name = String::new();
-        while let Some(n) = d {
-            match crate::cfields::kind(n) {
-                "identifier" => {
-                    name = text(n, src).to_string();
-                    break;
+        static FINDERS: std::sync::OnceLock<Finders> = std::sync::OnceLock::new();
+        let f = FINDERS.get_or_init(|| Finders {
+            err: memchr::memmem::Finder::new("ERR"),
+            minus_e: memchr::memmem::Finder::new("-E"),
+            return_null: memchr::memmem::Finder::new("return NULL"),
+            method_handler: memchr::memmem::Finder::new("method_elm->handler"),
+        });
+        let b = body.as_bytes();
+        let mut m = BodyMarks::default();
+        // every name of the ERR_PTR family holds "ERR" once; what stands around it says which
+        for at in f.err.find_iter(b) {
+            let (before, after) = (&b[..at], &b[at + 3..]);
+            if after.starts_with(b"_PTR(") || after.starts_with(b"_CAST(") {
+                (m.error_code, m.err_test) = (true, true);
+            } else if before.ends_with(b"PTR_") {
+                if after.starts_with(b"(") {
+                    (m.error_code, m.err_test) = (true, true);
+                } else if after.starts_with(b"_OR_ZERO(") {
+                    m.error_code = true;
                 }
-                "pointer_declarator"
-                | "array_declarator"
-                | "function_declarator"
-                | "abstract_pointer_declarator" => {
-                    scalar = false;
-                    stars += usize::from(crate::cfields::kind(n).contains("pointer"));
-                    d = n.child_by_field_id(crate::cfields::fields().declarator);
-                }
-                _ => {
-                    let mut cc = n.walk();
-                    d = n.named_children(&mut cc).next();
-                }
+            } else if before.ends_with(b"IS_") && after.starts_with(b"(") {
+                m.err_test = true;
+            }
+            if m.error_code && m.err_test {
+                break;
             }
         }
-        if name.is_empty() && void {
+        if !m.error_code {
+            m.error_code = f.minus_e.find_iter(b).any(|at| {
+                b.get(at + 2).is_some_and(u8::is_ascii_uppercase)
+                    && (at == 0 || !(b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_'))
+            });
+        }
+        m.returns_null = f.return_null.find(b).is_some();
+        m.reads_method_handler = f.method_handler.find(b).is_some();
+        m
+    }
+}
+
+/// The parameter count (`(void)`: none), the name, type and scalar-ness of each parameter, and
+/// into `locals` every name the list declares (a function pointer parameter's own parameters
+/// too): one walk of the list, which stays on the list's own nodes (a sibling step that finds
+/// none costs tree-sitter twice one that does, so the children left are counted).
+fn parameters<'s>(
+    fn_decl: Node,
+    src: &'s str,
+    locals: &mut Locals<'s>,
+) -> (usize, Vec<crate::model::Param>) {
+    let Some(list) = fn_decl.child_by_field_id(crate::cfields::fields().parameters) else {
+        return (0, Vec::new());
+    };
+    let ids = body_ids();
+    let mut out = Vec::new();
+    let (mut decls, mut first_void) = (0usize, false);
+    let mut cursor = list.walk();
+    // the children left to visit at each depth below the list
+    let mut following: Vec<usize> = Vec::with_capacity(8);
+    let children = list.child_count();
+    if children > 0 && cursor.goto_first_child() {
+        following.push(children - 1);
+    }
+    while !following.is_empty() {
+        let n = cursor.node();
+        let kind = n.kind_id();
+        if following.len() == 1 && kind == ids.parameter_declaration {
+            let (param, void) = parameter(n, src);
+            decls += 1;
+            if decls == 1 {
+                first_void = void;
+            }
+            out.extend(param);
+        }
+        if ids.declares.contains(&kind) {
+            note_declared_name(n, src, locals);
+        }
+        let below = n.child_count();
+        if below > 0 && cursor.goto_first_child() {
+            following.push(below - 1);
             continue;
         }
-        let base = ty.map(|t| text(t, src)).unwrap_or("");
-        let base = base.split_whitespace().collect::<Vec<_>>().join(" ");
-        let ty = if stars > 0 {
-            format!("{base} {}", "*".repeat(stars))
-        } else {
-            base
-        };
-        out.push(crate::model::Param { name, scalar, ty });
+        while let Some(left) = following.last_mut() {
+            if *left > 0 && cursor.goto_next_sibling() {
+                *left -= 1;
+                break;
+            }
+            following.pop();
+            cursor.goto_parent();
+        }
     }
     // `(void)` alone declares none; `void` among others is still counted.
     let count = if decls == 1 && first_void { 0 } else { decls };
     (count, out)
 }
 
+/// One `parameter_declaration`: its name, scalar-ness and type (`None` for a nameless `void`),
+/// and whether it is `void`.
+fn parameter(p: Node, src: &str) -> (Option<crate::model::Param>, bool) {
+    let void = text(p, src).trim() == "void";
+    let ty = p.child_by_field_id(crate::cfields::fields().r#type);
+    let ty_kind = ty.map(|t| crate::cfields::kind(t)).unwrap_or("");
+    let mut stars = 0usize;
+    let mut d = p.child_by_field_id(crate::cfields::fields().declarator);
+    let mut scalar = !matches!(ty_kind, "struct_specifier" | "union_specifier");
+    let mut name = String::new();
+    while let Some(n) = d {
+        match crate::cfields::kind(n) {
+            "identifier" => {
+                name = text(n, src).to_string();
+                break;
+            }
+            "pointer_declarator"
+            | "array_declarator"
+            | "function_declarator"
+            | "abstract_pointer_declarator" => {
+                scalar = false;
+                stars += usize::from(crate::cfields::kind(n).contains("pointer"));
+                d = n.child_by_field_id(crate::cfields::fields().declarator);
+            }
+            _ => {
+                let mut cc = n.walk();
+                d = n.named_children(&mut cc).next();
+            }
+        }
+    }
+    if name.is_empty() && void {
+        return (None, void);
+    }
+    // the type's words, one space apart, then a `*` per pointer level
+    let base = ty.map(|t| text(t, src)).unwrap_or("");
+    let mut ty = String::with_capacity(base.len() + 1 + stars);
+    for word in base.split_whitespace() {
+        if !ty.is_empty() {
+            ty.push(' ');
+        }
+        ty.push_str(word);
+    }
+    if stars > 0 {
+        ty.push(' ');
+        ty.extend(std::iter::repeat_n('*', stars));
+    }
+    (Some(crate::model::Param { name, scalar, ty }), void)
+}
+
 /// Names declared as parameters or local variables (to tell `handler(x)` through a local
 /// function pointer from a call of a function named `handler`).
+#[cfg(test)]
 fn collect_declared_names<'s>(node: Node, src: &'s str, out: &mut Locals<'s>) {
     let mut cursor = node.walk();
     loop {
@@ -1274,6 +1361,90 @@ mod tests {
         extract(&mut new_parser(), "t.c", src)
     }
 
+    /// What `BodyMarks::of` replaced: a `contains` per question and a byte loop for `-EXXX`.
+    fn body_marks_by_contains(body: &str) -> BodyMarks {
+        let error_code = ["ERR_PTR(", "PTR_ERR(", "ERR_CAST(", "PTR_ERR_OR_ZERO("]
+            .iter()
+            .any(|m| body.contains(m))
+            || {
+                let b = body.as_bytes();
+                b.windows(3).enumerate().any(|(i, w)| {
+                    w[0] == b'-'
+                        && w[1] == b'E'
+                        && w[2].is_ascii_uppercase()
+                        && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
+                })
+            };
+        BodyMarks {
+            error_code,
+            err_test: ["ERR_PTR(", "IS_ERR(", "ERR_CAST(", "PTR_ERR("]
+                .iter()
+                .any(|m| body.contains(m)),
+            returns_null: body.contains("return NULL"),
+            reads_method_handler: body.contains("method_elm->handler"),
+        }
+    }
+
+    #[test]
+    fn body_marks_match_the_contains_they_replaced() {
+        // token soup built from the pieces the scans look for, their near misses and glue
+        const PIECES: [&str; 24] = [
+            "ERR",
+            "ERR_PTR(",
+            "PTR_",
+            "PTR_ERR(",
+            "ERR_CAST(",
+            "_OR_ZERO(",
+            "IS_",
+            "IS_ERR(",
+            "(",
+            "-",
+            "E",
+            "EINVAL",
+            "-E",
+            "x-EIO",
+            "_",
+            "a",
+            " ",
+            "\n",
+            "return NULL",
+            "return NUL",
+            "method_elm->handler",
+            "method_elm->",
+            "ERRPTR(",
+            "9",
+        ];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut seen = [0usize; 4];
+        for _ in 0..20_000 {
+            let n = (next() % 12) as usize;
+            let body: String = (0..n)
+                .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
+                .collect();
+            let got = BodyMarks::of(&body);
+            assert_eq!(got, body_marks_by_contains(&body), "body {body:?}");
+            for (k, on) in [
+                got.error_code,
+                got.err_test,
+                got.returns_null,
+                got.reads_method_handler,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                seen[k] += usize::from(on);
+            }
+        }
+        // each mark both set and unset in the soup, so the comparison tested both ways
+        assert!(seen.iter().all(|&n| n > 100 && n < 19_900), "{seen:?}");
+    }
+
     #[test]
     fn token_pasted_handler_definition() {
         let f = facts("static int UVERBS_HANDLER(UVERBS_METHOD_QP_CREATE)(struct uverbs_attr_bundle *attrs)\n{\n\treturn create(attrs);\n}\n");
@@ -1593,5 +1764,60 @@ mod value_ref_tests {
             .map(|p| p.ty.as_str())
             .collect();
         assert_eq!(t, vec!["struct ib_event *", "void *", "struct x **", "int"]);
+    }
+
+    #[test]
+    fn parameters_declare_what_a_walk_of_the_whole_list_declares() {
+        // the list's names as the former walk of every node of the list found them, against
+        // the one walk that also reads each parameter
+        for decl in [
+            "int f(void)",
+            "int f(struct ib_qp *qp, int (*cb)(struct ib_cq *cq, void *ctx), ...)",
+            "static long f(const char *const *argv, unsigned long flags[4], struct { int a; } s)",
+            "void f(int, char *, void (*)(int x))",
+            "int f(struct ib_device *(*get)(u32 port, int *err), enum rdma_link_layer ll)",
+            "int f(a, b)",
+        ] {
+            let src = format!("{decl}\n{{\n}}\n");
+            let tree = new_parser().parse(&src, None).expect("parsed");
+            let def = tree.root_node().child(0).expect("a definition");
+            let declarator = def
+                .child_by_field_id(crate::cfields::fields().declarator)
+                .expect("a declarator");
+            let fn_decl = declared_name(declarator, &src)
+                .expect("a name")
+                .fn_declarator;
+            let mut walked = Locals::default();
+            if let Some(list) = fn_decl.child_by_field_id(crate::cfields::fields().parameters) {
+                collect_declared_names(list, &src, &mut walked);
+            }
+            let mut once = Locals::default();
+            let (count, params) = parameters(fn_decl, &src, &mut once);
+            assert_eq!(once, walked, "{decl}");
+            let f = extract(&mut new_parser(), "t.c", &src);
+            assert_eq!(
+                (count, &params),
+                (f.functions[0].nparams, &f.functions[0].params)
+            );
+        }
+        let mut names = Locals::default();
+        let src = "int f(struct ib_qp *qp, int (*cb)(struct ib_cq *cq, void *ctx), ...)\n{\n}\n";
+        let tree = new_parser().parse(src, None).expect("parsed");
+        let def = tree.root_node().child(0).expect("a definition");
+        let declarator = def
+            .child_by_field_id(crate::cfields::fields().declarator)
+            .expect("a declarator");
+        let fn_decl = declared_name(declarator, src)
+            .expect("a name")
+            .fn_declarator;
+        let (count, params) = parameters(fn_decl, src, &mut names);
+        let mut sorted: Vec<&str> = names.into_iter().collect();
+        sorted.sort_unstable();
+        assert_eq!(sorted, ["cb", "cq", "ctx", "qp"]);
+        assert_eq!(count, 2);
+        assert_eq!(
+            params[1].ty, "int *",
+            "a function pointer counts its own star"
+        );
     }
 }
