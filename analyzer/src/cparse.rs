@@ -579,8 +579,8 @@ fn body_calls<'t, 's>(
             }
         }
     }
-    for &(call, _, _) in &scan.calls {
-        crate::valuerefs::of_call(call, src, &locals, &mut refs);
+    for &(call, function, _) in &scan.calls {
+        crate::valuerefs::of_call(call, function, src, &locals, &mut refs);
     }
     refs.sort();
     refs.dedup();
@@ -1207,6 +1207,14 @@ fn ops_table(decl: Node, src: &str) -> Option<OpsTable> {
 /// its declaration must have ended (see [`macro_args`]), so N unclosed calls never make N scans
 /// of the rest of the file.
 fn scan_uverbs_declarations(text: &str, facts: &mut FileFacts) {
+    // every keyword starts so: the files without it (all but uverbs' own) are read once, by
+    // memmem, not four times by `str::find`
+    static PREFIX: std::sync::OnceLock<memchr::memmem::Finder<'static>> =
+        std::sync::OnceLock::new();
+    let prefix = PREFIX.get_or_init(|| memchr::memmem::Finder::new("DECLARE_UVERBS_"));
+    if prefix.find(text.as_bytes()).is_none() {
+        return;
+    }
     let mut unclosed = 0usize;
     for (keyword, kind) in [
         ("DECLARE_UVERBS_WRITE_EX", 1),

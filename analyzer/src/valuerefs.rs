@@ -101,23 +101,37 @@ pub(crate) fn of_initializer_pair(n: Node, src: &str, locals: &Locals, out: &mut
 /// The arguments of a call by name that name something outside the body. Only names with a
 /// lower-case letter (functions, by the kernel's style): constants passed as arguments are
 /// too many to keep and no rule reads them.
-pub(crate) fn of_call(call: Node, src: &str, locals: &Locals, out: &mut Vec<ValueRef>) {
-    let Some(f) = call.child_by_field_id(fields().function) else {
-        return;
-    };
-    if crate::cfields::kind(f) != "identifier" {
+pub(crate) fn of_call(
+    call: Node,
+    function: Node,
+    src: &str,
+    locals: &Locals,
+    out: &mut Vec<ValueRef>,
+) {
+    // the callee node as the walk found it: a field lookup walks the call's children again
+    if crate::cfields::kind(function) != "identifier" {
         return;
     }
-    let callee = text(f, src);
+    let callee = text(function, src);
     let Some(args) = call.child_by_field_id(fields().arguments) else {
         return;
     };
-    // By index, not with a cursor: an argument list is short, and a cursor's step to the next
-    // sibling costs hundreds of instructions in tree-sitter.
-    for index in 0..args.named_child_count() {
-        let Some(a) = args.named_child(index) else {
+    // One cursor over the list, stopping at its last child: a sibling step that finds none
+    // costs tree-sitter twice one that does, and `named_child(i)` walks the list from its
+    // start for each `i`. The index counts the named children, as `named_child` does.
+    let mut cursor = args.walk();
+    let mut left = args.child_count();
+    let mut named = 0;
+    let mut at = cursor.goto_first_child();
+    while at {
+        let a = cursor.node();
+        left -= 1;
+        at = left > 0 && cursor.goto_next_sibling();
+        if !a.is_named() {
             continue;
-        };
+        }
+        let index = named;
+        named += 1;
         let Some(name) = outside_name(a, src, locals) else {
             continue;
         };
