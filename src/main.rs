@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 use args::{Format, SourceArgs};
 
+mod alloc;
 mod args;
 mod cmd_bundle;
 mod cmd_collect;
@@ -166,16 +167,23 @@ fn main() -> ExitCode {
         Ok(args) => args,
         Err(e) => return exit(Err::<ExitCode, _>(e)),
     };
-    run(Cli::parse_from(args).command)
+    let command = Cli::parse_from(args).command;
+    // every command but the always-on collector: see alloc.rs
+    if !matches!(command, Command::Collect(_)) {
+        alloc::use_mimalloc();
+    }
+    run(command)
 }
+
+#[global_allocator]
+static ALLOCATOR: alloc::Switching = alloc::Switching;
 
 /// mimalloc for tree-sitter, and a panic that prints one line and exits 2.
 fn install_allocator_and_panic_hook() {
     // tree-sitter allocates a node per token and frees whole trees after each file: under
     // glibc's malloc that churn (consolidation, free lists) was about a tenth of a cold `graph`.
-    // Only tree-sitter gets mimalloc (each file's parser and tree in a heap of their own,
-    // destroyed whole): the collector, always on every host, keeps the system allocator
-    // (mimalloc as the global allocator tripled its RSS, 10.6 -> 29.3 MB).
+    // Each file's parser and tree in a heap of their own, destroyed whole; the rest of the
+    // process allocates from mimalloc too, but for the collector (alloc.rs).
     // SAFETY: first thing in main, before any tree-sitter allocation (the function's contract).
     unsafe {
         pipeline::use_mimalloc_for_trees();
