@@ -35,6 +35,75 @@ fn outside_name<'a>(n: Node, src: &'a str, locals: &Locals) -> Option<&'a str> {
     (crate::cfields::kind(v) == "identifier" && !locals.contains(name)).then_some(name)
 }
 
+/// Whether `text` (a call's arguments) may hold an argument [`of_call`] keeps: a word with a
+/// lower-case letter that is not a local and not a field (not after `.` or `->` on its line),
+/// outside numbers, comments, string and character literals. In doubt (a literal or comment
+/// left open) yes: an argument missed would be a fact lost, a needless look only costs time.
+fn may_name_outside(text: &str, locals: &Locals) -> bool {
+    let b = text.as_bytes();
+    let is_word = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        // comments, where a quote opens nothing
+        if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            match text.get(i + 2..).and_then(|rest| rest.find("*/")) {
+                Some(end) => i += 2 + end + 2,
+                None => return true,
+            }
+            continue;
+        }
+        if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            match text.get(i..).and_then(|rest| rest.find('\n')) {
+                Some(end) => i += end,
+                None => return false,
+            }
+            continue;
+        }
+        if c.is_ascii_digit() {
+            // a number's letters (`0x1f`, `10ul`) are no name
+            while b.get(i).copied().is_some_and(is_word) {
+                i += 1;
+            }
+            continue;
+        }
+        if c == b'"' || c == b'\'' {
+            // to the closing quote, past escapes
+            let mut j = i + 1;
+            loop {
+                match b.get(j) {
+                    None => return true,
+                    Some(b'\\') => j += 2,
+                    Some(&q) if q == c => break,
+                    Some(_) => j += 1,
+                }
+            }
+            i = j + 1;
+            continue;
+        }
+        if !(c.is_ascii_alphabetic() || c == b'_') {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while b.get(i).copied().is_some_and(is_word) {
+            i += 1;
+        }
+        let word = &text[start..i];
+        if !word.bytes().any(|c| c.is_ascii_lowercase()) || locals.contains(word) {
+            continue;
+        }
+        let before = b[..start].iter().rposition(|&c| c != b' ' && c != b'\t');
+        let field = match before {
+            Some(k) => b[k] == b'.' || (b[k] == b'>' && k > 0 && b[k - 1] == b'-'),
+            None => false,
+        };
+        if !field {
+            return true;
+        }
+    }
+    false
+}
+
 /// `a->f = x` / `a.f = x`: (field, through a pointer).
 fn stored_field(left: Node, src: &str) -> Option<(String, bool)> {
     if crate::cfields::kind(left) != "field_expression" {
@@ -113,6 +182,16 @@ pub(crate) fn of_call(
         return;
     }
     let callee = text(function, src);
+    // Most calls pass locals, fields, constants: their argument list's text (what follows
+    // the callee) says so without a look at its nodes.
+    let after_callee = src.get(function.end_byte()..call.end_byte()).unwrap_or("");
+    if may_name_outside(after_callee, locals) {
+        of_arguments(call, callee, src, locals, out);
+    }
+}
+
+/// [`of_call`]'s look at each argument node.
+fn of_arguments(call: Node, callee: &str, src: &str, locals: &Locals, out: &mut Vec<ValueRef>) {
     let Some(args) = call.child_by_field_id(fields().arguments) else {
         return;
     };
@@ -145,5 +224,80 @@ pub(crate) fn of_call(
                 line: line(a),
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every call by name in `src`'s first function: what `of_call` keeps with the text's
+    /// filter, and what a look at every argument keeps.
+    fn with_and_without_filter(src: &str) -> (Vec<ValueRef>, Vec<ValueRef>) {
+        let tree = crate::cparse::new_parser()
+            .parse(src, None)
+            .expect("parsed");
+        let mut locals = Locals::default();
+        for l in ["qp", "attr", "ret", "i"] {
+            locals.insert(l);
+        }
+        let (mut filtered, mut all) = (Vec::new(), Vec::new());
+        let mut stack = vec![tree.root_node()];
+        while let Some(n) = stack.pop() {
+            let mut c = n.walk();
+            stack.extend(n.children(&mut c));
+            if crate::cfields::kind(n) != "call_expression" {
+                continue;
+            }
+            let Some(f) = n.child_by_field_id(fields().function) else {
+                continue;
+            };
+            of_call(n, f, src, &locals, &mut filtered);
+            if crate::cfields::kind(f) == "identifier" {
+                of_arguments(n, text(f, src), src, &locals, &mut all);
+            }
+        }
+        filtered.sort();
+        all.sort();
+        (filtered, all)
+    }
+
+    #[test]
+    fn the_text_filter_keeps_every_argument_a_look_at_the_nodes_keeps() {
+        let calls = [
+            "a(qp, attr)",
+            "a(qp->dev, &attr.cb, ret)",
+            "a(handler)",
+            "a(&handler)",
+            "a((handler))",
+            "a(qp, GFP_KERNEL, 0x1fab, 10ul)",
+            "a(\"%s handler\", ret)",
+            "a('\\'', handler)",
+            "a(/* don't */ qp, /* won't */ handler)",
+            "a(qp // a comment ends with a dot.\n\t, handler)",
+            "a(qp.\n\thandler)",
+            "a(qp\n\t->handler, x)",
+            "a(b(qp), c(handler))",
+            "a(\"unterminated, handler)",
+            "a(qp, /* open, handler)",
+        ];
+        let mut kept = 0;
+        for call in calls {
+            let src = format!("void f(void)\n{{\n\t{call};\n}}\n");
+            let (filtered, all) = with_and_without_filter(&src);
+            assert_eq!(filtered, all, "{call}");
+            kept += all.len();
+        }
+        assert!(
+            kept >= 8,
+            "the cases keep arguments, so the comparison can fail: {kept}"
+        );
+        // and the filter does skip: locals, fields and constants only
+        let locals: Locals = ["qp", "attr"].into_iter().collect();
+        assert!(!may_name_outside(
+            "(qp->dev, &attr.cb, GFP_KERNEL, 10ul, \"handler\")",
+            &locals
+        ));
+        assert!(may_name_outside("(qp, handler)", &locals));
     }
 }
