@@ -35,8 +35,14 @@ fn outside_name<'a>(n: Node, src: &'a str, locals: &Locals) -> Option<&'a str> {
     (crate::cfields::kind(v) == "identifier" && !locals.contains(name)).then_some(name)
 }
 
+/// The keywords that start an expression (`sizeof(*qp)`, `true`): where an argument may
+/// stand tree-sitter-c reads them as keywords, never as a name. Not the type keywords: in
+/// `min_t(int, a, b)` a type is no expression, and tree-sitter takes `int` for a name there.
+const EXPRESSION_KEYWORDS: [&str; 3] = ["sizeof", "true", "false"];
+
 /// Whether `text` (a call's arguments) may hold an argument [`of_call`] keeps: a word with a
-/// lower-case letter that is not a local and not a field (not after `.` or `->` on its line),
+/// lower-case letter that is not an expression's keyword, not a callee (before a `(`), not a local and not
+/// a field (not after `.` or `->` on its line),
 /// outside numbers, comments, string and character literals. In doubt (a literal or comment
 /// left open) yes: an argument missed would be a fact lost, a needless look only costs time.
 fn may_name_outside(text: &str, locals: &Locals) -> bool {
@@ -89,7 +95,12 @@ fn may_name_outside(text: &str, locals: &Locals) -> bool {
             i += 1;
         }
         let word = &text[start..i];
-        if !word.bytes().any(|c| c.is_ascii_lowercase()) || locals.contains(word) {
+        if !word.bytes().any(|c| c.is_ascii_lowercase()) || EXPRESSION_KEYWORDS.contains(&word) {
+            continue;
+        }
+        // a word before `(` is a callee (`be32_to_cpu(x)`): the argument is the call
+        let next = b[i..].iter().find(|c| !c.is_ascii_whitespace());
+        if next == Some(&b'(') || locals.contains(word) {
             continue;
         }
         let before = b[..start].iter().rposition(|&c| c != b' ' && c != b'\t');
@@ -280,6 +291,12 @@ mod tests {
             "a(b(qp), c(handler))",
             "a(\"unterminated, handler)",
             "a(qp, /* open, handler)",
+            "a(sizeof(*qp), (unsigned int)ret, true, handler)",
+            "a(be32_to_cpu (ret), to_dev(qp)->cb, handler)",
+            "a(false, typeof_handler, sizeof_cb)",
+            "min_t(int, ret, qp)",
+            "a(unsigned, qp)",
+            "a(long, qp)",
         ];
         let mut kept = 0;
         for call in calls {
