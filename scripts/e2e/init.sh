@@ -46,6 +46,22 @@ send_file() { # send_file <path> <name>
 	echo "E2E_FILE_END $2"
 }
 
+# Wait until the serial port has sent what the shell wrote: a write returns once the bytes are
+# in the port's buffer (up to a page), and `poweroff -f` does not wait for the rest. An rt
+# kernel sends from a thread, slower under TCG: a 6.12-rt run in CI lost the end of dmesg.txt
+# and E2E_DONE that way. Done when the transmit count is still for 0.3 s (10 s at most).
+drain_console() {
+	_last= _still=0 _i=0
+	while [ $_i -lt 100 ] && [ $_still -lt 3 ]; do
+		_tx=$(grep -o 'tx:[0-9]*' /proc/tty/driver/serial 2>/dev/null | tr '\n' ' ')
+		[ -n "$_tx" ] || { sleep 1; return 0; }
+		if [ "$_tx" = "$_last" ]; then _still=$((_still + 1)); else _still=0; fi
+		_last=$_tx
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+}
+
 finish() {
 	if [ -d /out ]; then
 		(cd /out && find . -type f) | sed 's|^\./||' | sort | while read -r f; do
@@ -57,6 +73,7 @@ finish() {
 	read -r UPTIME_END _ </proc/uptime
 	echo "E2E_DONE uptime=${UPTIME_END}"
 	sync
+	drain_console
 	poweroff -f
 	echo o >/proc/sysrq-trigger
 	sleep 10
