@@ -48,6 +48,23 @@ impl Switching {
     }
 }
 
+/// A mimalloc block for `layout`, zeroed or not: `mi_malloc` where its natural alignment
+/// suffices, the aligned call otherwise.
+fn mi_alloc(layout: Layout, zeroed: bool) -> *mut u8 {
+    let (size, align) = (layout.size(), layout.align());
+    let natural = align <= MI_MAX_ALIGN && align <= size;
+    // SAFETY: mimalloc's allocation functions with the layout's size and alignment.
+    let block = unsafe {
+        match (natural, zeroed) {
+            (true, false) => mi::mi_malloc(size),
+            (true, true) => mi::mi_zalloc(size),
+            (false, false) => mi::mi_malloc_aligned(size, align),
+            (false, true) => mi::mi_zalloc_aligned(size, align),
+        }
+    };
+    block as *mut u8
+}
+
 // SAFETY: every block is made by exactly one of two allocators that each fulfil `GlobalAlloc`'s
 // contract (size, alignment, zeroing) and is freed or resized by that same one: mimalloc's
 // ownership test is exact, and the flag only ever goes from false to true.
@@ -57,14 +74,7 @@ unsafe impl GlobalAlloc for Switching {
             // SAFETY: the caller's layout, passed on.
             return unsafe { System.alloc(layout) };
         }
-        // SAFETY: mimalloc's allocation with the layout's size and alignment.
-        unsafe {
-            if layout.align() <= MI_MAX_ALIGN && layout.align() <= layout.size() {
-                mi::mi_malloc(layout.size()) as *mut u8
-            } else {
-                mi::mi_malloc_aligned(layout.size(), layout.align()) as *mut u8
-            }
-        }
+        mi_alloc(layout, false)
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
@@ -72,14 +82,7 @@ unsafe impl GlobalAlloc for Switching {
             // SAFETY: as in alloc.
             return unsafe { System.alloc_zeroed(layout) };
         }
-        // SAFETY: as in alloc, zeroed.
-        unsafe {
-            if layout.align() <= MI_MAX_ALIGN && layout.align() <= layout.size() {
-                mi::mi_zalloc(layout.size()) as *mut u8
-            } else {
-                mi::mi_zalloc_aligned(layout.size(), layout.align()) as *mut u8
-            }
-        }
+        mi_alloc(layout, true)
     }
 
     unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
