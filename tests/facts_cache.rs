@@ -69,8 +69,8 @@ fn is_pack(p: &Path) -> bool {
 }
 
 /// One pack, split at its documented layout (analyzer/src/facts_cache.rs):
-/// `probegen-facts-pack 2 <records> <index bytes> <sha256>\n`, index lines
-/// `<key> <offset> <length> <sha256>`, then the payloads.
+/// `probegen-facts-pack 3 <records> <index bytes> <xxh3-128>\n`, index lines
+/// `<key> <offset> <length> <xxh3-128>`, then the payloads.
 struct PackFile {
     index: Vec<[String; 4]>,
     payloads: Vec<u8>,
@@ -82,7 +82,7 @@ impl PackFile {
         let nl = bytes.iter().position(|b| *b == b'\n').expect("header line");
         let header = std::str::from_utf8(&bytes[..nl]).expect("utf-8 header");
         let fields: Vec<&str> = header.split(' ').collect();
-        assert_eq!(fields[..2], ["probegen-facts-pack", "2"], "{header}");
+        assert_eq!(fields[..2], ["probegen-facts-pack", "3"], "{header}");
         let index_len: usize = fields[3].parse().expect("index length");
         let index = std::str::from_utf8(&bytes[nl + 1..nl + 1 + index_len]).expect("utf-8 index");
         let index: Vec<[String; 4]> = index
@@ -101,14 +101,10 @@ impl PackFile {
 
     /// The pack with its header's record count and index checksum made to match again.
     fn write(&self, path: &Path) {
-        use sha2::{Digest, Sha256};
         let index: String = self.index.iter().map(|f| f.join(" ") + "\n").collect();
-        let sum: String = Sha256::digest(index.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let sum = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(index.as_bytes()));
         let mut bytes = format!(
-            "probegen-facts-pack 2 {} {} {sum}\n{index}",
+            "probegen-facts-pack 3 {} {} {sum}\n{index}",
             self.index.len(),
             index.len()
         )
@@ -465,8 +461,9 @@ fn a_pack_of_another_format_is_dropped_quietly() {
     let list = facts_files(&cache);
     assert_eq!(list.len(), 1, "{list:?}");
     let bytes = std::fs::read(&list[0]).expect("read pack");
-    let old = [b"probegen-facts-pack 1".as_slice(), &bytes[21..]].concat();
-    assert!(bytes.starts_with(b"probegen-facts-pack 2 "));
+    // format 2 (SHA-256 keys and checksums): the one before this probegen's
+    let old = [b"probegen-facts-pack 2".as_slice(), &bytes[21..]].concat();
+    assert!(bytes.starts_with(b"probegen-facts-pack 3 "));
     std::fs::write(&list[0], &old).expect("write pack");
 
     let upgraded = run(&cache, None, &args);
