@@ -1,8 +1,11 @@
 //! tree-sitter's memory. Every node of a parse is a small allocation and a tree is freed node by
 //! node (a walk of the whole tree, a reference count per node): on the 6.12 tree that was 40 ms
-//! of a cold load's 1.5 s of work. tree-sitter allocates from mimalloc ([`install`], by the binary, first thing),
-//! and while a file is extracted from a heap of its own ([`FileHeap`]), which is then destroyed
-//! whole, page by page, with its tree and its parser in it.
+//! of a cold load's 1.5 s of work. tree-sitter allocates from mimalloc ([`install`], by the
+//! binary, first thing), and while a group of files is extracted from a heap of its own
+//! ([`FileHeap`], through a [`HeapParser`]), which is then destroyed whole, page by page, with
+//! its trees and its parser in it. A group, not one file: mimalloc's first page of a new heap
+//! zeroes a 100 KB map of the arena's pages, and a parser is made per heap, which cost more than
+//! the parse of many of the 6.12 tree's small headers.
 
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -104,6 +107,54 @@ impl FileHeap {
     /// Leave `x` (a parser, a tree made in this heap) to the heap's destruction.
     pub(crate) fn abandon<T>(&self, x: T) {
         std::mem::forget(x);
+    }
+}
+
+/// A parser whose every allocation, with every tree it makes, comes from a [`FileHeap`] of its
+/// own, both made on the first [`HeapParser::get`] and destroyed together when this is dropped:
+/// for the files one task parses one after the other on one thread. The trees are never freed
+/// one by one, so a group is kept small (its files' trees stay until the group ends).
+pub(crate) struct HeapParser {
+    parser: Option<tree_sitter::Parser>,
+    heap: Option<FileHeap>,
+    tried: bool,
+}
+
+impl HeapParser {
+    pub(crate) const fn new() -> Self {
+        Self {
+            parser: None,
+            heap: None,
+            tried: false,
+        }
+    }
+
+    /// The group's parser and its heap, made on the first call (a group whose files all come
+    /// from the facts cache makes none); `None` when there can be no heap (no [`install`], or
+    /// one is entered on this thread already): the caller parses with a parser of its own and
+    /// drops each tree.
+    pub(crate) fn get(&mut self) -> Option<(&mut tree_sitter::Parser, &FileHeap)> {
+        if !self.tried {
+            self.tried = true;
+            if let Some(heap) = FileHeap::enter() {
+                self.parser = Some(crate::cparse::new_parser());
+                self.heap = Some(heap);
+            }
+        }
+        match (&mut self.parser, &self.heap) {
+            (Some(parser), Some(heap)) => Some((parser, heap)),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for HeapParser {
+    fn drop(&mut self) {
+        // The parser goes with its heap (its freed nodes and stacks are the heap's), then the heap.
+        if let (Some(parser), Some(heap)) = (self.parser.take(), &self.heap) {
+            heap.abandon(parser);
+        }
+        self.heap = None;
     }
 }
 
