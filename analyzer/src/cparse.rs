@@ -676,7 +676,7 @@ fn scan_body<'t, 's>(
             }
             if interest & EXITS != 0 {
                 if let Some(e) = exits.as_deref_mut() {
-                    e.note(done, kind, src, || return_context(&ancestors, ids));
+                    e.note(done, kind, src, || return_context(&ancestors, ids), &cursor);
                 }
             }
             let Some(left) = following.last_mut() else {
