@@ -77,6 +77,51 @@ const MAX_INDEX_LINE: usize = 200;
 /// A key's and a checksum's length: XXH3-128 in hex.
 const HEX_LEN: usize = 32;
 
+/// A load's packs being written ([`FactsCache::finish_in_background`]): what the cache did, once
+/// asked, and the write awaited at the latest when this is dropped, so a run never ends before
+/// its pack is in place.
+#[derive(Debug)]
+pub(crate) struct CacheWrite {
+    state: Mutex<WriteState>,
+}
+
+#[derive(Debug)]
+enum WriteState {
+    Writing(std::thread::JoinHandle<CacheStats>),
+    Done(CacheStats),
+}
+
+impl CacheWrite {
+    /// What the cache did in the load, the write awaited.
+    pub(crate) fn stats(&self) -> CacheStats {
+        let Ok(mut state) = self.state.lock() else {
+            return CacheStats::default();
+        };
+        if let WriteState::Writing(_) = &*state {
+            let done = std::mem::replace(&mut *state, WriteState::Done(CacheStats::default()));
+            if let WriteState::Writing(thread) = done {
+                // A panic in the writer ends the process (the binary's hook) before this.
+                *state = WriteState::Done(thread.join().unwrap_or_default());
+            }
+        }
+        match &*state {
+            WriteState::Done(stats) => *stats,
+            WriteState::Writing(_) => CacheStats::default(),
+        }
+    }
+}
+
+impl Drop for CacheWrite {
+    fn drop(&mut self) {
+        self.stats();
+    }
+}
+
+/// The cache out of its shared slot, once.
+fn take(cache: &Mutex<Option<FactsCache>>) -> Option<FactsCache> {
+    cache.lock().ok().and_then(|mut c| c.take())
+}
+
 /// What one file's extraction produced: its facts and its gaps.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct FileEntry {
@@ -299,6 +344,24 @@ impl FactsCache {
         });
         if kept.is_none() {
             self.stats.unserializable.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// [`Self::finish`] on a thread of its own: the last serial step of a cold load, which the
+    /// caller's next step (the call graph's build) overlaps.
+    pub(crate) fn finish_in_background(self) -> CacheWrite {
+        let cache = std::sync::Arc::new(Mutex::new(Some(self)));
+        let theirs = std::sync::Arc::clone(&cache);
+        let spawned = std::thread::Builder::new()
+            .name("facts-cache".into())
+            .spawn(move || take(&theirs).map(FactsCache::finish).unwrap_or_default());
+        let state = match spawned {
+            Ok(thread) => WriteState::Writing(thread),
+            // no thread: written here, now
+            Err(_) => WriteState::Done(take(&cache).map(FactsCache::finish).unwrap_or_default()),
+        };
+        CacheWrite {
+            state: Mutex::new(state),
         }
     }
 

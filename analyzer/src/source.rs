@@ -9,7 +9,7 @@ use walkdir::WalkDir;
 use crate::completeness::{self, Degradation, DegradedKind};
 use crate::cparse;
 use crate::error::{AnalyzerError, Warning};
-use crate::facts_cache::{CacheLocation, CacheStats, FactsCache, FileEntry};
+use crate::facts_cache::{CacheLocation, CacheStats, CacheWrite, FactsCache, FileEntry};
 use crate::kbuild::{read_build_map, BuildMap};
 use crate::kconfig::KernelConfig;
 use crate::model::FileFacts;
@@ -65,8 +65,8 @@ pub struct SourceTree {
     config_name: String,
     /// The directories read.
     layout: SourceLayout,
-    /// What the facts cache did in this load (None without a cache).
-    pub cache_stats: Option<CacheStats>,
+    /// This load's facts cache packs, written while the caller goes on (None without a cache).
+    cache_write: Option<CacheWrite>,
     /// Where the load's time went (`PROBEGEN_TIMINGS`).
     pub timings: LoadTimings,
 }
@@ -119,7 +119,7 @@ impl SourceTree {
         resolve_handler_names(&mut files);
         let t3 = std::time::Instant::now();
         timings.merge = t3 - t2;
-        let cache_stats = cache.map(|c| c.finish());
+        let cache_write = cache.map(FactsCache::finish_in_background);
         timings.cache_write = t3.elapsed();
         timings.total = t0.elapsed();
         Ok(Self {
@@ -133,9 +133,15 @@ impl SourceTree {
             degraded,
             config_name,
             layout: layout.clone(),
-            cache_stats,
+            cache_write,
             timings,
         })
+    }
+
+    /// What the facts cache did in this load (None without a cache), its packs written: the
+    /// first call waits for the write, which the load left running.
+    pub fn cache_stats(&self) -> Option<CacheStats> {
+        self.cache_write.as_ref().map(CacheWrite::stats)
     }
 
     /// The directories this tree was read from.

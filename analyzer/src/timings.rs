@@ -56,7 +56,8 @@ pub struct LoadTimings {
     pub cache_store: Duration,
     /// Wall: the results merged in path order, the gaps sorted, uverbs handler names resolved.
     pub merge: Duration,
-    /// Wall: this run's cache packs written and the bound enforced.
+    /// Wall: this run's cache packs handed to the thread that writes them (and enforces the
+    /// bound) while the caller builds the graph.
     pub cache_write: Duration,
     /// Wall: the whole load.
     pub total: Duration,

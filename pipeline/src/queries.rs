@@ -54,7 +54,7 @@ pub fn graph(
             .unwrap_or_else(|| "(header inline)".into());
         *per_module.entry(m).or_default() += 1;
     }
-    if let Some(stats) = &tree.cache_stats {
+    if let Some(stats) = tree.cache_stats() {
         notify(Notice::CacheStats(stats.to_string()));
     }
     let reachable = reach.len();
