@@ -76,20 +76,30 @@ impl SourceTree {
         let t0 = std::time::Instant::now();
         let mut timings = LoadTimings::default();
         let config_path = check_tree(root, opts)?;
-        let config = KernelConfig::load(&config_path)?;
         let config_name = match &opts.kconfig {
             Some(p) => p.display().to_string(),
             None => ".config".to_string(),
         };
-        let mut warnings = Vec::new();
         let layout = &opts.layout;
-        let build = read_build_map(root, &layout.kbuild_top, &config, &mut warnings);
-        let mut degraded = completeness::config_gaps(root, layout, &config, &config_name);
-        let (paths, skipped_unbuilt) = list_files(root, &build, opts, &mut warnings);
+        // The config and Kbuild on one core, the directories listed on the other: the
+        // listing reads only the file system, what it keeps is decided after.
+        let (configured, (found, walk_warnings)) = rayon::join(
+            || -> Result<_, AnalyzerError> {
+                let config = KernelConfig::load(&config_path)?;
+                let mut warnings = Vec::new();
+                let build = read_build_map(root, &layout.kbuild_top, &config, &mut warnings);
+                let degraded = completeness::config_gaps(root, layout, &config, &config_name);
+                Ok((config, build, warnings, degraded))
+            },
+            || find_sources(root, opts),
+        );
+        let (config, build, mut warnings, mut degraded) = configured?;
+        warnings.extend(walk_warnings);
+        let (paths, sizes, skipped_unbuilt) = built_files(found, &build, opts);
         let cache = opts.facts_cache.as_ref().map(FactsCache::open);
         let t1 = std::time::Instant::now();
         timings.setup = t1 - t0;
-        let extracted = extract_files(&paths, &config, cache.as_ref());
+        let extracted = extract_files(&paths, &sizes, &config, cache.as_ref());
         let t2 = std::time::Instant::now();
         timings.extract = t2 - t1;
         let mut files = Vec::with_capacity(paths.len());
@@ -190,16 +200,19 @@ fn check_tree(root: &Path, opts: &LoadOptions) -> Result<PathBuf, AnalyzerError>
     Ok(config_path)
 }
 
-/// The files to parse, sorted by path (relative, absolute), and how many were left out
-/// because the config does not build them.
-fn list_files(
-    root: &Path,
-    build: &BuildMap,
-    opts: &LoadOptions,
-    warnings: &mut Vec<Warning>,
-) -> (Vec<(String, PathBuf)>, usize) {
-    let mut paths: Vec<(String, PathBuf)> = Vec::new();
-    let mut skipped_unbuilt = 0;
+/// A `.c` or `.h` file under the scanned directories: its path relative to the root, its
+/// path, its size.
+struct FoundFile {
+    rel: String,
+    path: PathBuf,
+    len: u64,
+}
+
+/// Every `.c` and `.h` file of the scanned directories, sorted by path, and what could not be
+/// read on the way (symlink loops, unreadable directories).
+fn find_sources(root: &Path, opts: &LoadOptions) -> (Vec<FoundFile>, Vec<Warning>) {
+    let mut found = Vec::new();
+    let mut warnings = Vec::new();
     for dir in opts.layout.scan_dirs() {
         let base = root.join(dir);
         if !base.is_dir() {
@@ -228,14 +241,43 @@ fn list_files(
                 continue;
             };
             let rel = rel.to_string_lossy().replace('\\', "/");
-            match file_role(&rel, build, opts) {
-                FileRole::Parsed => paths.push((rel, entry.path().to_path_buf())),
-                FileRole::NotBuilt => skipped_unbuilt += 1,
-                FileRole::NotSource => {}
+            if !(rel.ends_with(".c") || rel.ends_with(".h")) {
+                continue;
             }
+            // the size orders the extraction (largest first); an unreadable one is 0 here and
+            // reported when the file is read
+            let len = entry.metadata().map_or(0, |m| m.len());
+            found.push(FoundFile {
+                rel,
+                path: entry.into_path(),
+                len,
+            });
         }
     }
-    (paths, skipped_unbuilt)
+    (found, warnings)
+}
+
+/// The files to parse, sorted by path (relative, absolute), their sizes, and how many were
+/// left out because the config does not build them.
+fn built_files(
+    found: Vec<FoundFile>,
+    build: &BuildMap,
+    opts: &LoadOptions,
+) -> (Vec<(String, PathBuf)>, Vec<u64>, usize) {
+    let mut paths = Vec::with_capacity(found.len());
+    let mut sizes = Vec::with_capacity(found.len());
+    let mut skipped_unbuilt = 0;
+    for f in found {
+        match file_role(&f.rel, build, opts) {
+            FileRole::Parsed => {
+                paths.push((f.rel, f.path));
+                sizes.push(f.len);
+            }
+            FileRole::NotBuilt => skipped_unbuilt += 1,
+            FileRole::NotSource => {}
+        }
+    }
+    (paths, sizes, skipped_unbuilt)
 }
 
 enum FileRole {
@@ -279,14 +321,11 @@ fn file_role(rel: &str, build: &BuildMap, opts: &LoadOptions) -> FileRole {
 /// time went. In parallel; through the facts cache when there is one.
 fn extract_files(
     paths: &[(String, PathBuf)],
+    sizes: &[u64],
     config: &KernelConfig,
     cache: Option<&FactsCache>,
 ) -> Vec<(FileResult, FileTimes)> {
-    let sizes: Vec<u64> = paths
-        .iter()
-        .map(|(_, p)| std::fs::metadata(p).map_or(0, |m| m.len()))
-        .collect();
-    let mut results: Vec<(usize, (FileResult, FileTimes))> = tasks(&sizes)
+    let mut results: Vec<(usize, (FileResult, FileTimes))> = tasks(sizes)
         .par_iter()
         .with_max_len(1)
         .flat_map_iter(|task| {

@@ -37,7 +37,7 @@ pub(crate) struct ExtractTimes {
 /// Where a [`crate::SourceTree::load`] spent its time.
 #[derive(Debug, Clone, Default)]
 pub struct LoadTimings {
-    /// Wall: the tree checked, `.config` and Kbuild read, the files listed and sized (serial).
+    /// Wall: the tree checked, `.config` and Kbuild read beside the files listed and sized.
     pub setup: Duration,
     /// Wall: the parallel extraction of every file.
     pub extract: Duration,
