@@ -15,7 +15,9 @@
 //! Blanking replaces bytes with spaces, never removes them, so every line number and byte
 //! offset reported later is the one in the real file.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+
+use rustc_hash::FxHashMap;
 
 use crate::kconfig::{parse_c_int, KernelConfig};
 use crate::limits::MAX_NESTING;
@@ -215,10 +217,15 @@ fn logical_directive<'s>(
     first: &'s str,
     rest: &mut impl Iterator<Item = &'s str>,
     span: &mut Vec<&'s str>,
-) -> String {
+) -> Cow<'s, str> {
     span.clear();
     span.push(first);
-    let mut logical = first.trim_end_matches(['\n', '\r']).to_string();
+    let first = first.trim_end_matches(['\n', '\r']);
+    if !first.ends_with('\\') {
+        // most directives are one line: the line itself
+        return Cow::Borrowed(first);
+    }
+    let mut logical = first.to_string();
     while logical.ends_with('\\') {
         let Some(next) = rest.next() else {
             break;
@@ -228,7 +235,7 @@ fn logical_directive<'s>(
         logical.push_str(next.trim_end_matches(['\n', '\r']));
         span.push(next);
     }
-    logical
+    Cow::Owned(logical)
 }
 
 /// The `#if` nesting of one file as its directives are read in order, the file's own
@@ -236,7 +243,8 @@ fn logical_directive<'s>(
 struct Conditionals<'a> {
     config: &'a KernelConfig,
     stack: Vec<Frame>,
-    local_defines: HashMap<String, String>,
+    /// Each `#define`d name, with its value when that is an integer (all `#if` reads of it).
+    local_defines: FxHashMap<String, Option<i64>>,
     unknown_conditions: Vec<(usize, String)>,
     unbalanced: Vec<usize>,
     too_deep: Option<usize>,
@@ -247,7 +255,7 @@ impl<'a> Conditionals<'a> {
         Self {
             config,
             stack: Vec::new(),
-            local_defines: HashMap::new(),
+            local_defines: FxHashMap::default(),
             unknown_conditions: Vec::new(),
             unbalanced: Vec::new(),
             too_deep: None,
@@ -310,7 +318,7 @@ impl<'a> Conditionals<'a> {
                 let (name, value) = split_word(rest);
                 let name = name.split('(').next().unwrap_or(name);
                 self.local_defines
-                    .insert(name.to_string(), value.trim().to_string());
+                    .insert(name.to_string(), parse_c_int(value));
                 true
             }
             "undef" if active => {
@@ -351,33 +359,40 @@ impl<'a> Conditionals<'a> {
 
 fn split_word(s: &str) -> (&str, &str) {
     let s = s.trim_start();
+    // by byte: no byte of a multi-byte character is ASCII, so the word ends where the
+    // character search would end it
     let end = s
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .bytes()
+        .position(|b| !(b.is_ascii_alphanumeric() || b == b'_'))
         .unwrap_or(s.len());
     (&s[..end], &s[end..])
 }
 
-fn strip_comments(s: &str) -> String {
+fn strip_comments(s: &str) -> Cow<'_, str> {
+    // every comment opens with a `/`: most directives have none, and are returned as they are
+    if memchr::memchr(b'/', s.as_bytes()).is_none() {
+        return Cow::Borrowed(s);
+    }
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(pos) = rest.find("/*").or_else(|| rest.find("//")) {
         out.push_str(&rest[..pos]);
         if rest[pos..].starts_with("//") {
-            return out;
+            return Cow::Owned(out);
         }
         match rest[pos + 2..].find("*/") {
             Some(end) => {
                 out.push(' ');
                 rest = &rest[pos + 2 + end + 2..];
             }
-            None => return out,
+            None => return Cow::Owned(out),
         }
     }
     out.push_str(rest);
-    out
+    Cow::Owned(out)
 }
 
-fn is_defined(name: &str, config: &KernelConfig, local: &HashMap<String, String>) -> bool {
+fn is_defined(name: &str, config: &KernelConfig, local: &FxHashMap<String, Option<i64>>) -> bool {
     if name.starts_with("CONFIG_") {
         return config.defines(name);
     }
@@ -389,7 +404,7 @@ const PREDEFINED: &[&str] = &["__KERNEL__", "__x86_64__", "__LITTLE_ENDIAN", "__
 
 struct Evaluator<'a> {
     config: &'a KernelConfig,
-    defines: &'a HashMap<String, String>,
+    defines: &'a FxHashMap<String, Option<i64>>,
     unknown: bool,
     /// Current recursion depth of the descent.
     depth: usize,
@@ -577,7 +592,7 @@ impl Evaluator<'_> {
         if name.starts_with("CONFIG_") {
             return self.config.int_value(name);
         }
-        match self.defines.get(name).and_then(|v| parse_c_int(v)) {
+        match self.defines.get(name).copied().flatten() {
             Some(v) => v,
             None => {
                 if !PREDEFINED.contains(&name) {
