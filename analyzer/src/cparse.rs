@@ -957,18 +957,25 @@ fn parameters<'s>(
     while !following.is_empty() {
         let n = cursor.node();
         let kind = n.kind_id();
+        let mut below = n.child_count();
         if following.len() == 1 && kind == ids.parameter_declaration {
-            let (param, void) = parameter(n, src);
+            let (param, void, local) = parameter(n, src);
             decls += 1;
             if decls == 1 {
                 first_void = void;
             }
             out.extend(param);
-        }
-        if ids.declares.contains(&kind) {
+            if plain_parameter(n, src) {
+                // Its only names are the type's and the one it declares, at the end of its
+                // pointer declarators (what a visit of each would find): nothing below to see.
+                locals.extend(local);
+                below = 0;
+            } else {
+                note_declared_name(n, src, locals);
+            }
+        } else if ids.declares.contains(&kind) {
             note_declared_name(n, src, locals);
         }
-        let below = n.child_count();
         if below > 0 && cursor.goto_first_child() {
             following.push(below - 1);
             continue;
@@ -987,9 +994,21 @@ fn parameters<'s>(
     (count, out)
 }
 
+/// A parameter whose text opens no parenthesis, bracket or brace and assigns nothing, and
+/// holds no error: a type and pointer declarators around one name at most (no function
+/// pointer with parameters of its own, no array size).
+fn plain_parameter(p: Node, src: &str) -> bool {
+    !p.has_error()
+        && !text(p, src)
+            .bytes()
+            .any(|b| matches!(b, b'(' | b'[' | b'{' | b'='))
+}
+
 /// One `parameter_declaration`: its name, scalar-ness and type (`None` for a nameless `void`),
-/// and whether it is `void`.
-fn parameter(p: Node, src: &str) -> (Option<crate::model::Param>, bool) {
+/// whether it is `void`, and the name a local it declares: the identifier its declarator is,
+/// or ends its chain of pointer declarators with (each of those declares what its own
+/// declarator is when that is an identifier).
+fn parameter<'s>(p: Node, src: &'s str) -> (Option<crate::model::Param>, bool, Option<&'s str>) {
     let void = text(p, src).trim() == "void";
     let ty = p.child_by_field_id(crate::cfields::fields().r#type);
     let ty_kind = ty.map(|t| crate::cfields::kind(t)).unwrap_or("");
@@ -997,10 +1016,14 @@ fn parameter(p: Node, src: &str) -> (Option<crate::model::Param>, bool) {
     let mut d = p.child_by_field_id(crate::cfields::fields().declarator);
     let mut scalar = !matches!(ty_kind, "struct_specifier" | "union_specifier");
     let mut name = String::new();
+    let mut local = None;
+    // every step so far from a declarator field of a pointer declarator
+    let mut pointers_only = true;
     while let Some(n) = d {
         match crate::cfields::kind(n) {
             "identifier" => {
                 name = text(n, src).to_string();
+                local = pointers_only.then(|| text(n, src));
                 break;
             }
             "pointer_declarator"
@@ -1008,17 +1031,20 @@ fn parameter(p: Node, src: &str) -> (Option<crate::model::Param>, bool) {
             | "function_declarator"
             | "abstract_pointer_declarator" => {
                 scalar = false;
-                stars += usize::from(crate::cfields::kind(n).contains("pointer"));
+                let kind = crate::cfields::kind(n);
+                stars += usize::from(kind.contains("pointer"));
+                pointers_only &= kind == "pointer_declarator";
                 d = n.child_by_field_id(crate::cfields::fields().declarator);
             }
             _ => {
+                pointers_only = false;
                 let mut cc = n.walk();
                 d = n.named_children(&mut cc).next();
             }
         }
     }
     if name.is_empty() && void {
-        return (None, void);
+        return (None, void, local);
     }
     // the type's words, one space apart, then a `*` per pointer level
     let base = ty.map(|t| text(t, src)).unwrap_or("");
@@ -1033,7 +1059,7 @@ fn parameter(p: Node, src: &str) -> (Option<crate::model::Param>, bool) {
         ty.push(' ');
         ty.extend(std::iter::repeat_n('*', stars));
     }
-    (Some(crate::model::Param { name, scalar, ty }), void)
+    (Some(crate::model::Param { name, scalar, ty }), void, local)
 }
 
 /// Names declared as parameters or local variables (to tell `handler(x)` through a local
@@ -1785,6 +1811,10 @@ mod value_ref_tests {
             "void f(int, char *, void (*)(int x))",
             "int f(struct ib_device *(*get)(u32 port, int *err), enum rdma_link_layer ll)",
             "int f(a, b)",
+            // plain parameters, read without a visit of their nodes
+            "int f(int * const p, char **argv, struct y * volatile *q, struct x *, unsigned long long v)",
+            "int f(enum e x, const u32 *restrict p, void *const *const pp, union u *un, signed char c)",
+            "int f(struct ib_qp *qp, int broken ,, char *s)",
         ] {
             let src = format!("{decl}\n{{\n}}\n");
             let tree = new_parser().parse(&src, None).expect("parsed");
