@@ -493,7 +493,7 @@ fn extract_file(
     }
     times.preprocess = t0.elapsed();
     let mut ext = ExtractTimes::default();
-    let mut facts = match parsers.group.get() {
+    let mut facts = match parsers.group.get(cparse::new_parser) {
         Some((parser, heap)) => cparse::extract_timed(parser, rel, &pre.text, &mut ext, Some(heap)),
         None => cparse::extract_timed(parsers.own, rel, &pre.text, &mut ext, None),
     };

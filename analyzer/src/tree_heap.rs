@@ -129,15 +129,18 @@ impl HeapParser {
         }
     }
 
-    /// The group's parser and its heap, made on the first call (a group whose files all come
-    /// from the facts cache makes none); `None` when there can be no heap (no [`install`], or
-    /// one is entered on this thread already): the caller parses with a parser of its own and
-    /// drops each tree.
-    pub(crate) fn get(&mut self) -> Option<(&mut tree_sitter::Parser, &FileHeap)> {
+    /// The group's parser (made by `new_parser`, in the heap) and its heap, made on the first
+    /// call (a group whose files all come from the facts cache makes none); `None` when there
+    /// can be no heap (no [`install`], or one is entered on this thread already): the caller
+    /// parses with a parser of its own and drops each tree.
+    pub(crate) fn get(
+        &mut self,
+        new_parser: fn() -> tree_sitter::Parser,
+    ) -> Option<(&mut tree_sitter::Parser, &FileHeap)> {
         if !self.tried {
             self.tried = true;
             if let Some(heap) = FileHeap::enter() {
-                self.parser = Some(crate::cparse::new_parser());
+                self.parser = Some(new_parser());
                 self.heap = Some(heap);
             }
         }
