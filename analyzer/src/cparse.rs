@@ -1026,12 +1026,11 @@ fn parameter<'s>(p: Node, src: &'s str) -> (Option<crate::model::Param>, bool, O
                 local = pointers_only.then(|| text(n, src));
                 break;
             }
-            "pointer_declarator"
+            kind @ ("pointer_declarator"
             | "array_declarator"
             | "function_declarator"
-            | "abstract_pointer_declarator" => {
+            | "abstract_pointer_declarator") => {
                 scalar = false;
-                let kind = crate::cfields::kind(n);
                 stars += usize::from(kind.contains("pointer"));
                 pointers_only &= kind == "pointer_declarator";
                 d = n.child_by_field_id(crate::cfields::fields().declarator);

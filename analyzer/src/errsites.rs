@@ -102,7 +102,7 @@ pub(crate) struct BodyExits<'t> {
 /// parent's children from the first at each step, which in a long function was a fifth of the
 /// error sites' time.
 struct Label<'t> {
-    node: Node<'t>,
+    /// On the label's statement.
     at: tree_sitter::TreeCursor<'t>,
     first_return: std::cell::OnceCell<Option<Node<'t>>>,
 }
@@ -201,7 +201,6 @@ impl<'t> BodyExits<'t> {
                 self.labels
                     .entry(text(l, src).to_string())
                     .or_insert_with(|| Label {
-                        node: n,
                         at: at.clone(),
                         first_return: std::cell::OnceCell::new(),
                     });
@@ -525,16 +524,14 @@ fn branch_exit(branch: Node, b: &BodyExits, src: &str) -> Option<Value> {
 /// The value the first return on the label's path returns, reached by a `goto` at byte `at`.
 fn label_exit(label: &str, b: &BodyExits, src: &str, at: usize) -> Option<Value> {
     let l = b.labels.get(label)?;
-    let stmt = (*l
-        .first_return
-        .get_or_init(|| first_return(l.node, l.at.clone())))?;
+    let stmt = (*l.first_return.get_or_init(|| first_return(l.at.clone())))?;
     returned(stmt, b, src, Some(at))
 }
 
-/// The first return among the label's statement and its following named siblings (up to 16
-/// statements); `at` is a cursor on `label`.
-fn first_return<'t>(label: Node<'t>, mut at: tree_sitter::TreeCursor<'t>) -> Option<Node<'t>> {
-    let mut n = label;
+/// The first return among the label's statement (where `at` is) and its following named
+/// siblings (up to 16 statements).
+fn first_return(mut at: tree_sitter::TreeCursor<'_>) -> Option<Node<'_>> {
+    let mut n = at.node();
     for _ in 0..16 {
         let stmt = if crate::cfields::kind(n) == "labeled_statement" {
             let mut c = n.walk();

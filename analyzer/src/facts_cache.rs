@@ -82,32 +82,19 @@ const HEX_LEN: usize = 32;
 /// its pack is in place.
 #[derive(Debug)]
 pub(crate) struct CacheWrite {
-    state: Mutex<WriteState>,
-}
-
-#[derive(Debug)]
-enum WriteState {
-    Writing(std::thread::JoinHandle<CacheStats>),
-    Done(CacheStats),
+    /// The writer, until its stats are asked for.
+    thread: Mutex<Option<std::thread::JoinHandle<CacheStats>>>,
+    stats: std::sync::OnceLock<CacheStats>,
 }
 
 impl CacheWrite {
     /// What the cache did in the load, the write awaited.
     pub(crate) fn stats(&self) -> CacheStats {
-        let Ok(mut state) = self.state.lock() else {
-            return CacheStats::default();
-        };
-        if let WriteState::Writing(_) = &*state {
-            let done = std::mem::replace(&mut *state, WriteState::Done(CacheStats::default()));
-            if let WriteState::Writing(thread) = done {
-                // A panic in the writer ends the process (the binary's hook) before this.
-                *state = WriteState::Done(thread.join().unwrap_or_default());
-            }
-        }
-        match &*state {
-            WriteState::Done(stats) => *stats,
-            WriteState::Writing(_) => CacheStats::default(),
-        }
+        *self.stats.get_or_init(|| {
+            let thread = self.thread.lock().ok().and_then(|mut t| t.take());
+            // A panic in the writer ends the process (the binary's hook) before this.
+            thread.and_then(|t| t.join().ok()).unwrap_or_default()
+        })
     }
 }
 
@@ -355,13 +342,18 @@ impl FactsCache {
         let spawned = std::thread::Builder::new()
             .name("facts-cache".into())
             .spawn(move || take(&theirs).map(FactsCache::finish).unwrap_or_default());
-        let state = match spawned {
-            Ok(thread) => WriteState::Writing(thread),
+        match spawned {
+            Ok(thread) => CacheWrite {
+                thread: Mutex::new(Some(thread)),
+                stats: std::sync::OnceLock::new(),
+            },
             // no thread: written here, now
-            Err(_) => WriteState::Done(take(&cache).map(FactsCache::finish).unwrap_or_default()),
-        };
-        CacheWrite {
-            state: Mutex::new(state),
+            Err(_) => CacheWrite {
+                thread: Mutex::new(None),
+                stats: std::sync::OnceLock::from(
+                    take(&cache).map(FactsCache::finish).unwrap_or_default(),
+                ),
+            },
         }
     }
 

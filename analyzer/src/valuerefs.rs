@@ -41,9 +41,9 @@ fn outside_name<'a>(n: Node, src: &'a str, locals: &Locals) -> Option<&'a str> {
 const EXPRESSION_KEYWORDS: [&str; 3] = ["sizeof", "true", "false"];
 
 /// Whether `text` (a call's arguments) may hold an argument [`of_call`] keeps: a word with a
-/// lower-case letter that is not an expression's keyword, not a callee (before a `(`), not a local and not
-/// a field (not after `.` or `->` on its line),
-/// outside numbers, comments, string and character literals. In doubt (a literal or comment
+/// lower-case letter that is not an expression's keyword, not a callee (before a `(`), not a
+/// local and not a field (not after `.` or `->` on its line), outside numbers, comments,
+/// string and character literals. In doubt (a literal or comment
 /// left open) yes: an argument missed would be a fact lost, a needless look only costs time.
 fn may_name_outside(text: &str, locals: &Locals) -> bool {
     let b = text.as_bytes();
