@@ -16,6 +16,7 @@ mod types;
 mod union;
 mod validate;
 mod vocab;
+mod yaml;
 
 pub use errno::{errno_name, errno_number, Errno};
 pub use html::escape_html;

@@ -336,8 +336,14 @@ pub struct Stats {
 }
 
 impl Manifest {
+    /// The manifest as `manifest.yaml`: serde_yaml's bytes, written without its emitter where
+    /// the document allows (see `yaml.rs`: most of a set's YAML time otherwise).
     pub fn to_yaml(&self) -> Result<String, serde_yaml::Error> {
-        serde_yaml::to_string(self)
+        let value = serde_yaml::to_value(self)?;
+        match crate::yaml::block_yaml(&value) {
+            Some(text) => Ok(text),
+            None => serde_yaml::to_string(self),
+        }
     }
 
     /// Probes a BPF program is generated for.
