@@ -66,24 +66,34 @@ pub struct RenderContext<'a> {
     pub graph: &'a CallGraph,
     pub selection: &'a Selection,
     /// Whether fexit can attach to a function on the real binary.
-    pub attachable: &'a dyn Fn(FnId) -> bool,
+    pub attachable: &'a (dyn Fn(FnId) -> bool + Sync),
     /// The command that regenerates these files (printed in their headers).
     pub refresh: String,
 }
 
-/// (file name, contents) of every output, in a fixed order.
+/// (file name, contents) of every output, in a fixed order. The four are independent and
+/// most of a set's time after its selection (the manifest's YAML and the pictures' layout
+/// above all): rendered on the pool's threads, so a set takes the longest of them, not the sum.
 pub fn render_all(m: &Manifest, cx: &RenderContext) -> Result<Vec<(String, String)>, RenderError> {
+    let ((yaml, html), (md, bpf)) = rayon::join(
+        || {
+            rayon::join(
+                || m.to_yaml(),
+                || crate::picture::render_html(m, cx.graph, &cx.refresh),
+            )
+        },
+        || {
+            rayon::join(
+                || render_report(m, cx),
+                || crate::bpf::render_bpf(m, &cx.refresh),
+            )
+        },
+    );
     Ok(vec![
-        ("manifest.yaml".to_string(), m.to_yaml()?),
-        ("report.md".to_string(), render_report(m, cx)?),
-        (
-            "report.html".to_string(),
-            crate::picture::render_html(m, cx.graph, &cx.refresh),
-        ),
-        (
-            "probes.bpf.c".to_string(),
-            crate::bpf::render_bpf(m, &cx.refresh)?,
-        ),
+        ("manifest.yaml".to_string(), yaml?),
+        ("report.md".to_string(), md?),
+        ("report.html".to_string(), html),
+        ("probes.bpf.c".to_string(), bpf?),
     ])
 }
 
