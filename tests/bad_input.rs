@@ -623,6 +623,44 @@ fn failed_generate_leaves_the_earlier_set_whole() {
     }
 }
 
+/// The vendors of a list are rendered two at a time, but written in the list's order: a set
+/// that cannot be written stops the run with every earlier set written and no later one (nor
+/// its notices), as a run of one vendor after another would.
+#[test]
+fn a_list_stops_at_the_set_that_fails_in_its_order() {
+    let tree = common::temp_dir("list-order");
+    common::copy_dir(&common::fixture("ops-table-two-vendors"), &tree);
+    let entry = ["--entry", "ib_uverbs_ioctl"];
+    for (list, written) in [("bnxt_re,mlx5", true), ("mlx5,bnxt_re", false)] {
+        let out = tree.join(format!("out-{written}"));
+        std::fs::create_dir_all(&out).expect("mkdir");
+        // mlx5's set cannot be written: a plain file stands where its directory goes.
+        std::fs::write(out.join("mlx5"), "not a set").expect("write");
+        let o = generate(&tree, list, &out, &entry);
+        assert_eq!(o.status.code(), Some(2), "{list}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("mlx5: not a directory"),
+            "{list}: {}",
+            stderr(&o)
+        );
+        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert_eq!(
+            out.join("bnxt_re/manifest.yaml").is_file(),
+            written,
+            "{list}: bnxt_re's set"
+        );
+        assert_eq!(stdout.starts_with("bnxt_re: "), written, "{list}: {stdout}");
+        assert_eq!(
+            stdout.lines().count(),
+            usize::from(written),
+            "{list}: {stdout}"
+        );
+        // One vendor's warnings (no binaries in a fixture): bnxt_re's only when it was taken.
+        let warnings = stderr(&o).matches("no vmlinux/modules").count();
+        assert_eq!(warnings, 1 + usize::from(written), "{list}: {}", stderr(&o));
+    }
+}
+
 // ---------------------------------------------------------------- smaller ones
 
 #[test]

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::degraded::enforce;
-use crate::selection::{manifest_of, select_vendors, select_with_rules, Selected};
+use crate::selection::{manifest_of, select_vendors, select_with_rules, EachSelection, Selected};
 use crate::source::{vendor_request, VendorRequest};
 use crate::{Error, Notice, SourceOptions};
 
@@ -23,16 +23,25 @@ pub fn generate(
     let with_header = header_dir.is_none();
     match vendor_request(&rules, opts.vendor.as_deref())? {
         VendorRequest::Many { names, all } => {
-            let mut write = |s: Selected, notify: &mut dyn FnMut(Notice)| {
+            // Checked and rendered beside the next vendor; written here, in the list's order,
+            // so a set that fails leaves every earlier one whole and no later one written.
+            let finish = |s: Selected, notices: &mut Vec<Notice>| {
                 let one = SourceOptions {
                     vendor: Some(s.vendor.clone()),
                     ..opts.clone()
                 };
-                let line = write_set(&one, &s, &out.join(&s.vendor), with_header, notify)?;
-                notify(Notice::Wrote(line));
-                Ok(())
+                let dir = out.join(&s.vendor);
+                render_set(&one, &s, with_header, &mut |n| notices.push(n)).map(|r| (dir, r))
             };
-            if select_vendors(opts, &rules, &names, all, entries, notify, &mut write)? == 0 {
+            let mut take = |(dir, set): (std::path::PathBuf, RenderedSet),
+                            notify: &mut dyn FnMut(Notice)| {
+                write_set(&dir, set, notify)
+            };
+            let each = EachSelection {
+                finish: &finish,
+                take: &mut take,
+            };
+            if select_vendors(opts, &rules, &names, all, entries, notify, each)? == 0 {
                 return Err(Error::NoVendorBuilt(
                     opts.vendor.clone().unwrap_or_default(),
                 ));
@@ -40,8 +49,8 @@ pub fn generate(
         }
         VendorRequest::Single => {
             let s = select_with_rules(opts, rules, entries, notify)?;
-            let line = write_set(opts, &s, out, with_header, notify)?;
-            notify(Notice::Wrote(line));
+            let set = render_set(opts, &s, with_header, notify)?;
+            write_set(out, set, notify)?;
         }
     }
     if let Some(dir) = header_dir {
@@ -53,15 +62,20 @@ pub fn generate(
     Ok(())
 }
 
-/// Validate one selection against the binaries, render its set (with the shared header when
-/// `with_header`) and write it to `out`; returns the summary line.
-fn write_set(
+/// One probe set's files, rendered, and its summary line: what [`write_set`] writes.
+struct RenderedSet {
+    files: Vec<(String, String)>,
+    summary: String,
+}
+
+/// Validate one selection against the binaries and render its set (with the shared header
+/// when `with_header`); touches no output.
+fn render_set(
     opts: &SourceOptions,
     s: &Selected,
-    out: &Path,
     with_header: bool,
     notify: &mut dyn FnMut(Notice),
-) -> Result<String, Error> {
+) -> Result<RenderedSet, Error> {
     enforce(opts, &s.degraded, true, notify)?;
     if s.binaries.is_none() {
         notify(Notice::Warning(format!(
@@ -98,9 +112,8 @@ fn write_set(
         let header = codegen::render_header()?;
         files.push((codegen::HEADER_NAME.to_string(), header));
     }
-    codegen::write_set_atomic(out, &files)?;
     let st = &manifest.stats;
-    Ok(format!(
+    let summary = format!(
         "{}: {} probes ({} core, {} vendor, {} attachable) from {} reachable functions; wrote {}",
         manifest.vendor,
         st.probes,
@@ -113,7 +126,15 @@ fn write_set(
             .map(|(n, _)| n.as_str())
             .collect::<Vec<_>>()
             .join(", ")
-    ))
+    );
+    Ok(RenderedSet { files, summary })
+}
+
+/// Write a rendered set into `out`, atomically, and say so.
+fn write_set(out: &Path, set: RenderedSet, notify: &mut dyn FnMut(Notice)) -> Result<(), Error> {
+    codegen::write_set_atomic(out, &set.files)?;
+    notify(Notice::Wrote(set.summary));
+    Ok(())
 }
 
 /// The command that regenerates a probe set, printed in the generated files' headers. It does

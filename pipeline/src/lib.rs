@@ -28,5 +28,5 @@ pub use maintenance::{
 pub use notice::Notice;
 pub use queries::{explain, graph, path, Explanation, GraphSummary};
 pub use render::render_bpf;
-pub use selection::{manifest_of, select, select_vendors, EachSelection, Selected};
+pub use selection::{manifest_of, select, select_vendors, EachSelection, Finish, Selected, Take};
 pub use source::{load_rules, source_dirs, Loaded, SourceOptions};

@@ -12,7 +12,7 @@ use analyzer::SourceTree;
 use manifest::Manifest;
 
 use crate::degraded::{degraded_markdown, enforce};
-use crate::selection::{manifest_of, select, select_vendors, Selected};
+use crate::selection::{manifest_of, select, select_vendors, EachSelection, Selected};
 use crate::source::resolve_vendor;
 use crate::{Error, Notice, SourceOptions};
 
@@ -218,17 +218,24 @@ fn port_selection(
         no_cache: false,
     };
     let mut sets: Vec<(Manifest, Arc<SourceTree>)> = Vec::with_capacity(2);
-    let mut keep = |s: Selected, notify: &mut dyn FnMut(Notice)| {
-        enforce(&opts, &s.degraded, false, notify)?;
+    let finish = |s: Selected, notices: &mut Vec<Notice>| {
+        enforce(&opts, &s.degraded, false, &mut |n| notices.push(n))?;
         let one = SourceOptions {
             vendor: Some(s.vendor.clone()),
             ..opts.clone()
         };
-        sets.push((manifest_of(&one, &s), s.loaded.tree.clone()));
+        Ok((manifest_of(&one, &s), s.loaded.tree.clone()))
+    };
+    let mut keep = |set, _: &mut dyn FnMut(Notice)| {
+        sets.push(set);
         Ok(())
     };
+    let each = EachSelection {
+        finish: &finish,
+        take: &mut keep,
+    };
     let vendors = [a.from.clone(), a.to.clone()];
-    select_vendors(&opts, rules, &vendors, false, &[], notify, &mut keep)?;
+    select_vendors(&opts, rules, &vendors, false, &[], notify, each)?;
     let mut sets = sets.into_iter();
     match (sets.next(), sets.next()) {
         (Some((from, tree)), Some((to, _))) => Ok((from, to, tree)),

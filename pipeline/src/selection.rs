@@ -50,22 +50,41 @@ pub(crate) fn select_with_rules(
     select_loaded(opts, rules, loaded, binaries, &vendor, entries)
 }
 
-/// What takes each selection of a multi-vendor run, with the run's notices.
-pub type EachSelection<'a> = dyn FnMut(Selected, &mut dyn FnMut(Notice)) -> Result<(), Error> + 'a;
+/// What a multi-vendor run does with each vendor's selection, in two steps: `finish` on a
+/// thread of its own (beside the next vendor's), its notices kept in the buffer it is given;
+/// `take` on the calling thread in the list's order, after those notices.
+pub struct EachSelection<'a, R> {
+    /// Everything a selection needs that does not touch the run's outputs: checked, rendered.
+    pub finish: &'a Finish<'a, R>,
+    /// What is done in the list's order (written, kept); an error here stops the run before
+    /// any later vendor is taken.
+    pub take: &'a mut Take<'a, R>,
+}
+
+/// [`EachSelection::finish`]: a selection to what is taken, its notices into the buffer.
+pub type Finish<'a, R> = dyn Fn(Selected, &mut Vec<Notice>) -> Result<R, Error> + Sync + 'a;
+
+/// [`EachSelection::take`]: a finished selection taken, with the run's notices.
+pub type Take<'a, R> = dyn FnMut(R, &mut dyn FnMut(Notice)) -> Result<(), Error> + 'a;
+
+/// How many vendors of a list are worked on at once: one taken while the next is prepared and
+/// finished, so the two cores of a small machine stay busy without every vendor's graph alive.
+const VENDORS_AT_ONCE: usize = 2;
 
 /// Several vendors from one parse of the tree and one read of the binaries, each selection
 /// the same as a single-vendor run's. `all` keeps only the vendors whose driver the config
-/// builds (and reads no unbuilt directory); the others are skipped with a notice. Each
-/// selection goes to `each` in the list's order while the next one is made (two vendors'
-/// graphs alive at a time); returns how many there were.
-pub fn select_vendors(
+/// builds (and reads no unbuilt directory); the others are skipped with a notice. Each vendor
+/// is selected and finished on a thread of its own, two at a time; each outcome is taken in the
+/// list's order, after the notices its vendor had: notices, errors and outputs come as a serial
+/// run's would. Returns how many vendors were selected.
+pub fn select_vendors<R: Send>(
     opts: &SourceOptions,
     rules: &heuristics::Rules,
     vendors: &[String],
     all: bool,
     entries: &[String],
     notify: &mut dyn FnMut(Notice),
-    each: &mut EachSelection,
+    each: EachSelection<R>,
 ) -> Result<usize, Error> {
     let mut resolved = Vec::with_capacity(vendors.len());
     for v in vendors {
@@ -92,32 +111,49 @@ pub fn select_vendors(
             t0.elapsed().as_secs_f64() * 1e3
         )));
     }
-    // One vendor's graph and selection are made on a second thread while the previous one
-    // goes to `each` (rendered and written): two graphs alive at most, and the per-vendor
-    // work of a list overlaps on two cores. Notices and errors come in the list's order.
-    let prepare = |(name, vendor): &(&String, &heuristics::Vendor)| {
-        prepare_vendor(opts, rules, &tree, &binaries, name, vendor, all, entries)
+    let EachSelection { finish, take } = each;
+    let work = |(name, vendor): &(&String, &heuristics::Vendor)| -> Outcome<R> {
+        let mut notices = Vec::new();
+        let result = prepare_vendor(opts, rules, &tree, &binaries, name, vendor, all, entries)
+            .and_then(|p| match p {
+                Prepared::Ready(s) => finish(*s, &mut notices).map(Some),
+                Prepared::Skipped(line) => {
+                    notices.push(Notice::Line(line));
+                    Ok(None)
+                }
+            });
+        Outcome { notices, result }
     };
     let mut selected = 0;
     std::thread::scope(|scope| -> Result<(), Error> {
-        let mut next = resolved.first().map(prepare);
-        for i in 0..resolved.len() {
-            let current = next.take();
-            let ahead = resolved.get(i + 1).map(|v| scope.spawn(move || prepare(v)));
-            match current {
-                Some(Ok(Prepared::Ready(s))) => {
-                    each(*s, notify)?;
-                    selected += 1;
-                }
-                Some(Ok(Prepared::Skipped(line))) => notify(Notice::Line(line)),
-                Some(Err(e)) => return Err(e),
-                None => {}
+        let mut running = std::collections::VecDeque::with_capacity(VENDORS_AT_ONCE);
+        let mut vendors = resolved.iter();
+        loop {
+            while running.len() < VENDORS_AT_ONCE {
+                let Some(v) = vendors.next() else { break };
+                running.push_back(scope.spawn(move || work(v)));
             }
-            next = ahead.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            let Some(oldest) = running.pop_front() else {
+                return Ok(());
+            };
+            let outcome = oldest
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            outcome.notices.into_iter().for_each(&mut *notify);
+            if let Some(r) = outcome.result? {
+                take(r, notify)?;
+                selected += 1;
+            }
         }
-        Ok(())
     })?;
     Ok(selected)
+}
+
+/// What one vendor's thread of [`select_vendors`] hands back: the notices it had, in order,
+/// and its finished selection (`None`: skipped, its notice says why).
+struct Outcome<R> {
+    notices: Vec<Notice>,
+    result: Result<Option<R>, Error>,
 }
 
 /// One vendor of a multi-vendor run: its selection, or why `all` skips it.
