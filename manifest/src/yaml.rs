@@ -162,10 +162,9 @@ fn is_plain_word(s: &str) -> bool {
         && b[1..]
             .iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'/' | b'-'))
-        && !matches!(
-            s.to_ascii_lowercase().as_str(),
-            "null" | "true" | "false" | "yes" | "no" | "on" | "off" | "y" | "n"
-        )
+        && !["null", "true", "false", "yes", "no", "on", "off", "y", "n"]
+            .iter()
+            .any(|w| w.eq_ignore_ascii_case(s))
 }
 
 #[cfg(test)]
