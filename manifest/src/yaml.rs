@@ -162,9 +162,10 @@ fn is_plain_word(s: &str) -> bool {
         && b[1..]
             .iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'/' | b'-'))
-        && !["null", "true", "false", "yes", "no", "on", "off", "y", "n"]
-            .iter()
-            .any(|w| w.eq_ignore_ascii_case(s))
+        && !(b.len() <= 5
+            && ["null", "true", "false", "yes", "no", "on", "off", "y", "n"]
+                .iter()
+                .any(|w| w.eq_ignore_ascii_case(s)))
 }
 
 #[cfg(test)]
