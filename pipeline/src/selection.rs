@@ -140,9 +140,21 @@ pub fn select_vendors<R: Send>(
                 .join()
                 .unwrap_or_else(|p| std::panic::resume_unwind(p));
             outcome.notices.into_iter().for_each(&mut *notify);
-            if let Some(r) = outcome.result? {
-                take(r, notify)?;
-                selected += 1;
+            let taken = outcome.result.and_then(|r| match r {
+                Some(r) => take(r, notify).map(|()| 1),
+                None => Ok(0),
+            });
+            match taken {
+                Ok(n) => selected += n,
+                Err(e) => {
+                    // A serial run stops here: the vendors already started are waited for,
+                    // but none of them is taken, its notices are not given and its panic
+                    // (a bug, printed by the hook) does not replace this error.
+                    for later in running {
+                        let _ = later.join();
+                    }
+                    return Err(e);
+                }
             }
         }
     })?;
