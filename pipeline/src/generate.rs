@@ -1,7 +1,7 @@
 //! `generate`: the selection of one vendor or several (one parse), rendered and written
 //! atomically, one directory per vendor.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::degraded::enforce;
 use crate::selection::{manifest_of, select_vendors, select_with_rules, EachSelection, Selected};
@@ -33,8 +33,7 @@ pub fn generate(
                 let dir = out.join(&s.vendor);
                 render_set(&one, &s, with_header, &mut |n| notices.push(n)).map(|r| (dir, r))
             };
-            let mut take = |(dir, set): (std::path::PathBuf, RenderedSet),
-                            notify: &mut dyn FnMut(Notice)| {
+            let mut take = |(dir, set): (PathBuf, RenderedSet), notify: &mut dyn FnMut(Notice)| {
                 write_set(&dir, set, notify)
             };
             let each = EachSelection {
