@@ -158,8 +158,13 @@ impl ProcCache {
         self.reads += 1;
         let info = Arc::new(match read_environ(&dir.join("environ")) {
             Ok(env) => ProcInfo {
+                // A process that exits between the two reads (or a zombie, whose cgroup file
+                // is empty) still has the record's cgroup id.
                 cgroup: std::fs::read_to_string(dir.join("cgroup"))
                     .map(|s| cgroup_path(&s))
+                    .ok()
+                    .filter(|p| !p.is_empty())
+                    .or_else(|| self.cgroups.as_mut().and_then(|c| c.path(cgroup_id)))
                     .unwrap_or_default(),
                 job: job_vars(&env, &self.allow),
                 exited: false,
@@ -357,6 +362,34 @@ mod tests {
         // An unknown id (or a rescan within a second): empty, not an error.
         assert_eq!(c.lookup(778, &[0; 16], u64::MAX).expect("info").cgroup, "");
         let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// A process whose environ was read but whose cgroup file was gone (it exited between the
+    /// two reads) or empty takes its cgroup from the record's cgroup id (the 6.1 e2e run saw
+    /// every record of a short-lived process without a cgroup path).
+    #[test]
+    fn cgroup_file_gone_after_environ_uses_the_cgroup_id() {
+        use std::os::unix::fs::MetadataExt;
+        let base = std::env::temp_dir().join(format!("pg-cgroup-gone-{}", std::process::id()));
+        let (proc_root, cg_root) = (base.join("proc"), base.join("cgroup"));
+        let job = cg_root.join("probegen-job42");
+        std::fs::create_dir_all(&job).expect("mkdir");
+        let id = std::fs::metadata(&job).expect("stat").ino();
+        for (pid, cgroup) in [(501, None), (502, Some(""))] {
+            let dir = proc_root.join(pid.to_string());
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            std::fs::write(dir.join("environ"), b"RANK=3\0").expect("write");
+            if let Some(text) = cgroup {
+                std::fs::write(dir.join("cgroup"), text).expect("write");
+            }
+        }
+        let mut c = ProcCache::new(Some(proc_root), allow(), 8).with_cgroup_root(cg_root);
+        for pid in [501, 502] {
+            let info = c.lookup(pid, &[0; 16], id).expect("info");
+            assert!(!info.exited, "{pid}");
+            assert_eq!(info.cgroup, "/probegen-job42", "{pid}");
+        }
+        let _ = std::fs::remove_dir_all(&base);
     }
 
     #[test]
