@@ -342,15 +342,22 @@ fn collect_errors(root: Node, path: &str, facts: &mut FileFacts) {
 
 /// Visit top-level items; descends into preprocessor blocks and ERROR nodes because kernel
 /// macros at file scope (`DECLARE_UVERBS_NAMED_METHOD(...)`) sometimes swallow the functions
-/// after them into an error range. Iterative, with one tree cursor, in source order: damaged
-/// input can nest ERROR nodes as deep as it nests brackets.
+/// after them into an error range. Iterative, down the lists of children (`crate::children`),
+/// in source order: damaged input can nest ERROR nodes as deep as it nests brackets.
 fn walk_top(root: Node, src: &str, facts: &mut FileFacts, sites_time: &mut Duration) {
-    let mut cursor = root.walk();
-    if !cursor.goto_first_child() {
-        return;
-    }
-    loop {
-        let child = cursor.node();
+    // The children of the root and of each node descended into, each list after its parent's;
+    // per list: where it starts, the next to visit, where it ends.
+    let mut nodes = Vec::with_capacity(256);
+    let count = crate::children::push_children(root, &mut nodes);
+    let mut lists: Vec<[usize; 3]> = vec![[0, 0, count]];
+    while let Some(list) = lists.last_mut() {
+        let [base, next, end] = *list;
+        let Some(&child) = nodes.get(next).filter(|_| next < end) else {
+            nodes.truncate(base);
+            lists.pop();
+            continue;
+        };
+        list[1] += 1;
         let mut descend = false;
         match crate::cfields::kind(child) {
             "function_definition" => {
@@ -395,14 +402,10 @@ fn walk_top(root: Node, src: &str, facts: &mut FileFacts, sites_time: &mut Durat
             | "declaration_list" => descend = true,
             _ => {}
         }
-        if descend && cursor.goto_first_child() {
-            continue;
-        }
-        // Next sibling, else the next sibling of the nearest ancestor that has one.
-        while !cursor.goto_next_sibling() {
-            if !cursor.goto_parent() || cursor.node().id() == root.id() {
-                return;
-            }
+        if descend {
+            let base = nodes.len();
+            let count = crate::children::push_children(child, &mut nodes);
+            lists.push([base, base, base + count]);
         }
     }
 }
@@ -602,12 +605,12 @@ struct BodyScan<'t> {
     stores: Vec<Store<'t>>,
 }
 
-/// One preorder walk of a body with one tree cursor (the bodies are most of the tree, and a
-/// cursor step allocates nothing). Declared names go into `locals`; calls are listed in the
-/// order a right-to-left preorder visits them, the reverse of the left-to-right postorder
-/// collected here, which is the order the call sites have always had within one line. What
-/// the error sites read (`exits`, for int and pointer bodies) is noted in the same postorder:
-/// no second walk of the body.
+/// One preorder walk of a body down the lists of children (`crate::children`: a cursor's step
+/// costs tree-sitter hundreds of instructions). Declared names go into `locals`; calls are
+/// listed in the order a right-to-left preorder visits them, the reverse of the left-to-right
+/// postorder collected here, which is the order the call sites have always had within one
+/// line. What the error sites read (`exits`, for int and pointer bodies) is noted in the same
+/// postorder: no second walk of the body.
 fn scan_body<'t, 's>(
     body: Node<'t>,
     src: &'s str,
@@ -621,17 +624,14 @@ fn scan_body<'t, 's>(
         stores: Vec::with_capacity(16),
     };
     let ids = body_ids();
-    let mut cursor = body.walk();
-    // How many siblings follow each node on the cursor's path: a step to a next sibling that
-    // does not exist costs tree-sitter twice a step that does (it searches the parent's hidden
-    // children), and a leaf needs no step down.
-    let mut following: Vec<usize> = Vec::with_capacity(64);
-    following.push(0);
-    // The kind ids of the nodes the cursor went down from (the body first): a return's
+    // The children of every node the walk is in, each list after its parent's.
+    let mut nodes: Vec<Node<'t>> = Vec::with_capacity(256);
+    let mut frames: Vec<Frame<'t>> = Vec::with_capacity(64);
+    // The kind ids of the nodes the walk went down from (the body first): a return's
     // ancestors, without `Node::parent`.
     let mut ancestors: Vec<u16> = Vec::with_capacity(64);
+    let mut n = body;
     loop {
-        let n = cursor.node();
         let children = n.child_count();
         let kind = n.kind_id();
         let interest = ids.interest.get(usize::from(kind)).copied().unwrap_or(0);
@@ -639,10 +639,15 @@ fn scan_body<'t, 's>(
             && !ids.opaque.contains(&kind)
             && !(interest & PLAIN != 0 && plain_expression(n, src, interest))
         {
-            if let Some(left) = enter(&mut cursor, n, kind, children, ids, src) {
-                following.push(left);
-                ancestors.push(kind);
-                continue;
+            if let Some(mut frame) = enter(n, kind, ids, src, &mut nodes) {
+                if let Some(&first) = nodes.get(frame.next) {
+                    frame.next += 1;
+                    frames.push(frame);
+                    ancestors.push(kind);
+                    n = first;
+                    continue;
+                }
+                nodes.truncate(frame.base);
             }
         }
         // Leaving `n` and every ancestor whose last child this was: postorder, where each
@@ -650,71 +655,117 @@ fn scan_body<'t, 's>(
         // later, so the order of the visit does not matter but for the calls).
         let (mut done, mut kind) = (n, kind);
         loop {
-            let interest = ids.interest.get(usize::from(kind)).copied().unwrap_or(0);
-            if interest & SCANNED != 0 {
-                if kind == ids.call_expression {
-                    if let Some(f) = done.child_by_field_id(ids.field_function) {
-                        scan.calls.push((done, f, line(done)));
-                        if let Some(e) = exits.as_deref_mut() {
-                            e.note_call(done, f, src);
-                        }
-                    }
-                } else if kind == ids.assignment_expression {
-                    let a = Assignment::of(done, src);
-                    if let Some(field) = written_field(&a, src) {
-                        scan.field_writes.insert(field.to_string());
-                    }
-                    if let Some(e) = exits.as_deref_mut() {
-                        e.note_assignment(&a, src);
-                    }
-                    scan.stores.push(Store::Assignment(a));
-                } else if kind == ids.initializer_pair {
-                    scan.stores.push(Store::InitializerPair(done));
-                } else if ids.declares.contains(&kind) {
-                    note_declared_name(done, src, locals);
-                }
-            }
-            if interest & EXITS != 0 {
-                if let Some(e) = exits.as_deref_mut() {
-                    e.note(done, kind, src, || return_context(&ancestors, ids), &cursor);
-                }
-            }
-            let Some(left) = following.last_mut() else {
+            let following = frames
+                .last()
+                .and_then(|f| nodes.get(f.next..f.all_end))
+                .unwrap_or(&[]);
+            let at = Visited {
+                node: done,
+                kind,
+                ancestors: &ancestors,
+                following,
+            };
+            collect(at, src, ids, &mut scan, locals, exits.as_deref_mut());
+            let Some(frame) = frames.last_mut() else {
                 scan.calls.reverse();
                 return scan;
             };
-            if done.id() == body.id() {
-                scan.calls.reverse();
-                return scan;
-            }
-            if *left > 0 && cursor.goto_next_sibling() {
-                *left -= 1;
+            if let Some(&next) = nodes.get(frame.next).filter(|_| frame.next < frame.end) {
+                frame.next += 1;
+                n = next;
                 break;
             }
-            following.pop();
-            ancestors.pop();
-            if !cursor.goto_parent() {
+            let Some(frame) = frames.pop() else {
                 scan.calls.reverse();
                 return scan;
-            }
-            done = cursor.node();
-            kind = done.kind_id();
+            };
+            nodes.truncate(frame.base);
+            ancestors.pop();
+            (done, kind) = (frame.parent, frame.kind);
         }
     }
 }
 
-/// Go down to `n`'s first child that is not its leading delimiter; how many of its children
-/// follow it, its trailing delimiter not counted. `None` (the cursor still on `n`) when there is
-/// no child but those (`{}`, `return;`). The delimiters are taken from the text, which an
-/// error could leave without them (then every child is visited).
-fn enter(
-    cursor: &mut tree_sitter::TreeCursor,
-    n: Node,
+/// A node of a body as the walk leaves it: its kind, the kinds of the nodes above it, and the
+/// nodes after it among its parent's children.
+struct Visited<'a, 't> {
+    node: Node<'t>,
     kind: u16,
-    children: usize,
+    ancestors: &'a [u16],
+    following: &'a [Node<'t>],
+}
+
+/// What the body walk and the error sites read from one node, in postorder.
+fn collect<'t, 's>(
+    at: Visited<'_, 't>,
+    src: &'s str,
+    ids: &BodyIds,
+    scan: &mut BodyScan<'t>,
+    locals: &mut Locals<'s>,
+    mut exits: Option<&mut BodyExits<'t>>,
+) {
+    let (done, kind) = (at.node, at.kind);
+    let interest = ids.interest.get(usize::from(kind)).copied().unwrap_or(0);
+    if interest & SCANNED != 0 {
+        if kind == ids.call_expression {
+            if let Some(f) = done.child_by_field_id(ids.field_function) {
+                scan.calls.push((done, f, line(done)));
+                if let Some(e) = exits.as_deref_mut() {
+                    e.note_call(done, f, src);
+                }
+            }
+        } else if kind == ids.assignment_expression {
+            let a = Assignment::of(done, src);
+            if let Some(field) = written_field(&a, src) {
+                scan.field_writes.insert(field.to_string());
+            }
+            if let Some(e) = exits.as_deref_mut() {
+                e.note_assignment(&a, src);
+            }
+            scan.stores.push(Store::Assignment(a));
+        } else if kind == ids.initializer_pair {
+            scan.stores.push(Store::InitializerPair(done));
+        } else if ids.declares.contains(&kind) {
+            note_declared_name(done, src, locals);
+        }
+    }
+    if interest & EXITS != 0 {
+        if let Some(e) = exits {
+            let ancestors = at.ancestors;
+            e.note(
+                done,
+                kind,
+                src,
+                || return_context(ancestors, ids),
+                at.following,
+            );
+        }
+    }
+}
+
+/// A node the body walk went down into: its children are `nodes[base..all_end]`, of which it
+/// visits `next..end` (its leading and trailing delimiters left out).
+struct Frame<'t> {
+    parent: Node<'t>,
+    kind: u16,
+    base: usize,
+    next: usize,
+    end: usize,
+    all_end: usize,
+}
+
+/// Lists `n`'s children after the others in `nodes` and says which to visit: all but its
+/// leading delimiter (the children that end before the token it opens with) and its trailing
+/// one. `None` (nothing listed) when there is no child but those (`{}`, `return;`). The
+/// delimiters are taken from the text, which an error could leave without them (then every
+/// child is visited).
+fn enter<'t>(
+    n: Node<'t>,
+    kind: u16,
     ids: &BodyIds,
     src: &str,
-) -> Option<usize> {
+    nodes: &mut Vec<Node<'t>>,
+) -> Option<Frame<'t>> {
     let d = ids
         .delimiters
         .get(usize::from(kind))
@@ -725,16 +776,27 @@ fn enter(
     let clean = (d.trail.is_some() || !d.lead.is_empty()) && !n.has_error();
     let trail = usize::from(clean && d.trail.is_some() && text.last().copied() == d.trail);
     let lead = clean && !d.lead.is_empty() && text.starts_with(d.lead);
+    let base = nodes.len();
+    let children = crate::children::push_children(n, nodes);
+    let listed = nodes.get(base..).unwrap_or(&[]);
     let first = if lead {
-        cursor.goto_first_child_for_byte(start + d.lead.len())?
+        listed
+            .iter()
+            .position(|c| c.end_byte() > start + d.lead.len())
     } else {
-        cursor.goto_first_child().then_some(0)?
+        Some(0)
     };
-    match (children - 1).checked_sub(first + trail) {
-        Some(left) => Some(left),
+    match first.filter(|&first| first + trail < children) {
+        Some(first) => Some(Frame {
+            parent: n,
+            kind,
+            base,
+            next: base + first,
+            end: base + children - trail,
+            all_end: base + children,
+        }),
         None => {
-            // Only the trailing delimiter was left.
-            cursor.goto_parent();
+            nodes.truncate(base);
             None
         }
     }

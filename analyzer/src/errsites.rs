@@ -96,16 +96,19 @@ pub(crate) struct BodyExits<'t> {
     params: Vec<String>,
 }
 
-/// A label of the body: its statement, the walk's cursor on it, and the first return on its
-/// path once a `goto` asked (every `goto` of a label reaches the same one). The return is found
-/// by stepping the cursor along the label's siblings: `Node::next_named_sibling` searches the
-/// parent's children from the first at each step, which in a long function was a fifth of the
-/// error sites' time.
+/// A label of the body: its statement, the named statements that follow it (as many as
+/// [`first_return`] reads), and the first return on its path once a `goto` asked (every `goto`
+/// of a label reaches the same one). The statements are kept from the walk's list of the
+/// parent's children: `Node::next_named_sibling` searches the parent's children from the
+/// first at each step, which in a long function was a fifth of the error sites' time.
 struct Label<'t> {
-    /// On the label's statement.
-    at: tree_sitter::TreeCursor<'t>,
+    stmt: Node<'t>,
+    following: Vec<Node<'t>>,
     first_return: std::cell::OnceCell<Option<Node<'t>>>,
 }
+
+/// How many statements, the label's own first, [`first_return`] looks at.
+const LABEL_REACH: usize = 16;
 
 /// The node kinds and fields the collection compares, as tree-sitter-c's ids, looked up once
 /// (it sees every node of every int or pointer body).
@@ -186,14 +189,15 @@ impl<'t> BodyExits<'t> {
     /// two labels of one name the first left in postorder is kept (the one the former
     /// right-to-left preorder pass saw last). `in_case`, asked of a return only: whether it is
     /// in a `switch` case, `None` when an `if`, `else` or label holds it (from the walk's
-    /// path: `Node::parent` searches down from the root). `at` is the walk's cursor, on `n`.
+    /// path: `Node::parent` searches down from the root). `following`: the nodes after `n`
+    /// among its parent's children.
     pub(crate) fn note(
         &mut self,
         n: Node<'t>,
         k: u16,
         src: &str,
         in_case: impl FnOnce() -> Option<bool>,
-        at: &tree_sitter::TreeCursor<'t>,
+        following: &[Node<'t>],
     ) {
         let ids = site_ids();
         if k == ids.labeled_statement {
@@ -201,7 +205,13 @@ impl<'t> BodyExits<'t> {
                 self.labels
                     .entry(text(l, src).to_string())
                     .or_insert_with(|| Label {
-                        at: at.clone(),
+                        stmt: n,
+                        following: following
+                            .iter()
+                            .filter(|x| x.is_named())
+                            .take(LABEL_REACH - 1)
+                            .copied()
+                            .collect(),
                         first_return: std::cell::OnceCell::new(),
                     });
                 self.first_label = self.first_label.min(n.start_byte());
@@ -524,15 +534,13 @@ fn branch_exit(branch: Node, b: &BodyExits, src: &str) -> Option<Value> {
 /// The value the first return on the label's path returns, reached by a `goto` at byte `at`.
 fn label_exit(label: &str, b: &BodyExits, src: &str, at: usize) -> Option<Value> {
     let l = b.labels.get(label)?;
-    let stmt = (*l.first_return.get_or_init(|| first_return(l.at.clone())))?;
+    let stmt = (*l.first_return.get_or_init(|| first_return(l)))?;
     returned(stmt, b, src, Some(at))
 }
 
-/// The first return among the label's statement (where `at` is) and its following named
-/// siblings (up to 16 statements).
-fn first_return(mut at: tree_sitter::TreeCursor<'_>) -> Option<Node<'_>> {
-    let mut n = at.node();
-    for _ in 0..16 {
+/// The first return among the label's statement and the named statements that follow it.
+fn first_return<'t>(l: &Label<'t>) -> Option<Node<'t>> {
+    for &n in std::iter::once(&l.stmt).chain(&l.following) {
         let stmt = if crate::cfields::kind(n) == "labeled_statement" {
             let mut c = n.walk();
             let inner = n
@@ -545,19 +553,6 @@ fn first_return(mut at: tree_sitter::TreeCursor<'_>) -> Option<Node<'_>> {
         };
         if crate::cfields::kind(stmt) == "return_statement" {
             return Some(stmt);
-        }
-        n = next_named_sibling(&mut at)?;
-    }
-    None
-}
-
-/// The cursor moved to the next named sibling of its node (what `Node::next_named_sibling`
-/// gives), and that sibling.
-fn next_named_sibling<'t>(at: &mut tree_sitter::TreeCursor<'t>) -> Option<Node<'t>> {
-    while at.goto_next_sibling() {
-        let n = at.node();
-        if n.is_named() {
-            return Some(n);
         }
     }
     None
@@ -807,51 +802,66 @@ mod tests {
         Some(s.to_string())
     }
 
-    /// The cursor's step gives what `Node::next_named_sibling` gives, from every node of a body
-    /// with labels, comments, empty statements, nested blocks and a label that ends the body.
+    /// The named nodes after a node in its parent's list of children (what a label keeps from
+    /// the walk) are what `Node::next_named_sibling` gives, from every node of a body with
+    /// labels, comments, empty statements, nested blocks and a label that ends the body.
     #[test]
-    fn the_cursor_finds_the_named_siblings_next_named_sibling_finds() {
+    fn the_listed_named_siblings_are_what_next_named_sibling_finds() {
         let code = "int f(int x)\n{\n\tint r = 0;\n\tif (x)\n\t\tgoto out; /* why */\n\t;\n\
                     err: /* c */ r = -EINVAL;\n\t{ a: ; b: r++; }\n\t// done\n\
                     out:\n\tkfree(p);\n\treturn r;\nend:\n\t;\n}\n";
         let mut p = crate::cparse::new_parser();
         let tree = p.parse(code, None).expect("parsed");
-        let mut cursor = tree.root_node().walk();
+        let mut parents = vec![tree.root_node()];
         let mut checked = 0;
-        loop {
-            let here = cursor.node();
-            let mut by_cursor = Vec::new();
-            let mut at = cursor.clone();
-            while let Some(n) = next_named_sibling(&mut at) {
-                by_cursor.push(n.id());
-            }
-            let mut by_node = Vec::new();
-            let mut n = here;
-            while let Some(next) = n.next_named_sibling() {
-                by_node.push(next.id());
-                n = next;
-            }
-            assert_eq!(
-                by_cursor,
-                by_node,
-                "after {} at {}",
-                here.kind(),
-                here.start_byte()
-            );
-            checked += usize::from(!by_node.is_empty());
-            if cursor.goto_first_child() || cursor.goto_next_sibling() {
-                continue;
-            }
-            while cursor.goto_parent() {
-                if cursor.goto_next_sibling() {
-                    break;
+        while let Some(parent) = parents.pop() {
+            let mut listed = Vec::new();
+            crate::children::push_children(parent, &mut listed);
+            for (i, &here) in listed.iter().enumerate() {
+                let by_list: Vec<usize> = listed[i + 1..]
+                    .iter()
+                    .filter(|x| x.is_named())
+                    .map(|x| x.id())
+                    .collect();
+                let mut by_node = Vec::new();
+                let mut n = here;
+                while let Some(next) = n.next_named_sibling() {
+                    by_node.push(next.id());
+                    n = next;
                 }
+                assert_eq!(
+                    by_list,
+                    by_node,
+                    "after {} at {}",
+                    here.kind(),
+                    here.start_byte()
+                );
+                checked += usize::from(!by_node.is_empty());
             }
-            if cursor.node().id() == tree.root_node().id() {
-                break;
-            }
+            parents.extend(listed);
         }
         assert!(checked > 20, "{checked} nodes with a next named sibling");
+    }
+
+    /// A `goto` to a label whose return is the sixteenth statement from it (the label's own
+    /// the first) reaches that return; one statement further, it is past what a label reads.
+    #[test]
+    fn a_label_reads_sixteen_statements() {
+        let body = |fillers: usize| {
+            let mut c = String::from(
+                "static int f(int x)\n{\n\tif (x)\n\t\tgoto out;\n\treturn 0;\nout:\n\tx++;\n",
+            );
+            for _ in 0..fillers {
+                c.push_str("\tx++;\n");
+            }
+            c.push_str("\treturn -EINVAL;\n}\n");
+            c
+        };
+        assert_eq!(
+            shapes(&body(14)),
+            vec![(3, e("EINVAL"), SiteShape::Request)]
+        );
+        assert_eq!(shapes(&body(15)), vec![]);
     }
 
     #[test]

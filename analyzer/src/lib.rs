@@ -9,6 +9,7 @@
 // The modules are private; this file is the crate's one face (`pub use` below).
 mod btf;
 mod cfields;
+mod children;
 mod completeness;
 mod cparse;
 mod error;

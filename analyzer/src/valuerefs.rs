@@ -206,17 +206,12 @@ fn of_arguments(call: Node, callee: &str, src: &str, locals: &Locals, out: &mut 
     let Some(args) = call.child_by_field_id(fields().arguments) else {
         return;
     };
-    // One cursor over the list, stopping at its last child: a sibling step that finds none
-    // costs tree-sitter twice one that does, and `named_child(i)` walks the list from its
-    // start for each `i`. The index counts the named children, as `named_child` does.
-    let mut cursor = args.walk();
-    let mut left = args.child_count();
+    // The list's children at once (`crate::children`; `named_child(i)` walks the list from
+    // its start for each `i`). The index counts the named children, as `named_child` does.
+    let mut listed = Vec::new();
+    crate::children::push_children(args, &mut listed);
     let mut named = 0;
-    let mut at = cursor.goto_first_child();
-    while at {
-        let a = cursor.node();
-        left -= 1;
-        at = left > 0 && cursor.goto_next_sibling();
+    for a in listed {
         if !a.is_named() {
             continue;
         }

@@ -1,0 +1,63 @@
+// The visible children of a tree-sitter node (the nodes `ts_node_child(node, i)` gives, in
+// order), listed in one pass over the parse tree's own child arrays.
+//
+// Why: the body walk (src/children.rs, src/cparse.rs) visits most nodes of every tree, and a
+// tree cursor's step to the next sibling costs ~700 instructions (it climbs out of and back
+// into the hidden repetition nodes between two statements, recomputing positions and
+// descendant counts); listing the children of a node here costs tens per child.
+//
+// This file reads tree-sitter's private headers (subtree.h, tree.h, language.h), found beside
+// the public one of the locked tree-sitter release: it is compiled against the same headers as
+// the library, so a release that changes the layout fails the build here, never the walk.
+// The walk does what node.c's child iterator does: a child is visible when its subtree is or
+// the production gives it an alias; a hidden child with visible children is descended into.
+
+#include "subtree.h"
+#include "tree.h"
+#include "language.h"
+#include "length.h"
+
+// Deeper hidden nesting than this is not produced by the C grammar (repetitions are balanced):
+// the caller then lists the children with the public API instead.
+#define MAX_HIDDEN_DEPTH 256
+#define TOO_DEEP UINT32_MAX
+
+static uint32_t list_children(const TSTree *tree, Subtree parent, Length position,
+                              TSNode *out, uint32_t n, uint32_t cap, uint32_t depth) {
+  if (depth > MAX_HIDDEN_DEPTH) return TOO_DEEP;
+  const TSSymbol *aliases =
+      ts_language_alias_sequence(tree->language, parent.ptr->production_id);
+  const Subtree *children = ts_subtree_children(parent);
+  uint32_t structural = 0;
+  for (uint32_t i = 0; i < parent.ptr->child_count; i++) {
+    const Subtree *child = &children[i];
+    TSSymbol alias = 0;
+    if (!ts_subtree_extra(*child)) {
+      if (aliases) alias = aliases[structural];
+      structural++;
+    }
+    if (i > 0) position = length_add(position, ts_subtree_padding(*child));
+    if (ts_subtree_visible(*child) || alias) {
+      // what ts_node_new makes (node.c, another unit: a call per child otherwise)
+      if (n < cap) {
+        out[n] = (TSNode){
+            {position.bytes, position.extent.row, position.extent.column, alias}, child, tree};
+      }
+      n++;
+    } else if (ts_subtree_visible_child_count(*child) > 0) {
+      n = list_children(tree, *child, position, out, n, cap, depth + 1);
+      if (n == TOO_DEEP) return TOO_DEEP;
+    }
+    position = length_add(position, ts_subtree_size(*child));
+  }
+  return n;
+}
+
+// Writes up to `cap` of `node`'s visible children to `out`; returns how many it has (more than
+// `cap` when `out` was too small), or UINT32_MAX when its hidden nodes nest too deep.
+uint32_t probegen_visible_children(TSNode node, TSNode *out, uint32_t cap) {
+  Subtree subtree = *(const Subtree *)node.id;
+  if (ts_subtree_child_count(subtree) == 0) return 0;
+  Length position = {node.context[0], {node.context[1], node.context[2]}};
+  return list_children(node.tree, subtree, position, out, 0, cap, 0);
+}
