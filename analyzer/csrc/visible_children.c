@@ -61,3 +61,92 @@ uint32_t probegen_visible_children(TSNode node, TSNode *out, uint32_t cap) {
   Length position = {node.context[0], {node.context[1], node.context[2]}};
   return list_children(node.tree, subtree, position, out, 0, cap, 0);
 }
+
+// The first visible child of `parent` (a hidden node with visible children), as ts_node_child
+// gives it at index 0: descending through hidden children that have visible ones.
+static TSNode first_visible_child(const TSTree *tree, Subtree parent, Length position) {
+  for (uint32_t depth = 0; depth <= MAX_HIDDEN_DEPTH; depth++) {
+    const TSSymbol *aliases =
+        ts_language_alias_sequence(tree->language, parent.ptr->production_id);
+    const Subtree *children = ts_subtree_children(parent);
+    uint32_t structural = 0;
+    bool descended = false;
+    for (uint32_t i = 0; i < parent.ptr->child_count && !descended; i++) {
+      const Subtree *child = &children[i];
+      TSSymbol alias = 0;
+      if (!ts_subtree_extra(*child)) {
+        if (aliases) alias = aliases[structural];
+        structural++;
+      }
+      if (i > 0) position = length_add(position, ts_subtree_padding(*child));
+      if (ts_subtree_visible(*child) || alias) {
+        return (TSNode){
+            {position.bytes, position.extent.row, position.extent.column, alias}, child, tree};
+      }
+      if (ts_subtree_visible_child_count(*child) > 0) {
+        parent = *child;
+        descended = true;
+      } else {
+        position = length_add(position, ts_subtree_size(*child));
+      }
+    }
+    if (!descended) break;
+  }
+  return (TSNode){{0, 0, 0, 0}, NULL, NULL};
+}
+
+// The child ts_node_child_by_field_id(node, field) gives (a node whose id is NULL: none), by
+// the same steps, computing no node but the one it returns: the production's entries for the
+// field in order; an inherited one searched in its hidden child (the last one in place of the
+// node); a visible or aliased child returned; a hidden one with visible children gives its
+// first; one without, the next entry.
+TSNode probegen_child_by_field(TSNode node, TSFieldId field) {
+  const TSNode none = {{0, 0, 0, 0}, NULL, NULL};
+  const TSTree *tree = node.tree;
+  for (uint32_t depth = 0; depth <= MAX_HIDDEN_DEPTH; depth++) {
+    Subtree parent = *(const Subtree *)node.id;
+    if (!field || ts_subtree_child_count(parent) == 0) return none;
+    const TSFieldMapEntry *entry, *end;
+    ts_language_field_map(tree->language, parent.ptr->production_id, &entry, &end);
+    while (entry < end && entry->field_id < field) entry++;
+    while (end > entry && end[-1].field_id > field) end--;
+    if (entry == end) return none;
+    const TSSymbol *aliases =
+        ts_language_alias_sequence(tree->language, parent.ptr->production_id);
+    const Subtree *children = ts_subtree_children(parent);
+    Length position = {node.context[0], {node.context[1], node.context[2]}};
+    uint32_t structural = 0;
+    bool descend = false;
+    for (uint32_t i = 0; i < parent.ptr->child_count; i++) {
+      const Subtree *child = &children[i];
+      if (i > 0) position = length_add(position, ts_subtree_padding(*child));
+      if (!ts_subtree_extra(*child)) {
+        TSSymbol alias = aliases ? aliases[structural] : 0;
+        uint32_t index = structural++;
+        if (index >= entry->child_index) {
+          TSNode found = {
+              {position.bytes, position.extent.row, position.extent.column, alias}, child, tree};
+          if (entry->inherited) {
+            if (entry + 1 == end) {
+              node = found;
+              descend = true;
+              break;
+            }
+            TSNode inner = probegen_child_by_field(found, field);
+            if (inner.id) return inner;
+            if (++entry == end) return none;
+          } else if (ts_subtree_visible(*child) || alias) {
+            return found;
+          } else if (ts_subtree_visible_child_count(*child) > 0) {
+            return first_visible_child(tree, *child, position);
+          } else if (++entry == end) {
+            return none;
+          }
+        }
+      }
+      position = length_add(position, ts_subtree_size(*child));
+    }
+    if (!descend) return none;
+  }
+  return none;
+}

@@ -2,6 +2,7 @@
 //! tree-sitter-c's field ids and kind names, and what the facts walk reads once for the other
 //! readers of a body (its locals, an assignment's parts).
 
+use crate::children::FieldChild;
 use tree_sitter::Node;
 
 /// tree-sitter-c's field ids, looked up once: `child_by_field_name` searches the grammar's
@@ -107,9 +108,9 @@ impl<'t> Assignment<'t> {
         let f = fields();
         Self {
             node,
-            plain: node.child_by_field_id(f.operator).map(|o| text(o, src)) == Some("="),
-            left: node.child_by_field_id(f.left),
-            right: node.child_by_field_id(f.right),
+            plain: node.field(f.operator).map(|o| text(o, src)) == Some("="),
+            left: node.field(f.left),
+            right: node.field(f.right),
         }
     }
 }

@@ -9,6 +9,28 @@ extern "C" {
     /// Writes up to `cap` of `node`'s visible children to `out`; returns how many it has, or
     /// `u32::MAX` when its hidden nodes nest deeper than the listing goes.
     fn probegen_visible_children(node: ffi::TSNode, out: *mut ffi::TSNode, cap: u32) -> u32;
+    /// The child `ts_node_child_by_field_id(node, field)` gives; its id is null for none.
+    fn probegen_child_by_field(node: ffi::TSNode, field: u16) -> ffi::TSNode;
+}
+
+/// A node's child by field id: what `Node::child_by_field_id` gives, computing no node on the
+/// way but the one it returns (tree-sitter's makes a node of every child it passes and finds a
+/// hidden child's first visible one by a search from its start: ~400 instructions a lookup,
+/// and the walks look up hundreds of thousands).
+pub(crate) trait FieldChild<'t> {
+    fn field(&self, id: u16) -> Option<Node<'t>>;
+}
+
+impl<'t> FieldChild<'t> for Node<'t> {
+    fn field(&self, id: u16) -> Option<Node<'t>> {
+        // SAFETY: a node of a live tree in, a node of the same tree (or a null one) out.
+        let raw = unsafe { probegen_child_by_field((*self).into_raw(), id) };
+        if raw.id.is_null() {
+            return None;
+        }
+        // SAFETY: a node of `self`'s tree, which lives for 't.
+        Some(unsafe { Node::from_raw(raw) })
+    }
 }
 
 /// Appends `n`'s children (`n.child(i)` for each `i`, in order) to `out`; returns how many.
@@ -35,6 +57,53 @@ pub(crate) fn push_children<'t>(n: Node<'t>, out: &mut Vec<Node<'t>>) -> usize {
     let before = out.len();
     out.extend(n.children(&mut cursor));
     out.len() - before
+}
+
+/// A preorder walk of a node's descendants down lists of children, where the caller says which
+/// nodes to go down into (`descend`, right after `next` gave the node).
+pub(crate) struct Preorder<'t> {
+    /// The children of the node and of each node gone down into, each list after its parent's.
+    nodes: Vec<Node<'t>>,
+    /// Per list: where it starts in `nodes`, the next to visit, where it ends.
+    lists: Vec<[usize; 3]>,
+}
+
+impl<'t> Preorder<'t> {
+    /// The walk of `n`'s children (and of what it is told to go down into).
+    pub(crate) fn below(n: Node<'t>) -> Self {
+        let mut nodes = Vec::with_capacity(64);
+        let count = push_children(n, &mut nodes);
+        Preorder {
+            nodes,
+            lists: vec![[0, 0, count]],
+        }
+    }
+
+    /// The next node, in source order.
+    pub(crate) fn next(&mut self) -> Option<Node<'t>> {
+        loop {
+            let list = self.lists.last_mut()?;
+            let [base, next, end] = *list;
+            if let Some(&n) = self.nodes.get(next).filter(|_| next < end) {
+                list[1] += 1;
+                return Some(n);
+            }
+            self.nodes.truncate(base);
+            self.lists.pop();
+        }
+    }
+
+    /// How deep the last node `next` gave is: 1 for a child of the walk's node.
+    pub(crate) fn depth(&self) -> usize {
+        self.lists.len()
+    }
+
+    /// Visit `n`'s children next (`n`: the node `next` gave last).
+    pub(crate) fn descend(&mut self, n: Node<'t>) {
+        let base = self.nodes.len();
+        let count = push_children(n, &mut self.nodes);
+        self.lists.push([base, base, base + count]);
+    }
 }
 
 #[cfg(test)]
@@ -97,6 +166,72 @@ mod tests {
         assert!(
             tree.root_node().has_error(),
             "the file has an error to recover from"
+        );
+    }
+
+    /// Every field of every node is the child `Node::child_by_field_id` gives (or none where
+    /// it gives none), over the checked-in kernel fixtures (or the tree under
+    /// PROBEGEN_FIELDS_TREE) and files with errors, K&R definitions and comments.
+    #[test]
+    fn the_field_is_child_by_field_id() {
+        let dir = std::env::var_os("PROBEGEN_FIELDS_TREE").map_or_else(
+            || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernel-fixtures"),
+            std::path::PathBuf::from,
+        );
+        let mut files = Vec::new();
+        let mut dirs = vec![dir];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d)
+                .expect("the fixtures are readable")
+                .flatten()
+            {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "c" || x == "h") {
+                    let bytes = std::fs::read(&p).expect("readable");
+                    files.push(String::from_utf8_lossy(&bytes).into_owned());
+                }
+            }
+        }
+        assert!(files.len() > 10, "{} fixture files", files.len());
+        // what error recovery made of two kernel functions (hfi1's hfi.h, mthca_cmd.c), a K&R
+        // definition (an aliased hidden declarator that passes its fields up), comments
+        files.push(
+            "int g( { ) ) ;; struct s x = { .a = 1, [2] = 3 }; int f(void) { a = /* c */ b; }\n\
+             u32 h(int t)\n{\n\tif (t == 1)\n\t\tx |=\n#ifndef A\n\t\t\tB |\n#endif\n\
+             \t\t\tC;\n\telse if (t != 2)\n\t\tx |= D;\n\treturn x;\n}\n\
+             void w(void)\n{\n\t__raw_writel((__force u32) cpu_to_be32(p >> 32), ptr + o[0]);\n}\n\
+             int kr(a, b) int a; char *b; { return f /* c */ (a, b); }\n"
+                .into(),
+        );
+        let mut p = crate::cparse::new_parser();
+        let fields = u16::try_from(p.language().expect("set").field_count()).expect("few");
+        let (mut found, mut nodes) = (0usize, 0usize);
+        for code in &files {
+            let tree = p.parse(code, None).expect("parsed");
+            let mut stack = vec![tree.root_node()];
+            while let Some(n) = stack.pop() {
+                for id in 0..=fields + 1 {
+                    let (a, b) = (n.field(id), n.child_by_field_id(id));
+                    assert_eq!(
+                        a.map(|x| (x.id(), x.kind_id(), x.start_position())),
+                        b.map(|x| (x.id(), x.kind_id(), x.start_position())),
+                        "field {:?} of {} at {}",
+                        n.language().field_name_for_id(id),
+                        n.kind(),
+                        n.start_byte()
+                    );
+                    found += usize::from(b.is_some());
+                }
+                nodes += 1;
+                let mut c = n.walk();
+                stack.extend(n.children(&mut c));
+            }
+        }
+        assert!(
+            nodes > 5_000 && found > 2_000,
+            "{nodes} nodes, {found} fields"
         );
     }
 

@@ -1,5 +1,6 @@
 //! tree-sitter-c extraction of the facts of one (preprocessed) file.
 
+use crate::children::FieldChild;
 use std::collections::BTreeSet;
 
 use std::time::Duration;
@@ -345,19 +346,8 @@ fn collect_errors(root: Node, path: &str, facts: &mut FileFacts) {
 /// after them into an error range. Iterative, down the lists of children (`crate::children`),
 /// in source order: damaged input can nest ERROR nodes as deep as it nests brackets.
 fn walk_top(root: Node, src: &str, facts: &mut FileFacts, sites_time: &mut Duration) {
-    // The children of the root and of each node descended into, each list after its parent's;
-    // per list: where it starts, the next to visit, where it ends.
-    let mut nodes = Vec::with_capacity(256);
-    let count = crate::children::push_children(root, &mut nodes);
-    let mut lists: Vec<[usize; 3]> = vec![[0, 0, count]];
-    while let Some(list) = lists.last_mut() {
-        let [base, next, end] = *list;
-        let Some(&child) = nodes.get(next).filter(|_| next < end) else {
-            nodes.truncate(base);
-            lists.pop();
-            continue;
-        };
-        list[1] += 1;
+    let mut walk = crate::children::Preorder::below(root);
+    while let Some(child) = walk.next() {
         let mut descend = false;
         match crate::cfields::kind(child) {
             "function_definition" => {
@@ -372,16 +362,16 @@ fn walk_top(root: Node, src: &str, facts: &mut FileFacts, sites_time: &mut Durat
             }
             "preproc_def" => {
                 let name = child
-                    .child_by_field_id(crate::cfields::fields().name)
+                    .field(crate::cfields::fields().name)
                     .map(|n| text(n, src));
                 if name == Some("UVERBS_MODULE_NAME") {
-                    if let Some(v) = child.child_by_field_id(crate::cfields::fields().value) {
+                    if let Some(v) = child.field(crate::cfields::fields().value) {
                         facts.uverbs_module_name = Some(text(v, src).trim().to_string());
                     }
                 }
             }
             "preproc_include" => {
-                if let Some(p) = child.child_by_field_id(crate::cfields::fields().path) {
+                if let Some(p) = child.field(crate::cfields::fields().path) {
                     if crate::cfields::kind(p) == "string_literal" {
                         let t = text(p, src).trim_matches('"');
                         facts.local_includes.push(t.to_string());
@@ -403,9 +393,7 @@ fn walk_top(root: Node, src: &str, facts: &mut FileFacts, sites_time: &mut Durat
             _ => {}
         }
         if descend {
-            let base = nodes.len();
-            let count = crate::children::push_children(child, &mut nodes);
-            lists.push([base, base, base + count]);
+            walk.descend(child);
         }
     }
 }
@@ -422,11 +410,11 @@ struct DeclaredName<'t> {
 }
 
 fn function_def(node: Node, src: &str, sites_time: &mut Duration) -> Option<FunctionDef> {
-    let declarator = node.child_by_field_id(crate::cfields::fields().declarator)?;
-    let body = node.child_by_field_id(crate::cfields::fields().body)?;
+    let declarator = node.field(crate::cfields::fields().declarator)?;
+    let body = node.field(crate::cfields::fields().body)?;
     let (is_static, is_inline) = specifiers(node, src);
     let ret_type = node
-        .child_by_field_id(crate::cfields::fields().r#type)
+        .field(crate::cfields::fields().r#type)
         .map(|t| text(t, src).trim().to_string())
         .unwrap_or_default();
     let declared = declared_name(declarator, src)?;
@@ -499,10 +487,10 @@ fn declared_name<'t>(declarator: Node<'t>, src: &str) -> Option<DeclaredName<'t>
                 if outer_fn.is_none() {
                     pointer = true;
                 }
-                d = d.child_by_field_id(crate::cfields::fields().declarator)?;
+                d = d.field(crate::cfields::fields().declarator)?;
             }
             "function_declarator" => {
-                let inner = d.child_by_field_id(crate::cfields::fields().declarator)?;
+                let inner = d.field(crate::cfields::fields().declarator)?;
                 if outer_fn.is_none() {
                     outer_fn = Some(d);
                     d = inner;
@@ -510,7 +498,7 @@ fn declared_name<'t>(declarator: Node<'t>, src: &str) -> Option<DeclaredName<'t>
                     // `UVERBS_HANDLER(X)(args)`: the inner "function declarator" is the
                     // token-pasting macro; its single "parameter" is the method id.
                     let macro_name = text(inner, src);
-                    let params = d.child_by_field_id(crate::cfields::fields().parameters)?;
+                    let params = d.field(crate::cfields::fields().parameters)?;
                     let id = text(params, src)
                         .trim_matches(|c| c == '(' || c == ')')
                         .trim()
@@ -708,7 +696,7 @@ fn collect<'t, 's>(
     let interest = ids.interest.get(usize::from(kind)).copied().unwrap_or(0);
     if interest & SCANNED != 0 {
         if kind == ids.call_expression {
-            if let Some(f) = done.child_by_field_id(ids.field_function) {
+            if let Some(f) = done.field(ids.field_function) {
                 scan.calls.push((done, f, line(done)));
                 if let Some(e) = exits.as_deref_mut() {
                     e.note_call(done, f, src);
@@ -923,10 +911,7 @@ fn return_context(ancestors: &[u16], ids: &BodyIds) -> Option<bool> {
 fn written_field<'a>(assignment: &Assignment, src: &'a str) -> Option<&'a str> {
     let l = assignment.left?;
     if crate::cfields::kind(l) == "field_expression" && text_of_op(l, src) == "->" {
-        return Some(text(
-            l.child_by_field_id(crate::cfields::fields().field)?,
-            src,
-        ));
+        return Some(text(l.field(crate::cfields::fields().field)?, src));
     }
     None
 }
@@ -1003,24 +988,17 @@ fn parameters<'s>(
     src: &'s str,
     locals: &mut Locals<'s>,
 ) -> (usize, Vec<crate::model::Param>) {
-    let Some(list) = fn_decl.child_by_field_id(crate::cfields::fields().parameters) else {
+    let Some(list) = fn_decl.field(crate::cfields::fields().parameters) else {
         return (0, Vec::new());
     };
     let ids = body_ids();
     let mut out = Vec::new();
     let (mut decls, mut first_void) = (0usize, false);
-    let mut cursor = list.walk();
-    // the children left to visit at each depth below the list
-    let mut following: Vec<usize> = Vec::with_capacity(8);
-    let children = list.child_count();
-    if children > 0 && cursor.goto_first_child() {
-        following.push(children - 1);
-    }
-    while !following.is_empty() {
-        let n = cursor.node();
+    let mut walk = crate::children::Preorder::below(list);
+    while let Some(n) = walk.next() {
         let kind = n.kind_id();
         let mut below = n.child_count();
-        if following.len() == 1 && kind == ids.parameter_declaration {
+        if walk.depth() == 1 && kind == ids.parameter_declaration {
             let (param, void, local) = parameter(n, src);
             decls += 1;
             if decls == 1 {
@@ -1038,17 +1016,8 @@ fn parameters<'s>(
         } else if ids.declares.contains(&kind) {
             note_declared_name(n, src, locals);
         }
-        if below > 0 && cursor.goto_first_child() {
-            following.push(below - 1);
-            continue;
-        }
-        while let Some(left) = following.last_mut() {
-            if *left > 0 && cursor.goto_next_sibling() {
-                *left -= 1;
-                break;
-            }
-            following.pop();
-            cursor.goto_parent();
+        if below > 0 {
+            walk.descend(n);
         }
     }
     // `(void)` alone declares none; `void` among others is still counted.
@@ -1072,10 +1041,10 @@ fn plain_parameter(p: Node, src: &str) -> bool {
 /// declarator is when that is an identifier).
 fn parameter<'s>(p: Node, src: &'s str) -> (Option<crate::model::Param>, bool, Option<&'s str>) {
     let void = text(p, src).trim() == "void";
-    let ty = p.child_by_field_id(crate::cfields::fields().r#type);
+    let ty = p.field(crate::cfields::fields().r#type);
     let ty_kind = ty.map(|t| crate::cfields::kind(t)).unwrap_or("");
     let mut stars = 0usize;
-    let mut d = p.child_by_field_id(crate::cfields::fields().declarator);
+    let mut d = p.field(crate::cfields::fields().declarator);
     let mut scalar = !matches!(ty_kind, "struct_specifier" | "union_specifier");
     let mut name = String::new();
     let mut local = None;
@@ -1095,7 +1064,7 @@ fn parameter<'s>(p: Node, src: &'s str) -> (Option<crate::model::Param>, bool, O
                 scalar = false;
                 stars += usize::from(kind.contains("pointer"));
                 pointers_only &= kind == "pointer_declarator";
-                d = n.child_by_field_id(crate::cfields::fields().declarator);
+                d = n.field(crate::cfields::fields().declarator);
             }
             _ => {
                 pointers_only = false;
@@ -1145,7 +1114,7 @@ fn collect_declared_names<'s>(node: Node, src: &'s str, out: &mut Locals<'s>) {
 fn note_declared_name<'s>(n: Node, src: &'s str, out: &mut Locals<'s>) {
     let ids = body_ids();
     if ids.declares.contains(&n.kind_id()) {
-        if let Some(d) = n.child_by_field_id(ids.field_declarator) {
+        if let Some(d) = n.field(ids.field_declarator) {
             if d.kind_id() == ids.identifier {
                 out.insert(text(d, src));
             }
@@ -1155,7 +1124,7 @@ fn note_declared_name<'s>(n: Node, src: &'s str, out: &mut Locals<'s>) {
 
 fn text_of_op<'a>(field_expr: Node, src: &'a str) -> &'a str {
     field_expr
-        .child_by_field_id(crate::cfields::fields().operator)
+        .field(crate::cfields::fields().operator)
         .map(|o| text(o, src))
         .unwrap_or("")
 }
@@ -1171,11 +1140,11 @@ fn call_target(f: Node, src: &str, locals: &Locals) -> Option<CallTarget> {
             }
         }
         "field_expression" => {
-            let field = text(f.child_by_field_id(crate::cfields::fields().field)?, src).to_string();
-            let base = f.child_by_field_id(crate::cfields::fields().argument)?;
+            let field = text(f.field(crate::cfields::fields().field)?, src).to_string();
+            let base = f.field(crate::cfields::fields().argument)?;
             if crate::cfields::kind(base) == "field_expression" {
                 let base_field = base
-                    .child_by_field_id(crate::cfields::fields().field)
+                    .field(crate::cfields::fields().field)
                     .map(|x| text(x, src));
                 if base_field == Some("ops") {
                     return Some(CallTarget::Ops(field));
@@ -1200,9 +1169,9 @@ fn call_target(f: Node, src: &str, locals: &Locals) -> Option<CallTarget> {
 }
 
 fn macro_def(node: Node, src: &str) -> Option<MacroDef> {
-    let name = text(node.child_by_field_id(crate::cfields::fields().name)?, src).to_string();
+    let name = text(node.field(crate::cfields::fields().name)?, src).to_string();
     let body = node
-        .child_by_field_id(crate::cfields::fields().value)
+        .field(crate::cfields::fields().value)
         .map(|v| text(v, src))
         .unwrap_or("");
     Some(MacroDef {
@@ -1244,27 +1213,23 @@ fn idents_before_paren(body: &str) -> Vec<String> {
 }
 
 fn ops_table(decl: Node, src: &str) -> Option<OpsTable> {
-    let ty = decl.child_by_field_id(crate::cfields::fields().r#type)?;
+    let ty = decl.field(crate::cfields::fields().r#type)?;
     if crate::cfields::kind(ty) != "struct_specifier" {
         return None;
     }
     if ty
-        .child_by_field_id(crate::cfields::fields().name)
+        .field(crate::cfields::fields().name)
         .map(|n| text(n, src))
         != Some("ib_device_ops")
     {
         return None;
     }
-    let init = decl.child_by_field_id(crate::cfields::fields().declarator)?;
+    let init = decl.field(crate::cfields::fields().declarator)?;
     if crate::cfields::kind(init) != "init_declarator" {
         return None;
     }
-    let name = text(
-        init.child_by_field_id(crate::cfields::fields().declarator)?,
-        src,
-    )
-    .to_string();
-    let list = init.child_by_field_id(crate::cfields::fields().value)?;
+    let name = text(init.field(crate::cfields::fields().declarator)?, src).to_string();
+    let list = init.field(crate::cfields::fields().value)?;
     let mut members = Vec::new();
     let mut c = list.walk();
     for pair in list.named_children(&mut c) {
@@ -1272,9 +1237,9 @@ fn ops_table(decl: Node, src: &str) -> Option<OpsTable> {
             continue;
         }
         let designator = pair
-            .child_by_field_id(crate::cfields::fields().designator)
+            .field(crate::cfields::fields().designator)
             .map(|d| text(d, src).trim_start_matches('.').trim().to_string());
-        let value = pair.child_by_field_id(crate::cfields::fields().value);
+        let value = pair.field(crate::cfields::fields().value);
         if let (Some(member), Some(value)) = (designator, value) {
             if crate::cfields::kind(value) == "identifier" {
                 members.push((member, text(value, src).to_string(), line(pair)));
@@ -1881,13 +1846,13 @@ mod value_ref_tests {
             let tree = new_parser().parse(&src, None).expect("parsed");
             let def = tree.root_node().child(0).expect("a definition");
             let declarator = def
-                .child_by_field_id(crate::cfields::fields().declarator)
+                .field(crate::cfields::fields().declarator)
                 .expect("a declarator");
             let fn_decl = declared_name(declarator, &src)
                 .expect("a name")
                 .fn_declarator;
             let mut walked = Locals::default();
-            if let Some(list) = fn_decl.child_by_field_id(crate::cfields::fields().parameters) {
+            if let Some(list) = fn_decl.field(crate::cfields::fields().parameters) {
                 collect_declared_names(list, &src, &mut walked);
             }
             let mut once = Locals::default();
@@ -1904,7 +1869,7 @@ mod value_ref_tests {
         let tree = new_parser().parse(src, None).expect("parsed");
         let def = tree.root_node().child(0).expect("a definition");
         let declarator = def
-            .child_by_field_id(crate::cfields::fields().declarator)
+            .field(crate::cfields::fields().declarator)
             .expect("a declarator");
         let fn_decl = declared_name(declarator, src)
             .expect("a name")

@@ -24,6 +24,7 @@
 //! `!is_gid_entry_valid(table->data_vec[index])`, `!tbl[qpn & mask]`, `tbl[index] == NULL`) is a lookup that found nothing
 //! ([`SiteShape::Lookup`]): the caller named something that is not there.
 
+use crate::children::FieldChild;
 use std::collections::BTreeMap;
 
 use tree_sitter::Node;
@@ -201,7 +202,7 @@ impl<'t> BodyExits<'t> {
     ) {
         let ids = site_ids();
         if k == ids.labeled_statement {
-            if let Some(l) = n.child_by_field_id(ids.field_label) {
+            if let Some(l) = n.field(ids.field_label) {
                 self.labels
                     .entry(text(l, src).to_string())
                     .or_insert_with(|| Label {
@@ -253,7 +254,7 @@ impl<'t> BodyExits<'t> {
         let name = if f.kind_id() == ids.identifier {
             Some(f)
         } else if f.kind_id() == ids.field_expression {
-            f.child_by_field_id(ids.field_field)
+            f.field(ids.field_field)
         } else {
             None
         };
@@ -261,7 +262,7 @@ impl<'t> BodyExits<'t> {
             return;
         }
         let arg = n
-            .child_by_field_id(ids.field_arguments)
+            .field(ids.field_arguments)
             .and_then(|a| a.named_child(0))
             .map(unwrap_expr);
         if let Some(a) = arg.filter(|a| a.kind_id() == ids.identifier) {
@@ -292,13 +293,13 @@ impl<'t> BodyExits<'t> {
 
 fn note_init<'t>(n: Node<'t>, src: &str, out: &mut Vec<Assign<'t>>) {
     let (Some(mut d), Some(v)) = (
-        n.child_by_field_id(crate::cfields::fields().declarator),
-        n.child_by_field_id(crate::cfields::fields().value),
+        n.field(crate::cfields::fields().declarator),
+        n.field(crate::cfields::fields().value),
     ) else {
         return;
     };
     while crate::cfields::kind(d) == "pointer_declarator" {
-        match d.child_by_field_id(crate::cfields::fields().declarator) {
+        match d.field(crate::cfields::fields().declarator) {
             Some(x) => d = x,
             None => return,
         }
@@ -322,7 +323,7 @@ fn unwrap_expr(mut n: Node) -> Node {
                 Some(c) => n = c,
                 None => return n,
             },
-            "cast_expression" => match n.child_by_field_id(crate::cfields::fields().value) {
+            "cast_expression" => match n.field(crate::cfields::fields().value) {
                 Some(c) => n = c,
                 None => return n,
             },
@@ -337,34 +338,30 @@ fn call_name<'a>(n: Node, src: &'a str) -> Option<&'a str> {
     if crate::cfields::kind(n) != "call_expression" {
         return None;
     }
-    let f = n.child_by_field_id(crate::cfields::fields().function)?;
+    let f = n.field(crate::cfields::fields().function)?;
     match crate::cfields::kind(f) {
         "identifier" => Some(text(f, src)),
-        "field_expression" => Some(text(
-            f.child_by_field_id(crate::cfields::fields().field)?,
-            src,
-        )),
+        "field_expression" => Some(text(f.field(crate::cfields::fields().field)?, src)),
         _ => None,
     }
 }
 
 /// The first argument of a call.
 fn first_arg(n: Node) -> Option<Node> {
-    n.child_by_field_id(crate::cfields::fields().arguments)?
-        .named_child(0)
+    n.field(crate::cfields::fields().arguments)?.named_child(0)
 }
 
 /// `-ECONST`: the constant's name.
 fn negated_errno<'a>(n: Node, src: &'a str) -> Option<&'a str> {
     let n = unwrap_expr(n);
     if crate::cfields::kind(n) != "unary_expression"
-        || n.child_by_field_id(crate::cfields::fields().operator)
+        || n.field(crate::cfields::fields().operator)
             .map(|o| text(o, src))
             != Some("-")
     {
         return None;
     }
-    let a = unwrap_expr(n.child_by_field_id(crate::cfields::fields().argument)?);
+    let a = unwrap_expr(n.field(crate::cfields::fields().argument)?);
     let t = text(a, src);
     (crate::cfields::kind(a) == "identifier" && is_errno_name(t)).then_some(t)
 }
@@ -394,7 +391,7 @@ fn value_of(n: Node, src: &str) -> Option<Value> {
             crate::cfields::fields().alternative,
         ]
         .into_iter()
-        .filter_map(|f| n.child_by_field_id(f))
+        .filter_map(|f| n.field(f))
         .find_map(|a| {
             value_of(a, src).filter(|v| !matches!(v, Value::Var(_)) || is_err_wrapped(a, src))
         }),
@@ -518,7 +515,7 @@ fn branch_exit(branch: Node, b: &BodyExits, src: &str) -> Option<Value> {
     let v = match crate::cfields::kind(s) {
         "return_statement" => returned(s, b, src, None)?,
         "goto_statement" => label_exit(
-            text(s.child_by_field_id(crate::cfields::fields().label)?, src),
+            text(s.field(crate::cfields::fields().label)?, src),
             b,
             src,
             s.start_byte(),
@@ -560,12 +557,12 @@ fn first_return<'t>(l: &Label<'t>) -> Option<Node<'t>> {
 
 /// The sites of one `if`: its branch and its `else` branch.
 fn if_sites(i: Node, b: &BodyExits, src: &str, out: &mut Vec<ErrorSite>) {
-    let Some(cond) = i.child_by_field_id(crate::cfields::fields().condition) else {
+    let Some(cond) = i.field(crate::cfields::fields().condition) else {
         return;
     };
     let branches = [
-        i.child_by_field_id(crate::cfields::fields().consequence),
-        i.child_by_field_id(crate::cfields::fields().alternative)
+        i.field(crate::cfields::fields().consequence),
+        i.field(crate::cfields::fields().alternative)
             .and_then(|e| e.named_child(0)),
     ];
     for branch in branches.into_iter().flatten() {
@@ -619,20 +616,17 @@ fn lookup_key(cond: Node, b: &BodyExits, src: &str) -> Option<String> {
     let f = crate::cfields::fields();
     let n = unwrap_expr(cond);
     let tested = match crate::cfields::kind(n) {
-        "unary_expression"
-            if n.child_by_field_id(f.operator).map(|o| text(o, src)) == Some("!") =>
-        {
-            unwrap_expr(n.child_by_field_id(f.argument)?)
+        "unary_expression" if n.field(f.operator).map(|o| text(o, src)) == Some("!") => {
+            unwrap_expr(n.field(f.argument)?)
         }
         "binary_expression"
-            if n.child_by_field_id(f.operator).map(|o| text(o, src)) == Some("==")
+            if n.field(f.operator).map(|o| text(o, src)) == Some("==")
                 && matches!(
-                    n.child_by_field_id(f.right)
-                        .map(|r| text(unwrap_expr(r), src)),
+                    n.field(f.right).map(|r| text(unwrap_expr(r), src)),
                     Some("NULL" | "0")
                 ) =>
         {
-            unwrap_expr(n.child_by_field_id(f.left)?)
+            unwrap_expr(n.field(f.left)?)
         }
         _ => return None,
     };
@@ -643,7 +637,7 @@ fn lookup_key(cond: Node, b: &BodyExits, src: &str) -> Option<String> {
             if call_name(tested, src).is_some_and(|c| TRANSPARENT_CALLS.contains(&c)) {
                 return None;
             }
-            let args = tested.child_by_field_id(f.arguments)?;
+            let args = tested.field(f.arguments)?;
             let mut c = args.walk();
             let v: Vec<Node> = args.named_children(&mut c).collect();
             v
@@ -660,10 +654,10 @@ fn keyed_subscript(mut n: Node, b: &BodyExits, src: &str) -> Option<String> {
     let f = crate::cfields::fields();
     loop {
         match crate::cfields::kind(n) {
-            "field_expression" => n = unwrap_expr(n.child_by_field_id(f.argument)?),
-            "pointer_expression" => n = unwrap_expr(n.child_by_field_id(f.argument)?),
+            "field_expression" => n = unwrap_expr(n.field(f.argument)?),
+            "pointer_expression" => n = unwrap_expr(n.field(f.argument)?),
             "subscript_expression" => {
-                let index = n.child_by_field_id(f.index)?;
+                let index = n.field(f.index)?;
                 return names_a_param(index, b, src).then(|| {
                     let t = text(unwrap_expr(index), src);
                     t.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -705,26 +699,24 @@ fn tested_call(cond: Node, b: &BodyExits, src: &str) -> Option<String> {
     loop {
         match crate::cfields::kind(n) {
             "unary_expression"
-                if n.child_by_field_id(crate::cfields::fields().operator)
+                if n.field(crate::cfields::fields().operator)
                     .map(|o| text(o, src))
                     == Some("!") =>
             {
-                n = unwrap_expr(n.child_by_field_id(crate::cfields::fields().argument)?);
+                n = unwrap_expr(n.field(crate::cfields::fields().argument)?);
             }
             "binary_expression" => {
                 let op = n
-                    .child_by_field_id(crate::cfields::fields().operator)
+                    .field(crate::cfields::fields().operator)
                     .map(|o| text(o, src))?;
-                let r = unwrap_expr(n.child_by_field_id(crate::cfields::fields().right)?);
+                let r = unwrap_expr(n.field(crate::cfields::fields().right)?);
                 let zero = matches!(text(r, src), "0" | "NULL");
                 if !(zero && matches!(op, "<" | "!=" | "==")) {
                     return None;
                 }
-                n = unwrap_expr(n.child_by_field_id(crate::cfields::fields().left)?);
+                n = unwrap_expr(n.field(crate::cfields::fields().left)?);
             }
-            "assignment_expression" => {
-                n = unwrap_expr(n.child_by_field_id(crate::cfields::fields().right)?)
-            }
+            "assignment_expression" => n = unwrap_expr(n.field(crate::cfields::fields().right)?),
             "call_expression" => {
                 let name = call_name(n, src)?;
                 if TRANSPARENT_CALLS.contains(&name) {

@@ -5,6 +5,7 @@
 //! calls matter is the rules' business (heuristics): the facts keep every one, so a cached
 //! file never depends on the rules.
 
+use crate::children::FieldChild;
 use tree_sitter::Node;
 
 use crate::cfields::{fields, text, Assignment, Locals};
@@ -23,13 +24,11 @@ fn outside_name<'a>(n: Node, src: &'a str, locals: &Locals) -> Option<&'a str> {
         "parenthesized_expression" | "pointer_expression"
     ) {
         if crate::cfields::kind(v) == "pointer_expression"
-            && v.child_by_field_id(fields().operator).map(|o| text(o, src)) != Some("&")
+            && v.field(fields().operator).map(|o| text(o, src)) != Some("&")
         {
             return None;
         }
-        v = v
-            .child_by_field_id(fields().argument)
-            .or_else(|| v.named_child(0))?;
+        v = v.field(fields().argument).or_else(|| v.named_child(0))?;
     }
     let name = text(v, src);
     (crate::cfields::kind(v) == "identifier" && !locals.contains(name)).then_some(name)
@@ -120,7 +119,7 @@ fn stored_field(left: Node, src: &str) -> Option<(String, bool)> {
     if crate::cfields::kind(left) != "field_expression" {
         return None;
     }
-    let field = text(left.child_by_field_id(fields().field)?, src).to_string();
+    let field = text(left.field(fields().field)?, src).to_string();
     // through a pointer when any `->` leads to the field (`qp->attr.qp_state`)
     let through_pointer = text(left, src).contains("->");
     Some((field, through_pointer))
@@ -152,10 +151,10 @@ pub(crate) fn of_assignment(a: &Assignment, src: &str, locals: &Locals, out: &mu
 /// `.f = x` in an initializer list (a local's or a compound literal's: not through a pointer).
 pub(crate) fn of_initializer_pair(n: Node, src: &str, locals: &Locals, out: &mut Vec<ValueRef>) {
     // the first designator (`.a.b = x`: `.a`)
-    let Some(designator) = n.child_by_field_id(fields().designator) else {
+    let Some(designator) = n.field(fields().designator) else {
         return;
     };
-    let Some(value) = n.child_by_field_id(fields().value) else {
+    let Some(value) = n.field(fields().value) else {
         return;
     };
     let field = text(designator, src).trim_start_matches('.').trim();
@@ -203,7 +202,7 @@ pub(crate) fn of_call(
 
 /// [`of_call`]'s look at each argument node.
 fn of_arguments(call: Node, callee: &str, src: &str, locals: &Locals, out: &mut Vec<ValueRef>) {
-    let Some(args) = call.child_by_field_id(fields().arguments) else {
+    let Some(args) = call.field(fields().arguments) else {
         return;
     };
     // The list's children at once (`crate::children`; `named_child(i)` walks the list from
@@ -255,7 +254,7 @@ mod tests {
             if crate::cfields::kind(n) != "call_expression" {
                 continue;
             }
-            let Some(f) = n.child_by_field_id(fields().function) else {
+            let Some(f) = n.field(fields().function) else {
                 continue;
             };
             of_call(n, f, src, &locals, &mut filtered);
