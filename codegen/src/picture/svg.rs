@@ -58,6 +58,10 @@ fn edge_class(kind: EdgeKind) -> String {
 /// `view` as an `<svg>` element fitted to the page's width, at 70% of its size at least.
 pub(crate) fn render(view: &View) -> String {
     let mut vg = VisualGraph::new(Orientation::TopToBottom);
+    // layout-rs checks its graph after each step (a cycle search from every edge, panicking
+    // on a bug of its own): a fifth of a picture's layout, and nothing a user's graph can
+    // fail (the layout makes a DAG of any graph first).
+    vg.dag.set_validate(false);
     let handles: Vec<_> = view
         .nodes
         .iter()
