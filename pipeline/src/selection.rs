@@ -67,8 +67,9 @@ pub type Finish<'a, R> = dyn Fn(Selected, &mut Vec<Notice>) -> Result<R, Error> 
 /// [`EachSelection::take`]: a finished selection taken, with the run's notices.
 pub type Take<'a, R> = dyn FnMut(R, &mut dyn FnMut(Notice)) -> Result<(), Error> + 'a;
 
-/// How many vendors of a list are worked on at once: one taken while the next is prepared and
-/// finished, so the two cores of a small machine stay busy without every vendor's graph alive.
+/// How many vendors of a list are worked on at once (selected and finished; a finished one
+/// waiting to be taken holds its rendered set, not its graph): the two cores of a small machine
+/// stay busy without every vendor's graph alive.
 const VENDORS_AT_ONCE: usize = 2;
 
 /// Several vendors from one parse of the tree and one read of the binaries, each selection
@@ -125,40 +126,81 @@ pub fn select_vendors<R: Send>(
         Outcome { notices, result }
     };
     let mut selected = 0;
-    std::thread::scope(|scope| -> Result<(), Error> {
-        let mut running = std::collections::VecDeque::with_capacity(VENDORS_AT_ONCE);
-        let mut vendors = resolved.iter();
-        loop {
-            while running.len() < VENDORS_AT_ONCE {
-                let Some(v) = vendors.next() else { break };
-                running.push_back(scope.spawn(move || work(v)));
-            }
-            let Some(oldest) = running.pop_front() else {
-                return Ok(());
-            };
-            let outcome = oldest
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            outcome.notices.into_iter().for_each(&mut *notify);
-            let taken = outcome.result.and_then(|r| match r {
-                Some(r) => take(r, notify).map(|()| 1),
-                None => Ok(0),
-            });
-            match taken {
-                Ok(n) => selected += n,
-                Err(e) => {
-                    // A serial run stops here: the vendors already started are waited for,
-                    // but none of them is taken, its notices are not given and its panic
-                    // (a bug, printed by the hook) does not replace this error.
-                    for later in running {
-                        let _ = later.join();
-                    }
-                    return Err(e);
-                }
-            }
+    in_list_order(&resolved, &work, |outcome| {
+        outcome.notices.into_iter().for_each(&mut *notify);
+        match outcome.result? {
+            Some(r) => take(r, notify).map(|()| selected += 1),
+            None => Ok(()),
         }
     })?;
     Ok(selected)
+}
+
+/// `work` on each item on a thread of its own, [`VENDORS_AT_ONCE`] at a time, and `take` of
+/// each result on the calling thread in the items' order. A thread says when its work is done:
+/// the next item starts then, not when the calling thread has taken the items before it, so
+/// one that finishes first frees its core while the one before it still runs. The first error
+/// of `take` stops the run: the items already started are waited for, none is taken, and a
+/// panic of one of them (a bug, printed by the hook) does not replace the error, as a serial
+/// run would never have started them.
+fn in_list_order<T: Sync, O: Send>(
+    items: &[T],
+    work: &(dyn Fn(&T) -> O + Sync),
+    mut take: impl FnMut(O) -> Result<(), Error>,
+) -> Result<(), Error> {
+    std::thread::scope(|scope| {
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<usize>();
+        let mut started = std::collections::VecDeque::with_capacity(items.len());
+        let mut done = vec![false; items.len()];
+        let (mut running, mut next, mut taken) = (0, 0, 0);
+        loop {
+            while running < VENDORS_AT_ONCE {
+                let Some(item) = items.get(next) else { break };
+                let said = SaysDone(done_tx.clone(), next);
+                started.push_back(scope.spawn(move || {
+                    let _said = said;
+                    work(item)
+                }));
+                running += 1;
+                next += 1;
+            }
+            if !done.get(taken).copied().unwrap_or(true) {
+                // Wait for one to finish (every thread says so, a panicking one too; the
+                // sender kept here means the wait ends only that way).
+                if let Ok(i) = done_rx.recv() {
+                    if let Some(d) = done.get_mut(i) {
+                        *d = true;
+                    }
+                    running -= 1;
+                    continue;
+                }
+            }
+            let Some(oldest) = started.pop_front() else {
+                return Ok(());
+            };
+            taken += 1;
+            let outcome = oldest
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            if let Err(e) = take(outcome) {
+                for later in started {
+                    let _ = later.join();
+                }
+                return Err(e);
+            }
+        }
+    })
+}
+
+/// Sends its item's index when dropped: at the end of the item's thread of [`in_list_order`],
+/// whether its work returned or panicked.
+struct SaysDone(std::sync::mpsc::Sender<usize>, usize);
+
+impl Drop for SaysDone {
+    fn drop(&mut self) {
+        // The receiver lives until every thread is joined.
+        let _ = self.0.send(self.1);
+    }
 }
 
 /// What one vendor's thread of [`select_vendors`] hands back: the notices it had, in order,
@@ -288,4 +330,60 @@ pub fn manifest_of(opts: &SourceOptions, s: &Selected) -> manifest::Manifest {
     );
     m.degraded = s.degraded.iter().map(codegen::degraded_entry).collect();
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc::channel;
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    /// The third item starts while the first still runs (the second finished, not taken): the
+    /// first waits for word from the third, which would never come if a slot were freed only
+    /// when the items before it are taken. The results are taken in the items' order.
+    #[test]
+    fn the_next_item_starts_when_one_finishes_and_results_come_in_order() {
+        let (tx, rx) = channel::<()>();
+        let (tx, rx) = (Mutex::new(tx), Mutex::new(rx));
+        let work = |i: &usize| -> Result<usize, String> {
+            match *i {
+                0 => rx
+                    .lock()
+                    .map_err(|_| "lock".to_string())?
+                    .recv_timeout(Duration::from_secs(20))
+                    .map(|()| 0)
+                    .map_err(|_| "the third item never started while the first ran".into()),
+                2 => {
+                    let sent = tx.lock().map_err(|_| "lock".to_string())?.send(());
+                    sent.map(|()| 2)
+                        .map_err(|_| "the first item is gone".into())
+                }
+                i => Ok(i),
+            }
+        };
+        let mut taken = Vec::new();
+        let r = in_list_order(&[0usize, 1, 2, 3], &work, |o| {
+            taken.push(o.map_err(Error::Output)?);
+            Ok(())
+        });
+        assert!(r.is_ok(), "{r:?}");
+        assert_eq!(taken, vec![0, 1, 2, 3]);
+    }
+
+    /// An error taking an item stops the run: nothing after it is taken, whatever finished.
+    #[test]
+    fn an_error_stops_the_run_in_its_order() {
+        let work = |i: &usize| *i;
+        let mut taken = Vec::new();
+        let r = in_list_order(&[0usize, 1, 2, 3, 4], &work, |i| {
+            if i == 2 {
+                return Err(Error::Output("the third".into()));
+            }
+            taken.push(i);
+            Ok(())
+        });
+        assert!(r.is_err());
+        assert_eq!(taken, vec![0, 1]);
+    }
 }
