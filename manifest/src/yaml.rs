@@ -119,14 +119,16 @@ impl<'v> Writer<'v> {
             }
             Value::String(s) if is_plain_word(s) => self.out.push_str(s),
             Value::String(s) => {
-                if !self.quoted.contains_key(s.as_str()) {
-                    let text = serde_yaml::to_string(s).ok()?;
-                    // One line and its newline; a literal block (`|-` and indented lines) is
-                    // indented by its context, left to serde_yaml.
-                    let line = text.strip_suffix('\n').filter(|l| !l.contains('\n'))?;
-                    self.quoted.insert(s, line.to_string());
-                }
-                let line = self.quoted.get(s.as_str())?;
+                let line = match self.quoted.entry(s.as_str()) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        let text = serde_yaml::to_string(s).ok()?;
+                        // One line and its newline; a literal block (`|-` and indented lines)
+                        // is indented by its context, left to serde_yaml.
+                        let line = text.strip_suffix('\n').filter(|l| !l.contains('\n'))?;
+                        e.insert(line.to_string())
+                    }
+                };
                 self.out.push_str(line);
             }
             Value::Mapping(m) if m.is_empty() => self.out.push_str("{}"),
