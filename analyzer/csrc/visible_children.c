@@ -39,68 +39,43 @@ static uint32_t list_children(const TSTree *tree, Subtree parent, Length positio
     if (i > 0) position = length_add(position, ts_subtree_padding(*child));
     if (ts_subtree_visible(*child) || alias) {
       // what ts_node_new makes (node.c, another unit: a call per child otherwise)
-      if (n < cap) {
-        out[n] = (TSNode){
-            {position.bytes, position.extent.row, position.extent.column, alias}, child, tree};
-      }
-      n++;
+      out[n++] = (TSNode){
+          {position.bytes, position.extent.row, position.extent.column, alias}, child, tree};
+      if (n == cap) return n;
     } else if (ts_subtree_visible_child_count(*child) > 0) {
       n = list_children(tree, *child, position, out, n, cap, depth + 1);
-      if (n == TOO_DEEP) return TOO_DEEP;
+      if (n == TOO_DEEP || n == cap) return n;
     }
     position = length_add(position, ts_subtree_size(*child));
   }
   return n;
 }
 
-// Writes up to `cap` of `node`'s visible children to `out`; returns how many it has (more than
-// `cap` when `out` was too small), or UINT32_MAX when its hidden nodes nest too deep.
+// Writes `node`'s visible children to `out`, the first `cap` of them; returns how many it wrote,
+// or UINT32_MAX when its hidden nodes nest too deep.
 uint32_t probegen_visible_children(TSNode node, TSNode *out, uint32_t cap) {
   Subtree subtree = *(const Subtree *)node.id;
-  if (ts_subtree_child_count(subtree) == 0) return 0;
+  if (cap == 0 || ts_subtree_child_count(subtree) == 0) return 0;
   Length position = {node.context[0], {node.context[1], node.context[2]}};
   return list_children(node.tree, subtree, position, out, 0, cap, 0);
 }
 
 // The first visible child of `parent` (a hidden node with visible children), as ts_node_child
-// gives it at index 0: descending through hidden children that have visible ones.
-static TSNode first_visible_child(const TSTree *tree, Subtree parent, Length position) {
-  for (uint32_t depth = 0; depth <= MAX_HIDDEN_DEPTH; depth++) {
-    const TSSymbol *aliases =
-        ts_language_alias_sequence(tree->language, parent.ptr->production_id);
-    const Subtree *children = ts_subtree_children(parent);
-    uint32_t structural = 0;
-    bool descended = false;
-    for (uint32_t i = 0; i < parent.ptr->child_count && !descended; i++) {
-      const Subtree *child = &children[i];
-      TSSymbol alias = 0;
-      if (!ts_subtree_extra(*child)) {
-        if (aliases) alias = aliases[structural];
-        structural++;
-      }
-      if (i > 0) position = length_add(position, ts_subtree_padding(*child));
-      if (ts_subtree_visible(*child) || alias) {
-        return (TSNode){
-            {position.bytes, position.extent.row, position.extent.column, alias}, child, tree};
-      }
-      if (ts_subtree_visible_child_count(*child) > 0) {
-        parent = *child;
-        descended = true;
-      } else {
-        position = length_add(position, ts_subtree_size(*child));
-      }
-    }
-    if (!descended) break;
-  }
-  return (TSNode){{0, 0, 0, 0}, NULL, NULL};
+// gives it at index 0.
+static TSNode first_visible_child(const TSTree *tree, Subtree parent, Length position,
+                                  bool *too_deep) {
+  TSNode first = {{0, 0, 0, 0}, NULL, NULL};
+  if (list_children(tree, parent, position, &first, 0, 1, 0) == TOO_DEEP) *too_deep = true;
+  return first;
 }
 
 // The child ts_node_child_by_field_id(node, field) gives (a node whose id is NULL: none), by
 // the same steps, computing no node but the one it returns: the production's entries for the
 // field in order; an inherited one searched in its hidden child (the last one in place of the
 // node); a visible or aliased child returned; a hidden one with visible children gives its
-// first; one without, the next entry.
-TSNode probegen_child_by_field(TSNode node, TSFieldId field) {
+// first; one without, the next entry. `too_deep` is set when hidden nodes nest deeper than
+// MAX_HIDDEN_DEPTH: the caller then asks tree-sitter.
+TSNode probegen_child_by_field(TSNode node, TSFieldId field, bool *too_deep) {
   const TSNode none = {{0, 0, 0, 0}, NULL, NULL};
   const TSTree *tree = node.tree;
   for (uint32_t depth = 0; depth <= MAX_HIDDEN_DEPTH; depth++) {
@@ -132,13 +107,13 @@ TSNode probegen_child_by_field(TSNode node, TSFieldId field) {
               descend = true;
               break;
             }
-            TSNode inner = probegen_child_by_field(found, field);
+            TSNode inner = probegen_child_by_field(found, field, too_deep);
             if (inner.id) return inner;
             if (++entry == end) return none;
           } else if (ts_subtree_visible(*child) || alias) {
             return found;
           } else if (ts_subtree_visible_child_count(*child) > 0) {
-            return first_visible_child(tree, *child, position);
+            return first_visible_child(tree, *child, position, too_deep);
           } else if (++entry == end) {
             return none;
           }
@@ -148,5 +123,6 @@ TSNode probegen_child_by_field(TSNode node, TSFieldId field) {
     }
     if (!descend) return none;
   }
+  *too_deep = true;
   return none;
 }

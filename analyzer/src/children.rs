@@ -6,11 +6,12 @@
 use tree_sitter::{ffi, Node};
 
 extern "C" {
-    /// Writes up to `cap` of `node`'s visible children to `out`; returns how many it has, or
-    /// `u32::MAX` when its hidden nodes nest deeper than the listing goes.
+    /// Writes `node`'s visible children to `out`, the first `cap` of them; returns how many it
+    /// wrote, or `u32::MAX` when its hidden nodes nest deeper than the listing goes.
     fn probegen_visible_children(node: ffi::TSNode, out: *mut ffi::TSNode, cap: u32) -> u32;
     /// The child `ts_node_child_by_field_id(node, field)` gives; its id is null for none.
-    fn probegen_child_by_field(node: ffi::TSNode, field: u16) -> ffi::TSNode;
+    /// `too_deep` is set when hidden nodes nest deeper than the search goes.
+    fn probegen_child_by_field(node: ffi::TSNode, field: u16, too_deep: *mut bool) -> ffi::TSNode;
 }
 
 /// A node's child by field id: what `Node::child_by_field_id` gives, computing no node on the
@@ -23,8 +24,12 @@ pub(crate) trait FieldChild<'t> {
 
 impl<'t> FieldChild<'t> for Node<'t> {
     fn field(&self, id: u16) -> Option<Node<'t>> {
+        let mut too_deep = false;
         // SAFETY: a node of a live tree in, a node of the same tree (or a null one) out.
-        let raw = unsafe { probegen_child_by_field((*self).into_raw(), id) };
+        let raw = unsafe { probegen_child_by_field((*self).into_raw(), id, &mut too_deep) };
+        if too_deep {
+            return self.child_by_field_id(id);
+        }
         if raw.id.is_null() {
             return None;
         }
